@@ -1,0 +1,269 @@
+//! kubectl-compatible cluster access: the flags every plugin shares, turned into a
+//! `kube::Client` through kube's own kubeconfig loading (exec plugins, client certificates,
+//! bearer tokens and TLS all work as in kubectl).
+//!
+//! Credentials never leave kube's config types: [`Connection`] keeps only the context
+//! name and server URL for display, and errors are rendered without the config's content.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// Errors while building a client.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error(
+        "invalid --request-timeout {0:?}: use a number with a unit (1s, 2m, 3h) or 0 for no timeout"
+    )]
+    BadTimeout(String),
+    #[error("cannot load kubeconfig: {0}")]
+    Kubeconfig(String),
+    #[error("cannot create a client for {server}: {message}")]
+    Client { server: String, message: String },
+}
+
+/// The cluster-access flags of kubectl, shared by all placekit plugins.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ConnectionArgs {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, a colon-separated list, or ~/.kube/config).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// The kubeconfig cluster to use.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub cluster: Option<String>,
+    /// The kubeconfig user to use.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub user: Option<String>,
+    /// The namespace scope for this request.
+    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+    /// How long to wait for a single server request (0: no timeout), e.g. 30s, 1m.
+    #[arg(long, global = true, value_name = "DURATION", default_value = "0")]
+    pub request_timeout: String,
+}
+
+/// A ready client and what to show of it.
+#[derive(Clone)]
+pub struct Connection {
+    pub client: kube::Client,
+    /// The context name (or `in-cluster`), recorded in snapshots.
+    pub context: String,
+    /// The API server URL, recorded in snapshots.
+    pub server: String,
+    /// The namespace from `-n` or the context.
+    pub namespace: String,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("context", &self.context)
+            .field("server", &self.server)
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Parses kubectl's `--request-timeout`: a bare integer is seconds; otherwise a Go-style
+/// duration made of `<number><unit>` parts (`h`, `m`, `s`, `ms`). `0` means no timeout.
+pub fn parse_request_timeout(s: &str) -> Result<Option<Duration>, ConnectError> {
+    let bad = || ConnectError::BadTimeout(s.to_string());
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<u64>() {
+        return Ok((secs > 0).then(|| Duration::from_secs(secs)));
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = s;
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let unit_secs = match &rest[..unit_len] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 0.001,
+            _ => return Err(bad()),
+        };
+        rest = &rest[unit_len..];
+        total += Duration::try_from_secs_f64(number * unit_secs).map_err(|_| bad())?;
+    }
+    Ok((!total.is_zero()).then_some(total))
+}
+
+impl ConnectionArgs {
+    fn options(&self) -> KubeConfigOptions {
+        KubeConfigOptions {
+            context: self.context.clone(),
+            cluster: self.cluster.clone(),
+            user: self.user.clone(),
+        }
+    }
+
+    /// Reads the kubeconfig the way kubectl does: `--kubeconfig`, else `$KUBECONFIG`
+    /// (merged in order), else `~/.kube/config`.
+    pub fn load_kubeconfig(&self) -> Result<Kubeconfig, ConnectError> {
+        let loaded = match &self.kubeconfig {
+            Some(path) => Kubeconfig::read_from(path),
+            None => Kubeconfig::read(),
+        };
+        loaded.map_err(|e| ConnectError::Kubeconfig(e.to_string()))
+    }
+
+    /// The context name that will be used (for snapshot names and `--last`).
+    pub fn context_name(&self, kubeconfig: &Kubeconfig) -> String {
+        self.context
+            .clone()
+            .or_else(|| kubeconfig.current_context.clone())
+            .unwrap_or_else(|| "default".to_string())
+    }
+
+    /// Builds the client. Nothing here touches the network: the first request does.
+    pub async fn connect(&self) -> Result<Connection, ConnectError> {
+        let timeout = parse_request_timeout(&self.request_timeout)?;
+        let kubeconfig = self.load_kubeconfig()?;
+        let context = self.context_name(&kubeconfig);
+        let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &self.options())
+            .await
+            .map_err(|e| ConnectError::Kubeconfig(e.to_string()))?;
+        if let Some(t) = timeout {
+            config.read_timeout = Some(t);
+            config.write_timeout = Some(t);
+            config.connect_timeout = Some(t);
+        }
+        if let Some(ns) = &self.namespace {
+            config.default_namespace = ns.clone();
+        }
+        let server = config.cluster_url.to_string();
+        let namespace = config.default_namespace.clone();
+        let client = kube::Client::try_from(config).map_err(|e| ConnectError::Client {
+            server: server.clone(),
+            message: e.to_string(),
+        })?;
+        Ok(Connection {
+            client,
+            context,
+            server,
+            namespace,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        connection: ConnectionArgs,
+    }
+
+    #[test]
+    fn timeouts_like_kubectl() {
+        assert_eq!(parse_request_timeout("0").unwrap(), None);
+        assert_eq!(
+            parse_request_timeout("5").unwrap(),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(
+            parse_request_timeout("1m30s").unwrap(),
+            Some(Duration::from_secs(90))
+        );
+        assert_eq!(
+            parse_request_timeout("250ms").unwrap(),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(
+            parse_request_timeout("1.5h").unwrap(),
+            Some(Duration::from_secs(5400))
+        );
+        for bad in ["", "abc", "5x", "-1s", "1m-"] {
+            assert!(parse_request_timeout(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn flags_parse_like_kubectl() {
+        let cli = Cli::parse_from([
+            "x",
+            "--kubeconfig",
+            "/tmp/k",
+            "--context",
+            "ctx",
+            "--cluster",
+            "c",
+            "--user",
+            "u",
+            "-n",
+            "ml",
+            "--request-timeout",
+            "10s",
+        ]);
+        assert_eq!(cli.connection.context.as_deref(), Some("ctx"));
+        assert_eq!(cli.connection.namespace.as_deref(), Some("ml"));
+        assert_eq!(cli.connection.request_timeout, "10s");
+    }
+
+    const KUBECONFIG: &str = r#"
+apiVersion: v1
+kind: Config
+current-context: test
+clusters:
+- name: test
+  cluster:
+    server: http://127.0.0.1:1
+contexts:
+- name: test
+  context:
+    cluster: test
+    user: admin
+    namespace: ml
+users:
+- name: admin
+  user:
+    token: super-secret-token
+"#;
+
+    #[tokio::test]
+    async fn builds_a_client_without_leaking_the_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(&path, KUBECONFIG).unwrap();
+        let args = ConnectionArgs {
+            kubeconfig: Some(path),
+            request_timeout: "5s".into(),
+            ..Default::default()
+        };
+        let conn = args.connect().await.unwrap();
+        assert_eq!(conn.context, "test");
+        assert_eq!(conn.namespace, "ml");
+        assert_eq!(conn.server, "http://127.0.0.1:1/");
+        let shown = format!("{conn:?} {args:?}");
+        assert!(!shown.contains("super-secret-token"), "{shown}");
+    }
+
+    #[tokio::test]
+    async fn missing_kubeconfig_is_a_clear_error() {
+        let args = ConnectionArgs {
+            kubeconfig: Some("/nonexistent/placekit/config".into()),
+            request_timeout: "0".into(),
+            ..Default::default()
+        };
+        let err = args.connect().await.unwrap_err().to_string();
+        assert!(err.starts_with("cannot load kubeconfig"), "{err}");
+    }
+}

@@ -1,0 +1,20 @@
+//! Exit codes with fixed meanings, shared by every placekit plugin and documented in each
+//! plugin's `--help`.
+
+/// The command did what was asked and found nothing wrong.
+pub const SUCCESS: u8 = 0;
+/// The command ran and found problems, or some targets failed (lint findings, conflicts,
+/// partial failure).
+pub const PROBLEMS: u8 = 1;
+/// Usage or input error; nothing was changed.
+pub const USAGE: u8 = 2;
+/// The cluster was unreachable or the request was forbidden; nothing was changed.
+pub const CLUSTER: u8 = 3;
+
+/// The text every plugin's `--help` ends with.
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  success
+  1  the command ran and found problems, or some targets failed (conflicts, partial failure)
+  2  usage or input error; nothing was changed
+  3  cluster unreachable or forbidden; nothing was changed";

@@ -1,0 +1,25 @@
+//! placekit's core library: the model shared by the `kubectl nodelabel`, `kubectl gpu-taint`
+//! and `kubectl affinity-lint` plugins.
+//!
+//! Everything here except [`connect`] and [`executor::KubeNodeWriter`] is pure and
+//! unit-tested without an API server:
+//!
+//! - [`validation`]: label keys and values with the API server's rules and messages;
+//! - [`syntax`]: kubectl's label-change, taint and label-selector syntax;
+//! - [`scheduling`]: node affinity, nodeSelector and toleration matching as the scheduler does;
+//! - [`plan`]: per-node change plans, their diff and their conditional JSON Patch;
+//! - [`snapshot`]: the durable before-state and outcome journal of every mutating command;
+//! - [`rollback`]: the exact-match rollback planner;
+//! - [`executor`]: bounded-concurrency writes with retries and journaling;
+//! - [`connect`]: kubectl's cluster-access flags, building a `kube::Client`;
+//! - [`exit`]: exit codes with fixed meanings.
+
+pub mod connect;
+pub mod executor;
+pub mod exit;
+pub mod plan;
+pub mod rollback;
+pub mod scheduling;
+pub mod snapshot;
+pub mod syntax;
+pub mod validation;

@@ -1,0 +1,670 @@
+//! Change plans: from a node's current state and the requested label/taint changes to a
+//! per-node plan, rendered as a diff for people and as a conditional JSON Patch for the API.
+//!
+//! # The conditional write
+//!
+//! Every touched label key is asserted with a JSON Patch `test` before it is changed:
+//! `{"op":"test","path":"/metadata/labels/<key>","value":"<current>"}` for a key that has a
+//! value, and `"value": null` for a key that must still be absent. The API server applies
+//! JSON Patch with evanphx/json-patch v4, whose `test` succeeds on a missing member when the
+//! expected value is `null`, so "still absent" is asserted per key and an unrelated label
+//! change by someone else never causes a conflict. (A server that follows RFC 6902 to the
+//! letter fails such a test instead: that is a reported conflict, never an overwrite.)
+//! When a node has no labels at all, the API server omits the map, so the plan asserts
+//! `/metadata/labels` is null and adds the whole map.
+//!
+//! When taints change, the whole current taint list is asserted (`/spec/taints`, or `null`
+//! when the node has none) and replaced: taints are a list without per-key addressing, so a
+//! concurrent taint change to the same node is a conflict by design.
+//!
+//! No `resourceVersion` precondition is used: status heartbeats bump it every few seconds.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::syntax::{LabelChange, Taint, TaintMatcher};
+
+/// What placekit reads of a node before changing it, and stores in a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeState {
+    pub name: String,
+    pub uid: String,
+    pub resource_version: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub taints: Vec<Taint>,
+}
+
+impl NodeState {
+    /// Reads the fields placekit needs from a Node object as the API returns it.
+    ///
+    /// Taints are taken from the JSON form so that `value` and `timeAdded` stay verbatim.
+    pub fn from_node(node: &k8s_openapi::api::core::v1::Node) -> Result<Self, serde_json::Error> {
+        let taints = match node.spec.as_ref().and_then(|s| s.taints.as_ref()) {
+            Some(taints) => serde_json::from_value(serde_json::to_value(taints)?)?,
+            None => Vec::new(),
+        };
+        Ok(NodeState {
+            name: node.metadata.name.clone().unwrap_or_default(),
+            uid: node.metadata.uid.clone().unwrap_or_default(),
+            resource_version: node.metadata.resource_version.clone().unwrap_or_default(),
+            labels: node.metadata.labels.clone().unwrap_or_default(),
+            taints,
+        })
+    }
+}
+
+/// What a command asks to change on every target node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangeRequest {
+    pub labels: Vec<LabelChange>,
+    pub add_taints: Vec<Taint>,
+    pub remove_taints: Vec<TaintMatcher>,
+    /// Allow changing a label that already has another value, or replacing the value of a
+    /// taint with the same key and effect (kubectl's `--overwrite`).
+    pub overwrite: bool,
+}
+
+/// One label key's change on one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelDelta {
+    pub key: String,
+    /// `None`: the key did not exist.
+    pub before: Option<String>,
+    /// `None`: the key is removed.
+    pub after: Option<String>,
+}
+
+/// Why a node's plan cannot be applied as asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Blocker {
+    /// The key has another value and `--overwrite` was not given.
+    #[serde(rename_all = "camelCase")]
+    LabelHasOtherValue {
+        key: String,
+        current: String,
+        wanted: String,
+    },
+    /// A taint with the same key and effect but another value exists and `--overwrite` was
+    /// not given.
+    #[serde(rename_all = "camelCase")]
+    TaintHasOtherValue { existing: Taint, wanted: Taint },
+}
+
+impl std::fmt::Display for Blocker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Blocker::LabelHasOtherValue {
+                key,
+                current,
+                wanted,
+            } => write!(
+                f,
+                "label {key} is {current:?}, not {wanted:?} (use --overwrite to change it)"
+            ),
+            Blocker::TaintHasOtherValue { existing, wanted } => write!(
+                f,
+                "taint {existing} already exists with key {} and effect {} (use --overwrite to replace it with {wanted})",
+                existing.key, existing.effect
+            ),
+        }
+    }
+}
+
+/// Something worth telling the user that does not stop the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Note {
+    /// A taint to remove was asked with a value, and the node has the same key and effect
+    /// with another value: left in place (unlike `kubectl taint ...-`).
+    #[serde(rename_all = "camelCase")]
+    TaintValueMismatch { wanted: String, found: Taint },
+    /// A taint to remove is not on the node.
+    #[serde(rename_all = "camelCase")]
+    TaintNotPresent { wanted: String },
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::TaintValueMismatch { wanted, found } => write!(
+                f,
+                "taint {found} has the same key and effect as {wanted} but another value: left in place"
+            ),
+            Note::TaintNotPresent { wanted } => write!(f, "taint {wanted} is not present"),
+        }
+    }
+}
+
+/// The plan for one node: what changes, what blocks it, and the state it was computed from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodePlan {
+    /// The state the plan was computed from (the snapshot's before-state).
+    pub before: NodeState,
+    /// Label keys that actually change, in key order.
+    pub label_changes: Vec<LabelDelta>,
+    /// The full taint list after the change (equal to `before.taints` when untouched).
+    pub taints_after: Vec<Taint>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blockers: Vec<Blocker>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Note>,
+}
+
+impl NodePlan {
+    pub fn node(&self) -> &str {
+        &self.before.name
+    }
+
+    pub fn taints_changed(&self) -> bool {
+        self.taints_after != self.before.taints
+    }
+
+    /// Nothing to write on this node.
+    pub fn is_noop(&self) -> bool {
+        self.label_changes.is_empty() && !self.taints_changed()
+    }
+
+    pub fn is_blocked(&self) -> bool {
+        !self.blockers.is_empty()
+    }
+
+    /// Taints in the plan's result that were not there before.
+    pub fn taints_added(&self) -> Vec<Taint> {
+        self.taints_after
+            .iter()
+            .filter(|t| !self.before.taints.contains(t))
+            .cloned()
+            .collect()
+    }
+
+    /// Taints there before that the plan removes.
+    pub fn taints_removed(&self) -> Vec<Taint> {
+        self.before
+            .taints
+            .iter()
+            .filter(|t| !self.taints_after.contains(t))
+            .cloned()
+            .collect()
+    }
+
+    /// The labels after the change.
+    pub fn labels_after(&self) -> BTreeMap<String, String> {
+        let mut labels = self.before.labels.clone();
+        for delta in &self.label_changes {
+            match &delta.after {
+                Some(v) => labels.insert(delta.key.clone(), v.clone()),
+                None => labels.remove(&delta.key),
+            };
+        }
+        labels
+    }
+
+    /// The conditional JSON Patch (RFC 6902) that applies this plan; see the module docs.
+    pub fn json_patch(&self) -> Value {
+        let mut ops: Vec<Value> = Vec::new();
+        if !self.label_changes.is_empty() {
+            if self.before.labels.is_empty() {
+                ops.push(json!({"op": "test", "path": "/metadata/labels", "value": null}));
+                let added: BTreeMap<&str, &str> = self
+                    .label_changes
+                    .iter()
+                    .filter_map(|d| d.after.as_deref().map(|v| (d.key.as_str(), v)))
+                    .collect();
+                ops.push(json!({"op": "add", "path": "/metadata/labels", "value": added}));
+            } else {
+                for delta in &self.label_changes {
+                    let path = format!("/metadata/labels/{}", escape_pointer_token(&delta.key));
+                    ops.push(json!({"op": "test", "path": path, "value": delta.before}));
+                    match (&delta.before, &delta.after) {
+                        (None, Some(v)) => ops.push(json!({"op": "add", "path": path, "value": v})),
+                        (Some(_), Some(v)) => {
+                            ops.push(json!({"op": "replace", "path": path, "value": v}))
+                        }
+                        (_, None) => ops.push(json!({"op": "remove", "path": path})),
+                    }
+                }
+            }
+        }
+        if self.taints_changed() {
+            let current = if self.before.taints.is_empty() {
+                Value::Null
+            } else {
+                json!(self.before.taints)
+            };
+            ops.push(json!({"op": "test", "path": "/spec/taints", "value": current}));
+            if self.taints_after.is_empty() {
+                ops.push(json!({"op": "remove", "path": "/spec/taints"}));
+            } else {
+                ops.push(json!({"op": "add", "path": "/spec/taints", "value": self.taints_after}));
+            }
+        }
+        Value::Array(ops)
+    }
+
+    /// A per-node diff of labels and taints (unified format, changed lines only with a
+    /// little context), for the confirmation prompt and `--dry-run`.
+    pub fn render_diff(&self) -> String {
+        let before = render_state(&self.before.labels, &self.before.taints);
+        let after = render_state(&self.labels_after(), &self.taints_after);
+        let diff = similar::TextDiff::from_lines(&before, &after);
+        let mut out = String::new();
+        let _ = writeln!(out, "--- node/{} (current)", self.node());
+        let _ = writeln!(out, "+++ node/{} (planned)", self.node());
+        for group in diff.grouped_ops(1) {
+            for op in group {
+                for change in diff.iter_changes(&op) {
+                    let sign = match change.tag() {
+                        similar::ChangeTag::Delete => '-',
+                        similar::ChangeTag::Insert => '+',
+                        similar::ChangeTag::Equal => ' ',
+                    };
+                    let _ = write!(out, "{sign} {}", change.value());
+                }
+            }
+        }
+        out
+    }
+}
+
+fn render_state(labels: &BTreeMap<String, String>, taints: &[Taint]) -> String {
+    let mut out = String::new();
+    for (k, v) in labels {
+        let _ = writeln!(out, "label {k}={v}");
+    }
+    for t in taints {
+        let _ = writeln!(out, "taint {t}");
+    }
+    out
+}
+
+/// Escapes one JSON Pointer reference token (RFC 6901): `~` becomes `~0`, `/` becomes `~1`.
+pub fn escape_pointer_token(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+/// Reverses [`escape_pointer_token`].
+pub fn unescape_pointer_token(token: &str) -> String {
+    token.replace("~1", "/").replace("~0", "~")
+}
+
+/// Plans one node. Never fails: problems are recorded as blockers so that a command can
+/// list every blocking node/key at once before changing anything.
+pub fn plan_node(state: &NodeState, request: &ChangeRequest) -> NodePlan {
+    let mut label_changes = Vec::new();
+    let mut blockers = Vec::new();
+    let mut notes = Vec::new();
+
+    for change in &request.labels {
+        let key = change.key();
+        let current = state.labels.get(key).cloned();
+        match (current, change.value()) {
+            (None, None) => {}
+            (Some(cur), Some(wanted)) if cur == wanted => {}
+            (Some(cur), Some(wanted)) if !request.overwrite => {
+                blockers.push(Blocker::LabelHasOtherValue {
+                    key: key.to_string(),
+                    current: cur,
+                    wanted: wanted.to_string(),
+                });
+            }
+            (before, after) => label_changes.push(LabelDelta {
+                key: key.to_string(),
+                before,
+                after: after.map(str::to_string),
+            }),
+        }
+    }
+    label_changes.sort_by(|a, b| a.key.cmp(&b.key));
+
+    let mut taints = state.taints.clone();
+    for matcher in &request.remove_taints {
+        let before_len = taints.len();
+        for t in taints.iter().filter(|t| matcher.mismatches(t)) {
+            notes.push(Note::TaintValueMismatch {
+                wanted: matcher.to_string(),
+                found: t.clone(),
+            });
+        }
+        taints.retain(|t| !matcher.matches(t));
+        if taints.len() == before_len && !notes.iter().any(|n| matches!(n, Note::TaintValueMismatch { wanted, .. } if *wanted == matcher.to_string())) {
+            notes.push(Note::TaintNotPresent {
+                wanted: matcher.to_string(),
+            });
+        }
+    }
+    for wanted in &request.add_taints {
+        match taints
+            .iter()
+            .position(|t| t.key == wanted.key && t.effect == wanted.effect)
+        {
+            Some(i) if taints[i].same_as(wanted) => {}
+            Some(i) if request.overwrite => taints[i] = wanted.clone(),
+            Some(i) => blockers.push(Blocker::TaintHasOtherValue {
+                existing: taints[i].clone(),
+                wanted: wanted.clone(),
+            }),
+            None => taints.push(wanted.clone()),
+        }
+    }
+
+    NodePlan {
+        before: state.clone(),
+        label_changes,
+        taints_after: taints,
+        blockers,
+        notes,
+    }
+}
+
+/// Applies a JSON Patch made by [`NodePlan::json_patch`] to a node's labels and taints, with
+/// the API server's semantics for the operations placekit emits. Used to check plans in
+/// tests and to predict the result of a write.
+pub fn apply_to_state(state: &NodeState, patch: &Value) -> Result<NodeState, String> {
+    let mut labels: Option<BTreeMap<String, String>> =
+        (!state.labels.is_empty()).then(|| state.labels.clone());
+    let mut taints: Option<Vec<Taint>> = (!state.taints.is_empty()).then(|| state.taints.clone());
+    for op in patch.as_array().ok_or("patch is not an array")? {
+        let kind = op["op"].as_str().ok_or("op without kind")?;
+        let path = op["path"].as_str().ok_or("op without path")?;
+        let value = &op["value"];
+        if path == "/spec/taints" {
+            match kind {
+                "test" => {
+                    let expected: Option<Vec<Taint>> =
+                        serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
+                    if expected != taints {
+                        return Err(format!("testing value {path} failed"));
+                    }
+                }
+                "add" | "replace" => {
+                    taints = Some(serde_json::from_value(value.clone()).map_err(|e| e.to_string())?)
+                }
+                "remove" => taints = None,
+                other => return Err(format!("unexpected op {other}")),
+            }
+        } else if path == "/metadata/labels" {
+            match kind {
+                "test" if value.is_null() && labels.is_none() => {}
+                "test" => return Err(format!("testing value {path} failed")),
+                "add" => {
+                    labels = Some(serde_json::from_value(value.clone()).map_err(|e| e.to_string())?)
+                }
+                other => return Err(format!("unexpected op {other}")),
+            }
+        } else if let Some(token) = path.strip_prefix("/metadata/labels/") {
+            let key = unescape_pointer_token(token);
+            let map = labels
+                .as_mut()
+                .ok_or_else(|| format!("doc is missing path: {path}"))?;
+            match kind {
+                "test" => {
+                    if map
+                        .get(&key)
+                        .map(|v| Value::from(v.as_str()))
+                        .unwrap_or(Value::Null)
+                        != *value
+                    {
+                        return Err(format!("testing value {path} failed"));
+                    }
+                }
+                "add" | "replace" => {
+                    if kind == "replace" && !map.contains_key(&key) {
+                        return Err(format!("doc is missing key: {path}"));
+                    }
+                    map.insert(
+                        key,
+                        value
+                            .as_str()
+                            .ok_or("label value is not a string")?
+                            .to_string(),
+                    );
+                }
+                "remove" => {
+                    map.remove(&key)
+                        .ok_or_else(|| format!("doc is missing key: {path}"))?;
+                }
+                other => return Err(format!("unexpected op {other}")),
+            }
+        } else {
+            return Err(format!("unexpected path {path}"));
+        }
+    }
+    Ok(NodeState {
+        labels: labels.unwrap_or_default(),
+        taints: taints.unwrap_or_default(),
+        ..state.clone()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::{TaintEffect, parse_label_changes};
+    use proptest::prelude::*;
+
+    fn state(labels: &[(&str, &str)], taints: Vec<Taint>) -> NodeState {
+        NodeState {
+            name: "gpu-1".into(),
+            uid: "uid-1".into(),
+            resource_version: "7".into(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            taints,
+        }
+    }
+
+    fn labels_request(specs: &[&str], overwrite: bool) -> ChangeRequest {
+        ChangeRequest {
+            labels: parse_label_changes(specs).unwrap(),
+            overwrite,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn plan_records_before_and_after() {
+        let s = state(&[("pool", "batch"), ("zone", "a")], vec![]);
+        let plan = plan_node(
+            &s,
+            &labels_request(&["pool=online", "gpu=a100", "zone-", "absent-"], true),
+        );
+        assert_eq!(
+            plan.label_changes,
+            vec![
+                LabelDelta {
+                    key: "gpu".into(),
+                    before: None,
+                    after: Some("a100".into())
+                },
+                LabelDelta {
+                    key: "pool".into(),
+                    before: Some("batch".into()),
+                    after: Some("online".into())
+                },
+                LabelDelta {
+                    key: "zone".into(),
+                    before: Some("a".into()),
+                    after: None
+                },
+            ]
+        );
+        assert!(!plan.is_blocked());
+    }
+
+    #[test]
+    fn without_overwrite_a_different_value_blocks() {
+        let s = state(&[("pool", "batch")], vec![]);
+        let plan = plan_node(&s, &labels_request(&["pool=online"], false));
+        assert_eq!(
+            plan.blockers,
+            vec![Blocker::LabelHasOtherValue {
+                key: "pool".into(),
+                current: "batch".into(),
+                wanted: "online".into()
+            }]
+        );
+        let same = plan_node(&s, &labels_request(&["pool=batch"], false));
+        assert!(same.is_noop() && !same.is_blocked());
+    }
+
+    #[test]
+    fn json_patch_tests_every_touched_key_and_escapes_pointers() {
+        let s = state(&[("a.io/x", "1"), ("other", "z")], vec![]);
+        let plan = plan_node(&s, &labels_request(&["a.io/x=2", "new.io/k=v"], true));
+        assert_eq!(
+            plan.json_patch(),
+            json!([
+                {"op": "test", "path": "/metadata/labels/a.io~1x", "value": "1"},
+                {"op": "replace", "path": "/metadata/labels/a.io~1x", "value": "2"},
+                {"op": "test", "path": "/metadata/labels/new.io~1k", "value": null},
+                {"op": "add", "path": "/metadata/labels/new.io~1k", "value": "v"},
+            ])
+        );
+    }
+
+    #[test]
+    fn json_patch_for_a_node_without_labels_asserts_the_map_is_absent() {
+        let s = state(&[], vec![]);
+        let plan = plan_node(&s, &labels_request(&["k=v"], false));
+        assert_eq!(
+            plan.json_patch(),
+            json!([
+                {"op": "test", "path": "/metadata/labels", "value": null},
+                {"op": "add", "path": "/metadata/labels", "value": {"k": "v"}},
+            ])
+        );
+    }
+
+    #[test]
+    fn taint_changes_assert_the_whole_list() {
+        let existing = Taint {
+            time_added: Some("2026-01-01T00:00:00Z".into()),
+            ..Taint::new("x", "", TaintEffect::NoExecute)
+        };
+        let s = state(&[("a", "b")], vec![existing.clone()]);
+        let new = Taint::new("dedicated", "gpu", TaintEffect::NoSchedule);
+        let plan = plan_node(
+            &s,
+            &ChangeRequest {
+                add_taints: vec![new.clone()],
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            plan.json_patch(),
+            json!([
+                {"op": "test", "path": "/spec/taints", "value": [{"key": "x", "effect": "NoExecute", "timeAdded": "2026-01-01T00:00:00Z"}]},
+                {"op": "add", "path": "/spec/taints", "value": [
+                    {"key": "x", "effect": "NoExecute", "timeAdded": "2026-01-01T00:00:00Z"},
+                    {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+                ]},
+            ])
+        );
+        let none = state(&[], vec![]);
+        let plan = plan_node(
+            &none,
+            &ChangeRequest {
+                add_taints: vec![new],
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            plan.json_patch()[0],
+            json!({"op": "test", "path": "/spec/taints", "value": null})
+        );
+    }
+
+    #[test]
+    fn exact_taint_removal_leaves_other_values() {
+        let batch = Taint::new("dedicated", "batch", TaintEffect::NoSchedule);
+        let s = state(&[], vec![batch.clone()]);
+        let wanted = Taint::new("dedicated", "llm-online", TaintEffect::NoSchedule);
+        let plan = plan_node(
+            &s,
+            &ChangeRequest {
+                remove_taints: vec![TaintMatcher::exact(&wanted)],
+                ..Default::default()
+            },
+        );
+        assert!(plan.is_noop());
+        assert_eq!(
+            plan.notes,
+            vec![Note::TaintValueMismatch {
+                wanted: "dedicated=llm-online:NoSchedule".into(),
+                found: batch
+            }]
+        );
+    }
+
+    #[test]
+    fn adding_a_taint_with_same_key_effect_needs_overwrite() {
+        let batch = Taint::new("dedicated", "batch", TaintEffect::NoSchedule);
+        let s = state(&[], vec![batch]);
+        let wanted = Taint::new("dedicated", "gpu", TaintEffect::NoSchedule);
+        let mut req = ChangeRequest {
+            add_taints: vec![wanted.clone()],
+            ..Default::default()
+        };
+        assert!(plan_node(&s, &req).is_blocked());
+        req.overwrite = true;
+        assert_eq!(plan_node(&s, &req).taints_after, vec![wanted]);
+    }
+
+    #[test]
+    fn diff_shows_changed_lines() {
+        let s = state(&[("pool", "batch")], vec![]);
+        let plan = plan_node(&s, &labels_request(&["pool=online"], true));
+        let diff = plan.render_diff();
+        assert!(diff.contains("- label pool=batch\n"), "{diff}");
+        assert!(diff.contains("+ label pool=online\n"), "{diff}");
+    }
+
+    #[test]
+    fn applying_the_patch_gives_the_planned_state() {
+        let s = state(&[("pool", "batch")], vec![]);
+        let plan = plan_node(&s, &labels_request(&["pool=online", "gpu=a100"], true));
+        let after = apply_to_state(&s, &plan.json_patch()).unwrap();
+        assert_eq!(after.labels, plan.labels_after());
+    }
+
+    #[test]
+    fn patch_fails_when_someone_changed_the_key() {
+        let s = state(&[("pool", "batch")], vec![]);
+        let plan = plan_node(&s, &labels_request(&["pool=online"], true));
+        let mut moved = s.clone();
+        moved.labels.insert("pool".into(), "other".into());
+        assert!(apply_to_state(&moved, &plan.json_patch()).is_err());
+        let mut unrelated = s.clone();
+        unrelated.labels.insert("unrelated".into(), "x".into());
+        assert!(
+            apply_to_state(&unrelated, &plan.json_patch()).is_ok(),
+            "unrelated labels never conflict"
+        );
+    }
+
+    #[test]
+    fn pointer_escaping_follows_rfc6901() {
+        assert_eq!(escape_pointer_token("a/b~c"), "a~1b~0c");
+        assert_eq!(unescape_pointer_token("a~1b~0c"), "a/b~c");
+        assert_eq!(unescape_pointer_token("~01"), "~1", "~0 is decoded last");
+    }
+
+    proptest! {
+        #[test]
+        fn pointer_escaping_round_trips(s in "\\PC{0,20}") {
+            prop_assert_eq!(unescape_pointer_token(&escape_pointer_token(&s)), s.clone());
+            prop_assert!(!escape_pointer_token(&s).contains('/'));
+        }
+    }
+}

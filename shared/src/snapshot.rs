@@ -1,0 +1,750 @@
+//! Snapshots: the before-state of every node a command changes, made durable before the
+//! first write, followed by a journal of per-node outcomes appended as the command runs.
+//!
+//! # Format (`placekit.dev/v1`, kind `Snapshot`)
+//!
+//! A snapshot is one UTF-8 file of JSON Lines, mode 0600:
+//!
+//! 1. line 1, the **header**: `apiVersion`, `kind: Snapshot`, `tool`, `toolVersion`,
+//!    `createdAt` (RFC 3339), `context`, `server`, `commandLine`, `operation` (`set`,
+//!    `remove`, `import`, `dedicate`, `release`, `rollback`), optional `rollbackOf` (the
+//!    snapshot a rollback undoes) and `nodes`: for each target node its `name`, `uid`,
+//!    `resourceVersion`, the full `labelsBefore` and `taintsBefore`, the planned
+//!    `labelChanges` (`key`, `before`, `after`; `null` is "absent") and `taintsAdded`,
+//!    `taintsRemoved`, `taintsAfter`;
+//! 2. then one **record** per line, appended as things happen: `{"kind":"Outcome",
+//!    "node":…, "outcome":"applied"|"conflict"|"failed"|"skipped"|"notAttempted",
+//!    "message":…, "at":…}` and `{"kind":"RolledBack","by":<snapshot file>,"at":…}`.
+//!
+//! The header is written to a temporary file, flushed, fsync'ed and atomically renamed
+//! (and the directory fsync'ed) before [`SnapshotStore::create`] returns, so the
+//! before-state is on disk before any write is allowed. Journal records are written with
+//! one `write` each (they survive a crash of the process) and fsync'ed in groups (every
+//! [`JOURNAL_SYNC_EVERY`] records and at the end): a machine crash may lose the last few
+//! outcomes, which rollback tolerates because it compares every key with the live node
+//! rather than trusting the journal.
+//!
+//! A truncated last line (the process died mid-write) is ignored when loading.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::{LabelDelta, NodePlan};
+use crate::syntax::Taint;
+
+/// The `apiVersion` of the snapshot format.
+pub const SNAPSHOT_API_VERSION: &str = "placekit.dev/v1";
+/// Journal records between two fsyncs.
+pub const JOURNAL_SYNC_EVERY: usize = 64;
+/// File name suffix of snapshots.
+pub const SNAPSHOT_SUFFIX: &str = ".snapshot.jsonl";
+
+/// Errors of the snapshot store.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error(
+        "cannot determine a state directory for snapshots: set XDG_STATE_HOME or HOME, or pass --backup=PATH"
+    )]
+    NoStateDir,
+    #[error("snapshot {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("snapshot {path} already exists; choose another --backup path")]
+    Exists { path: PathBuf },
+    #[error("snapshot {path}:{line}: {message}")]
+    Malformed {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("snapshot {path} has apiVersion {found:?}; this placekit reads {SNAPSHOT_API_VERSION}")]
+    UnsupportedVersion { path: PathBuf, found: String },
+    #[error("no snapshot of {tool} for context {context:?} in {dir}")]
+    NoneFound {
+        tool: String,
+        context: String,
+        dir: PathBuf,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> SnapshotError + '_ {
+    move |source| SnapshotError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// One node in a snapshot: full before-state and the planned change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotNode {
+    pub name: String,
+    pub uid: String,
+    pub resource_version: String,
+    pub labels_before: std::collections::BTreeMap<String, String>,
+    pub taints_before: Vec<Taint>,
+    pub label_changes: Vec<LabelDelta>,
+    pub taints_added: Vec<Taint>,
+    pub taints_removed: Vec<Taint>,
+    pub taints_after: Vec<Taint>,
+}
+
+impl From<&NodePlan> for SnapshotNode {
+    fn from(plan: &NodePlan) -> Self {
+        SnapshotNode {
+            name: plan.before.name.clone(),
+            uid: plan.before.uid.clone(),
+            resource_version: plan.before.resource_version.clone(),
+            labels_before: plan.before.labels.clone(),
+            taints_before: plan.before.taints.clone(),
+            label_changes: plan.label_changes.clone(),
+            taints_added: plan.taints_added(),
+            taints_removed: plan.taints_removed(),
+            taints_after: plan.taints_after.clone(),
+        }
+    }
+}
+
+/// The first line of a snapshot file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotHeader {
+    pub api_version: String,
+    pub kind: String,
+    pub tool: String,
+    pub tool_version: String,
+    pub created_at: String,
+    pub context: String,
+    pub server: String,
+    pub command_line: Vec<String>,
+    pub operation: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_of: Option<String>,
+    pub nodes: Vec<SnapshotNode>,
+}
+
+impl SnapshotHeader {
+    /// A header for `plans` with the current time; plans that write nothing are left out.
+    pub fn new(
+        tool: &str,
+        tool_version: &str,
+        context: &str,
+        server: &str,
+        command_line: Vec<String>,
+        operation: &str,
+        plans: &[NodePlan],
+    ) -> Self {
+        SnapshotHeader {
+            api_version: SNAPSHOT_API_VERSION.to_string(),
+            kind: "Snapshot".to_string(),
+            tool: tool.to_string(),
+            tool_version: tool_version.to_string(),
+            created_at: now_rfc3339(),
+            context: context.to_string(),
+            server: server.to_string(),
+            command_line,
+            operation: operation.to_string(),
+            rollback_of: None,
+            nodes: plans
+                .iter()
+                .filter(|p| !p.is_noop())
+                .map(SnapshotNode::from)
+                .collect(),
+        }
+    }
+}
+
+/// What happened to one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum OutcomeKind {
+    /// The write was accepted.
+    Applied,
+    /// A precondition failed: someone else changed a touched key or the taints.
+    Conflict,
+    /// The write failed for another reason (after retries, for transient errors).
+    Failed,
+    /// Nothing was sent (nothing to do, or filtered out).
+    Skipped,
+    /// The run stopped (Ctrl-C, fatal error) before this node was attempted.
+    NotAttempted,
+}
+
+impl OutcomeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeKind::Applied => "applied",
+            OutcomeKind::Conflict => "conflict",
+            OutcomeKind::Failed => "failed",
+            OutcomeKind::Skipped => "skipped",
+            OutcomeKind::NotAttempted => "notAttempted",
+        }
+    }
+}
+
+/// A journal line after the header.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+pub enum JournalRecord {
+    #[serde(rename_all = "camelCase")]
+    Outcome {
+        node: String,
+        outcome: OutcomeKind,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        at: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    RolledBack { by: String, at: String },
+}
+
+/// A loaded snapshot: header and journal.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub path: PathBuf,
+    pub header: SnapshotHeader,
+    pub records: Vec<JournalRecord>,
+}
+
+impl Snapshot {
+    /// The last recorded outcome of a node, if any.
+    pub fn outcome_of(&self, node: &str) -> Option<OutcomeKind> {
+        self.records.iter().rev().find_map(|r| match r {
+            JournalRecord::Outcome {
+                node: n, outcome, ..
+            } if n == node => Some(*outcome),
+            _ => None,
+        })
+    }
+
+    /// The snapshots of rollbacks that undid this one.
+    pub fn rolled_back_by(&self) -> Vec<&str> {
+        self.records
+            .iter()
+            .filter_map(|r| match r {
+                JournalRecord::RolledBack { by, .. } => Some(by.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Count of nodes per outcome, nodes without an outcome counted as `NotAttempted`.
+    pub fn outcome_counts(&self) -> Vec<(OutcomeKind, usize)> {
+        let kinds = [
+            OutcomeKind::Applied,
+            OutcomeKind::Conflict,
+            OutcomeKind::Failed,
+            OutcomeKind::Skipped,
+            OutcomeKind::NotAttempted,
+        ];
+        kinds
+            .iter()
+            .map(|&k| {
+                let n = self
+                    .header
+                    .nodes
+                    .iter()
+                    .filter(|node| {
+                        self.outcome_of(&node.name)
+                            .unwrap_or(OutcomeKind::NotAttempted)
+                            == k
+                    })
+                    .count();
+                (k, n)
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    /// Loads a snapshot file.
+    pub fn load(path: &Path) -> Result<Self, SnapshotError> {
+        let file = File::open(path).map_err(io_err(path))?;
+        let mut lines = BufReader::new(file).lines().enumerate().peekable();
+        let malformed = |line: usize, message: String| SnapshotError::Malformed {
+            path: path.to_path_buf(),
+            line,
+            message,
+        };
+        let (_, first) = lines
+            .next()
+            .ok_or_else(|| malformed(1, "empty file".into()))?;
+        let first = first.map_err(io_err(path))?;
+        let version: serde_json::Value =
+            serde_json::from_str(&first).map_err(|e| malformed(1, e.to_string()))?;
+        let found = version["apiVersion"].as_str().unwrap_or_default();
+        if found != SNAPSHOT_API_VERSION {
+            return Err(SnapshotError::UnsupportedVersion {
+                path: path.to_path_buf(),
+                found: found.to_string(),
+            });
+        }
+        let header: SnapshotHeader =
+            serde_json::from_value(version).map_err(|e| malformed(1, e.to_string()))?;
+        let mut records = Vec::new();
+        while let Some((i, line)) = lines.next() {
+            let line = line.map_err(io_err(path))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str(&line) {
+                Ok(r) => records.push(r),
+                // A torn final line from a crash mid-append: everything before it counts.
+                Err(_) if lines.peek().is_none() => break,
+                Err(e) => return Err(malformed(i + 1, e.to_string())),
+            }
+        }
+        Ok(Snapshot {
+            path: path.to_path_buf(),
+            header,
+            records,
+        })
+    }
+}
+
+/// Append-only handle on a snapshot's journal.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+    unsynced: usize,
+}
+
+impl Journal {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Opens an existing snapshot's journal for appending (used to mark it rolled back).
+    pub fn open_existing(path: &Path) -> Result<Self, SnapshotError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(io_err(path))?;
+        Ok(Journal {
+            path: path.to_path_buf(),
+            file,
+            unsynced: 0,
+        })
+    }
+
+    /// Appends one record with a single write; fsyncs every [`JOURNAL_SYNC_EVERY`] records.
+    pub fn record(&mut self, record: &JournalRecord) -> Result<(), SnapshotError> {
+        let mut line = serde_json::to_vec(record).expect("journal records always serialise");
+        line.push(b'\n');
+        self.file.write_all(&line).map_err(io_err(&self.path))?;
+        self.unsynced += 1;
+        if self.unsynced >= JOURNAL_SYNC_EVERY {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Records a node's outcome now.
+    pub fn record_outcome(
+        &mut self,
+        node: &str,
+        outcome: OutcomeKind,
+        message: Option<String>,
+    ) -> Result<(), SnapshotError> {
+        self.record(&JournalRecord::Outcome {
+            node: node.to_string(),
+            outcome,
+            message,
+            at: now_rfc3339(),
+        })
+    }
+
+    /// Makes every record so far durable.
+    pub fn sync(&mut self) -> Result<(), SnapshotError> {
+        self.file.sync_data().map_err(io_err(&self.path))?;
+        self.unsynced = 0;
+        Ok(())
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        if self.unsynced > 0 {
+            let _ = self.file.sync_data();
+        }
+    }
+}
+
+/// A summary line of `history`.
+#[derive(Debug, Clone)]
+pub struct SnapshotSummary {
+    pub path: PathBuf,
+    pub snapshot: Snapshot,
+}
+
+/// A directory of snapshots.
+#[derive(Debug, Clone)]
+pub struct SnapshotStore {
+    dir: PathBuf,
+}
+
+impl SnapshotStore {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        SnapshotStore { dir: dir.into() }
+    }
+
+    /// The per-user default: `$PLACEKIT_STATE_DIR` if set (tests, sandboxes), else
+    /// `$XDG_STATE_HOME/placekit/snapshots`, else the platform's equivalent
+    /// (`~/.local/state` on Linux, `~/Library/Application Support` on macOS,
+    /// `%LOCALAPPDATA%` on Windows).
+    pub fn default_dir() -> Result<PathBuf, SnapshotError> {
+        let env = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        if let Some(dir) = env("PLACEKIT_STATE_DIR") {
+            return Ok(dir);
+        }
+        let base = if let Some(x) = env("XDG_STATE_HOME") {
+            x
+        } else if cfg!(windows) {
+            env("LOCALAPPDATA").ok_or(SnapshotError::NoStateDir)?
+        } else if cfg!(target_os = "macos") {
+            env("HOME")
+                .ok_or(SnapshotError::NoStateDir)?
+                .join("Library/Application Support")
+        } else {
+            env("HOME")
+                .ok_or(SnapshotError::NoStateDir)?
+                .join(".local/state")
+        };
+        Ok(base.join("placekit").join("snapshots"))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A new file name in this store that sorts by time and names tool, operation and context.
+    pub fn new_path(&self, header: &SnapshotHeader) -> PathBuf {
+        let ts = jiff::Timestamp::now();
+        let stamp = format!(
+            "{}{:03}Z",
+            ts.strftime("%Y%m%dT%H%M%S."),
+            ts.subsec_millisecond()
+        );
+        let context: String = header
+            .context
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(60)
+            .collect();
+        let base = format!("{stamp}-{}-{}-{context}", header.tool, header.operation);
+        let mut path = self.dir.join(format!("{base}{SNAPSHOT_SUFFIX}"));
+        let mut n = 2;
+        while path.exists() {
+            path = self.dir.join(format!("{base}-{n}{SNAPSHOT_SUFFIX}"));
+            n += 1;
+        }
+        path
+    }
+
+    /// Writes a new snapshot in this store durably and returns its journal.
+    pub fn create(&self, header: &SnapshotHeader) -> Result<Journal, SnapshotError> {
+        create_dir_private(&self.dir)?;
+        write_snapshot(&self.new_path(header), header)
+    }
+
+    /// Every snapshot in the store, oldest first. Unreadable files are skipped.
+    pub fn list(&self) -> Result<Vec<Snapshot>, SnapshotError> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err(&self.dir)(e)),
+        };
+        let mut paths: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().ends_with(SNAPSHOT_SUFFIX))
+            .collect();
+        paths.sort();
+        Ok(paths
+            .iter()
+            .filter_map(|p| Snapshot::load(p).ok())
+            .collect())
+    }
+
+    /// The newest snapshot of `tool` for `context`.
+    pub fn latest(&self, tool: &str, context: &str) -> Result<Snapshot, SnapshotError> {
+        self.list()?
+            .into_iter()
+            .rev()
+            .find(|s| s.header.tool == tool && s.header.context == context)
+            .ok_or_else(|| SnapshotError::NoneFound {
+                tool: tool.to_string(),
+                context: context.to_string(),
+                dir: self.dir.clone(),
+            })
+    }
+}
+
+/// Writes a snapshot header to `path` durably (temp file, fsync, rename, fsync dir), mode
+/// 0600, refusing to replace an existing file, and returns its journal.
+pub fn write_snapshot(path: &Path, header: &SnapshotHeader) -> Result<Journal, SnapshotError> {
+    if path.exists() {
+        return Err(SnapshotError::Exists {
+            path: path.to_path_buf(),
+        });
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
+    let mut line = serde_json::to_vec(header).expect("snapshot headers always serialise");
+    line.push(b'\n');
+    let result = (|| {
+        let mut file = private_options().write(true).create_new(true).open(&tmp)?;
+        file.write_all(&line)?;
+        file.sync_all()?;
+        drop(file);
+        // Refuse to clobber a file created meanwhile: hard_link fails if the target exists.
+        fs::hard_link(&tmp, path)?;
+        fs::remove_file(&tmp)?;
+        sync_dir(&dir)
+    })();
+    if let Err(source) = result {
+        let _ = fs::remove_file(&tmp);
+        if source.kind() == std::io::ErrorKind::AlreadyExists {
+            return Err(SnapshotError::Exists {
+                path: path.to_path_buf(),
+            });
+        }
+        return Err(SnapshotError::Io {
+            path: path.to_path_buf(),
+            source,
+        });
+    }
+    Journal::open_existing(path)
+}
+
+fn private_options() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options
+}
+
+fn create_dir_private(dir: &Path) -> Result<(), SnapshotError> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).map_err(io_err(dir))
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(dir)?.sync_all()?;
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+/// The current time as RFC 3339 (UTC, seconds precision, like Kubernetes timestamps).
+pub fn now_rfc3339() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{ChangeRequest, NodeState, plan_node};
+    use crate::syntax::parse_label_changes;
+
+    fn header(nodes: usize) -> SnapshotHeader {
+        let plans: Vec<NodePlan> = (0..nodes)
+            .map(|i| {
+                let state = NodeState {
+                    name: format!("gpu-{i}"),
+                    uid: format!("uid-{i}"),
+                    resource_version: "1".into(),
+                    labels: [("pool".to_string(), "batch".to_string())].into(),
+                    taints: vec![],
+                };
+                plan_node(
+                    &state,
+                    &ChangeRequest {
+                        labels: parse_label_changes(&["pool=online"]).unwrap(),
+                        overwrite: true,
+                        ..Default::default()
+                    },
+                )
+            })
+            .collect();
+        SnapshotHeader::new(
+            "kubectl-nodelabel",
+            "0.1.0",
+            "kind-gpu/admin",
+            "https://127.0.0.1:6443",
+            vec!["kubectl-nodelabel".into(), "set".into()],
+            "set",
+            &plans,
+        )
+    }
+
+    #[test]
+    fn create_load_and_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SnapshotStore::new(dir.path().join("snaps"));
+        let h = header(3);
+        let mut journal = store.create(&h).unwrap();
+        let path = journal.path().to_path_buf();
+        assert!(
+            path.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .contains("kubectl-nodelabel-set-kind-gpu_admin")
+        );
+        journal
+            .record_outcome("gpu-0", OutcomeKind::Applied, None)
+            .unwrap();
+        journal
+            .record_outcome(
+                "gpu-1",
+                OutcomeKind::Conflict,
+                Some("testing value failed".into()),
+            )
+            .unwrap();
+        drop(journal);
+        let snap = Snapshot::load(&path).unwrap();
+        assert_eq!(snap.header, h);
+        assert_eq!(snap.outcome_of("gpu-0"), Some(OutcomeKind::Applied));
+        assert_eq!(snap.outcome_of("gpu-1"), Some(OutcomeKind::Conflict));
+        assert_eq!(snap.outcome_of("gpu-2"), None);
+        assert_eq!(
+            snap.outcome_counts(),
+            vec![
+                (OutcomeKind::Applied, 1),
+                (OutcomeKind::Conflict, 1),
+                (OutcomeKind::NotAttempted, 1)
+            ]
+        );
+        assert_eq!(
+            store
+                .latest("kubectl-nodelabel", "kind-gpu/admin")
+                .unwrap()
+                .path,
+            path
+        );
+        assert!(store.latest("kubectl-nodelabel", "other").is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn files_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = SnapshotStore::new(dir.path().join("snaps"));
+        let journal = store.create(&header(1)).unwrap();
+        let mode = fs::metadata(journal.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let dir_mode = fs::metadata(store.dir()).unwrap().permissions().mode();
+        assert_eq!(dir_mode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn refuses_to_overwrite_an_explicit_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("backup.jsonl");
+        write_snapshot(&path, &header(1)).unwrap();
+        assert!(matches!(
+            write_snapshot(&path, &header(1)),
+            Err(SnapshotError::Exists { .. })
+        ));
+    }
+
+    #[test]
+    fn unwritable_location_is_an_error_before_anything_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing-dir").join("x.jsonl");
+        assert!(matches!(
+            write_snapshot(&path, &header(1)),
+            Err(SnapshotError::Io { .. })
+        ));
+    }
+
+    #[test]
+    fn torn_last_line_is_ignored_but_corruption_inside_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut journal = write_snapshot(&path, &header(2)).unwrap();
+        journal
+            .record_outcome("gpu-0", OutcomeKind::Applied, None)
+            .unwrap();
+        drop(journal);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"kind\":\"Outc").unwrap();
+        let snap = Snapshot::load(&path).unwrap();
+        assert_eq!(snap.records.len(), 1);
+        f.write_all(
+            b"\n{\"kind\":\"Outcome\",\"node\":\"gpu-1\",\"outcome\":\"applied\",\"at\":\"x\"}\n",
+        )
+        .unwrap();
+        assert!(matches!(
+            Snapshot::load(&path),
+            Err(SnapshotError::Malformed { line: 3, .. })
+        ));
+    }
+
+    #[test]
+    fn rejects_unknown_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        fs::write(&path, "{\"apiVersion\":\"placekit.dev/v9\"}\n").unwrap();
+        assert!(matches!(
+            Snapshot::load(&path),
+            Err(SnapshotError::UnsupportedVersion { .. })
+        ));
+    }
+
+    #[test]
+    fn rollback_marks_are_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        drop(write_snapshot(&path, &header(1)).unwrap());
+        Journal::open_existing(&path)
+            .unwrap()
+            .record(&JournalRecord::RolledBack {
+                by: "other.jsonl".into(),
+                at: now_rfc3339(),
+            })
+            .unwrap();
+        assert_eq!(
+            Snapshot::load(&path).unwrap().rolled_back_by(),
+            vec!["other.jsonl"]
+        );
+    }
+}
