@@ -16,7 +16,9 @@ use placekit::syntax::{parse_label_changes, parse_taint};
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let Some(path) = args.next() else {
-        eprintln!("usage: plan NODE.json [KEY=VALUE | KEY-]... [--taint KEY=VALUE:EFFECT]... [--overwrite]");
+        eprintln!(
+            "usage: plan NODE.json [KEY=VALUE | KEY-]... [--taint KEY=VALUE:EFFECT]... [--overwrite]"
+        );
         return ExitCode::from(placekit::exit::USAGE);
     };
     let mut labels = Vec::new();
@@ -56,7 +58,10 @@ fn main() -> ExitCode {
         return ExitCode::from(placekit::exit::PROBLEMS);
     }
     println!("\nJSON Patch (application/json-patch+json):");
-    println!("{}", serde_json::to_string_pretty(&plan.json_patch()).expect("serialisable"));
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&plan.json_patch()).expect("serialisable")
+    );
     ExitCode::SUCCESS
 }
 

@@ -1,0 +1,251 @@
+//! placekit's test API server: an in-process Kubernetes API faithful enough that the real
+//! `kubectl` and the placekit plugins work against it, for tests, demos and benchmarks.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use placekit_testserver::{ServerConfig, TestServer};
+//! let server = TestServer::start(ServerConfig::default().with_fixture_yaml(
+//!     "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-1\n",
+//! )).await?;
+//! let kubeconfig = server.write_kubeconfig(std::path::Path::new("/tmp/kubeconfig"), "admin")?;
+//! # let _ = kubeconfig; Ok(()) }
+//! ```
+//!
+//! See `tests/README.md` for the fixture format, the test hooks and what differs from a
+//! real API server.
+
+pub mod control;
+pub mod fixtures;
+pub mod patch;
+pub mod resources;
+pub mod server;
+pub mod status;
+pub mod store;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub use control::{ConcurrentWrite, Fault, FaultAction, Rule, User};
+pub use fixtures::{FixtureError, Generator};
+use server::State;
+use store::Store;
+
+/// The token of the built-in admin user.
+pub const ADMIN_TOKEN: &str = "placekit-admin-token";
+/// The token of the built-in read-only user (get/list/watch on everything).
+pub const READONLY_TOKEN: &str = "placekit-readonly-token";
+
+/// How to start a server.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// YAML fixtures to load, in order.
+    pub fixtures: Vec<String>,
+    /// A generated cluster to load after the fixtures.
+    pub generator: Option<Generator>,
+    /// token -> user; by default `admin` ([`ADMIN_TOKEN`]) and `viewer` ([`READONLY_TOKEN`]).
+    pub users: HashMap<String, User>,
+    /// Port on 127.0.0.1 (0: a random free port).
+    pub port: u16,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        let mut users = HashMap::new();
+        users.insert(ADMIN_TOKEN.to_string(), User::admin("admin"));
+        users.insert(READONLY_TOKEN.to_string(), User::read_only("viewer"));
+        ServerConfig {
+            fixtures: Vec::new(),
+            generator: None,
+            users,
+            port: 0,
+        }
+    }
+}
+
+impl ServerConfig {
+    pub fn with_fixture_yaml(mut self, yaml: &str) -> Self {
+        self.fixtures.push(yaml.to_string());
+        self
+    }
+
+    pub fn with_generator(mut self, generator: Generator) -> Self {
+        self.generator = Some(generator);
+        self
+    }
+
+    /// Adds a user with its own token.
+    pub fn with_user(mut self, token: &str, user: User) -> Self {
+        self.users.insert(token.to_string(), user);
+        self
+    }
+}
+
+/// A running server. Dropping it stops it.
+#[derive(Debug)]
+pub struct TestServer {
+    address: SocketAddr,
+    state: Arc<State>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl TestServer {
+    /// Loads the cluster and starts serving on 127.0.0.1.
+    pub async fn start(config: ServerConfig) -> std::io::Result<Self> {
+        let mut store = Store::new();
+        for yaml in &config.fixtures {
+            fixtures::load_yaml(&mut store, yaml)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
+        }
+        if let Some(g) = &config.generator {
+            g.populate(&mut store);
+        }
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port)).await?;
+        let address = listener.local_addr()?;
+        let state = Arc::new(State::new(store, config.users));
+        *state.address.lock().expect("address") = address.to_string();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(server::serve(state.clone(), listener, async move {
+            let _ = rx.await;
+        }));
+        Ok(TestServer {
+            address,
+            state,
+            shutdown: Some(tx),
+        })
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// A kubeconfig for the user with `token` (context and cluster `placekit-test`).
+    pub fn kubeconfig_yaml(&self, token: &str) -> String {
+        kubeconfig_yaml(&self.url(), token)
+    }
+
+    /// Writes a kubeconfig for `token`; `"admin"` and `"viewer"` are shorthands for the
+    /// built-in users.
+    pub fn write_kubeconfig(&self, path: &Path, token: &str) -> std::io::Result<PathBuf> {
+        let token = match token {
+            "admin" => ADMIN_TOKEN,
+            "viewer" => READONLY_TOKEN,
+            t => t,
+        };
+        std::fs::write(path, self.kubeconfig_yaml(token))?;
+        Ok(path.to_path_buf())
+    }
+
+    /// A `kube::Client` for `token`.
+    pub fn client(&self, token: &str) -> kube::Client {
+        let mut config = kube::Config::new(self.url().parse().expect("valid url"));
+        config.auth_info.token = Some(token.to_string().into());
+        kube::Client::try_from(config).expect("client for the test server")
+    }
+
+    /// Injects a fault.
+    pub fn inject(&self, fault: Fault) {
+        self.state.faults.lock().expect("faults").push(fault);
+    }
+
+    /// Makes someone else write between a client's read and its write.
+    pub fn concurrent_write(&self, write: ConcurrentWrite) {
+        self.state
+            .concurrent_writes
+            .lock()
+            .expect("writers")
+            .push(write);
+    }
+
+    /// Requests per verb and resource since start (or the last reset).
+    pub fn counters(&self) -> BTreeMap<String, BTreeMap<String, u64>> {
+        self.state.counters.lock().expect("counters").clone()
+    }
+
+    /// Number of requests with `verb` on `resource`.
+    pub fn count(&self, verb: &str, resource: &str) -> u64 {
+        self.counters()
+            .get(verb)
+            .and_then(|m| m.get(resource))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn reset_counters(&self) {
+        self.state.counters.lock().expect("counters").clear();
+    }
+
+    /// The stored object, as JSON (`namespace` None for cluster-scoped resources).
+    pub fn object(&self, plural: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
+        let resource = resources::RESOURCES.iter().find(|r| r.plural == plural)?;
+        self.state
+            .store
+            .lock()
+            .expect("store")
+            .get_value(resource, namespace, name)
+            .ok()
+    }
+
+    /// Creates an object directly (no hooks, no counters).
+    pub fn create(&self, object: Value) -> Result<Value, status::ApiError> {
+        let api_version = object["apiVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let kind = object["kind"].as_str().unwrap_or_default().to_string();
+        let resource = resources::by_kind(&api_version, &kind).ok_or_else(|| {
+            status::ApiError::bad_request(format!("unknown kind {api_version} {kind}"))
+        })?;
+        let ns = object["metadata"]["namespace"].as_str().map(str::to_string);
+        self.state
+            .store
+            .lock()
+            .expect("store")
+            .create(resource, ns.as_deref(), object, false)
+    }
+
+    /// Applies a merge patch directly (someone else's write, outside any hook).
+    pub fn merge_patch(
+        &self,
+        plural: &str,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &Value,
+    ) -> Result<Value, status::ApiError> {
+        let resource = resources::RESOURCES
+            .iter()
+            .find(|r| r.plural == plural)
+            .ok_or_else(status::ApiError::path_not_found)?;
+        self.state.store.lock().expect("store").patch(
+            resource,
+            namespace,
+            name,
+            store::PatchType::Merge,
+            patch,
+            false,
+        )
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// A kubeconfig for a server URL and bearer token.
+pub fn kubeconfig_yaml(url: &str, token: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: placekit-test\nclusters:\n- name: placekit-test\n  cluster:\n    server: {url}\ncontexts:\n- name: placekit-test\n  context:\n    cluster: placekit-test\n    user: placekit-test\n    namespace: default\nusers:\n- name: placekit-test\n  user:\n    token: {token}\n"
+    )
+}

@@ -1,0 +1,174 @@
+//! The resources the test API server serves, with what discovery says about them.
+
+/// One served resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resource {
+    /// API group (`""` for core).
+    pub group: &'static str,
+    pub version: &'static str,
+    /// Plural, lower case, as in URLs and RBAC rules.
+    pub plural: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
+    pub short_names: &'static [&'static str],
+    /// Fields accepted in `fieldSelector`, besides `metadata.name` and `metadata.namespace`.
+    pub fields: &'static [&'static str],
+}
+
+impl Resource {
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `nodes` or `deployments.apps`: how the API server names a resource in messages.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_string()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+
+    /// Every field this resource's `fieldSelector` supports.
+    pub fn supports_field(&self, field: &str) -> bool {
+        field == "metadata.name"
+            || (field == "metadata.namespace" && self.namespaced)
+            || self.fields.contains(&field)
+    }
+}
+
+const fn r(
+    group: &'static str,
+    version: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+    fields: &'static [&'static str],
+) -> Resource {
+    Resource {
+        group,
+        version,
+        plural,
+        kind,
+        namespaced,
+        short_names,
+        fields,
+    }
+}
+
+/// Everything served, in discovery order.
+pub const RESOURCES: &[Resource] = &[
+    r(
+        "",
+        "v1",
+        "namespaces",
+        "Namespace",
+        false,
+        &["ns"],
+        &["status.phase"],
+    ),
+    r(
+        "",
+        "v1",
+        "nodes",
+        "Node",
+        false,
+        &["no"],
+        &["spec.unschedulable"],
+    ),
+    r(
+        "",
+        "v1",
+        "pods",
+        "Pod",
+        true,
+        &["po"],
+        &["spec.nodeName", "status.phase"],
+    ),
+    r(
+        "",
+        "v1",
+        "events",
+        "Event",
+        true,
+        &["ev"],
+        &[
+            "involvedObject.kind",
+            "involvedObject.name",
+            "involvedObject.namespace",
+            "involvedObject.uid",
+            "reason",
+            "type",
+        ],
+    ),
+    r(
+        "apps",
+        "v1",
+        "deployments",
+        "Deployment",
+        true,
+        &["deploy"],
+        &[],
+    ),
+    r(
+        "apps",
+        "v1",
+        "statefulsets",
+        "StatefulSet",
+        true,
+        &["sts"],
+        &[],
+    ),
+    r("apps", "v1", "daemonsets", "DaemonSet", true, &["ds"], &[]),
+    r(
+        "apps",
+        "v1",
+        "replicasets",
+        "ReplicaSet",
+        true,
+        &["rs"],
+        &[],
+    ),
+    r("batch", "v1", "jobs", "Job", true, &[], &[]),
+    r("batch", "v1", "cronjobs", "CronJob", true, &["cj"], &[]),
+    r(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        true,
+        &["pdb"],
+        &[],
+    ),
+];
+
+/// The group/versions served, for `/apis`.
+pub const GROUPS: &[(&str, &str)] = &[
+    ("apps", "v1"),
+    ("batch", "v1"),
+    ("policy", "v1"),
+    ("authorization.k8s.io", "v1"),
+];
+
+/// Looks a resource up by group, version and plural.
+pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+/// Looks a resource up by kind (for fixtures).
+pub fn by_kind(api_version: &str, kind: &str) -> Option<&'static Resource> {
+    RESOURCES
+        .iter()
+        .find(|r| r.kind == kind && r.api_version() == api_version)
+}

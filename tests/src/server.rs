@@ -1,0 +1,562 @@
+//! HTTP front: routing, authentication, RBAC, fault injection and the Kubernetes REST
+//! conventions (discovery, list envelopes, `Status` errors).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use placekit::syntax::LabelSelector;
+use serde_json::{Value, json};
+
+use crate::control::{ConcurrentWrite, Counters, Fault, FaultAction, User};
+use crate::resources::{GROUPS, RESOURCES, Resource, find};
+use crate::status::ApiError;
+use crate::store::{FieldSelector, PatchType, Store};
+
+/// Largest request body accepted (the real server's limit is 3 MiB for most requests).
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Everything the server holds.
+#[derive(Debug)]
+pub struct State {
+    pub store: Mutex<Store>,
+    /// Bearer token -> user. Empty: authentication off, every request is an admin.
+    pub users: HashMap<String, User>,
+    pub faults: Mutex<Vec<Fault>>,
+    pub concurrent_writes: Mutex<Vec<ConcurrentWrite>>,
+    pub counters: Mutex<Counters>,
+    /// `host:port`, for discovery.
+    pub address: Mutex<String>,
+}
+
+impl State {
+    pub fn new(store: Store, users: HashMap<String, User>) -> Self {
+        State {
+            store: Mutex::new(store),
+            users,
+            faults: Mutex::new(Vec::new()),
+            concurrent_writes: Mutex::new(Vec::new()),
+            counters: Mutex::new(Counters::new()),
+            address: Mutex::new(String::new()),
+        }
+    }
+
+    fn count(&self, verb: &str, resource: &str) {
+        *self
+            .counters
+            .lock()
+            .expect("counters")
+            .entry(verb.to_string())
+            .or_default()
+            .entry(resource.to_string())
+            .or_default() += 1;
+    }
+}
+
+/// The answer to a request, or an instruction to drop the connection.
+pub type Outcome = Result<Response<Full<Bytes>>, DroppedConnection>;
+
+/// Returned to hyper to close the connection without an answer (an injected fault).
+#[derive(Debug)]
+pub struct DroppedConnection;
+
+impl std::fmt::Display for DroppedConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection dropped by fault injection")
+    }
+}
+
+impl std::error::Error for DroppedConnection {}
+
+fn json_response(code: u16, body: Bytes) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(body))
+        .expect("valid response")
+}
+
+fn value_response(code: u16, value: &Value) -> Response<Full<Bytes>> {
+    json_response(
+        code,
+        Bytes::from(serde_json::to_vec(value).expect("serialisable")),
+    )
+}
+
+fn error_response(e: &ApiError) -> Response<Full<Bytes>> {
+    let mut r = value_response(e.code, &e.body);
+    if let Some(s) = e.retry_after {
+        r.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            s.to_string().parse().expect("digits"),
+        );
+    }
+    r
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'+', _) => out.push(b' '),
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 2;
+            }
+            (b, _) => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn parse_query(query: Option<&str>) -> HashMap<String, String> {
+    query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+/// A request for a resource, once the path is understood.
+struct Target {
+    resource: &'static Resource,
+    namespace: Option<String>,
+    name: Option<String>,
+}
+
+fn discovery_resources(group: &str, version: &str) -> Value {
+    let mut resources: Vec<Value> = RESOURCES
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+        .map(|r| {
+            json!({
+                "name": r.plural,
+                "singularName": r.kind.to_lowercase(),
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": ["create", "delete", "get", "list", "patch", "update"],
+                "shortNames": r.short_names,
+            })
+        })
+        .collect();
+    if group == "authorization.k8s.io" {
+        resources.push(json!({"name": "selfsubjectaccessreviews", "singularName": "selfsubjectaccessreview", "namespaced": false, "kind": "SelfSubjectAccessReview", "verbs": ["create"]}));
+    }
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources})
+}
+
+fn discovery(state: &State, segments: &[&str]) -> Option<Value> {
+    let address = state.address.lock().expect("address").clone();
+    Some(match segments {
+        ["version"] => json!({
+            "major": "1", "minor": "33", "gitVersion": "v1.33.0-placekit-testserver",
+            "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+            "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24", "compiler": "gc", "platform": "linux/amd64"
+        }),
+        ["api"] => {
+            json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}]})
+        }
+        ["api", "v1"] => discovery_resources("", "v1"),
+        ["apis"] => {
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": GROUPS.iter().map(|(g, v)| json!({
+            "name": g,
+            "versions": [{"groupVersion": format!("{g}/{v}"), "version": v}],
+            "preferredVersion": {"groupVersion": format!("{g}/{v}"), "version": v},
+        })).collect::<Vec<_>>()})
+        }
+        ["apis", g, v] if GROUPS.contains(&(g, v)) => discovery_resources(g, v),
+        _ => return None,
+    })
+}
+
+fn parse_target(segments: &[&str]) -> Option<Target> {
+    let (group, version, rest) = match segments {
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return None,
+    };
+    let t = |plural: &str, namespace: Option<&str>, name: Option<&str>| {
+        find(group, version, plural).map(|resource| Target {
+            resource,
+            namespace: namespace.map(str::to_string),
+            name: name.map(str::to_string),
+        })
+    };
+    match rest {
+        ["namespaces", ns, plural] => t(plural, Some(ns), None).filter(|t| t.resource.namespaced),
+        ["namespaces", ns, plural, name] => {
+            t(plural, Some(ns), Some(name)).filter(|t| t.resource.namespaced)
+        }
+        [plural] => t(plural, None, None),
+        [plural, name] => t(plural, None, Some(name)).filter(|t| !t.resource.namespaced),
+        _ => None,
+    }
+}
+
+fn verb_for(method: &Method, has_name: bool, query: &HashMap<String, String>) -> &'static str {
+    match (method, has_name) {
+        (&Method::GET, _) if query.get("watch").is_some_and(|w| w == "true" || w == "1") => "watch",
+        (&Method::GET, true) => "get",
+        (&Method::GET, false) => "list",
+        (&Method::POST, _) => "create",
+        (&Method::PUT, _) => "update",
+        (&Method::PATCH, _) => "patch",
+        (&Method::DELETE, _) => "delete",
+        _ => "unknown",
+    }
+}
+
+fn authenticate<'a>(
+    state: &'a State,
+    req: &Request<Incoming>,
+) -> Result<Option<&'a User>, ApiError> {
+    if state.users.is_empty() {
+        return Ok(None);
+    }
+    let token = req
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or_else(ApiError::unauthorized)?;
+    state
+        .users
+        .get(token.trim())
+        .map(Some)
+        .ok_or_else(ApiError::unauthorized)
+}
+
+async fn read_body(body: Incoming) -> Result<Value, ApiError> {
+    let bytes = Limited::new(body, MAX_BODY)
+        .collect()
+        .await
+        .map_err(|e| ApiError::bad_request(format!("reading the request body: {e}")))?
+        .to_bytes();
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("error decoding the request body: {e}")))
+}
+
+fn list_envelope(resource: &Resource, page: crate::store::ListPage) -> Bytes {
+    let mut metadata = json!({"resourceVersion": page.resource_version.to_string()});
+    if let Some(c) = &page.continue_token {
+        metadata["continue"] = Value::from(c.as_str());
+    }
+    if let Some(n) = page.remaining {
+        metadata["remainingItemCount"] = Value::from(n);
+    }
+    let head = format!(
+        "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
+        resource.list_kind(),
+        resource.api_version(),
+        metadata
+    );
+    let total: usize = head.len() + page.items.iter().map(|i| i.len() + 1).sum::<usize>() + 2;
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(head.as_bytes());
+    for (i, item) in page.items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(item);
+    }
+    out.extend_from_slice(b"]}");
+    Bytes::from(out)
+}
+
+/// Serves one request.
+pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> Outcome {
+    match route(&state, req).await {
+        Ok(r) => Ok(r),
+        Err(Failure::Api(e)) => Ok(error_response(&e)),
+        Err(Failure::Drop) => Err(DroppedConnection),
+    }
+}
+
+enum Failure {
+    Api(ApiError),
+    Drop,
+}
+
+impl From<ApiError> for Failure {
+    fn from(e: ApiError) -> Self {
+        Failure::Api(e)
+    }
+}
+
+async fn route(
+    state: &Arc<State>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Failure> {
+    let path = req.uri().path().to_string();
+    let query = parse_query(req.uri().query());
+    let segments: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+
+    if segments.first() == Some(&"placekit-test") {
+        return admin(state, req, &segments[1..])
+            .await
+            .map_err(Failure::Api);
+    }
+    let user = authenticate(state, &req)?;
+    let user_name = user
+        .map(|u| u.name.clone())
+        .unwrap_or_else(|| "admin".into());
+
+    if req.method() == Method::GET
+        && let Some(doc) = discovery(state, &segments)
+    {
+        state.count("get", "discovery");
+        return Ok(value_response(200, &doc));
+    }
+    if segments
+        == [
+            "apis",
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectaccessreviews",
+        ]
+        && req.method() == Method::POST
+    {
+        state.count("create", "selfsubjectaccessreviews");
+        let mut review = read_body(req.into_body()).await?;
+        let attrs = &review["spec"]["resourceAttributes"];
+        let verb = attrs["verb"].as_str().unwrap_or_default();
+        let resource = attrs["resource"].as_str().unwrap_or_default();
+        let allowed = user.is_none_or(|u| u.can(verb, resource));
+        review["apiVersion"] = json!("authorization.k8s.io/v1");
+        review["kind"] = json!("SelfSubjectAccessReview");
+        review["status"] = if allowed {
+            json!({"allowed": true, "reason": "allowed by the placekit test server's user table"})
+        } else {
+            json!({"allowed": false})
+        };
+        return Ok(value_response(201, &review));
+    }
+
+    let target = parse_target(&segments).ok_or_else(ApiError::path_not_found)?;
+    let verb = verb_for(req.method(), target.name.is_some(), &query);
+    let resource = target.resource;
+    state.count(verb, resource.plural);
+
+    let action = {
+        let mut faults = state.faults.lock().expect("faults");
+        faults
+            .iter_mut()
+            .find_map(|f| f.observe(verb, resource.plural))
+    };
+    match action {
+        Some(FaultAction::Status {
+            code,
+            retry_after_seconds,
+        }) => {
+            let mut e = ApiError::with_code(code);
+            if let Some(s) = retry_after_seconds {
+                e.retry_after = Some(s);
+            }
+            return Err(Failure::Api(e));
+        }
+        Some(FaultAction::Drop) => return Err(Failure::Drop),
+        Some(FaultAction::Delay { millis }) => {
+            tokio::time::sleep(Duration::from_millis(millis)).await
+        }
+        None => {}
+    }
+
+    if let Some(u) = user
+        && !u.can(verb, resource.plural)
+    {
+        let ns = target.namespace.as_deref().filter(|_| resource.namespaced);
+        return Err(
+            ApiError::forbidden(&u.name, verb, resource, ns, target.name.as_deref()).into(),
+        );
+    }
+    let _ = user_name;
+
+    let dry_run = query.get("dryRun").is_some_and(|v| v == "All");
+    let ns = target.namespace.as_deref();
+    match verb {
+        "get" => {
+            let name = target.name.as_deref().expect("named");
+            let bytes = state.store.lock().expect("store").get(resource, ns, name)?;
+            Ok(json_response(200, bytes))
+        }
+        "list" => {
+            let labels = match query.get("labelSelector") {
+                Some(s) => LabelSelector::parse(s).map_err(|e| match e {
+                    placekit::syntax::SyntaxError::InvalidSelector { message, .. } => {
+                        ApiError::bad_request(message)
+                    }
+                    other => ApiError::bad_request(other.to_string()),
+                })?,
+                None => LabelSelector::default(),
+            };
+            let fields = match query.get("fieldSelector") {
+                Some(s) => FieldSelector::parse(s, resource)?,
+                None => FieldSelector::default(),
+            };
+            let limit = query
+                .get("limit")
+                .and_then(|l| l.parse::<usize>().ok())
+                .filter(|l| *l > 0);
+            let page = state.store.lock().expect("store").list(
+                resource,
+                ns.filter(|_| resource.namespaced),
+                &labels,
+                &fields,
+                limit,
+                query.get("continue").map(String::as_str),
+            )?;
+            Ok(json_response(200, list_envelope(resource, page)))
+        }
+        "create" => {
+            let body = read_body(req.into_body()).await?;
+            let created = state
+                .store
+                .lock()
+                .expect("store")
+                .create(resource, ns, body, dry_run)?;
+            Ok(value_response(201, &created))
+        }
+        "update" | "patch" => {
+            let name = target
+                .name
+                .clone()
+                .ok_or_else(ApiError::method_not_allowed)?;
+            let patch_type = if verb == "patch" {
+                let content_type = req
+                    .headers()
+                    .get(http::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string();
+                Some(match content_type.as_str() {
+                    "application/json-patch+json" => PatchType::Json,
+                    "application/merge-patch+json" => PatchType::Merge,
+                    "application/strategic-merge-patch+json" => PatchType::Strategic,
+                    other => return Err(ApiError::unsupported_media_type(other).into()),
+                })
+            } else {
+                None
+            };
+            let body = read_body(req.into_body()).await?;
+            let mut store = state.store.lock().expect("store");
+            let concurrent: Option<Value> = {
+                let mut writers = state.concurrent_writes.lock().expect("writers");
+                writers.iter_mut().find_map(|w| {
+                    w.observe(resource.plural, &name)
+                        .then(|| w.merge_patch.clone())
+                })
+            };
+            if let Some(merge) = concurrent {
+                store.patch(resource, ns, &name, PatchType::Merge, &merge, false)?;
+            }
+            let result = match patch_type {
+                Some(t) => store.patch(resource, ns, &name, t, &body, dry_run)?,
+                None => store.update(resource, ns, &name, body, dry_run)?,
+            };
+            Ok(value_response(200, &result))
+        }
+        "delete" => {
+            let name = target
+                .name
+                .as_deref()
+                .ok_or_else(ApiError::method_not_allowed)?;
+            let status = state
+                .store
+                .lock()
+                .expect("store")
+                .delete(resource, ns, name, dry_run)?;
+            Ok(value_response(200, &status))
+        }
+        _ => Err(ApiError::method_not_allowed().into()),
+    }
+}
+
+/// Test-control endpoints under `/placekit-test/` (no authentication; loopback only):
+/// `POST faults`, `POST concurrent-writes`, `GET counters`, `DELETE counters`.
+async fn admin(
+    state: &Arc<State>,
+    req: Request<Incoming>,
+    segments: &[&str],
+) -> Result<Response<Full<Bytes>>, ApiError> {
+    match (req.method().clone(), segments) {
+        (Method::POST, ["faults"]) => {
+            let fault: Fault = serde_json::from_value(read_body(req.into_body()).await?)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            state.faults.lock().expect("faults").push(fault);
+            Ok(value_response(201, &json!({"ok": true})))
+        }
+        (Method::GET, ["faults"]) => Ok(value_response(
+            200,
+            &json!(*state.faults.lock().expect("faults")),
+        )),
+        (Method::POST, ["concurrent-writes"]) => {
+            let w: ConcurrentWrite = serde_json::from_value(read_body(req.into_body()).await?)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            state.concurrent_writes.lock().expect("writers").push(w);
+            Ok(value_response(201, &json!({"ok": true})))
+        }
+        (Method::GET, ["counters"]) => Ok(value_response(
+            200,
+            &json!(*state.counters.lock().expect("counters")),
+        )),
+        (Method::DELETE, ["counters"]) => {
+            state.counters.lock().expect("counters").clear();
+            Ok(value_response(200, &json!({"ok": true})))
+        }
+        _ => Err(ApiError::path_not_found()),
+    }
+}
+
+/// Serves connections on `listener` until `shutdown` resolves.
+pub async fn serve(
+    state: Arc<State>,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()>,
+) {
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => return,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let state = state.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| handle(state.clone(), req));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .keep_alive(true)
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! Error answers as `Status` objects with the real reason, code and message text
+//! (`k8s.io/apimachinery/pkg/api/errors`).
+
+use serde_json::{Value, json};
+
+use crate::resources::Resource;
+
+/// An error answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub code: u16,
+    pub body: Value,
+    /// `Retry-After` seconds, for 429.
+    pub retry_after: Option<u32>,
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &str, message: String, details: Value) -> Self {
+        let mut body = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "reason": reason,
+            "code": code,
+        });
+        if !details.is_null() {
+            body["details"] = details;
+        }
+        ApiError {
+            code,
+            body,
+            retry_after: None,
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        self.body["message"].as_str().unwrap_or_default()
+    }
+
+    pub fn reason(&self) -> &str {
+        self.body["reason"].as_str().unwrap_or_default()
+    }
+
+    pub fn not_found(resource: &Resource, name: &str) -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", resource.qualified()),
+            json!({"name": name, "group": resource.group, "kind": resource.plural}),
+        )
+    }
+
+    /// A path the server does not serve.
+    pub fn path_not_found() -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource".into(),
+            json!({}),
+        )
+    }
+
+    pub fn already_exists(resource: &Resource, name: &str) -> Self {
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", resource.qualified()),
+            json!({"name": name, "group": resource.group, "kind": resource.plural}),
+        )
+    }
+
+    /// A stale `resourceVersion` precondition.
+    pub fn conflict(resource: &Resource, name: &str) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
+                resource.qualified()
+            ),
+            json!({"name": name, "group": resource.group, "kind": resource.plural}),
+        )
+    }
+
+    /// Validation failure with field causes: `Node "n" is invalid: <errors>`.
+    pub fn invalid(resource: &Resource, name: &str, causes: Vec<FieldError>) -> Self {
+        let rendered: Vec<String> = causes.iter().map(FieldError::to_string).collect();
+        let joined = if rendered.len() == 1 {
+            rendered[0].clone()
+        } else {
+            format!("[{}]", rendered.join(", "))
+        };
+        let causes_json: Vec<Value> = causes
+            .iter()
+            .map(|c| json!({"reason": c.reason, "message": c.body(), "field": c.field}))
+            .collect();
+        Self::new(
+            422,
+            "Invalid",
+            format!("{} \"{name}\" is invalid: {joined}", resource.kind),
+            json!({"name": name, "group": resource.group, "kind": resource.kind, "causes": causes_json}),
+        )
+    }
+
+    /// What the API server answers when a JSON Patch does not apply (a failed `test`):
+    /// `NewGenericServerResponse(422, ...)`, whose message hides the patch error.
+    pub fn patch_not_applied() -> Self {
+        Self::new(
+            422,
+            "Invalid",
+            "the server rejected our request due to an error in our request".into(),
+            json!({}),
+        )
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message.into(), Value::Null)
+    }
+
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {content_type:?})"
+            ),
+            Value::Null,
+        )
+    }
+
+    pub fn method_not_allowed() -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource".into(),
+            json!({}),
+        )
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized".into(), Value::Null)
+    }
+
+    /// RBAC denial, worded like the authorizer's.
+    pub fn forbidden(
+        user: &str,
+        verb: &str,
+        resource: &Resource,
+        namespace: Option<&str>,
+        name: Option<&str>,
+    ) -> Self {
+        let subject = match name {
+            Some(n) => format!("{} \"{n}\"", resource.qualified()),
+            None => resource.qualified(),
+        };
+        let scope = match namespace {
+            Some(ns) => format!("in the namespace \"{ns}\""),
+            None => "at the cluster scope".to_string(),
+        };
+        Self::new(
+            403,
+            "Forbidden",
+            format!(
+                "{subject} is forbidden: User \"{user}\" cannot {verb} resource \"{}\" in API group \"{}\" {scope}",
+                resource.plural, resource.group
+            ),
+            json!({"name": name.unwrap_or_default(), "group": resource.group, "kind": resource.plural}),
+        )
+    }
+
+    pub fn too_many_requests(retry_after: u32) -> Self {
+        let mut e = Self::new(
+            429,
+            "TooManyRequests",
+            "Too many requests, please try again later.".into(),
+            json!({"retryAfterSeconds": retry_after}),
+        );
+        e.retry_after = Some(retry_after);
+        e
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {}", message.into()),
+            Value::Null,
+        )
+    }
+
+    /// Any code with a generic message (fault injection).
+    pub fn with_code(code: u16) -> Self {
+        match code {
+            429 => Self::too_many_requests(1),
+            409 => Self::new(
+                409,
+                "Conflict",
+                "the server reported a conflict".into(),
+                json!({}),
+            ),
+            503 => Self::new(
+                503,
+                "ServiceUnavailable",
+                "the server is currently unable to handle the request".into(),
+                json!({}),
+            ),
+            504 => Self::new(
+                504,
+                "Timeout",
+                "Timeout: request did not complete within the allotted timeout".into(),
+                json!({}),
+            ),
+            c if c >= 500 => Self::internal("injected fault"),
+            c => Self::new(
+                c,
+                "Unknown",
+                format!(
+                    "the server responded with the status code {c} but did not return more information"
+                ),
+                json!({}),
+            ),
+        }
+    }
+}
+
+/// One field error, rendered like `field.Error`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldError {
+    /// `FieldValueInvalid`, `FieldValueNotSupported`, `FieldValueDuplicate`, `FieldValueRequired`.
+    pub reason: &'static str,
+    pub field: String,
+    pub value: Value,
+    pub detail: String,
+}
+
+impl FieldError {
+    pub fn invalid(field: impl Into<String>, value: &str, detail: impl Into<String>) -> Self {
+        FieldError {
+            reason: "FieldValueInvalid",
+            field: field.into(),
+            value: Value::from(value),
+            detail: detail.into(),
+        }
+    }
+
+    /// The part after `field: `.
+    pub fn body(&self) -> String {
+        let value = || match &self.value {
+            Value::String(s) => format!("{s:?}"),
+            other => other.to_string(),
+        };
+        match self.reason {
+            "FieldValueRequired" => format!("Required value{}", suffix(&self.detail)),
+            "FieldValueNotSupported" => {
+                format!("Unsupported value: {}{}", value(), suffix(&self.detail))
+            }
+            "FieldValueDuplicate" => {
+                format!("Duplicate value: {}{}", value(), suffix(&self.detail))
+            }
+            _ => format!("Invalid value: {}{}", value(), suffix(&self.detail)),
+        }
+    }
+}
+
+fn suffix(detail: &str) -> String {
+    if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.body())
+    }
+}
