@@ -77,7 +77,7 @@ impl Generator {
     /// with `dedicated=gpu:NoSchedule`.
     pub fn node(&self, i: usize) -> Value {
         let name = format!("gpu-node-{i:05}");
-        let family = if i % 2 == 0 { "a100" } else { "h100" };
+        let family = if i.is_multiple_of(2) { "a100" } else { "h100" };
         let zone = ["zone-a", "zone-b", "zone-c"][i % 3];
         let pool = if i < self.nodes / 2 {
             "online"
@@ -106,7 +106,7 @@ impl Generator {
                 "conditions": [{"type": "Ready", "status": "True"}]
             }
         });
-        if i % 10 == 0 {
+        if i.is_multiple_of(10) {
             node["spec"]["taints"] =
                 json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]);
         }
@@ -128,7 +128,7 @@ impl Generator {
             },
             "spec": {
                 "nodeName": node,
-                "nodeSelector": {"accelerator.example.com/gpu-family": if (j % self.nodes.max(1)) % 2 == 0 { "a100" } else { "h100" }},
+                "nodeSelector": {"accelerator.example.com/gpu-family": if (j % self.nodes.max(1)).is_multiple_of(2) { "a100" } else { "h100" }},
                 "containers": [{"name": "server", "image": "registry.example.com/llm:1", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": gpu}, "limits": {"nvidia.com/gpu": gpu}}}]
             },
             "status": {"phase": "Running"}

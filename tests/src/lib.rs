@@ -17,10 +17,12 @@
 pub mod control;
 pub mod fixtures;
 pub mod patch;
+pub mod protobuf;
 pub mod resources;
 pub mod server;
 pub mod status;
 pub mod store;
+pub mod tls;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -50,6 +52,8 @@ pub struct ServerConfig {
     pub users: HashMap<String, User>,
     /// Port on 127.0.0.1 (0: a random free port).
     pub port: u16,
+    /// Serve HTTPS with a generated CA (needed for kubectl to send bearer tokens).
+    pub tls: bool,
 }
 
 impl Default for ServerConfig {
@@ -62,6 +66,7 @@ impl Default for ServerConfig {
             generator: None,
             users,
             port: 0,
+            tls: true,
         }
     }
 }
@@ -89,6 +94,7 @@ impl ServerConfig {
 pub struct TestServer {
     address: SocketAddr,
     state: Arc<State>,
+    tls: Option<tls::Tls>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -107,20 +113,32 @@ impl TestServer {
         let address = listener.local_addr()?;
         let state = Arc::new(State::new(store, config.users));
         *state.address.lock().expect("address") = address.to_string();
+        let tls = if config.tls {
+            Some(tls::generate().map_err(std::io::Error::other)?)
+        } else {
+            None
+        };
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(server::serve(state.clone(), listener, async move {
-            let _ = rx.await;
-        }));
+        tokio::spawn(server::serve(
+            state.clone(),
+            listener,
+            tls.as_ref().map(|t| t.server_config.clone()),
+            async move {
+                let _ = rx.await;
+            },
+        ));
         Ok(TestServer {
             address,
             state,
+            tls,
             shutdown: Some(tx),
         })
     }
 
-    /// `http://127.0.0.1:<port>`.
+    /// `https://127.0.0.1:<port>` (or `http://` without TLS).
     pub fn url(&self) -> String {
-        format!("http://{}", self.address)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.address)
     }
 
     pub fn address(&self) -> SocketAddr {
@@ -129,7 +147,11 @@ impl TestServer {
 
     /// A kubeconfig for the user with `token` (context and cluster `placekit-test`).
     pub fn kubeconfig_yaml(&self, token: &str) -> String {
-        kubeconfig_yaml(&self.url(), token)
+        kubeconfig_yaml(
+            &self.url(),
+            token,
+            self.tls.as_ref().map(|t| t.ca_pem.as_str()),
+        )
     }
 
     /// Writes a kubeconfig for `token`; `"admin"` and `"viewer"` are shorthands for the
@@ -148,6 +170,9 @@ impl TestServer {
     pub fn client(&self, token: &str) -> kube::Client {
         let mut config = kube::Config::new(self.url().parse().expect("valid url"));
         config.auth_info.token = Some(token.to_string().into());
+        if let Some(tls) = &self.tls {
+            config.root_cert = Some(vec![tls.ca_der.clone()]);
+        }
         kube::Client::try_from(config).expect("client for the test server")
     }
 
@@ -243,9 +268,18 @@ impl Drop for TestServer {
     }
 }
 
-/// A kubeconfig for a server URL and bearer token.
-pub fn kubeconfig_yaml(url: &str, token: &str) -> String {
+/// A kubeconfig for a server URL and bearer token, trusting `ca_pem` when given.
+pub fn kubeconfig_yaml(url: &str, token: &str, ca_pem: Option<&str>) -> String {
+    use base64::Engine as _;
+    let ca = ca_pem
+        .map(|pem| {
+            format!(
+                "\n    certificate-authority-data: {}",
+                base64::engine::general_purpose::STANDARD.encode(pem)
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "apiVersion: v1\nkind: Config\ncurrent-context: placekit-test\nclusters:\n- name: placekit-test\n  cluster:\n    server: {url}\ncontexts:\n- name: placekit-test\n  context:\n    cluster: placekit-test\n    user: placekit-test\n    namespace: default\nusers:\n- name: placekit-test\n  user:\n    token: {token}\n"
+        "apiVersion: v1\nkind: Config\ncurrent-context: placekit-test\nclusters:\n- name: placekit-test\n  cluster:\n    server: {url}{ca}\ncontexts:\n- name: placekit-test\n  context:\n    cluster: placekit-test\n    user: placekit-test\nusers:\n- name: placekit-test\n  user:\n    token: {token}\n"
     )
 }

@@ -246,12 +246,16 @@ fn authenticate<'a>(
         .ok_or_else(ApiError::unauthorized)
 }
 
-async fn read_body(body: Incoming) -> Result<Value, ApiError> {
-    let bytes = Limited::new(body, MAX_BODY)
+async fn read_bytes(body: Incoming) -> Result<Bytes, ApiError> {
+    Ok(Limited::new(body, MAX_BODY)
         .collect()
         .await
         .map_err(|e| ApiError::bad_request(format!("reading the request body: {e}")))?
-        .to_bytes();
+        .to_bytes())
+}
+
+async fn read_body(body: Incoming) -> Result<Value, ApiError> {
+    let bytes = read_bytes(body).await?;
     serde_json::from_slice(&bytes)
         .map_err(|e| ApiError::bad_request(format!("error decoding the request body: {e}")))
 }
@@ -341,7 +345,15 @@ async fn route(
         && req.method() == Method::POST
     {
         state.count("create", "selfsubjectaccessreviews");
-        let mut review = read_body(req.into_body()).await?;
+        let bytes = read_bytes(req.into_body()).await?;
+        let mut review = match serde_json::from_slice::<Value>(&bytes) {
+            Ok(v) => v,
+            Err(_) => {
+                crate::protobuf::decode_self_subject_access_review(&bytes).ok_or_else(|| {
+                    ApiError::bad_request("error decoding the SelfSubjectAccessReview body")
+                })?
+            }
+        };
         let attrs = &review["spec"]["resourceAttributes"];
         let verb = attrs["verb"].as_str().unwrap_or_default();
         let resource = attrs["resource"].as_str().unwrap_or_default();
@@ -535,13 +547,15 @@ async fn admin(
     }
 }
 
-/// Serves connections on `listener` until `shutdown` resolves.
+/// Serves connections on `listener` (over TLS when `tls` is given) until `shutdown` resolves.
 pub async fn serve(
     state: Arc<State>,
     listener: tokio::net::TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     loop {
         tokio::select! {
             _ = &mut shutdown => return,
@@ -549,12 +563,24 @@ pub async fn serve(
                 let Ok((stream, _)) = accepted else { continue };
                 let _ = stream.set_nodelay(true);
                 let state = state.clone();
+                let acceptor = acceptor.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req| handle(state.clone(), req));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .keep_alive(true)
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                        .await;
+                    let builder = hyper::server::conn::http1::Builder::new();
+                    match acceptor {
+                        Some(acceptor) => {
+                            if let Ok(tls_stream) = acceptor.accept(stream).await {
+                                let _ = builder
+                                    .serve_connection(hyper_util::rt::TokioIo::new(tls_stream), service)
+                                    .await;
+                            }
+                        }
+                        None => {
+                            let _ = builder
+                                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                                .await;
+                        }
+                    }
                 });
             }
         }

@@ -33,6 +33,9 @@ struct Args {
     /// Write an admin kubeconfig here.
     #[arg(long, value_name = "PATH")]
     kubeconfig_out: Option<PathBuf>,
+    /// Serve plain HTTP instead of HTTPS (kubectl then sends no bearer tokens).
+    #[arg(long)]
+    insecure_http: bool,
     /// Write a read-only kubeconfig here.
     #[arg(long, value_name = "PATH")]
     readonly_kubeconfig_out: Option<PathBuf>,
@@ -43,6 +46,7 @@ async fn main() -> ExitCode {
     let args = Args::parse();
     let mut config = ServerConfig {
         port: args.port,
+        tls: !args.insecure_http,
         ..ServerConfig::default()
     };
     for path in &args.fixtures {

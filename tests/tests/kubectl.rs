@@ -1,0 +1,267 @@
+//! The real `kubectl` against the test API server: every command the plugins' users rely on
+//! and the checks on the server afterwards. Skipped, with a printed notice, where kubectl
+//! is not installed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use placekit_testserver::{ServerConfig, TestServer};
+
+const FIXTURE: &str = include_str!("../fixtures/gpu-cluster.yaml");
+
+fn kubectl_available() -> bool {
+    let found = Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!(
+            "NOTICE: kubectl is not on PATH; skipping the real-kubectl tests of the test API server"
+        );
+    }
+    found
+}
+
+struct Kubectl {
+    kubeconfig: PathBuf,
+    cache: PathBuf,
+}
+
+impl Kubectl {
+    fn new(server: &TestServer, dir: &Path, user: &str) -> Self {
+        let kubeconfig = server
+            .write_kubeconfig(&dir.join(format!("{user}.kubeconfig")), user)
+            .unwrap();
+        Kubectl {
+            kubeconfig,
+            cache: dir.join("cache"),
+        }
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new("kubectl");
+        cmd.args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("KUBECACHEDIR", &self.cache)
+            .env_remove("KUBECTL_EXTERNAL_DIFF");
+        tokio::task::spawn_blocking(move || cmd.output().expect("kubectl runs"))
+            .await
+            .unwrap()
+    }
+
+    async fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args).await;
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+async fn setup() -> Option<(TestServer, tempfile::TempDir)> {
+    if !kubectl_available() {
+        return None;
+    }
+    let server = TestServer::start(ServerConfig::default().with_fixture_yaml(FIXTURE))
+        .await
+        .unwrap();
+    Some((server, tempfile::tempdir().unwrap()))
+}
+
+fn labels(server: &TestServer, node: &str) -> serde_json::Value {
+    server.object("nodes", None, node).unwrap()["metadata"]["labels"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_nodes_with_selectors_and_json() {
+    let Some((server, dir)) = setup().await else {
+        return;
+    };
+    let k = Kubectl::new(&server, dir.path(), "admin");
+    let table = k.ok(&["get", "nodes"]).await;
+    for node in ["gpu-a100-1", "gpu-a100-2", "gpu-h100-1", "cpu-1"] {
+        assert!(table.contains(node), "{table}");
+    }
+    let selected = k
+        .ok(&[
+            "get",
+            "nodes",
+            "-l",
+            "accelerator.example.com/gpu-family in (a100,b100)",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert_eq!(selected, "node/gpu-a100-1\nnode/gpu-a100-2\n");
+    let json: serde_json::Value =
+        serde_json::from_str(&k.ok(&["get", "nodes", "-o", "json"]).await).unwrap();
+    assert_eq!(json["kind"], "List");
+    assert_eq!(json["items"].as_array().unwrap().len(), 4);
+    assert_eq!(json["items"][0]["kind"], "Node");
+    let notin = k
+        .ok(&[
+            "get",
+            "nodes",
+            "-l",
+            "!accelerator.example.com/gpu-family",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert_eq!(notin, "node/cpu-1\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_label_overwrite_and_remove() {
+    let Some((server, dir)) = setup().await else {
+        return;
+    };
+    let k = Kubectl::new(&server, dir.path(), "admin");
+    k.ok(&["label", "node", "gpu-a100-1", "power-profile=balanced"])
+        .await;
+    assert_eq!(labels(&server, "gpu-a100-1")["power-profile"], "balanced");
+
+    let refused = k
+        .run(&["label", "node", "gpu-a100-1", "power-profile=max"])
+        .await;
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("already has a value (balanced)"));
+    assert_eq!(labels(&server, "gpu-a100-1")["power-profile"], "balanced");
+
+    k.ok(&[
+        "label",
+        "node",
+        "gpu-a100-1",
+        "power-profile=max",
+        "--overwrite",
+    ])
+    .await;
+    assert_eq!(labels(&server, "gpu-a100-1")["power-profile"], "max");
+
+    k.ok(&["label", "node", "gpu-a100-1", "power-profile-"])
+        .await;
+    assert!(labels(&server, "gpu-a100-1").get("power-profile").is_none());
+    assert_eq!(
+        labels(&server, "gpu-a100-1")["accelerator.example.com/gpu-family"],
+        "a100",
+        "other labels kept"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_taint_add_and_remove() {
+    let Some((server, dir)) = setup().await else {
+        return;
+    };
+    let k = Kubectl::new(&server, dir.path(), "admin");
+    k.ok(&[
+        "taint",
+        "nodes",
+        "gpu-a100-1",
+        "dedicated=llm-online:NoSchedule",
+    ])
+    .await;
+    let taints = server.object("nodes", None, "gpu-a100-1").unwrap()["spec"]["taints"].clone();
+    assert_eq!(
+        taints,
+        serde_json::json!([{"key": "dedicated", "value": "llm-online", "effect": "NoSchedule"}])
+    );
+    k.ok(&["taint", "nodes", "gpu-a100-1", "dedicated:NoSchedule-"])
+        .await;
+    assert!(
+        server.object("nodes", None, "gpu-a100-1").unwrap()["spec"]
+            .get("taints")
+            .is_none()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_taint_removal_ignores_the_value() {
+    // The behaviour placekit's `gpu-taint release` must not copy: kubectl removes a taint
+    // with the same key and effect whatever its value.
+    let Some((server, dir)) = setup().await else {
+        return;
+    };
+    let k = Kubectl::new(&server, dir.path(), "admin");
+    k.ok(&[
+        "taint",
+        "nodes",
+        "gpu-h100-1",
+        "dedicated=llm-online:NoSchedule-",
+    ])
+    .await;
+    assert!(
+        server.object("nodes", None, "gpu-h100-1").unwrap()["spec"]
+            .get("taints")
+            .is_none(),
+        "dedicated=batch was removed too"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_field_selector_over_all_namespaces() {
+    let Some((server, dir)) = setup().await else {
+        return;
+    };
+    let k = Kubectl::new(&server, dir.path(), "admin");
+    let out = k
+        .ok(&[
+            "get",
+            "pods",
+            "-A",
+            "--field-selector",
+            "spec.nodeName=gpu-a100-1",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert_eq!(out, "pod/llm-inference-0\n");
+    let bad = k
+        .run(&["get", "pods", "-A", "--field-selector", "spec.foo=x"])
+        .await;
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("field label not supported: spec.foo"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_auth_can_i_follows_the_user_table() {
+    let Some((server, dir)) = setup().await else {
+        return;
+    };
+    let admin = Kubectl::new(&server, dir.path(), "admin");
+    let viewer = Kubectl::new(&server, dir.path(), "viewer");
+    assert_eq!(
+        admin.ok(&["auth", "can-i", "patch", "nodes"]).await.trim(),
+        "yes"
+    );
+    let no = viewer.run(&["auth", "can-i", "patch", "nodes"]).await;
+    assert_eq!(String::from_utf8_lossy(&no.stdout).trim(), "no");
+    assert_eq!(no.status.code(), Some(1));
+    assert_eq!(
+        viewer.ok(&["auth", "can-i", "list", "nodes"]).await.trim(),
+        "yes"
+    );
+    let denied = viewer.run(&["label", "node", "gpu-a100-1", "x=y"]).await;
+    assert!(String::from_utf8_lossy(&denied.stderr).contains(
+        "nodes \"gpu-a100-1\" is forbidden: User \"viewer\" cannot patch resource \"nodes\" in API group \"\" at the cluster scope"
+    ));
+    assert!(labels(&server, "gpu-a100-1").get("x").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_bad_label_key_gets_the_api_server_message() {
+    let Some((server, dir)) = setup().await else {
+        return;
+    };
+    let k = Kubectl::new(&server, dir.path(), "admin");
+    let out = k.run(&["label", "node", "gpu-a100-1", "a/b/c=x"]).await;
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(
+        "The Node \"gpu-a100-1\" is invalid: metadata.labels: Invalid value: \"a/b/c\": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+    ), "{stderr}");
+}
