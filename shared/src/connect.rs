@@ -146,6 +146,9 @@ impl ConnectionArgs {
         if let Some(ns) = &self.namespace {
             config.default_namespace = ns.clone();
         }
+        // placekit's executor owns retries (it honours Retry-After, counts attempts and
+        // journals them); kube's own retry layer would hide 429/503/504 from it.
+        config.default_retry = false;
         let server = config.cluster_url.to_string();
         let namespace = config.default_namespace.clone();
         let client = kube::Client::try_from(config).map_err(|e| ConnectError::Client {

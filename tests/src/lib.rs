@@ -166,10 +166,12 @@ impl TestServer {
         Ok(path.to_path_buf())
     }
 
-    /// A `kube::Client` for `token`.
+    /// A `kube::Client` for `token`, without kube's built-in retries.
     pub fn client(&self, token: &str) -> kube::Client {
         let mut config = kube::Config::new(self.url().parse().expect("valid url"));
         config.auth_info.token = Some(token.to_string().into());
+        // Faults must reach the caller as injected, not be retried away by kube's layer.
+        config.default_retry = false;
         if let Some(tls) = &self.tls {
             config.root_cert = Some(vec![tls.ca_der.clone()]);
         }

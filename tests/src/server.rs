@@ -384,10 +384,14 @@ async fn route(
             code,
             retry_after_seconds,
         }) => {
-            let mut e = ApiError::with_code(code);
-            if let Some(s) = retry_after_seconds {
-                e.retry_after = Some(s);
-            }
+            let e = match (code, retry_after_seconds) {
+                (429, Some(seconds)) => ApiError::too_many_requests(seconds),
+                (code, seconds) => {
+                    let mut e = ApiError::with_code(code);
+                    e.retry_after = seconds.or(e.retry_after);
+                    e
+                }
+            };
             return Err(Failure::Api(e));
         }
         Some(FaultAction::Drop) => return Err(Failure::Drop),
