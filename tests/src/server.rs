@@ -375,9 +375,11 @@ async fn route(
 
     let action = {
         let mut faults = state.faults.lock().expect("faults");
+        // Every fault counts every matching request, even when another one fires on it.
         faults
             .iter_mut()
-            .find_map(|f| f.observe(verb, resource.plural))
+            .filter_map(|f| f.observe(verb, resource.plural))
+            .reduce(|first, _| first)
     };
     match action {
         Some(FaultAction::Status {
@@ -394,7 +396,12 @@ async fn route(
             };
             return Err(Failure::Api(e));
         }
-        Some(FaultAction::Drop) => return Err(Failure::Drop),
+        Some(FaultAction::Drop) => {
+            // Read the whole request first: the client has then certainly sent it and cannot
+            // know whether it was processed, which is the case worth testing.
+            let _ = read_bytes(req.into_body()).await;
+            return Err(Failure::Drop);
+        }
         Some(FaultAction::Delay { millis }) => {
             tokio::time::sleep(Duration::from_millis(millis)).await
         }
