@@ -492,10 +492,13 @@ async fn route(
             let mut store = state.store.lock().expect("store");
             let concurrent: Option<Value> = {
                 let mut writers = state.concurrent_writes.lock().expect("writers");
-                writers.iter_mut().find_map(|w| {
-                    w.observe(resource.plural, &name)
-                        .then(|| w.merge_patch.clone())
-                })
+                writers
+                    .iter_mut()
+                    .filter_map(|w| {
+                        w.observe(resource.plural, &name)
+                            .then(|| w.merge_patch.clone())
+                    })
+                    .reduce(|first, _| first)
             };
             if let Some(merge) = concurrent {
                 store.patch(resource, ns, &name, PatchType::Merge, &merge, false)?;

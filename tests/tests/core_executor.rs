@@ -116,7 +116,6 @@ async fn fault_on_the_third_write_fails_only_that_node_and_rollback_restores_the
     .await
     .unwrap();
     drop(journal);
-    eprintln!("{outcomes:?} {:?}", server.counters());
     let failed: Vec<&str> = outcomes
         .iter()
         .filter(|o| o.kind == OutcomeKind::Failed)
