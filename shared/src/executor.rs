@@ -89,7 +89,23 @@ pub struct NodeOutcome {
 #[derive(Debug, Clone)]
 pub struct WriteItem {
     pub node: String,
+    /// The conditional patch to send.
     pub patch: Value,
+    /// A patch of `test` operations asserting the planned result. When a retry of this
+    /// write fails its precondition, it is sent with `dryRun=All`: if it passes, an earlier
+    /// attempt was applied and only its answer was lost, so the node counts as applied.
+    pub verify: Option<Value>,
+}
+
+impl WriteItem {
+    /// The write for a plan, with its verification patch.
+    pub fn from_plan(plan: &crate::plan::NodePlan) -> Self {
+        WriteItem {
+            node: plan.node().to_string(),
+            patch: plan.json_patch(),
+            verify: Some(plan.verify_patch()),
+        }
+    }
 }
 
 /// Errors that stop the executor itself (not per-node failures).
@@ -119,7 +135,16 @@ async fn write_one<W: NodeWriter>(
             .await
         {
             Ok(()) => (OutcomeKind::Applied, None),
-            Err(WriteError::Conflict(m)) => (OutcomeKind::Conflict, Some(m)),
+            Err(WriteError::Conflict(m)) => {
+                if attempts > 1 && !config.dry_run && answer_was_lost(writer, item).await {
+                    (
+                        OutcomeKind::Applied,
+                        Some("applied by an earlier attempt whose answer was lost".to_string()),
+                    )
+                } else {
+                    (OutcomeKind::Conflict, Some(m))
+                }
+            }
             Err(e @ WriteError::Rejected { .. }) => (OutcomeKind::Failed, Some(e.to_string())),
             Err(WriteError::Transient {
                 message,
@@ -141,6 +166,15 @@ async fn write_one<W: NodeWriter>(
             message,
             attempts,
         };
+    }
+}
+
+/// After a retry failed its precondition: whether the node already is in the planned state
+/// (an earlier attempt was applied but its answer never arrived).
+async fn answer_was_lost<W: NodeWriter>(writer: &W, item: &WriteItem) -> bool {
+    match &item.verify {
+        Some(verify) => writer.patch_node(&item.node, verify, true).await.is_ok(),
+        None => false,
     }
 }
 
@@ -372,6 +406,7 @@ mod tests {
             .map(|i| WriteItem {
                 node: format!("n{i}"),
                 patch: Value::Array(vec![]),
+                verify: None,
             })
             .collect()
     }

@@ -250,6 +250,33 @@ impl NodePlan {
         Value::Array(ops)
     }
 
+    /// `test` operations that pass only when the node is in the planned state (for the
+    /// touched keys and, when they change, the taints). Sent with `dryRun=All` to find out
+    /// whether a write whose answer was lost was applied.
+    pub fn verify_patch(&self) -> Value {
+        let mut ops: Vec<Value> = Vec::new();
+        let after = self.labels_after();
+        if !self.label_changes.is_empty() {
+            if after.is_empty() {
+                ops.push(json!({"op": "test", "path": "/metadata/labels", "value": null}));
+            } else {
+                for delta in &self.label_changes {
+                    let path = format!("/metadata/labels/{}", escape_pointer_token(&delta.key));
+                    ops.push(json!({"op": "test", "path": path, "value": delta.after}));
+                }
+            }
+        }
+        if self.taints_changed() {
+            let value = if self.taints_after.is_empty() {
+                Value::Null
+            } else {
+                json!(self.taints_after)
+            };
+            ops.push(json!({"op": "test", "path": "/spec/taints", "value": value}));
+        }
+        Value::Array(ops)
+    }
+
     /// A per-node diff of labels and taints (unified format, changed lines only with a
     /// little context), for the confirmation prompt and `--dry-run`.
     pub fn render_diff(&self) -> String {
@@ -636,6 +663,15 @@ mod tests {
         let plan = plan_node(&s, &labels_request(&["pool=online", "gpu=a100"], true));
         let after = apply_to_state(&s, &plan.json_patch()).unwrap();
         assert_eq!(after.labels, plan.labels_after());
+    }
+
+    #[test]
+    fn verify_patch_passes_only_on_the_planned_state() {
+        let s = state(&[("pool", "batch")], vec![]);
+        let plan = plan_node(&s, &labels_request(&["pool=online", "gpu=a100"], true));
+        let after = apply_to_state(&s, &plan.json_patch()).unwrap();
+        assert!(apply_to_state(&after, &plan.verify_patch()).is_ok());
+        assert!(apply_to_state(&s, &plan.verify_patch()).is_err());
     }
 
     #[test]

@@ -61,8 +61,11 @@ pub enum FaultAction {
         #[serde(default)]
         retry_after_seconds: Option<u32>,
     },
-    /// Close the connection without an answer.
+    /// Close the connection without an answer (the request is not processed).
     Drop,
+    /// Process the request, then close the connection without an answer: the change is
+    /// made but the client cannot know it.
+    LoseAnswer,
     /// Wait, then serve the request normally.
     #[serde(rename_all = "camelCase")]
     Delay { millis: u64 },

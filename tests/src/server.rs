@@ -325,9 +325,6 @@ async fn route(
             .map_err(Failure::Api);
     }
     let user = authenticate(state, &req)?;
-    let user_name = user
-        .map(|u| u.name.clone())
-        .unwrap_or_else(|| "admin".into());
 
     if req.method() == Method::GET
         && let Some(doc) = discovery(state, &segments)
@@ -381,7 +378,7 @@ async fn route(
             .filter_map(|f| f.observe(verb, resource.plural))
             .reduce(|first, _| first)
     };
-    match action {
+    match action.clone() {
         Some(FaultAction::Status {
             code,
             retry_after_seconds,
@@ -405,7 +402,7 @@ async fn route(
         Some(FaultAction::Delay { millis }) => {
             tokio::time::sleep(Duration::from_millis(millis)).await
         }
-        None => {}
+        Some(FaultAction::LoseAnswer) | None => {}
     }
 
     if let Some(u) = user
@@ -416,11 +413,10 @@ async fn route(
             ApiError::forbidden(&u.name, verb, resource, ns, target.name.as_deref()).into(),
         );
     }
-    let _ = user_name;
-
     let dry_run = query.get("dryRun").is_some_and(|v| v == "All");
     let ns = target.namespace.as_deref();
-    match verb {
+    let lose_answer = action == Some(FaultAction::LoseAnswer);
+    let answer = match verb {
         "get" => {
             let name = target.name.as_deref().expect("named");
             let bytes = state.store.lock().expect("store").get(resource, ns, name)?;
@@ -522,7 +518,11 @@ async fn route(
             Ok(value_response(200, &status))
         }
         _ => Err(ApiError::method_not_allowed().into()),
+    };
+    if lose_answer {
+        return Err(Failure::Drop);
     }
+    answer
 }
 
 /// Test-control endpoints under `/placekit-test/` (no authentication; loopback only):

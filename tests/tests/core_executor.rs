@@ -51,13 +51,7 @@ fn set_family(nodes: &[NodeState], value: &str) -> Vec<NodePlan> {
 }
 
 fn items(plans: &[NodePlan]) -> Vec<WriteItem> {
-    plans
-        .iter()
-        .map(|p| WriteItem {
-            node: p.node().to_string(),
-            patch: p.json_patch(),
-        })
-        .collect()
+    plans.iter().map(WriteItem::from_plan).collect()
 }
 
 fn fast() -> ExecutorConfig {
@@ -146,10 +140,7 @@ async fn fault_on_the_third_write_fails_only_that_node_and_rollback_restores_the
             NodeRollback::Restore { plan, conflicts } => {
                 assert!(conflicts.is_empty());
                 if !plan.is_noop() {
-                    rollback_items.push(WriteItem {
-                        node: plan.node().to_string(),
-                        patch: plan.json_patch(),
-                    });
+                    rollback_items.push(WriteItem::from_plan(&plan));
                 }
             }
             NodeRollback::NothingApplied { node, .. } => assert_eq!(node, "gpu-node-00002"),
@@ -283,4 +274,59 @@ async fn a_forbidden_write_fails_without_retry() {
             .unwrap()
             .contains("cannot patch resource \"nodes\"")
     );
+}
+
+#[tokio::test]
+async fn a_write_whose_answer_was_lost_is_recognised_as_applied() {
+    let server = cluster(2).await;
+    let client = server.client(ADMIN_TOKEN);
+    let plans = set_family(&read_nodes(&client).await, "b200");
+    // The first write is applied, but the connection drops before the answer.
+    server.inject(Fault::new("patch", "nodes", 1, FaultAction::LoseAnswer));
+    let writer = KubeNodeWriter::new(client.clone(), "placekit");
+    let stop = AtomicBool::new(false);
+    let config = ExecutorConfig {
+        concurrency: 1,
+        ..fast()
+    };
+    let outcomes = execute(&writer, &items(&plans), &config, None, &stop, |_| {})
+        .await
+        .unwrap();
+    assert_eq!(outcomes[0].kind, OutcomeKind::Applied, "{:?}", outcomes[0]);
+    assert_eq!(outcomes[0].attempts, 2);
+    assert!(
+        outcomes[0]
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("answer was lost")
+    );
+    assert_eq!(outcomes[1].kind, OutcomeKind::Applied);
+
+    // A real conflict after a transient failure stays a conflict.
+    let server = cluster(1).await;
+    let client = server.client(ADMIN_TOKEN);
+    let plans = set_family(&read_nodes(&client).await, "b200");
+    server.inject(Fault::new(
+        "patch",
+        "nodes",
+        1,
+        FaultAction::Status {
+            code: 503,
+            retry_after_seconds: None,
+        },
+    ));
+    server.concurrent_write(ConcurrentWrite {
+        nth: 1,
+        ..ConcurrentWrite::new(
+            "nodes",
+            "gpu-node-00000",
+            json!({"metadata": {"labels": {"accelerator.example.com/gpu-family": "h200"}}}),
+        )
+    });
+    let writer = KubeNodeWriter::new(client.clone(), "placekit");
+    let outcomes = execute(&writer, &items(&plans), &fast(), None, &stop, |_| {})
+        .await
+        .unwrap();
+    assert_eq!(outcomes[0].kind, OutcomeKind::Conflict);
 }
