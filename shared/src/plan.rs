@@ -38,7 +38,14 @@ pub struct NodeState {
     pub labels: BTreeMap<String, String>,
     #[serde(default)]
     pub taints: Vec<Taint>,
+    /// Only the annotations placekit owns (prefix [`PLACEKIT_ANNOTATION_PREFIX`]), such as
+    /// the record of imported labels; other annotations are never read or written.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
 }
+
+/// Annotations under this prefix belong to placekit.
+pub const PLACEKIT_ANNOTATION_PREFIX: &str = "placekit.dev/";
 
 impl NodeState {
     /// Reads the fields placekit needs from a Node object as the API returns it.
@@ -55,6 +62,14 @@ impl NodeState {
             resource_version: node.metadata.resource_version.clone().unwrap_or_default(),
             labels: node.metadata.labels.clone().unwrap_or_default(),
             taints,
+            annotations: node
+                .metadata
+                .annotations
+                .iter()
+                .flatten()
+                .filter(|(k, _)| k.starts_with(PLACEKIT_ANNOTATION_PREFIX))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
         })
     }
 }
@@ -63,6 +78,8 @@ impl NodeState {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChangeRequest {
     pub labels: Vec<LabelChange>,
+    /// Changes to placekit-owned annotations (always applied, no `--overwrite` needed).
+    pub annotations: Vec<LabelChange>,
     pub add_taints: Vec<Taint>,
     pub remove_taints: Vec<TaintMatcher>,
     /// Allow changing a label that already has another value, or replacing the value of a
@@ -153,6 +170,9 @@ pub struct NodePlan {
     pub label_changes: Vec<LabelDelta>,
     /// The full taint list after the change (equal to `before.taints` when untouched).
     pub taints_after: Vec<Taint>,
+    /// Placekit-owned annotation keys that change, in key order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotation_changes: Vec<LabelDelta>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blockers: Vec<Blocker>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -170,7 +190,9 @@ impl NodePlan {
 
     /// Nothing to write on this node.
     pub fn is_noop(&self) -> bool {
-        self.label_changes.is_empty() && !self.taints_changed()
+        self.label_changes.is_empty()
+            && self.annotation_changes.is_empty()
+            && !self.taints_changed()
     }
 
     pub fn is_blocked(&self) -> bool {
@@ -198,42 +220,29 @@ impl NodePlan {
 
     /// The labels after the change.
     pub fn labels_after(&self) -> BTreeMap<String, String> {
-        let mut labels = self.before.labels.clone();
-        for delta in &self.label_changes {
-            match &delta.after {
-                Some(v) => labels.insert(delta.key.clone(), v.clone()),
-                None => labels.remove(&delta.key),
-            };
-        }
-        labels
+        apply_deltas(&self.before.labels, &self.label_changes)
+    }
+
+    /// The placekit-owned annotations after the change.
+    pub fn annotations_after(&self) -> BTreeMap<String, String> {
+        apply_deltas(&self.before.annotations, &self.annotation_changes)
     }
 
     /// The conditional JSON Patch (RFC 6902) that applies this plan; see the module docs.
     pub fn json_patch(&self) -> Value {
         let mut ops: Vec<Value> = Vec::new();
-        if !self.label_changes.is_empty() {
-            if self.before.labels.is_empty() {
-                ops.push(json!({"op": "test", "path": "/metadata/labels", "value": null}));
-                let added: BTreeMap<&str, &str> = self
-                    .label_changes
-                    .iter()
-                    .filter_map(|d| d.after.as_deref().map(|v| (d.key.as_str(), v)))
-                    .collect();
-                ops.push(json!({"op": "add", "path": "/metadata/labels", "value": added}));
-            } else {
-                for delta in &self.label_changes {
-                    let path = format!("/metadata/labels/{}", escape_pointer_token(&delta.key));
-                    ops.push(json!({"op": "test", "path": path, "value": delta.before}));
-                    match (&delta.before, &delta.after) {
-                        (None, Some(v)) => ops.push(json!({"op": "add", "path": path, "value": v})),
-                        (Some(_), Some(v)) => {
-                            ops.push(json!({"op": "replace", "path": path, "value": v}))
-                        }
-                        (_, None) => ops.push(json!({"op": "remove", "path": path})),
-                    }
-                }
-            }
-        }
+        map_patch_ops(
+            &mut ops,
+            "/metadata/labels",
+            &self.before.labels,
+            &self.label_changes,
+        );
+        map_patch_ops(
+            &mut ops,
+            "/metadata/annotations",
+            &self.before.annotations,
+            &self.annotation_changes,
+        );
         if self.taints_changed() {
             let current = if self.before.taints.is_empty() {
                 Value::Null
@@ -255,17 +264,18 @@ impl NodePlan {
     /// whether a write whose answer was lost was applied.
     pub fn verify_patch(&self) -> Value {
         let mut ops: Vec<Value> = Vec::new();
-        let after = self.labels_after();
-        if !self.label_changes.is_empty() {
-            if after.is_empty() {
-                ops.push(json!({"op": "test", "path": "/metadata/labels", "value": null}));
-            } else {
-                for delta in &self.label_changes {
-                    let path = format!("/metadata/labels/{}", escape_pointer_token(&delta.key));
-                    ops.push(json!({"op": "test", "path": path, "value": delta.after}));
-                }
-            }
-        }
+        map_verify_ops(
+            &mut ops,
+            "/metadata/labels",
+            &self.labels_after(),
+            &self.label_changes,
+        );
+        map_verify_ops(
+            &mut ops,
+            "/metadata/annotations",
+            &self.annotations_after(),
+            &self.annotation_changes,
+        );
         if self.taints_changed() {
             let value = if self.taints_after.is_empty() {
                 Value::Null
@@ -280,8 +290,16 @@ impl NodePlan {
     /// A per-node diff of labels and taints (unified format, changed lines only with a
     /// little context), for the confirmation prompt and `--dry-run`.
     pub fn render_diff(&self) -> String {
-        let before = render_state(&self.before.labels, &self.before.taints);
-        let after = render_state(&self.labels_after(), &self.taints_after);
+        let before = render_state(
+            &self.before.labels,
+            &self.before.taints,
+            &self.before.annotations,
+        );
+        let after = render_state(
+            &self.labels_after(),
+            &self.taints_after,
+            &self.annotations_after(),
+        );
         let diff = similar::TextDiff::from_lines(&before, &after);
         let mut out = String::new();
         let _ = writeln!(out, "--- node/{} (current)", self.node());
@@ -302,7 +320,11 @@ impl NodePlan {
     }
 }
 
-fn render_state(labels: &BTreeMap<String, String>, taints: &[Taint]) -> String {
+fn render_state(
+    labels: &BTreeMap<String, String>,
+    taints: &[Taint],
+    annotations: &BTreeMap<String, String>,
+) -> String {
     let mut out = String::new();
     for (k, v) in labels {
         let _ = writeln!(out, "label {k}={v}");
@@ -310,6 +332,96 @@ fn render_state(labels: &BTreeMap<String, String>, taints: &[Taint]) -> String {
     for t in taints {
         let _ = writeln!(out, "taint {t}");
     }
+    for (k, v) in annotations {
+        let _ = writeln!(out, "annotation {k}={v}");
+    }
+    out
+}
+
+fn apply_deltas(
+    base: &BTreeMap<String, String>,
+    deltas: &[LabelDelta],
+) -> BTreeMap<String, String> {
+    let mut out = base.clone();
+    for delta in deltas {
+        match &delta.after {
+            Some(v) => out.insert(delta.key.clone(), v.clone()),
+            None => out.remove(&delta.key),
+        };
+    }
+    out
+}
+
+/// The conditional operations for one string map (`/metadata/labels` or
+/// `/metadata/annotations`): a `test` per touched key, then `add`/`replace`/`remove`; for a
+/// map the API server omits (empty), a `test` that it is still absent and one `add` of it.
+fn map_patch_ops(
+    ops: &mut Vec<Value>,
+    root: &str,
+    before: &BTreeMap<String, String>,
+    deltas: &[LabelDelta],
+) {
+    if deltas.is_empty() {
+        return;
+    }
+    if before.is_empty() {
+        let added: BTreeMap<&str, &str> = deltas
+            .iter()
+            .filter_map(|d| d.after.as_deref().map(|v| (d.key.as_str(), v)))
+            .collect();
+        if added.is_empty() {
+            return;
+        }
+        ops.push(json!({"op": "test", "path": root, "value": null}));
+        ops.push(json!({"op": "add", "path": root, "value": added}));
+        return;
+    }
+    for delta in deltas {
+        let path = format!("{root}/{}", escape_pointer_token(&delta.key));
+        ops.push(json!({"op": "test", "path": path, "value": delta.before}));
+        match (&delta.before, &delta.after) {
+            (None, Some(v)) => ops.push(json!({"op": "add", "path": path, "value": v})),
+            (Some(_), Some(v)) => ops.push(json!({"op": "replace", "path": path, "value": v})),
+            (_, None) => ops.push(json!({"op": "remove", "path": path})),
+        }
+    }
+}
+
+/// `test` operations asserting a map's touched keys have their planned values.
+fn map_verify_ops(
+    ops: &mut Vec<Value>,
+    root: &str,
+    after: &BTreeMap<String, String>,
+    deltas: &[LabelDelta],
+) {
+    if deltas.is_empty() {
+        return;
+    }
+    if after.is_empty() {
+        ops.push(json!({"op": "test", "path": root, "value": null}));
+        return;
+    }
+    for delta in deltas {
+        let path = format!("{root}/{}", escape_pointer_token(&delta.key));
+        ops.push(json!({"op": "test", "path": path, "value": delta.after}));
+    }
+}
+
+/// The deltas that turn `current` into the requested values of `changes`.
+fn map_deltas(current: &BTreeMap<String, String>, changes: &[LabelChange]) -> Vec<LabelDelta> {
+    let mut out: Vec<LabelDelta> = changes
+        .iter()
+        .filter_map(|c| {
+            let before = current.get(c.key()).cloned();
+            let after = c.value().map(str::to_string);
+            (before != after).then(|| LabelDelta {
+                key: c.key().to_string(),
+                before,
+                after,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.key.cmp(&b.key));
     out
 }
 
@@ -387,6 +499,7 @@ pub fn plan_node(state: &NodeState, request: &ChangeRequest) -> NodePlan {
         before: state.clone(),
         label_changes,
         taints_after: taints,
+        annotation_changes: map_deltas(&state.annotations, &request.annotations),
         blockers,
         notes,
     }
@@ -398,6 +511,8 @@ pub fn plan_node(state: &NodeState, request: &ChangeRequest) -> NodePlan {
 pub fn apply_to_state(state: &NodeState, patch: &Value) -> Result<NodeState, String> {
     let mut labels: Option<BTreeMap<String, String>> =
         (!state.labels.is_empty()).then(|| state.labels.clone());
+    let mut annotations: Option<BTreeMap<String, String>> =
+        (!state.annotations.is_empty()).then(|| state.annotations.clone());
     let mut taints: Option<Vec<Taint>> = (!state.taints.is_empty()).then(|| state.taints.clone());
     for op in patch.as_array().ok_or("patch is not an array")? {
         let kind = op["op"].as_str().ok_or("op without kind")?;
@@ -418,58 +533,75 @@ pub fn apply_to_state(state: &NodeState, patch: &Value) -> Result<NodeState, Str
                 "remove" => taints = None,
                 other => return Err(format!("unexpected op {other}")),
             }
-        } else if path == "/metadata/labels" {
-            match kind {
-                "test" if value.is_null() && labels.is_none() => {}
-                "test" => return Err(format!("testing value {path} failed")),
-                "add" => {
-                    labels = Some(serde_json::from_value(value.clone()).map_err(|e| e.to_string())?)
-                }
-                other => return Err(format!("unexpected op {other}")),
-            }
-        } else if let Some(token) = path.strip_prefix("/metadata/labels/") {
-            let key = unescape_pointer_token(token);
-            let map = labels
-                .as_mut()
-                .ok_or_else(|| format!("doc is missing path: {path}"))?;
-            match kind {
-                "test" => {
-                    if map
-                        .get(&key)
-                        .map(|v| Value::from(v.as_str()))
-                        .unwrap_or(Value::Null)
-                        != *value
-                    {
-                        return Err(format!("testing value {path} failed"));
-                    }
-                }
-                "add" | "replace" => {
-                    if kind == "replace" && !map.contains_key(&key) {
-                        return Err(format!("doc is missing key: {path}"));
-                    }
-                    map.insert(
-                        key,
-                        value
-                            .as_str()
-                            .ok_or("label value is not a string")?
-                            .to_string(),
-                    );
-                }
-                "remove" => {
-                    map.remove(&key)
-                        .ok_or_else(|| format!("doc is missing key: {path}"))?;
-                }
-                other => return Err(format!("unexpected op {other}")),
-            }
+            continue;
+        }
+        let (map, root) = if path.starts_with("/metadata/labels") {
+            (&mut labels, "/metadata/labels")
+        } else if path.starts_with("/metadata/annotations") {
+            (&mut annotations, "/metadata/annotations")
         } else {
             return Err(format!("unexpected path {path}"));
-        }
+        };
+        apply_map_op(map, root, kind, path, value)?;
     }
     Ok(NodeState {
         labels: labels.unwrap_or_default(),
+        annotations: annotations.unwrap_or_default(),
         taints: taints.unwrap_or_default(),
         ..state.clone()
     })
+}
+
+fn apply_map_op(
+    map: &mut Option<BTreeMap<String, String>>,
+    root: &str,
+    kind: &str,
+    path: &str,
+    value: &Value,
+) -> Result<(), String> {
+    if path == root {
+        return match kind {
+            "test" if value.is_null() && map.is_none() => Ok(()),
+            "test" => Err(format!("testing value {path} failed")),
+            "add" => {
+                *map = Some(serde_json::from_value(value.clone()).map_err(|e| e.to_string())?);
+                Ok(())
+            }
+            other => Err(format!("unexpected op {other}")),
+        };
+    }
+    let token = path
+        .strip_prefix(root)
+        .and_then(|t| t.strip_prefix('/'))
+        .ok_or_else(|| format!("unexpected path {path}"))?;
+    let key = unescape_pointer_token(token);
+    let map = map
+        .as_mut()
+        .ok_or_else(|| format!("doc is missing path: {path}"))?;
+    match kind {
+        "test" => {
+            let actual = map
+                .get(&key)
+                .map(|v| Value::from(v.as_str()))
+                .unwrap_or(Value::Null);
+            if actual != *value {
+                return Err(format!("testing value {path} failed"));
+            }
+        }
+        "add" | "replace" => {
+            if kind == "replace" && !map.contains_key(&key) {
+                return Err(format!("doc is missing key: {path}"));
+            }
+            let v = value.as_str().ok_or("map value is not a string")?;
+            map.insert(key, v.to_string());
+        }
+        "remove" => {
+            map.remove(&key)
+                .ok_or_else(|| format!("doc is missing key: {path}"))?;
+        }
+        other => return Err(format!("unexpected op {other}")),
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -483,6 +615,7 @@ mod tests {
             name: "gpu-1".into(),
             uid: "uid-1".into(),
             resource_version: "7".into(),
+            annotations: BTreeMap::new(),
             labels: labels
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -110,30 +110,20 @@ pub fn plan_node_rollback(
     }
 
     let mut conflicts = Vec::new();
-    let mut label_changes = Vec::new();
-    for delta in &snap.label_changes {
-        let now = current.labels.get(&delta.key).cloned();
-        let restore = if now == delta.after {
-            true
-        } else if now == delta.before {
-            false
-        } else {
-            conflicts.push(RollbackConflict {
-                item: format!("label {}", delta.key),
-                found: now.clone(),
-                expected: delta.after.clone(),
-                forced: force,
-            });
-            force
-        };
-        if restore {
-            label_changes.push(LabelDelta {
-                key: delta.key.clone(),
-                before: now,
-                after: delta.before.clone(),
-            });
-        }
-    }
+    let label_changes = restore_map(
+        "label",
+        &snap.label_changes,
+        &current.labels,
+        force,
+        &mut conflicts,
+    );
+    let annotation_changes = restore_map(
+        "annotation",
+        &snap.annotation_changes,
+        &current.annotations,
+        force,
+        &mut conflicts,
+    );
 
     let mut taints = current.taints.clone();
     let same_slot = |a: &Taint, b: &Taint| a.key == b.key && a.effect == b.effect;
@@ -178,11 +168,47 @@ pub fn plan_node_rollback(
             before: current.clone(),
             label_changes,
             taints_after: taints,
+            annotation_changes,
             blockers: Vec::new(),
             notes: Vec::new(),
         }),
         conflicts,
     }
+}
+
+/// The deltas that restore one string map, recording conflicts (see the module docs).
+fn restore_map(
+    what: &str,
+    deltas: &[LabelDelta],
+    current: &std::collections::BTreeMap<String, String>,
+    force: bool,
+    conflicts: &mut Vec<RollbackConflict>,
+) -> Vec<LabelDelta> {
+    let mut out = Vec::new();
+    for delta in deltas {
+        let now = current.get(&delta.key).cloned();
+        let restore = if now == delta.after {
+            true
+        } else if now == delta.before {
+            false
+        } else {
+            conflicts.push(RollbackConflict {
+                item: format!("{what} {}", delta.key),
+                found: now.clone(),
+                expected: delta.after.clone(),
+                forced: force,
+            });
+            force
+        };
+        if restore {
+            out.push(LabelDelta {
+                key: delta.key.clone(),
+                before: now,
+                after: delta.before.clone(),
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -198,6 +224,7 @@ mod tests {
             name: "gpu-1".into(),
             uid: "uid-1".into(),
             resource_version: "10".into(),
+            annotations: BTreeMap::new(),
             labels: labels
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -444,13 +471,23 @@ mod tests {
             removes in proptest::collection::btree_set("[a-e]", 0..2),
             add_taints in arb_taints(),
             remove_taints in proptest::collection::vec(("[a-c]", "[xy]{0,1}", 0..3usize), 0..2),
+            annotation in proptest::option::of("[a-z]{1,3}"),
         ) {
             let before = node(&[], taints);
-            let before = NodeState { labels, ..before };
+            let before = NodeState {
+                labels,
+                annotations: [("placekit.dev/imported-labels".to_string(), "old".to_string())].into(),
+                ..before
+            };
             let mut specs: Vec<String> = sets.iter().map(|(k, v)| format!("{k}={v}")).collect();
             specs.extend(removes.iter().filter(|k| !sets.contains_key(*k)).map(|k| format!("{k}-")));
+            let annotation_key = "placekit.dev/imported-labels".to_string();
             let request = ChangeRequest {
                 labels: parse_label_changes(&specs).unwrap(),
+                annotations: vec![match annotation {
+                    Some(value) => crate::syntax::LabelChange::Set { key: annotation_key, value },
+                    None => crate::syntax::LabelChange::Remove { key: annotation_key },
+                }],
                 add_taints,
                 remove_taints: remove_taints.into_iter().map(|(k, v, e)| TaintMatcher {
                     key: k,
@@ -465,6 +502,7 @@ mod tests {
             prop_assert!(conflicts.is_empty());
             let restored = apply_to_state(&after, &plan.json_patch()).unwrap();
             prop_assert_eq!(&restored.labels, &before.labels);
+            prop_assert_eq!(&restored.annotations, &before.annotations);
             let mut got = restored.taints.clone();
             let mut want = before.taints.clone();
             got.sort_by_key(|t| t.to_string());

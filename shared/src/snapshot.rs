@@ -93,6 +93,11 @@ pub struct SnapshotNode {
     pub taints_added: Vec<Taint>,
     pub taints_removed: Vec<Taint>,
     pub taints_after: Vec<Taint>,
+    /// placekit-owned annotations before (only those; see `plan::PLACEKIT_ANNOTATION_PREFIX`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub annotations_before: std::collections::BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotation_changes: Vec<LabelDelta>,
 }
 
 impl From<&NodePlan> for SnapshotNode {
@@ -107,6 +112,8 @@ impl From<&NodePlan> for SnapshotNode {
             taints_added: plan.taints_added(),
             taints_removed: plan.taints_removed(),
             taints_after: plan.taints_after.clone(),
+            annotations_before: plan.before.annotations.clone(),
+            annotation_changes: plan.annotation_changes.clone(),
         }
     }
 }
@@ -593,6 +600,7 @@ mod tests {
                     resource_version: "1".into(),
                     labels: [("pool".to_string(), "batch".to_string())].into(),
                     taints: vec![],
+                    annotations: Default::default(),
                 };
                 plan_node(
                     &state,

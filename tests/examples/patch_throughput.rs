@@ -17,7 +17,11 @@ async fn run(tls: bool, requests: usize, concurrency: usize) -> f64 {
     let nodes = 1_000;
     let server = TestServer::start(ServerConfig {
         tls,
-        ..ServerConfig::default().with_generator(Generator { nodes, pods: 0, gpus_per_node: 8 })
+        ..ServerConfig::default().with_generator(Generator {
+            nodes,
+            pods: 0,
+            gpus_per_node: 8,
+        })
     })
     .await
     .expect("server starts");
@@ -28,10 +32,11 @@ async fn run(tls: bool, requests: usize, concurrency: usize) -> f64 {
             let client = client.clone();
             async move {
                 let body = format!(r#"{{"metadata":{{"labels":{{"bench":"v{i}"}}}}}}"#);
-                let request = http::Request::patch(format!("/api/v1/nodes/gpu-node-{:05}", i % nodes))
-                    .header("content-type", "application/merge-patch+json")
-                    .body(kube::client::Body::from(body.into_bytes()))
-                    .expect("request");
+                let request =
+                    http::Request::patch(format!("/api/v1/nodes/gpu-node-{:05}", i % nodes))
+                        .header("content-type", "application/merge-patch+json")
+                        .body(kube::client::Body::from(body.into_bytes()))
+                        .expect("request");
                 match client.send(request).await {
                     Ok(r) => r.status().as_u16(),
                     Err(_) => 0,
