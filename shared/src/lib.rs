@@ -12,12 +12,18 @@
 //! - [`rollback`]: the exact-match rollback planner;
 //! - [`executor`]: bounded-concurrency writes with retries and journaling;
 //! - [`connect`]: kubectl's cluster-access flags, building a `kube::Client`;
+//! - [`dependents`]: workloads whose node constraints mention a label;
+//! - [`policy`]: warnings about risky node label keys;
+//! - [`nfd`]: node features in node-feature-discovery's format, for `nodelabel import`;
 //! - [`exit`]: exit codes with fixed meanings.
 
 pub mod connect;
+pub mod dependents;
 pub mod executor;
 pub mod exit;
+pub mod nfd;
 pub mod plan;
+pub mod policy;
 pub mod rollback;
 pub mod scheduling;
 pub mod snapshot;

@@ -1,0 +1,595 @@
+//! Node features in node-feature-discovery's local-source format, for `kubectl nodelabel
+//! import`.
+//!
+//! A feature file (or a hook's standard output) holds one `key[=value]` per line; a key
+//! without `=` has the value `true`. `#` starts a comment; blank lines are ignored. Two
+//! directives are understood, as NFD does:
+//! - `# +expiry-time=<RFC3339>`: the entries after it are ignored once that time has
+//!   passed (until the next expiry directive);
+//! - `# +no-label`: the next entry is not turned into a label.
+//!
+//! Naming (`--naming`):
+//! - `file` (today's NFD feature files): `key` becomes `feature.node.kubernetes.io/key`,
+//!   `ns/name` is used as is;
+//! - `hook` (NFD's classic hooks): `key` becomes `feature.node.kubernetes.io/<hook>-key`,
+//!   `/key` becomes `feature.node.kubernetes.io/key`, `ns/name` is used as is.
+//!
+//! Keys in `kubernetes.io` or `*.kubernetes.io` are denied, except
+//! `[*.]feature.node.kubernetes.io` and `[*.]profile.node.kubernetes.io`, unless re-allowed
+//! with `--extra-label-ns`. Every key and value is validated with the API server's rules;
+//! problems are reported with source and line.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::validation::{label_value_errors, qualified_name_errors};
+
+/// NFD rejects feature files larger than this; so does placekit, and it caps hook output.
+pub const MAX_FEATURE_FILE_BYTES: usize = 64 * 1024;
+/// The default namespace of feature labels.
+pub const FEATURE_NAMESPACE: &str = "feature.node.kubernetes.io";
+/// The annotation recording which labels `import` set on a node, so `--prune` only ever
+/// removes labels it imported (like NFD's `nfd.node.kubernetes.io/feature-labels`).
+pub const IMPORTED_LABELS_ANNOTATION: &str = "placekit.dev/imported-labels";
+
+/// How keys become label names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Naming {
+    File,
+    Hook { hook_name: String },
+}
+
+/// One label from a feature source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Feature {
+    pub key: String,
+    pub value: String,
+    /// 1-based line in its source.
+    pub line: usize,
+}
+
+/// A problem in a feature source, with its position.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{source_name}:{line}: {message}")]
+pub struct FeatureError {
+    pub source_name: String,
+    pub line: usize,
+    pub message: String,
+}
+
+/// Errors reading feature sources.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error(
+        "{path}: {size} bytes is over the {MAX_FEATURE_FILE_BYTES}-byte limit for feature files"
+    )]
+    TooLarge { path: String, size: u64 },
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not UTF-8 text")]
+    NotText { path: String },
+    #[error("hook {hook}: {message}")]
+    Hook { hook: String, message: String },
+}
+
+/// Which label namespaces may be imported.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NamespacePolicy {
+    /// Namespaces re-allowed with `--extra-label-ns` (exact match).
+    pub extra_allowed: Vec<String>,
+}
+
+impl NamespacePolicy {
+    /// `None` when `key`'s namespace may be imported, else why not.
+    pub fn denies(&self, key: &str) -> Option<String> {
+        let (ns, _) = key.split_once('/')?;
+        let allowed_by_default = |base: &str| ns == base || ns.ends_with(&format!(".{base}"));
+        if allowed_by_default(FEATURE_NAMESPACE)
+            || allowed_by_default("profile.node.kubernetes.io")
+            || self.extra_allowed.iter().any(|a| a == ns)
+        {
+            return None;
+        }
+        if ns == "kubernetes.io" || ns.ends_with(".kubernetes.io") {
+            return Some(format!(
+                "namespace {ns:?} is not allowed: kubernetes.io namespaces are reserved (allowed: [*.]feature.node.kubernetes.io, [*.]profile.node.kubernetes.io, or --extra-label-ns {ns})"
+            ));
+        }
+        None
+    }
+}
+
+fn label_name(key: &str, naming: &Naming) -> String {
+    match naming {
+        Naming::File if !key.contains('/') => format!("{FEATURE_NAMESPACE}/{key}"),
+        Naming::Hook { hook_name } => match key.strip_prefix('/') {
+            Some(rest) => format!("{FEATURE_NAMESPACE}/{rest}"),
+            None if !key.contains('/') => format!("{FEATURE_NAMESPACE}/{hook_name}-{key}"),
+            None => key.to_string(),
+        },
+        Naming::File => key.to_string(),
+    }
+}
+
+/// Parses one feature source. Returns the features (a later line for the same label wins,
+/// as in NFD) and every problem found; callers apply nothing when there are problems
+/// unless asked to skip invalid entries.
+pub fn parse_features(
+    source_name: &str,
+    content: &str,
+    naming: &Naming,
+    policy: &NamespacePolicy,
+    now: jiff::Timestamp,
+) -> (Vec<Feature>, Vec<FeatureError>) {
+    let mut features: Vec<Feature> = Vec::new();
+    let mut errors = Vec::new();
+    let mut expired = false;
+    let mut skip_next = false;
+    let error = |line: usize, message: String| FeatureError {
+        source_name: source_name.to_string(),
+        line,
+        message,
+    };
+    for (i, raw) in content.lines().enumerate() {
+        let line_no = i + 1;
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(comment) = line.strip_prefix('#') {
+            let directive = comment.trim();
+            if let Some(value) = directive.strip_prefix("+expiry-time=") {
+                match value.trim().parse::<jiff::Timestamp>() {
+                    Ok(t) => expired = t <= now,
+                    Err(e) => errors.push(error(
+                        line_no,
+                        format!("invalid +expiry-time {value:?}: {e}"),
+                    )),
+                }
+            } else if directive == "+no-label" {
+                skip_next = true;
+            }
+            continue;
+        }
+        if std::mem::take(&mut skip_next) || expired {
+            continue;
+        }
+        let (key, value) = match line.split_once('=') {
+            Some((k, v)) => (k.trim(), v.trim()),
+            None => (line, "true"),
+        };
+        let name = label_name(key, naming);
+        let key_errors = qualified_name_errors(&name);
+        if !key_errors.is_empty() {
+            errors.push(error(
+                line_no,
+                format!("invalid label key {name:?}: {}", key_errors.join("; ")),
+            ));
+            continue;
+        }
+        if let Some(why) = policy.denies(&name) {
+            errors.push(error(line_no, format!("label {name:?}: {why}")));
+            continue;
+        }
+        let value_errors = label_value_errors(value);
+        if !value_errors.is_empty() {
+            errors.push(error(
+                line_no,
+                format!(
+                    "invalid value {value:?} for {name}: {}",
+                    value_errors.join("; ")
+                ),
+            ));
+            continue;
+        }
+        features.retain(|f| f.key != name);
+        features.push(Feature {
+            key: name,
+            value: value.to_string(),
+            line: line_no,
+        });
+    }
+    (features, errors)
+}
+
+/// Reads a feature file, refusing files over [`MAX_FEATURE_FILE_BYTES`] and non-text.
+pub fn read_feature_file(path: &Path) -> Result<String, SourceError> {
+    let shown = path.display().to_string();
+    let io = |source| SourceError::Io {
+        path: shown.clone(),
+        source,
+    };
+    let size = std::fs::metadata(path).map_err(io)?.len();
+    if size > MAX_FEATURE_FILE_BYTES as u64 {
+        return Err(SourceError::TooLarge { path: shown, size });
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    std::fs::File::open(path)
+        .map_err(io)?
+        .take(MAX_FEATURE_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() > MAX_FEATURE_FILE_BYTES {
+        return Err(SourceError::TooLarge {
+            path: shown,
+            size: bytes.len() as u64,
+        });
+    }
+    String::from_utf8(bytes).map_err(|_| SourceError::NotText { path: shown })
+}
+
+/// The per-node files of a `--dir`: `<node>` or `<node>.features`, dot-files skipped (as
+/// NFD skips them), sorted by node name.
+pub fn node_files(dir: &Path) -> Result<Vec<(String, std::path::PathBuf)>, SourceError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| SourceError::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || !entry.path().is_file() {
+            continue;
+        }
+        let node = name.strip_suffix(".features").unwrap_or(&name).to_string();
+        out.push((node, entry.path()));
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Runs a feature hook directly (no shell) with a timeout, an output cap and an environment
+/// reduced to `PATH` and `LANG`, so no credential of the caller's environment reaches it.
+/// A non-zero exit, a timeout or too much output is an error that shows its stderr.
+pub async fn run_hook(path: &Path, timeout: Duration) -> Result<String, SourceError> {
+    use tokio::io::AsyncReadExt;
+    let hook = path.display().to_string();
+    let fail = |message: String| SourceError::Hook {
+        hook: hook.clone(),
+        message,
+    };
+    let mut child = tokio::process::Command::new(path)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("LANG", "C")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| fail(format!("cannot run it: {e}")))?;
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let cap = MAX_FEATURE_FILE_BYTES as u64 + 1;
+    let work = async {
+        // stderr is drained on its own task so a chatty hook never blocks on a full pipe.
+        let stderr_task = tokio::spawn(async move {
+            let mut err = Vec::new();
+            let _ = (&mut stderr).take(cap).read_to_end(&mut err).await;
+            err
+        });
+        let mut out = Vec::new();
+        (&mut stdout).take(cap).read_to_end(&mut out).await?;
+        if out.len() > MAX_FEATURE_FILE_BYTES {
+            let _ = child.kill().await;
+            return Ok(None);
+        }
+        let status = child.wait().await?;
+        let err = stderr_task.await.unwrap_or_default();
+        Ok::<_, std::io::Error>(Some((status, out, err)))
+    };
+    let (status, out, err) = match tokio::time::timeout(timeout, work).await {
+        Ok(Ok(Some(result))) => result,
+        Ok(Ok(None)) => {
+            return Err(fail(format!(
+                "printed more than {MAX_FEATURE_FILE_BYTES} bytes"
+            )));
+        }
+        Ok(Err(e)) => return Err(fail(e.to_string())),
+        Err(_) => return Err(fail(format!("timed out after {timeout:?}"))),
+    };
+    let stderr_text = String::from_utf8_lossy(&err).trim().to_string();
+    if !status.success() {
+        return Err(fail(format!(
+            "exited with {status}{}",
+            if stderr_text.is_empty() {
+                String::new()
+            } else {
+                format!(": {stderr_text}")
+            }
+        )));
+    }
+    String::from_utf8(out).map_err(|_| fail("printed something that is not UTF-8 text".into()))
+}
+
+/// The hook name NFD uses for naming: the executable's file name.
+pub fn hook_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The label changes and annotation of an import on one node: set every feature; with
+/// `prune`, remove the labels a previous import recorded that are no longer present (never
+/// any other label); record the imported keys in [`IMPORTED_LABELS_ANNOTATION`].
+pub fn import_changes(
+    previous_annotation: Option<&str>,
+    features: &[Feature],
+    prune: bool,
+) -> (Vec<crate::syntax::LabelChange>, crate::syntax::LabelChange) {
+    use crate::syntax::LabelChange;
+    let previous: Vec<&str> = previous_annotation
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .collect();
+    let mut changes: Vec<LabelChange> = features
+        .iter()
+        .map(|f| LabelChange::Set {
+            key: f.key.clone(),
+            value: f.value.clone(),
+        })
+        .collect();
+    let mut recorded: BTreeMap<String, ()> = features.iter().map(|f| (f.key.clone(), ())).collect();
+    for key in previous {
+        if features.iter().any(|f| f.key == key) {
+            continue;
+        }
+        if prune {
+            changes.push(LabelChange::Remove {
+                key: key.to_string(),
+            });
+        } else {
+            recorded.insert(key.to_string(), ());
+        }
+    }
+    let annotation = LabelChange::Set {
+        key: IMPORTED_LABELS_ANNOTATION.to_string(),
+        value: recorded.keys().cloned().collect::<Vec<_>>().join(","),
+    };
+    (changes, annotation)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn now() -> jiff::Timestamp {
+        "2026-11-29T12:00:00Z".parse().unwrap()
+    }
+
+    fn parse(content: &str, naming: &Naming) -> (Vec<(String, String)>, Vec<String>) {
+        let (f, e) = parse_features("src", content, naming, &NamespacePolicy::default(), now());
+        (
+            f.into_iter().map(|f| (f.key, f.value)).collect(),
+            e.into_iter().map(|e| e.to_string()).collect(),
+        )
+    }
+
+    fn kv(k: &str, v: &str) -> (String, String) {
+        (k.to_string(), v.to_string())
+    }
+
+    #[test]
+    fn seed_hook_scenario() {
+        let hook = Naming::Hook {
+            hook_name: "my-script".into(),
+        };
+        let (features, errors) = parse(
+            "net.core.somaxconn=4096\n/vm.swappiness=10\nmakocchi.dev/kernel.pid_max=4194304\n",
+            &hook,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            features,
+            vec![
+                kv(
+                    "feature.node.kubernetes.io/my-script-net.core.somaxconn",
+                    "4096"
+                ),
+                kv("feature.node.kubernetes.io/vm.swappiness", "10"),
+                kv("makocchi.dev/kernel.pid_max", "4194304"),
+            ]
+        );
+    }
+
+    #[test]
+    fn file_naming_comments_and_defaults() {
+        let (features, errors) = parse(
+            "# a comment\n\navx2\n  fma3 = true \nexample.com/gpu=a100\n",
+            &Naming::File,
+        );
+        assert!(errors.is_empty());
+        assert_eq!(
+            features,
+            vec![
+                kv("feature.node.kubernetes.io/avx2", "true"),
+                kv("feature.node.kubernetes.io/fma3", "true"),
+                kv("example.com/gpu", "a100"),
+            ]
+        );
+    }
+
+    #[test]
+    fn directives() {
+        let content = "# +no-label\nhidden=1\nshown=1\n# +expiry-time=2020-01-01T00:00:00Z\nold=1\n# +expiry-time=2030-01-01T00:00:00Z\nfresh=1\n";
+        let (features, errors) = parse(content, &Naming::File);
+        assert!(errors.is_empty());
+        let keys: Vec<String> = features.into_iter().map(|(k, _)| k).collect();
+        assert_eq!(
+            keys,
+            vec![
+                "feature.node.kubernetes.io/shown",
+                "feature.node.kubernetes.io/fresh"
+            ]
+        );
+        let (_, errors) = parse("# +expiry-time=yesterday\n", &Naming::File);
+        assert!(errors[0].starts_with("src:1: invalid +expiry-time"));
+    }
+
+    #[test]
+    fn kubernetes_io_is_denied_unless_allowed() {
+        let (features, errors) = parse(
+            "kubernetes.io/hostname=x\nnode.kubernetes.io/foo=1\nsub.feature.node.kubernetes.io/ok=1\nprofile.node.kubernetes.io/p=1\n",
+            &Naming::File,
+        );
+        assert_eq!(errors.len(), 2);
+        assert!(errors[0].starts_with(
+            "src:1: label \"kubernetes.io/hostname\": namespace \"kubernetes.io\" is not allowed"
+        ));
+        assert_eq!(features.len(), 2);
+        let policy = NamespacePolicy {
+            extra_allowed: vec!["node.kubernetes.io".into()],
+        };
+        let (f, e) = parse_features(
+            "s",
+            "node.kubernetes.io/foo=1",
+            &Naming::File,
+            &policy,
+            now(),
+        );
+        assert!(e.is_empty() && f.len() == 1);
+    }
+
+    #[test]
+    fn invalid_entries_have_positions() {
+        let (_, errors) = parse("ok=1\nbad key=1\ngood=bad value\n", &Naming::File);
+        assert_eq!(errors.len(), 2);
+        assert!(
+            errors[0]
+                .starts_with("src:2: invalid label key \"feature.node.kubernetes.io/bad key\"")
+        );
+        assert!(errors[1].starts_with("src:3: invalid value \"bad value\""));
+    }
+
+    #[test]
+    fn later_lines_win() {
+        let (features, _) = parse("a=1\na=2\n", &Naming::File);
+        assert_eq!(features, vec![kv("feature.node.kubernetes.io/a", "2")]);
+    }
+
+    #[test]
+    fn import_changes_prune_only_what_was_imported() {
+        use crate::syntax::LabelChange;
+        let features = vec![Feature {
+            key: "feature.node.kubernetes.io/a".into(),
+            value: "1".into(),
+            line: 1,
+        }];
+        let previous = "feature.node.kubernetes.io/a,feature.node.kubernetes.io/gone";
+        let (changes, annotation) = import_changes(Some(previous), &features, true);
+        assert_eq!(
+            changes,
+            vec![
+                LabelChange::Set {
+                    key: "feature.node.kubernetes.io/a".into(),
+                    value: "1".into()
+                },
+                LabelChange::Remove {
+                    key: "feature.node.kubernetes.io/gone".into()
+                },
+            ]
+        );
+        assert_eq!(annotation.value(), Some("feature.node.kubernetes.io/a"));
+        let (changes, annotation) = import_changes(Some(previous), &features, false);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(annotation.value(), Some(previous));
+    }
+
+    #[test]
+    fn oversized_files_are_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big");
+        std::fs::write(&path, "a=1\n".repeat(20_000)).unwrap();
+        assert!(matches!(
+            read_feature_file(&path),
+            Err(SourceError::TooLarge { .. })
+        ));
+        std::fs::write(&path, [0xff, 0xfe]).unwrap();
+        assert!(matches!(
+            read_feature_file(&path),
+            Err(SourceError::NotText { .. })
+        ));
+    }
+
+    #[test]
+    fn node_files_skip_dot_files() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["gpu-1", "gpu-2.features", ".hidden", ".gpu-3.features"] {
+            std::fs::write(dir.path().join(name), "a=1").unwrap();
+        }
+        let nodes: Vec<String> = node_files(dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(nodes, vec!["gpu-1", "gpu-2"]);
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn hooks_run_without_a_shell_or_secrets() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let hook = dir.path().join("my-script");
+        // HOME (set for the test process) stands for any inherited secret: it must not reach the hook.
+        std::fs::write(
+            &hook,
+            "#!/bin/sh\necho \"home=${HOME:-none}\"\necho 'vm.swappiness=10'\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = run_hook(&hook, Duration::from_secs(5)).await.unwrap();
+        assert_eq!(out, "home=none\nvm.swappiness=10\n");
+
+        let failing = dir.path().join("failing");
+        std::fs::write(
+            &failing,
+            "#!/bin/sh\necho 'cannot read /host-proc' >&2\nexit 3\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&failing, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = run_hook(&failing, Duration::from_secs(5))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("exit status: 3") && err.contains("cannot read /host-proc"),
+            "{err}"
+        );
+
+        let slow = dir.path().join("slow");
+        std::fs::write(&slow, "#!/bin/sh\nsleep 5\n").unwrap();
+        std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = run_hook(&slow, Duration::from_millis(200))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("timed out"), "{err}");
+
+        let chatty = dir.path().join("chatty");
+        std::fs::write(&chatty, "#!/bin/sh\nyes a=1 | head -c 200000\n").unwrap();
+        std::fs::set_permissions(&chatty, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = run_hook(&chatty, Duration::from_secs(5))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("more than 65536 bytes"), "{err}");
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(content in "\\PC{0,200}", hook in proptest::bool::ANY) {
+            let naming = if hook { Naming::Hook { hook_name: "h".into() } } else { Naming::File };
+            let _ = parse_features("s", &content, &naming, &NamespacePolicy::default(), now());
+        }
+    }
+}
