@@ -15,6 +15,8 @@
 //! - [`dependents`]: workloads whose node constraints mention a label;
 //! - [`policy`]: warnings about risky node label keys;
 //! - [`nfd`]: node features in node-feature-discovery's format, for `nodelabel import`;
+//! - [`ui`]: output formats, colour, confirmation and progress shared by the plugins;
+//! - [`workflow`]: the read-plan-confirm-snapshot-write-report path, rollback and history;
 //! - [`exit`]: exit codes with fixed meanings.
 
 pub mod connect;
@@ -28,4 +30,6 @@ pub mod rollback;
 pub mod scheduling;
 pub mod snapshot;
 pub mod syntax;
+pub mod ui;
 pub mod validation;
+pub mod workflow;

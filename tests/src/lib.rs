@@ -16,6 +16,7 @@
 
 pub mod control;
 pub mod fixtures;
+pub mod harness;
 pub mod patch;
 pub mod protobuf;
 pub mod resources;

@@ -1,0 +1,655 @@
+//! End-to-end tests of `kubectl nodelabel` on the test API server, through the installed
+//! binary and kubectl's plugin lookup.
+
+use std::path::Path;
+
+use placekit_testserver::harness::{Harness, Run};
+use placekit_testserver::{ConcurrentWrite, Fault, FaultAction};
+use serde_json::json;
+
+const FIXTURE: &str = include_str!("fixtures/cluster.yaml");
+const FAMILY: &str = "accelerator.example.com/gpu-family";
+
+fn binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"))
+}
+
+async fn harness() -> Option<Harness> {
+    Harness::start("nodelabel", binary(), FIXTURE).await
+}
+
+fn assert_code(run: &Run, code: i32) {
+    assert_eq!(run.code, code, "{}", run.all());
+}
+
+/// The snapshot path printed after "undo with: kubectl nodelabel rollback ".
+fn undo_path(run: &Run) -> String {
+    run.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("undo with: kubectl nodelabel rollback "))
+        .unwrap_or_else(|| panic!("no undo command printed:\n{}", run.all()))
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_with_selector_snapshots_all_three_and_the_printed_undo_works() {
+    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let backup = h.dir.path().join("before.jsonl");
+    let backup_arg = format!("--backup={}", backup.display());
+    let run = h
+        .run(&[
+            "set",
+            "-l",
+            "pool=online",
+            &format!("{FAMILY}=a100"),
+            "--overwrite",
+            &backup_arg,
+            "-y",
+        ])
+        .await;
+    assert_code(&run, 0);
+    for node in ["gpu-a100-1", "gpu-a100-2", "gpu-a100-3"] {
+        assert_eq!(h.labels(node).await[FAMILY], "a100", "{node}");
+    }
+    assert_eq!(h.labels("gpu-h100-1").await[FAMILY], "h100", "not selected");
+
+    let text = std::fs::read_to_string(&backup).unwrap();
+    let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(header["apiVersion"], "placekit.dev/v1");
+    let nodes = header["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3);
+    assert_eq!(nodes[0]["labelsBefore"][FAMILY], "v100");
+    assert_eq!(
+        nodes[0]["labelsBefore"]["power-profile"], "balanced",
+        "the full before-state"
+    );
+    assert!(nodes[2]["labelsBefore"].get(FAMILY).is_none());
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.contains("\"outcome\":\"applied\""))
+            .count(),
+        3,
+        "journal"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&backup).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+
+    let undo = undo_path(&run);
+    assert_eq!(undo, backup.display().to_string());
+    let rolled = h.run(&["rollback", &undo, "-y"]).await;
+    assert_code(&rolled, 0);
+    assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "v100");
+    assert!(h.labels("gpu-a100-3").await.get(FAMILY).is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_overwrite_nothing_changes_and_every_blocker_is_named() {
+    let Some(h) = harness().await else { return };
+    let run = h
+        .run(&["set", "-l", "pool=online", &format!("{FAMILY}=a100"), "-y"])
+        .await;
+    assert_code(&run, 1);
+    assert!(
+        run.stderr.contains(
+            "node/gpu-a100-1: label accelerator.example.com/gpu-family is \"v100\", not \"a100\""
+        ),
+        "{}",
+        run.all()
+    );
+    assert!(
+        run.stderr.contains(
+            "node/gpu-a100-2: label accelerator.example.com/gpu-family is \"v100\", not \"a100\""
+        ),
+        "{}",
+        run.all()
+    );
+    assert!(
+        !run.stderr.contains("gpu-a100-3:"),
+        "the absent key is not a blocker"
+    );
+    assert!(
+        h.labels("gpu-a100-3").await.get(FAMILY).is_none(),
+        "nothing changed, not even the unblocked node"
+    );
+    assert_eq!(h.server().count("patch", "nodes"), 0);
+    assert!(h.snapshots().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrent_writer_makes_one_node_a_conflict_and_keeps_its_value() {
+    let Some(h) = harness().await else { return };
+    h.server().concurrent_write(ConcurrentWrite::new(
+        "nodes",
+        "gpu-a100-2",
+        json!({"metadata": {"labels": {FAMILY: "h200"}}}),
+    ));
+    let run = h
+        .run(&[
+            "set",
+            "-l",
+            "pool=online",
+            &format!("{FAMILY}=a100"),
+            "--overwrite",
+            "-y",
+        ])
+        .await;
+    assert_code(&run, 1);
+    assert!(
+        run.stdout.contains("node/gpu-a100-2 conflict"),
+        "{}",
+        run.all()
+    );
+    assert!(
+        run.stdout.contains("2 applied, 1 conflict"),
+        "{}",
+        run.all()
+    );
+    assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "a100");
+    assert_eq!(h.labels("gpu-a100-3").await[FAMILY], "a100");
+    assert_eq!(
+        h.labels("gpu-a100-2").await[FAMILY],
+        "h200",
+        "the other writer's value survives"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_last_is_exact_reports_conflicts_and_can_be_rolled_back() {
+    let Some(h) = harness().await else { return };
+    assert_code(
+        &h.run(&[
+            "set",
+            "-l",
+            "pool=online",
+            &format!("{FAMILY}=a100"),
+            "power-profile-",
+            "--overwrite",
+            "--force",
+            "-y",
+        ])
+        .await,
+        0,
+    );
+    // Someone changes one key afterwards.
+    h.server()
+        .merge_patch(
+            "nodes",
+            None,
+            "gpu-a100-2",
+            &json!({"metadata": {"labels": {FAMILY: "h200"}}}),
+        )
+        .unwrap();
+
+    let run = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&run, 1);
+    assert!(run.stderr.contains("node/gpu-a100-2: label accelerator.example.com/gpu-family is \"h200\", but the snapshot's command set \"a100\""), "{}", run.all());
+    assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "v100");
+    assert_eq!(h.labels("gpu-a100-1").await["power-profile"], "balanced");
+    assert!(h.labels("gpu-a100-3").await.get(FAMILY).is_none());
+    assert_eq!(h.labels("gpu-a100-2").await[FAMILY], "h200", "left alone");
+
+    // --force restores it (from the original snapshot, not the rollback's).
+    let first = h.snapshots()[0].display().to_string();
+    let forced = h.run(&["rollback", &first, "--force", "-y"]).await;
+    assert_code(&forced, 0);
+    assert_eq!(h.labels("gpu-a100-2").await[FAMILY], "v100");
+
+    // The last rollback can itself be rolled back.
+    let again = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&again, 0);
+    assert_eq!(h.labels("gpu-a100-2").await[FAMILY], "h200");
+
+    let history = h.run(&["history", "-o", "json"]).await;
+    let items = history.json()["items"].as_array().unwrap().clone();
+    assert_eq!(items.len(), 4);
+    assert!(
+        !items[0]["rolledBackBy"].as_array().unwrap().is_empty(),
+        "the set is marked rolled back"
+    );
+}
+
+async fn ten_nodes() -> Option<Harness> {
+    let fixture: String = (0..10)
+        .map(|i| format!("---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n{i:02}\n  labels: {{pool: online, {FAMILY}: v100}}\nspec: {{}}\n"))
+        .collect();
+    Harness::start("nodelabel", binary(), &fixture).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_on_the_third_of_ten_writes_fails_only_that_node_and_rollback_restores_the_nine() {
+    let Some(h) = ten_nodes().await else { return };
+    // Writes in order (--concurrency 1): the 3rd answers 500, then its retries lose the connection.
+    h.server().inject(Fault::new(
+        "patch",
+        "nodes",
+        3,
+        FaultAction::Status {
+            code: 500,
+            retry_after_seconds: None,
+        },
+    ));
+    h.server().inject(Fault {
+        times: 4,
+        ..Fault::new("patch", "nodes", 4, FaultAction::Drop)
+    });
+    let run = h
+        .run(&[
+            "set",
+            "--all",
+            &format!("{FAMILY}=a100"),
+            "--overwrite",
+            "--concurrency",
+            "1",
+            "-y",
+        ])
+        .await;
+    assert_code(&run, 1);
+    assert!(run.stdout.contains("node/n02 failed"), "{}", run.all());
+    assert!(run.stdout.contains("9 applied, 1 failed"), "{}", run.all());
+    let journal = std::fs::read_to_string(&h.snapshots()[0]).unwrap();
+    assert_eq!(
+        journal
+            .lines()
+            .filter(|l| l.contains("\"outcome\":\"applied\""))
+            .count(),
+        9
+    );
+    assert_eq!(
+        journal
+            .lines()
+            .filter(|l| l.contains("\"outcome\":\"failed\""))
+            .count(),
+        1
+    );
+    assert_eq!(h.labels("n02").await[FAMILY], "v100");
+
+    h.server().reset_counters();
+    let rolled = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&rolled, 0);
+    assert!(rolled.stdout.contains("9 applied"), "{}", rolled.all());
+    assert_eq!(
+        h.server().count("patch", "nodes"),
+        9,
+        "exactly the nine are restored"
+    );
+    for i in 0..10 {
+        assert_eq!(h.labels(&format!("n{i:02}")).await[FAMILY], "v100");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transient_fault_is_retried_and_one_list_plus_one_write_per_node_is_all_it_takes() {
+    let Some(h) = ten_nodes().await else { return };
+    h.server().inject(Fault::new(
+        "patch",
+        "nodes",
+        3,
+        FaultAction::Status {
+            code: 503,
+            retry_after_seconds: Some(1),
+        },
+    ));
+    let run = h
+        .run(&[
+            "set",
+            "-l",
+            "pool=online",
+            &format!("{FAMILY}=a100"),
+            "--overwrite",
+            "-y",
+        ])
+        .await;
+    assert_code(&run, 0);
+    assert!(run.stdout.contains("10 applied"), "{}", run.all());
+    assert_eq!(h.server().count("list", "nodes"), 1);
+    assert_eq!(
+        h.server().count("patch", "nodes"),
+        11,
+        "ten writes and one retry"
+    );
+    assert_eq!(h.server().count("get", "nodes"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_a_key_a_required_constraint_needs_requires_force_and_dependents_lists_it() {
+    let Some(h) = harness().await else { return };
+    let run = h
+        .run(&["remove", "gpu-a100-1", &format!("{FAMILY}-"), "-y"])
+        .await;
+    assert_code(&run, 1);
+    assert!(run.stderr.contains("Deployment/llm-inference in namespace ml depends on accelerator.example.com/gpu-family (required: accelerator.example.com/gpu-family In [a100])"), "{}", run.all());
+    assert!(run.stderr.contains("--force"), "{}", run.all());
+    assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "v100");
+
+    let forced = h
+        .run(&["remove", "gpu-a100-1", FAMILY, "--force", "-y"])
+        .await;
+    assert_code(&forced, 0);
+    assert!(h.labels("gpu-a100-1").await.get(FAMILY).is_none());
+
+    // A preferred dependency only warns.
+    let preferred = h
+        .run(&["remove", "gpu-a100-1", "power-profile-", "-y"])
+        .await;
+    assert_code(&preferred, 0);
+    assert!(
+        preferred.stderr.contains(
+            "warning: Deployment/llm-inference in namespace ml depends on power-profile (preferred"
+        ),
+        "{}",
+        preferred.all()
+    );
+
+    let dependents = h.run(&["dependents", FAMILY, "power-profile", "-A"]).await;
+    assert_code(&dependents, 0);
+    let lines: Vec<&str> = dependents.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("NAMESPACE  KIND"),
+        "{}",
+        dependents.all()
+    );
+    assert!(lines[1].starts_with("ml         Deployment  llm-inference  required    accelerator.example.com/gpu-family In [a100]"), "{}", dependents.all());
+    assert!(
+        lines[2].starts_with(
+            "ml         Deployment  llm-inference  preferred   power-profile In [balanced]"
+        ),
+        "{}",
+        dependents.all()
+    );
+    let json = h
+        .run(&["dependents", &format!("{FAMILY}=a100"), "-o", "json"])
+        .await
+        .json();
+    assert_eq!(json["items"][0]["constraint"], "required");
+    assert_eq!(json["items"][0]["kind"], "Deployment");
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_follows_the_seed_hook_scenario_and_prunes_only_its_own_labels() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(h) = harness().await else { return };
+    let hook = h.dir.path().join("my-script");
+    let write_hook = |body: &str| {
+        std::fs::write(&hook, format!("#!/bin/sh\n{body}")).unwrap();
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    write_hook(
+        "echo net.core.somaxconn=4096\necho /vm.swappiness=10\necho makocchi.dev/kernel.pid_max=4194304\n",
+    );
+    let hook_arg = hook.display().to_string();
+    let run = h
+        .run(&["import", "--hook", &hook_arg, "gpu-a100-1", "-y"])
+        .await;
+    assert_code(&run, 0);
+    let labels = h.labels("gpu-a100-1").await;
+    assert_eq!(
+        labels["feature.node.kubernetes.io/my-script-net.core.somaxconn"],
+        "4096"
+    );
+    assert_eq!(labels["feature.node.kubernetes.io/vm.swappiness"], "10");
+    assert_eq!(labels["makocchi.dev/kernel.pid_max"], "4194304");
+
+    // A kubernetes.io key is refused and nothing is applied.
+    write_hook("echo kubernetes.io/arch=arm64\necho /vm.overcommit=1\n");
+    let refused = h
+        .run(&["import", "--hook", &hook_arg, "gpu-a100-1", "-y"])
+        .await;
+    assert_code(&refused, 2);
+    assert!(
+        refused.stderr.contains("hook ")
+            && refused.stderr.contains(
+                ":1: label \"kubernetes.io/arch\": namespace \"kubernetes.io\" is not allowed"
+            ),
+        "{}",
+        refused.all()
+    );
+    assert!(
+        h.labels("gpu-a100-1")
+            .await
+            .get("feature.node.kubernetes.io/vm.overcommit")
+            .is_none()
+    );
+
+    // --prune removes what the first import set and is gone now, never other labels.
+    write_hook("echo /vm.swappiness=60\n");
+    let pruned = h
+        .run(&["import", "--hook", &hook_arg, "gpu-a100-1", "--prune", "-y"])
+        .await;
+    assert_code(&pruned, 0);
+    let labels = h.labels("gpu-a100-1").await;
+    assert_eq!(labels["feature.node.kubernetes.io/vm.swappiness"], "60");
+    assert!(
+        labels
+            .get("feature.node.kubernetes.io/my-script-net.core.somaxconn")
+            .is_none()
+    );
+    assert!(labels.get("makocchi.dev/kernel.pid_max").is_none());
+    assert_eq!(
+        labels["power-profile"], "balanced",
+        "labels it did not import are untouched"
+    );
+    assert_eq!(labels[FAMILY], "v100");
+    let annotations = h.node("gpu-a100-1").await["metadata"]["annotations"].clone();
+    assert_eq!(
+        annotations["placekit.dev/imported-labels"],
+        "feature.node.kubernetes.io/vm.swappiness"
+    );
+
+    // The import is rolled back like any change, annotation included.
+    assert_code(&h.run(&["rollback", "--last", "-y"]).await, 0);
+    assert_eq!(
+        h.labels("gpu-a100-1").await["makocchi.dev/kernel.pid_max"],
+        "4194304"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_from_a_directory_of_node_files() {
+    let Some(h) = harness().await else { return };
+    let dir = h.dir.path().join("features");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("gpu-a100-1.features"), "# cpu\ncpu-avx2\n").unwrap();
+    std::fs::write(
+        dir.join("gpu-a100-2"),
+        "cpu-avx512=true\n# +no-label\nsecret=1\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join(".ignored"), "x=1\n").unwrap();
+    let run = h
+        .run(&["import", "--dir", &dir.display().to_string(), "-y"])
+        .await;
+    assert_code(&run, 0);
+    assert_eq!(
+        h.labels("gpu-a100-1").await["feature.node.kubernetes.io/cpu-avx2"],
+        "true"
+    );
+    assert_eq!(
+        h.labels("gpu-a100-2").await["feature.node.kubernetes.io/cpu-avx512"],
+        "true"
+    );
+    assert!(
+        h.labels("gpu-a100-2")
+            .await
+            .get("feature.node.kubernetes.io/secret")
+            .is_none()
+    );
+    std::fs::write(dir.join("no-such-node"), "a=1\n").unwrap();
+    let missing = h
+        .run(&["import", "--dir", &dir.display().to_string(), "-y"])
+        .await;
+    assert_code(&missing, 2);
+    assert!(
+        missing.stderr.contains("node \"no-such-node\" not found"),
+        "{}",
+        missing.all()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_dry_run_changes_nothing_and_shows_the_same_diff() {
+    let Some(h) = harness().await else { return };
+    let args = [
+        "set",
+        "gpu-a100-1",
+        &format!("{FAMILY}=a100"),
+        "zone-owner=ml",
+        "--overwrite",
+        "-y",
+    ];
+    let mut dry: Vec<&str> = args.to_vec();
+    dry.push("--dry-run=server");
+    let dry_run = h.run(&dry).await;
+    assert_code(&dry_run, 0);
+    assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "v100");
+    assert!(
+        h.snapshots().is_empty(),
+        "a server dry run writes no snapshot"
+    );
+    assert_eq!(
+        h.server().count("patch", "nodes"),
+        1,
+        "the write was sent with dryRun=All"
+    );
+
+    let mut client_args: Vec<&str> = args.to_vec();
+    client_args.push("--dry-run=client");
+    let client_run = h.run(&client_args).await;
+    assert_eq!(
+        h.server().count("patch", "nodes"),
+        1,
+        "a client dry run sends nothing"
+    );
+
+    let real = h.run(&args).await;
+    assert_code(&real, 0);
+    let diff = |r: &Run| {
+        r.stdout
+            .lines()
+            .filter(|l| l.starts_with(['-', '+', ' ']))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert!(!diff(&real).is_empty());
+    assert_eq!(diff(&dry_run), diff(&real));
+    assert_eq!(diff(&client_run), diff(&real));
+    assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "a100");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_user_gets_a_permission_error_before_any_write() {
+    let Some(h) = harness().await else { return };
+    let viewer = h.kubeconfig_for("viewer");
+    let run = h
+        .run_with(&["set", "gpu-a100-1", "x=y", "-y"], &viewer)
+        .await;
+    assert_code(&run, 3);
+    assert!(run.stderr.contains("you are not allowed to patch nodes: missing RBAC permission verb=\"patch\" resource=\"nodes\""), "{}", run.all());
+    assert_eq!(h.server().count("patch", "nodes"), 0);
+    assert!(h.snapshots().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_exit_2_with_no_write() {
+    let Some(h) = harness().await else { return };
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["set", "gpu-a100-1", "bad key=x", "-y"],
+            "invalid label key",
+        ),
+        (
+            &["set", "gpu-a100-1", "a/b/c=x", "-y"],
+            "a qualified name must consist of alphanumeric characters",
+        ),
+        (
+            &["set", "gpu-a100-1", "k=bad value", "-y"],
+            "invalid label value",
+        ),
+        (
+            &["set", "gpu-a100-1", "k=v", "k-", "-y"],
+            "can not both modify and remove a label",
+        ),
+        (
+            &["set", "no-such-node", "k=v", "-y"],
+            "node \"no-such-node\" not found",
+        ),
+        (
+            &["set", "-l", "pool in (online", "k=v", "-y"],
+            "unable to parse requirement",
+        ),
+        (
+            &["set", "gpu-a100-1", "-l", "pool=online", "k=v", "-y"],
+            "cannot be combined",
+        ),
+        (
+            &["rollback", "/nonexistent/snapshot.jsonl", "-y"],
+            "/nonexistent/snapshot.jsonl",
+        ),
+    ];
+    for (args, expected) in cases {
+        let run = h.run(args).await;
+        assert_eq!(run.code, 2, "{args:?}\n{}", run.all());
+        assert!(run.stderr.contains(expected), "{args:?}: {}", run.all());
+        assert!(!run.stderr.contains("panicked"), "{}", run.all());
+    }
+    assert_eq!(h.server().count("patch", "nodes"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_terminal_or_yes_it_refuses() {
+    let Some(h) = harness().await else { return };
+    let run = h.run(&["set", "gpu-a100-1", "k=v"]).await;
+    assert_code(&run, 2);
+    assert!(
+        run.stderr
+            .contains("refusing to change 1 node without confirmation"),
+        "{}",
+        run.all()
+    );
+    assert!(h.labels("gpu-a100-1").await.get("k").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_report_follows_the_schema() {
+    let Some(h) = harness().await else { return };
+    let run = h
+        .run(&[
+            "set",
+            "gpu-a100-3",
+            &format!("{FAMILY}=a100"),
+            "-y",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_code(&run, 0);
+    let report = run.json();
+    assert_eq!(report["apiVersion"], "placekit.dev/v1");
+    assert_eq!(report["kind"], "ChangeReport");
+    assert_eq!(report["operation"], "set");
+    assert_eq!(report["dryRun"], "none");
+    assert_eq!(report["nodes"][0]["name"], "gpu-a100-3");
+    assert_eq!(report["nodes"][0]["outcome"], "applied");
+    assert_eq!(
+        report["nodes"][0]["labelChanges"][0],
+        json!({"key": FAMILY, "before": null, "after": "a100"})
+    );
+    assert!(
+        report["snapshot"]
+            .as_str()
+            .unwrap()
+            .ends_with(".snapshot.jsonl")
+    );
+    assert!(
+        report["rollbackCommand"]
+            .as_str()
+            .unwrap()
+            .starts_with("kubectl nodelabel rollback ")
+    );
+}

@@ -1,0 +1,252 @@
+//! What the plugins share about talking to a person: output format, colour, confirmation
+//! prompts and progress bars. Decisions (colour on a TTY only, `NO_COLOR`, refusing to
+//! mutate without a TTY or `--yes`) live here so the three plugins behave alike.
+
+use std::io::IsTerminal;
+
+use serde::Serialize;
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// `-o/--output` for reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OutputFormat {
+    #[default]
+    Text,
+    Json,
+    Yaml,
+}
+
+/// `--dry-run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum DryRun {
+    /// Make the change.
+    #[default]
+    None,
+    /// Compute and show the plan; send nothing.
+    Client,
+    /// Send every write with `dryRun=All`: admission and validation run, nothing persists.
+    Server,
+}
+
+/// Flags every mutating command shares.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct MutationArgs {
+    /// Do not ask for confirmation. Without a terminal, mutating commands refuse to run
+    /// unless this is given.
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// none: change the cluster; client: only show the plan; server: send the writes with
+    /// dryRun=All so validation runs but nothing persists.
+    #[arg(long, value_enum, default_value = "none", num_args = 0..=1, default_missing_value = "client", require_equals = true)]
+    pub dry_run: DryRun,
+    /// Where to write the snapshot (default: the per-user state directory).
+    #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub backup: Option<String>,
+    /// Writes in flight at once.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrency: u16,
+}
+
+/// Flags about presentation.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DisplayArgs {
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value = "text", global = true)]
+    pub output: OutputFormat,
+    /// When to use colour (NO_COLOR is honoured with auto).
+    #[arg(long, value_enum, default_value = "auto", global = true)]
+    pub color: ColorChoice,
+    /// Never show progress bars.
+    #[arg(long, global = true)]
+    pub no_progress: bool,
+}
+
+/// How to talk to the person running the command.
+#[derive(Debug, Clone)]
+pub struct Ui {
+    pub output: OutputFormat,
+    pub color: bool,
+    /// A person can answer a prompt (stdin and stderr are terminals).
+    pub interactive: bool,
+    /// Progress bars may be drawn (stderr is a terminal and not `--no-progress`).
+    pub progress: bool,
+}
+
+impl Ui {
+    pub fn new(display: &DisplayArgs) -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let color = match display.color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => !no_color && std::io::stdout().is_terminal(),
+        };
+        let stderr_tty = std::io::stderr().is_terminal();
+        Ui {
+            output: display.output,
+            color,
+            interactive: std::io::stdin().is_terminal() && stderr_tty,
+            progress: stderr_tty && !display.no_progress,
+        }
+    }
+
+    /// Paints `text` with an ANSI colour when colour is on.
+    pub fn paint(&self, text: &str, color: Color) -> String {
+        if !self.color {
+            return text.to_string();
+        }
+        let code = match color {
+            Color::Red => "31",
+            Color::Green => "32",
+            Color::Yellow => "33",
+            Color::Bold => "1",
+            Color::Dim => "2",
+        };
+        format!("\x1b[{code}m{text}\x1b[0m")
+    }
+
+    /// A diff with `-` lines red and `+` lines green.
+    pub fn paint_diff(&self, diff: &str) -> String {
+        if !self.color {
+            return diff.to_string();
+        }
+        diff.lines()
+            .map(|l| {
+                if l.starts_with("---") || l.starts_with("+++") {
+                    self.paint(l, Color::Bold)
+                } else if l.starts_with('-') {
+                    self.paint(l, Color::Red)
+                } else if l.starts_with('+') {
+                    self.paint(l, Color::Green)
+                } else {
+                    l.to_string()
+                }
+            })
+            .map(|l| l + "\n")
+            .collect()
+    }
+
+    /// Prints a warning on stderr.
+    pub fn warn(&self, message: &str) {
+        eprintln!("{} {message}", self.paint("warning:", Color::Yellow));
+    }
+
+    /// Asks a yes/no question on the terminal; `false` when declined or unanswerable.
+    pub fn confirm(&self, prompt: &str) -> bool {
+        if !self.interactive {
+            return false;
+        }
+        dialoguer::Confirm::new()
+            .with_prompt(prompt)
+            .default(false)
+            .interact_on(&dialoguer::console::Term::stderr())
+            .unwrap_or(false)
+    }
+
+    /// A progress bar on stderr for `len` steps, hidden when progress is off or the work is
+    /// too small to notice.
+    pub fn progress_bar(&self, len: u64, message: &str) -> indicatif::ProgressBar {
+        if !self.progress || len < 20 {
+            return indicatif::ProgressBar::hidden();
+        }
+        let bar = indicatif::ProgressBar::new(len);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({elapsed})")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        bar.set_message(message.to_string());
+        bar
+    }
+
+    /// Prints a serialisable report as JSON or YAML on stdout.
+    pub fn print_structured<T: Serialize>(&self, value: &T) {
+        match self.output {
+            OutputFormat::Yaml => print!(
+                "{}",
+                serde_yaml::to_string(value).expect("reports serialise")
+            ),
+            _ => println!(
+                "{}",
+                serde_json::to_string_pretty(value).expect("reports serialise")
+            ),
+        }
+    }
+}
+
+/// Colours the plugins use.
+#[derive(Debug, Clone, Copy)]
+pub enum Color {
+    Red,
+    Green,
+    Yellow,
+    Bold,
+    Dim,
+}
+
+/// Formats rows as an aligned table (two spaces between columns), header first.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            if i < widths.len() {
+                widths[i] = widths[i].max(cell.chars().count());
+            }
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<&str>| {
+        let last = cells.len().saturating_sub(1);
+        for (i, cell) in cells.iter().enumerate() {
+            out.push_str(cell);
+            if i < last {
+                out.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
+            }
+        }
+        out.push('\n');
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align() {
+        let t = table(
+            &["NAME", "GPU"],
+            &[
+                vec!["gpu-a100-1".into(), "8".into()],
+                vec!["x".into(), "16".into()],
+            ],
+        );
+        assert_eq!(t, "NAME        GPU\ngpu-a100-1  8\nx           16\n");
+    }
+
+    #[test]
+    fn no_colour_means_plain_text() {
+        let ui = Ui {
+            output: OutputFormat::Text,
+            color: false,
+            interactive: false,
+            progress: false,
+        };
+        assert_eq!(ui.paint("x", Color::Red), "x");
+        assert_eq!(ui.paint_diff("- a\n+ b\n"), "- a\n+ b\n");
+        assert!(!ui.confirm("really?"), "no terminal: never a yes");
+        let coloured = Ui { color: true, ..ui };
+        assert_eq!(coloured.paint("x", Color::Red), "\x1b[31mx\x1b[0m");
+    }
+}
