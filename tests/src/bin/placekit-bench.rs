@@ -1,0 +1,126 @@
+//! Side-by-side benchmarks of the placekit plugins against the in-process test API server.
+//!
+//! ```text
+//! cargo build --release --workspace
+//! target/release/placekit-bench nodelabel --nodes 1000
+//! ```
+//!
+//! Each run reports wall time and the API requests the command made (from the server's
+//! counters), next to the kubectl command that does the same job by hand.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use clap::{Parser, Subcommand};
+use placekit_testserver::{Generator, ServerConfig, TestServer};
+
+#[derive(Debug, Parser)]
+#[command(about = "Benchmarks of the placekit plugins on the test API server")]
+struct Cli {
+    #[command(subcommand)]
+    bench: Bench,
+}
+
+#[derive(Debug, Subcommand)]
+enum Bench {
+    /// `kubectl nodelabel set -l ... --overwrite` vs `kubectl label nodes -l ... --overwrite`.
+    Nodelabel {
+        #[arg(long, default_value_t = 1000)]
+        nodes: usize,
+        /// The plugin binary (default: next to this benchmark binary).
+        #[arg(long)]
+        plugin: Option<PathBuf>,
+    },
+}
+
+struct Measured {
+    seconds: f64,
+    requests: String,
+    total_requests: u64,
+    ok: bool,
+}
+
+fn measure(server: &TestServer, mut cmd: Command) -> Measured {
+    server.reset_counters();
+    let started = Instant::now();
+    let output = cmd.output().expect("command runs");
+    let seconds = started.elapsed().as_secs_f64();
+    if !output.status.success() {
+        eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let counters = server.counters();
+    let mut parts = Vec::new();
+    let mut total = 0;
+    for (verb, resources) in &counters {
+        for (resource, n) in resources {
+            parts.push(format!("{n} {verb} {resource}"));
+            total += n;
+        }
+    }
+    Measured {
+        seconds,
+        requests: parts.join(", "),
+        total_requests: total,
+        ok: output.status.success(),
+    }
+}
+
+fn sibling(name: &str) -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_default()
+        .join(name)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.bench {
+        Bench::Nodelabel { nodes, plugin } => {
+            let plugin = plugin.unwrap_or_else(|| sibling("kubectl-nodelabel"));
+            let server = TestServer::start(ServerConfig::default().with_generator(Generator { nodes, pods: 0, gpus_per_node: 8 }))
+                .await
+                .expect("server starts");
+            let dir = tempfile::tempdir().expect("tempdir");
+            let kubeconfig = server.write_kubeconfig(&dir.path().join("kubeconfig"), "admin").expect("kubeconfig");
+            let server = std::sync::Arc::new(server);
+            let run = |cmd: Command| {
+                let server = server.clone();
+                tokio::task::spawn_blocking(move || measure(&server, cmd))
+            };
+
+            let mut placekit = Command::new(&plugin);
+            placekit
+                .args(["set", "-l", "kubernetes.io/os=linux", "bench.example.com/run=placekit", "--overwrite", "-y", "--no-progress"])
+                .env("KUBECONFIG", &kubeconfig)
+                .env("PLACEKIT_STATE_DIR", dir.path().join("state"))
+                .stdout(std::process::Stdio::null());
+            let ours = run(placekit).await.expect("join");
+
+            let mut kubectl = Command::new("kubectl");
+            kubectl
+                .args(["label", "nodes", "-l", "kubernetes.io/os=linux", "bench.example.com/run=kubectl", "--overwrite"])
+                .env("KUBECONFIG", &kubeconfig)
+                .env("KUBECACHEDIR", dir.path().join("cache"))
+                .stdout(std::process::Stdio::null());
+            let theirs = match Command::new("kubectl").arg("version").arg("--client").output() {
+                Ok(o) if o.status.success() => Some(run(kubectl).await.expect("join")),
+                _ => {
+                    eprintln!("kubectl is not on PATH: no comparison");
+                    None
+                }
+            };
+
+            println!("labelling {nodes} nodes of the test API server (one label, --overwrite)");
+            println!("{:<48} {:>8}  {:>8}  requests", "command", "wall s", "ok");
+            println!("{:<48} {:>8.3}  {:>8}  {} ({} in all)", "kubectl nodelabel set -l ... --overwrite -y", ours.seconds, ours.ok, ours.requests, ours.total_requests);
+            if let Some(t) = &theirs {
+                println!("{:<48} {:>8.3}  {:>8}  {} ({} in all)", "kubectl label nodes -l ... --overwrite", t.seconds, t.ok, t.requests, t.total_requests);
+                println!("speed-up: {:.1}x", t.seconds / ours.seconds);
+            }
+            if ours.ok && theirs.as_ref().is_none_or(|t| t.ok) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        }
+    }
+}
