@@ -80,11 +80,17 @@ async fn main() -> ExitCode {
     match cli.bench {
         Bench::Nodelabel { nodes, plugin } => {
             let plugin = plugin.unwrap_or_else(|| sibling("kubectl-nodelabel"));
-            let server = TestServer::start(ServerConfig::default().with_generator(Generator { nodes, pods: 0, gpus_per_node: 8 }))
-                .await
-                .expect("server starts");
+            let server = TestServer::start(ServerConfig::default().with_generator(Generator {
+                nodes,
+                pods: 0,
+                gpus_per_node: 8,
+            }))
+            .await
+            .expect("server starts");
             let dir = tempfile::tempdir().expect("tempdir");
-            let kubeconfig = server.write_kubeconfig(&dir.path().join("kubeconfig"), "admin").expect("kubeconfig");
+            let kubeconfig = server
+                .write_kubeconfig(&dir.path().join("kubeconfig"), "admin")
+                .expect("kubeconfig");
             let server = std::sync::Arc::new(server);
             let run = |cmd: Command| {
                 let server = server.clone();
@@ -93,7 +99,15 @@ async fn main() -> ExitCode {
 
             let mut placekit = Command::new(&plugin);
             placekit
-                .args(["set", "-l", "kubernetes.io/os=linux", "bench.example.com/run=placekit", "--overwrite", "-y", "--no-progress"])
+                .args([
+                    "set",
+                    "-l",
+                    "kubernetes.io/os=linux",
+                    "bench.example.com/run=placekit",
+                    "--overwrite",
+                    "-y",
+                    "--no-progress",
+                ])
                 .env("KUBECONFIG", &kubeconfig)
                 .env("PLACEKIT_STATE_DIR", dir.path().join("state"))
                 .stdout(std::process::Stdio::null());
@@ -101,11 +115,22 @@ async fn main() -> ExitCode {
 
             let mut kubectl = Command::new("kubectl");
             kubectl
-                .args(["label", "nodes", "-l", "kubernetes.io/os=linux", "bench.example.com/run=kubectl", "--overwrite"])
+                .args([
+                    "label",
+                    "nodes",
+                    "-l",
+                    "kubernetes.io/os=linux",
+                    "bench.example.com/run=kubectl",
+                    "--overwrite",
+                ])
                 .env("KUBECONFIG", &kubeconfig)
                 .env("KUBECACHEDIR", dir.path().join("cache"))
                 .stdout(std::process::Stdio::null());
-            let theirs = match Command::new("kubectl").arg("version").arg("--client").output() {
+            let theirs = match Command::new("kubectl")
+                .arg("version")
+                .arg("--client")
+                .output()
+            {
                 Ok(o) if o.status.success() => Some(run(kubectl).await.expect("join")),
                 _ => {
                     eprintln!("kubectl is not on PATH: no comparison");
@@ -115,12 +140,30 @@ async fn main() -> ExitCode {
 
             println!("labelling {nodes} nodes of the test API server (one label, --overwrite)");
             println!("{:<48} {:>8}  {:>8}  requests", "command", "wall s", "ok");
-            println!("{:<48} {:>8.3}  {:>8}  {} ({} in all)", "kubectl nodelabel set -l ... --overwrite -y", ours.seconds, ours.ok, ours.requests, ours.total_requests);
+            println!(
+                "{:<48} {:>8.3}  {:>8}  {} ({} in all)",
+                "kubectl nodelabel set -l ... --overwrite -y",
+                ours.seconds,
+                ours.ok,
+                ours.requests,
+                ours.total_requests
+            );
             if let Some(t) = &theirs {
-                println!("{:<48} {:>8.3}  {:>8}  {} ({} in all)", "kubectl label nodes -l ... --overwrite", t.seconds, t.ok, t.requests, t.total_requests);
+                println!(
+                    "{:<48} {:>8.3}  {:>8}  {} ({} in all)",
+                    "kubectl label nodes -l ... --overwrite",
+                    t.seconds,
+                    t.ok,
+                    t.requests,
+                    t.total_requests
+                );
                 println!("speed-up: {:.1}x", t.seconds / ours.seconds);
             }
-            if ours.ok && theirs.as_ref().is_none_or(|t| t.ok) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+            if ours.ok && theirs.as_ref().is_none_or(|t| t.ok) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
