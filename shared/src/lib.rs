@@ -14,6 +14,7 @@
 //! - [`connect`]: kubectl's cluster-access flags, building a `kube::Client`;
 //! - [`dependents`]: workloads whose node constraints mention a label;
 //! - [`policy`]: warnings about risky node label keys;
+//! - [`gpu`]: GPU inventory (quantities, the scheduler's pod requests) and taint preflight;
 //! - [`nfd`]: node features in node-feature-discovery's format, for `nodelabel import`;
 //! - [`ui`]: output formats, colour, confirmation and progress shared by the plugins;
 //! - [`workflow`]: the read-plan-confirm-snapshot-write-report path, rollback and history;
@@ -23,6 +24,7 @@ pub mod connect;
 pub mod dependents;
 pub mod executor;
 pub mod exit;
+pub mod gpu;
 pub mod nfd;
 pub mod plan;
 pub mod policy;

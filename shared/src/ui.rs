@@ -20,8 +20,17 @@ pub enum ColorChoice {
 pub enum OutputFormat {
     #[default]
     Text,
+    /// Text with more columns (where a command has them).
+    Wide,
     Json,
     Yaml,
+}
+
+impl OutputFormat {
+    /// JSON or YAML: for scripts.
+    pub fn is_structured(self) -> bool {
+        matches!(self, OutputFormat::Json | OutputFormat::Yaml)
+    }
 }
 
 /// `--dry-run`.

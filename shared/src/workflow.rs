@@ -27,7 +27,7 @@ use crate::snapshot::{
     now_rfc3339, write_snapshot,
 };
 use crate::syntax::{LabelSelector, Taint};
-use crate::ui::{Color, DryRun, MutationArgs, OutputFormat, Ui};
+use crate::ui::{Color, DryRun, MutationArgs, Ui};
 
 /// The version of the report schema printed by `-o json|yaml`.
 pub const REPORT_API_VERSION: &str = "placekit.dev/v1";
@@ -156,12 +156,12 @@ const PAGE: u32 = 500;
 
 /// Reads the target nodes: one GET per named node (bounded concurrency) or one paged list.
 /// Named nodes that do not exist are an error listing all of them.
-pub async fn fetch_nodes(
+pub async fn fetch_node_objects(
     client: &kube::Client,
     targets: &Targets,
-) -> Result<Vec<NodeState>, WorkflowError> {
+) -> Result<Vec<Node>, WorkflowError> {
     let api: Api<Node> = Api::all(client.clone());
-    let nodes: Vec<Node> = match targets {
+    match targets {
         Targets::Names(names) => {
             let results: Vec<(String, Result<Option<Node>, kube::Error>)> =
                 futures::stream::iter(names.iter().cloned())
@@ -186,20 +186,35 @@ pub async fn fetch_nodes(
             if !missing.is_empty() {
                 return Err(WorkflowError::NodesNotFound(missing));
             }
-            found
+            Ok(found)
         }
         Targets::Selector(selector) => {
-            list_all(&api, Some(&selector.to_string()), "listing nodes").await?
+            list_all(&api, Some(&selector.to_string()), "listing nodes").await
         }
-        Targets::All => list_all(&api, None, "listing nodes").await?,
-    };
-    nodes
+        Targets::All => list_all(&api, None, "listing nodes").await,
+    }
+}
+
+/// [`fetch_node_objects`], as the states plans are made from.
+pub async fn fetch_nodes(
+    client: &kube::Client,
+    targets: &Targets,
+) -> Result<Vec<NodeState>, WorkflowError> {
+    fetch_node_objects(client, targets)
+        .await?
         .iter()
-        .map(|n| {
-            NodeState::from_node(n)
-                .map_err(|e| WorkflowError::Cluster(format!("unreadable node: {e}")))
-        })
+        .map(node_state)
         .collect()
+}
+
+/// A node's plan state, or an error naming the unreadable node.
+pub fn node_state(node: &Node) -> Result<NodeState, WorkflowError> {
+    NodeState::from_node(node).map_err(|e| {
+        WorkflowError::Cluster(format!(
+            "unreadable node {}: {e}",
+            node.metadata.name.as_deref().unwrap_or_default()
+        ))
+    })
 }
 
 /// Lists every object with `limit`/`continue` paging.
@@ -390,14 +405,14 @@ pub async fn apply_plans(
         }
     }
 
-    if ui.output == OutputFormat::Text {
+    if !ui.output.is_structured() {
         show_plan(ui, &changing, unchanged.len());
         for w in &report.warnings {
             ui.warn(w);
         }
     }
     if changing.is_empty() {
-        if ui.output == OutputFormat::Text {
+        if !ui.output.is_structured() {
             println!("nothing to change");
         }
         return Ok(report);
@@ -406,7 +421,7 @@ pub async fn apply_plans(
         report
             .nodes
             .extend(changing.iter().map(|p| node_report(p, "planned", None)));
-        if ui.output == OutputFormat::Text {
+        if !ui.output.is_structured() {
             println!("dry run (client): nothing was sent to the cluster");
         }
         return Ok(report);
@@ -459,7 +474,7 @@ pub async fn apply_plans(
             shell_quote(&path.display().to_string())
         ));
         report.snapshot = Some(path);
-        if ui.output == OutputFormat::Text {
+        if !ui.output.is_structured() {
             eprintln!(
                 "snapshot written to {}",
                 report.snapshot.as_ref().expect("set").display()
@@ -560,7 +575,7 @@ fn show_plan(ui: &Ui, changing: &[NodePlan], unchanged: usize) {
 
 /// Prints a report as text (or JSON/YAML) and returns the exit code.
 pub fn print_report(ui: &Ui, report: &Report) -> u8 {
-    if ui.output != OutputFormat::Text {
+    if ui.output.is_structured() {
         ui.print_structured(report);
         return report.exit_code();
     }
@@ -682,7 +697,7 @@ pub async fn rollback(
             )),
         }
     }
-    if ui.output == OutputFormat::Text {
+    if !ui.output.is_structured() {
         for (node, conflicts) in &conflicts_by_node {
             for c in conflicts {
                 ui.warn(&format!(
@@ -778,7 +793,7 @@ pub fn history(tool: &str) -> Result<Vec<HistoryEntry>, WorkflowError> {
 
 /// Prints `history` as a table or JSON/YAML.
 pub fn print_history(ui: &Ui, entries: &[HistoryEntry]) {
-    if ui.output != OutputFormat::Text {
+    if ui.output.is_structured() {
         ui.print_structured(&serde_json::json!({
             "apiVersion": REPORT_API_VERSION, "kind": "SnapshotHistory", "items": entries
         }));
@@ -825,7 +840,7 @@ pub fn print_history(ui: &Ui, entries: &[HistoryEntry]) {
 
 /// Prints one snapshot (`show`).
 pub fn print_snapshot(ui: &Ui, snapshot: &Snapshot) {
-    if ui.output != OutputFormat::Text {
+    if ui.output.is_structured() {
         ui.print_structured(
             &serde_json::json!({"header": snapshot.header, "records": snapshot.records}),
         );

@@ -13,7 +13,7 @@ use placekit::exit;
 use placekit::nfd::{self, IMPORTED_LABELS_ANNOTATION, NamespacePolicy, Naming};
 use placekit::plan::{Blocker, ChangeRequest, NodePlan, NodeState, plan_node};
 use placekit::syntax::{LabelChange, parse_label_changes};
-use placekit::ui::{DisplayArgs, MutationArgs, OutputFormat, Ui};
+use placekit::ui::{DisplayArgs, MutationArgs, Ui};
 use placekit::workflow::{self, MutationContext, Targets, WorkflowError};
 
 const TOOL: &str = "kubectl-nodelabel";
@@ -373,7 +373,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, WorkflowError> {
 }
 
 fn print_dependents(ui: &Ui, found: &[Dependent]) {
-    if ui.output != OutputFormat::Text {
+    if ui.output.is_structured() {
         ui.print_structured(&serde_json::json!({
             "apiVersion": workflow::REPORT_API_VERSION, "kind": "LabelDependents", "items": found
         }));
