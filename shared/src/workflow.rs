@@ -1039,3 +1039,71 @@ mod tests {
         assert_eq!(shell_quote("/tmp/a b"), "'/tmp/a b'");
     }
 }
+
+/// A page of a list read into a minimal view type.
+#[derive(Debug, serde::Deserialize)]
+struct ViewList<T> {
+    #[serde(default = "Vec::new")]
+    items: Vec<T>,
+    #[serde(default)]
+    metadata: ViewListMeta,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+struct ViewListMeta {
+    #[serde(rename = "continue", default)]
+    continue_: Option<String>,
+}
+
+/// Percent-encodes a query value.
+fn encode_query(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Pages through a collection (`/api/v1/pods`, `/api/v1/nodes`...) reading each item into a
+/// minimal view type `T` and handing every page to `on_page`, so memory stays proportional
+/// to one page whatever the cluster's size. Returns the number of list requests made.
+pub async fn for_each_page<T: serde::de::DeserializeOwned>(
+    client: &kube::Client,
+    collection: &str,
+    field_selector: Option<&str>,
+    label_selector: Option<&str>,
+    page_size: u32,
+    mut on_page: impl FnMut(Vec<T>),
+) -> Result<usize, WorkflowError> {
+    let mut continue_token: Option<String> = None;
+    let mut requests = 0;
+    loop {
+        let mut uri = format!("{collection}?limit={page_size}");
+        if let Some(f) = field_selector.filter(|f| !f.is_empty()) {
+            uri.push_str(&format!("&fieldSelector={}", encode_query(f)));
+        }
+        if let Some(l) = label_selector.filter(|l| !l.is_empty()) {
+            uri.push_str(&format!("&labelSelector={}", encode_query(l)));
+        }
+        if let Some(c) = &continue_token {
+            uri.push_str(&format!("&continue={}", encode_query(c)));
+        }
+        let request = http::Request::get(&uri)
+            .body(Vec::new())
+            .map_err(|e| WorkflowError::Input(e.to_string()))?;
+        let page: ViewList<T> = client
+            .request(request)
+            .await
+            .map_err(|e| api_error(e, &format!("listing {collection}")))?;
+        requests += 1;
+        on_page(page.items);
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => continue_token = Some(c),
+            None => return Ok(requests),
+        }
+    }
+}
