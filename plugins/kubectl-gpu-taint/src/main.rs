@@ -19,6 +19,8 @@ const COMMAND: &str = "kubectl gpu-taint";
 const DEFAULT_TAINT: &str = "dedicated=gpu:NoSchedule";
 /// Pods per list page for the inventory (a handful of requests for 150,000 pods).
 const POD_PAGE: u32 = 10_000;
+/// Nodes per list page (5,000 nodes in one request).
+const NODE_PAGE: u32 = 5_000;
 /// Above this many target nodes the preflight lists all pods once instead of per node.
 const PER_NODE_POD_LISTS: usize = 10;
 
@@ -453,13 +455,13 @@ async fn status(
                 "/api/v1/nodes",
                 None,
                 Some(&s.to_string()),
-                1000,
+                NODE_PAGE,
                 |p| nodes.extend(p),
             )
             .await?;
         }
         Targets::All => {
-            workflow::for_each_page(&conn.client, "/api/v1/nodes", None, None, 1000, |p| {
+            workflow::for_each_page(&conn.client, "/api/v1/nodes", None, None, NODE_PAGE, |p| {
                 nodes.extend(p)
             })
             .await?;

@@ -32,10 +32,21 @@ enum Bench {
         #[arg(long)]
         plugin: Option<PathBuf>,
     },
+    /// `kubectl gpu-taint status` on a generated cluster: wall time, peak memory, requests.
+    GpuStatus {
+        #[arg(long, default_value_t = 5000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 150_000)]
+        pods: usize,
+        #[arg(long)]
+        plugin: Option<PathBuf>,
+    },
 }
 
 struct Measured {
     seconds: f64,
+    /// Peak resident memory of the command in KiB (Linux: VmHWM polled from /proc).
+    peak_kib: Option<u64>,
     requests: String,
     total_requests: u64,
     ok: bool,
@@ -44,8 +55,33 @@ struct Measured {
 fn measure(server: &TestServer, mut cmd: Command) -> Measured {
     server.reset_counters();
     let started = Instant::now();
-    let output = cmd.output().expect("command runs");
+    let child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("command runs");
+    let status_path = format!("/proc/{}/status", child.id());
+    let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let watcher = {
+        let peak = peak.clone();
+        std::thread::spawn(move || {
+            // VmHWM is the peak so far; polling until the process is gone keeps the last value.
+            while let Ok(text) = std::fs::read_to_string(&status_path) {
+                if let Some(kib) = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                {
+                    peak.fetch_max(kib, std::sync::atomic::Ordering::Relaxed);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        })
+    };
+    let output = child.wait_with_output().expect("command runs");
     let seconds = started.elapsed().as_secs_f64();
+    let _ = watcher.join();
+    let peak_kib = Some(peak.load(std::sync::atomic::Ordering::Relaxed)).filter(|p| *p > 0);
     if !output.status.success() {
         eprintln!("{}", String::from_utf8_lossy(&output.stderr));
     }
@@ -60,6 +96,7 @@ fn measure(server: &TestServer, mut cmd: Command) -> Measured {
     }
     Measured {
         seconds,
+        peak_kib,
         requests: parts.join(", "),
         total_requests: total,
         ok: output.status.success(),
@@ -109,8 +146,7 @@ async fn main() -> ExitCode {
                     "--no-progress",
                 ])
                 .env("KUBECONFIG", &kubeconfig)
-                .env("PLACEKIT_STATE_DIR", dir.path().join("state"))
-                .stdout(std::process::Stdio::null());
+                .env("PLACEKIT_STATE_DIR", dir.path().join("state"));
             let ours = run(placekit).await.expect("join");
 
             let mut kubectl = Command::new("kubectl");
@@ -124,8 +160,7 @@ async fn main() -> ExitCode {
                     "--overwrite",
                 ])
                 .env("KUBECONFIG", &kubeconfig)
-                .env("KUBECACHEDIR", dir.path().join("cache"))
-                .stdout(std::process::Stdio::null());
+                .env("KUBECACHEDIR", dir.path().join("cache"));
             let theirs = match Command::new("kubectl")
                 .arg("version")
                 .arg("--client")
@@ -160,6 +195,52 @@ async fn main() -> ExitCode {
                 println!("speed-up: {:.1}x", t.seconds / ours.seconds);
             }
             if ours.ok && theirs.as_ref().is_none_or(|t| t.ok) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Bench::GpuStatus {
+            nodes,
+            pods,
+            plugin,
+        } => {
+            let plugin = plugin.unwrap_or_else(|| sibling("kubectl-gpu_taint"));
+            let started = Instant::now();
+            let server = TestServer::start(ServerConfig::default().with_generator(Generator {
+                nodes,
+                pods,
+                gpus_per_node: 8,
+            }))
+            .await
+            .expect("server starts");
+            eprintln!(
+                "generated {nodes} nodes and {pods} pods in {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+            let dir = tempfile::tempdir().expect("tempdir");
+            let kubeconfig = server
+                .write_kubeconfig(&dir.path().join("kubeconfig"), "admin")
+                .expect("kubeconfig");
+            let server = std::sync::Arc::new(server);
+            let mut cmd = Command::new(&plugin);
+            cmd.args(["status", "-o", "json"])
+                .env("KUBECONFIG", &kubeconfig);
+            let server2 = server.clone();
+            let m = tokio::task::spawn_blocking(move || measure(&server2, cmd))
+                .await
+                .expect("join");
+            println!("kubectl gpu-taint status -o json on {nodes} nodes and {pods} pods");
+            println!("wall time:   {:.3} s (target < 2 s)", m.seconds);
+            match m.peak_kib {
+                Some(kib) => println!(
+                    "peak memory: {:.1} MiB (target < 300 MiB)",
+                    kib as f64 / 1024.0
+                ),
+                None => println!("peak memory: not measurable here (no /proc)"),
+            }
+            println!("requests:    {} ({} in all)", m.requests, m.total_requests);
+            if m.ok {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
