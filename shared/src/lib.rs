@@ -15,6 +15,7 @@
 //! - [`dependents`]: workloads whose node constraints mention a label;
 //! - [`policy`]: warnings about risky node label keys;
 //! - [`gpu`]: GPU inventory (quantities, the scheduler's pod requests) and taint preflight;
+//! - [`lint`]: the affinity linter (positions, workload model, rules, outputs);
 //! - [`nfd`]: node features in node-feature-discovery's format, for `nodelabel import`;
 //! - [`ui`]: output formats, colour, confirmation and progress shared by the plugins;
 //! - [`workflow`]: the read-plan-confirm-snapshot-write-report path, rollback and history;
@@ -25,6 +26,7 @@ pub mod dependents;
 pub mod executor;
 pub mod exit;
 pub mod gpu;
+pub mod lint;
 pub mod nfd;
 pub mod plan;
 pub mod policy;

@@ -1,0 +1,203 @@
+//! `kubectl affinity-lint`: lint workloads for scheduling mistakes — above all required
+//! `nodeSelectorTerms` split into OR-ed terms — with positions, fixes and CI outputs.
+//! Needs no cluster. A thin layer over the `placekit` core library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use placekit::exit;
+use placekit::lint::engine::{Config, lint_paths};
+use placekit::lint::output;
+use placekit::lint::rule::Severity;
+use placekit::lint::rules::{RULES, find};
+use placekit::ui::{ColorChoice, DisplayArgs, Ui};
+
+const AFTER_HELP: &str = "\
+Examples:
+  # The seed's Deployment with its three conditions split into three terms: AL001
+  kubectl affinity-lint -f examples/llm-inference-split-terms.yaml
+
+  # A chart's rendered output, in CI, as GitHub annotations
+  helm template ./chart | kubectl affinity-lint -f - -o github
+
+  # A directory tree, SARIF for code scanning, failing only on errors
+  kubectl affinity-lint -f manifests/ -R -o sarif --fail-on error > affinity-lint.sarif
+
+  # What a rule checks, why, an example and the fix
+  kubectl affinity-lint rules AL001
+
+Suppress a rule on one object with the annotation
+  affinity-lint.placekit.dev/ignore: \"AL013,AL014\"
+on the object or its pod template; configure rules in .affinity-lint.yaml (found upward from
+the first input, or --config):
+  rules: {AL014: off, AL010: error}
+
+Exit codes:
+  0  no finding at or above --fail-on
+  1  findings at or above --fail-on
+  2  input errors (unreadable files, YAML errors); the other documents are still linted";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+    Sarif,
+    Github,
+}
+
+/// Lint Kubernetes workloads for scheduling mistakes.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl affinity-lint",
+    bin_name = "kubectl affinity-lint",
+    version,
+    about,
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    /// Files, directories or - for stdin (YAML or JSON, multi-document, kind: List).
+    #[arg(short = 'f', long = "filename", value_name = "PATH")]
+    files: Vec<PathBuf>,
+    /// Recurse into directories.
+    #[arg(short = 'R', long)]
+    recursive: bool,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value = "text")]
+    output: Format,
+    /// The lowest severity that makes the exit code 1.
+    #[arg(long, value_enum, default_value = "warning")]
+    fail_on: Severity,
+    /// Rules to turn on (comma-separated ids).
+    #[arg(long, value_delimiter = ',')]
+    enable: Vec<String>,
+    /// Rules to turn off (comma-separated ids).
+    #[arg(long, value_delimiter = ',')]
+    disable: Vec<String>,
+    /// The configuration file (default: .affinity-lint.yaml upward from the first input).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// When to use colour.
+    #[arg(long, value_enum, default_value = "auto")]
+    color: ColorChoice,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the rules, or show one rule's documentation.
+    Rules {
+        /// A rule id, e.g. AL001.
+        rule: Option<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Some(Command::Rules { rule }) = &cli.command {
+        return rules(rule.as_deref());
+    }
+    if cli.files.is_empty() {
+        eprintln!("error: no input: give -f PATH (a file, a directory with -R, or - for stdin)");
+        return ExitCode::from(exit::USAGE);
+    }
+    let config = match load_config(&cli) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
+    let ui = Ui::new(&DisplayArgs {
+        color: cli.color,
+        ..DisplayArgs::default()
+    });
+    let outcome = lint_paths(
+        &cli.files,
+        cli.recursive,
+        &config,
+        cli.output == Format::Text,
+    );
+    let rendered = match cli.output {
+        Format::Text => output::text_report(&outcome, &ui),
+        Format::Json => pretty(&output::json_report(&outcome)),
+        Format::Sarif => pretty(&output::sarif_report(&outcome, env!("CARGO_PKG_VERSION"))),
+        Format::Github => output::github_report(&outcome),
+    };
+    // A closed stdout (`| head`) ends the report quietly.
+    if let Err(e) = std::io::Write::write_all(&mut std::io::stdout().lock(), rendered.as_bytes())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("error: writing the report: {e}");
+    }
+    if !outcome.errors.is_empty() {
+        ExitCode::from(exit::USAGE)
+    } else if output::failing(&outcome.findings, cli.fail_on) > 0 {
+        ExitCode::from(exit::PROBLEMS)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn pretty(value: &serde_json::Value) -> String {
+    let mut s = serde_json::to_string_pretty(value).expect("reports serialise");
+    s.push('\n');
+    s
+}
+
+fn load_config(cli: &Cli) -> Result<Config, String> {
+    let path = match &cli.config {
+        Some(p) => Some(p.clone()),
+        None => cli
+            .files
+            .iter()
+            .find(|f| f.as_os_str() != "-")
+            .and_then(|f| Config::discover(f)),
+    };
+    let mut config = match &path {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            Config::parse(&text, &p.display().to_string()).map_err(|e| e.to_string())?
+        }
+        None => Config::default(),
+    };
+    config.apply_flags(&cli.enable, &cli.disable)?;
+    Ok(config)
+}
+
+fn rules(id: Option<&str>) -> ExitCode {
+    match id {
+        None => {
+            let rows: Vec<Vec<String>> = RULES
+                .iter()
+                .map(|r| {
+                    let m = r.meta();
+                    vec![
+                        m.id.to_string(),
+                        m.severity.as_str().to_string(),
+                        m.name.to_string(),
+                        m.summary.to_string(),
+                    ]
+                })
+                .collect();
+            print!(
+                "{}",
+                placekit::ui::table(&["ID", "SEVERITY", "NAME", "FINDS"], &rows)
+            );
+            ExitCode::SUCCESS
+        }
+        Some(id) => match find(id) {
+            Some(rule) => {
+                let m = rule.meta();
+                println!("{} {} ({})\n\n{}", m.id, m.name, m.severity.as_str(), m.doc);
+                ExitCode::SUCCESS
+            }
+            None => {
+                eprintln!("error: unknown rule {id:?}; `kubectl affinity-lint rules` lists them");
+                ExitCode::from(exit::USAGE)
+            }
+        },
+    }
+}

@@ -1,0 +1,217 @@
+//! Node-affinity helpers shared by the rules: the requirements of a term as written, term
+//! satisfiability, and rendering terms the way users read them.
+
+use std::collections::BTreeSet;
+
+use super::yaml::Node;
+
+/// One `matchExpressions` entry as written.
+#[derive(Debug, Clone)]
+pub struct Req<'a> {
+    pub key: String,
+    pub op: String,
+    pub values: Vec<String>,
+    pub node: &'a Node,
+}
+
+impl Req<'_> {
+    /// `pool In [online]`.
+    pub fn render(&self) -> String {
+        match self.op.as_str() {
+            "Exists" | "DoesNotExist" => format!("{} {}", self.key, self.op),
+            _ => format!("{} {} [{}]", self.key, self.op, self.values.join(", ")),
+        }
+    }
+
+    /// The k8s type, for validation shared with the scheduler helpers.
+    pub fn to_k8s(&self) -> k8s_openapi::api::core::v1::NodeSelectorRequirement {
+        k8s_openapi::api::core::v1::NodeSelectorRequirement {
+            key: self.key.clone(),
+            operator: self.op.clone(),
+            values: (!self.values.is_empty()).then(|| self.values.clone()),
+        }
+    }
+}
+
+/// The expressions of a node selector term (or a preferred term's `preference`).
+pub fn requirements(term: &Node) -> Vec<Req<'_>> {
+    term.get("matchExpressions")
+        .map(Node::items)
+        .unwrap_or_default()
+        .iter()
+        .map(|e| Req {
+            key: e
+                .get("key")
+                .and_then(Node::scalar_text)
+                .unwrap_or_default()
+                .to_string(),
+            op: e
+                .get("operator")
+                .and_then(Node::scalar_text)
+                .unwrap_or_default()
+                .to_string(),
+            values: e
+                .get("values")
+                .map(Node::items)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|v| v.scalar_text().map(str::to_string))
+                .collect(),
+            node: e,
+        })
+        .collect()
+}
+
+/// The keys a term constrains.
+pub fn keys(term: &Node) -> BTreeSet<String> {
+    requirements(term).into_iter().map(|r| r.key).collect()
+}
+
+/// The required `nodeSelectorTerms` of a pod spec, with the `nodeSelectorTerms` key node.
+pub fn required_terms(spec: &Node) -> Option<(&Node, &[Node])> {
+    let selector = spec.path(&[
+        "affinity",
+        "nodeAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+    ])?;
+    let (key, terms) = selector.entry("nodeSelectorTerms")?;
+    Some((key, terms.items()))
+}
+
+/// The preferred terms of a pod spec: (entry, weight node, preference).
+pub fn preferred_terms(spec: &Node) -> Vec<(&Node, Option<&Node>, Option<&Node>)> {
+    spec.path(&[
+        "affinity",
+        "nodeAffinity",
+        "preferredDuringSchedulingIgnoredDuringExecution",
+    ])
+    .map(Node::items)
+    .unwrap_or_default()
+    .iter()
+    .map(|p| (p, p.get("weight"), p.get("preference")))
+    .collect()
+}
+
+/// Why a conjunction of requirements can hold on no node, if it cannot. Requirements with
+/// invalid shapes are ignored here (AL004 reports them).
+pub fn contradiction(reqs: &[(&str, &str, &[String])]) -> Option<String> {
+    let mut by_key: std::collections::BTreeMap<&str, Vec<(&str, &[String])>> = Default::default();
+    for (k, op, values) in reqs {
+        by_key.entry(k).or_default().push((op, values));
+    }
+    for (key, ops) in by_key {
+        let mut allowed: Option<BTreeSet<&str>> = None;
+        let mut forbidden: BTreeSet<&str> = BTreeSet::new();
+        let (mut exists, mut absent) = (false, false);
+        let (mut lower, mut upper) = (i64::MIN, i64::MAX);
+        for (op, values) in &ops {
+            match *op {
+                "In" => {
+                    exists = true;
+                    let set: BTreeSet<&str> = values.iter().map(String::as_str).collect();
+                    allowed = Some(match allowed {
+                        Some(a) => a.intersection(&set).copied().collect(),
+                        None => set,
+                    });
+                }
+                "NotIn" => forbidden.extend(values.iter().map(String::as_str)),
+                "Exists" => exists = true,
+                "DoesNotExist" => absent = true,
+                "Gt" => {
+                    exists = true;
+                    if let Some(v) = values.first().and_then(|v| v.parse::<i64>().ok()) {
+                        lower = lower.max(v.saturating_add(1));
+                    }
+                }
+                "Lt" => {
+                    exists = true;
+                    if let Some(v) = values.first().and_then(|v| v.parse::<i64>().ok()) {
+                        upper = upper.min(v.saturating_sub(1));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if exists && absent {
+            return Some(format!("{key} must both exist and not exist"));
+        }
+        if let Some(allowed) = &allowed {
+            let left: Vec<&&str> = allowed
+                .iter()
+                .filter(|v| !forbidden.contains(**v))
+                .collect();
+            if left.is_empty() {
+                return Some(format!(
+                    "no value of {key} is both allowed (In) and not excluded (NotIn)"
+                ));
+            }
+            if lower != i64::MIN || upper != i64::MAX {
+                let numeric_ok = left
+                    .iter()
+                    .any(|v| v.parse::<i64>().is_ok_and(|n| n >= lower && n <= upper));
+                if !numeric_ok {
+                    return Some(format!("no allowed value of {key} is in the Gt/Lt range"));
+                }
+            }
+        }
+        if lower > upper {
+            return Some(format!("the Gt/Lt range of {key} is empty"));
+        }
+    }
+    None
+}
+
+/// A term's requirements as the plain tuples [`contradiction`] takes.
+pub fn tuples<'a>(reqs: &'a [Req<'a>]) -> Vec<(&'a str, &'a str, &'a [String])> {
+    reqs.iter()
+        .map(|r| (r.key.as_str(), r.op.as_str(), r.values.as_slice()))
+        .collect()
+}
+
+/// A term as `a In [x] AND b In [y]`.
+pub fn render_term(reqs: &[Req<'_>]) -> String {
+    if reqs.is_empty() {
+        return "(empty term)".into();
+    }
+    reqs.iter()
+        .map(Req::render)
+        .collect::<Vec<_>>()
+        .join(" AND ")
+}
+
+/// YAML for one merged term holding all `reqs`, indented for `nodeSelectorTerms:`.
+pub fn merged_term_yaml(reqs: &[Req<'_>]) -> String {
+    let mut out = String::from("nodeSelectorTerms:\n- matchExpressions:\n");
+    for r in reqs {
+        out.push_str(&format!("  - key: {}\n    operator: {}\n", r.key, r.op));
+        if !r.values.is_empty() {
+            out.push_str(&format!("    values: [{}]\n", r.values.join(", ")));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(xs: &[&str]) -> Vec<String> {
+        xs.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn contradictions() {
+        let a = v(&["a"]);
+        let b = v(&["b"]);
+        let one = v(&["1"]);
+        let five = v(&["5"]);
+        let none: Vec<String> = vec![];
+        assert!(contradiction(&[("k", "In", &a), ("k", "In", &b)]).is_some());
+        assert!(contradiction(&[("k", "In", &a), ("k", "NotIn", &a)]).is_some());
+        assert!(contradiction(&[("k", "Exists", &none), ("k", "DoesNotExist", &none)]).is_some());
+        assert!(contradiction(&[("k", "Gt", &five), ("k", "Lt", &one)]).is_some());
+        assert!(contradiction(&[("k", "In", &a), ("j", "In", &b)]).is_none());
+        assert!(contradiction(&[("k", "Gt", &one), ("k", "Lt", &five)]).is_none());
+        assert!(contradiction(&[("k", "NotIn", &a), ("k", "DoesNotExist", &none)]).is_none());
+    }
+}

@@ -1,0 +1,10 @@
+//! The affinity linter: YAML with positions, the workload model, the rule catalogue
+//! (`rules/`, one rule per file with its documentation), configuration and output formats.
+
+pub mod affinity;
+pub mod engine;
+pub mod output;
+pub mod rule;
+pub mod rules;
+pub mod source;
+pub mod yaml;

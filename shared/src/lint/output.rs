@@ -1,0 +1,226 @@
+//! Reports of a lint run: compiler-style text, versioned JSON, SARIF 2.1.0 and GitHub
+//! workflow-command annotations.
+
+use serde_json::{Value, json};
+
+use super::engine::{Finding, Outcome};
+use super::rule::Severity;
+use super::rules::RULES;
+use crate::ui::{Color, Ui};
+
+/// The `version` of the JSON report.
+pub const JSON_VERSION: &str = "placekit.dev/affinity-lint/v1";
+
+fn counts(outcome: &Outcome) -> Value {
+    let n = |s: Severity| outcome.findings.iter().filter(|f| f.severity == s).count();
+    json!({
+        "errors": n(Severity::Error),
+        "warnings": n(Severity::Warning),
+        "infos": n(Severity::Info),
+        "inputErrors": outcome.errors.len(),
+        "files": outcome.files,
+        "documents": outcome.documents,
+        "objects": outcome.objects,
+    })
+}
+
+/// The JSON report.
+pub fn json_report(outcome: &Outcome) -> Value {
+    json!({
+        "version": JSON_VERSION,
+        "findings": outcome.findings,
+        "inputErrors": outcome.errors,
+        "summary": counts(outcome),
+    })
+}
+
+/// Compiler-style text: `file:line:col: severity[ID]: message`, the source line with a
+/// caret, the object, and the fix.
+pub fn text_report(outcome: &Outcome, ui: &Ui) -> String {
+    let mut out = String::new();
+    for e in &outcome.errors {
+        out.push_str(&format!("{}: {e}\n", ui.paint("input error", Color::Red)));
+    }
+    for f in &outcome.findings {
+        let label = format!("{}[{}]", f.severity.as_str(), f.rule);
+        let painted = match f.severity {
+            Severity::Error => ui.paint(&label, Color::Red),
+            Severity::Warning => ui.paint(&label, Color::Yellow),
+            Severity::Info => ui.paint(&label, Color::Bold),
+        };
+        out.push_str(&format!(
+            "{}:{}:{}: {painted}: {}\n",
+            f.file, f.line, f.column, f.message
+        ));
+        if let Some(line) = outcome
+            .sources
+            .get(&f.file)
+            .and_then(|t| t.lines().nth(f.line.saturating_sub(1)))
+        {
+            let gutter = f.line.to_string().len();
+            out.push_str(&format!(
+                "{:gutter$} |\n{} | {}\n{:gutter$} | {}{}\n",
+                "",
+                f.line,
+                line,
+                "",
+                " ".repeat(f.column.saturating_sub(1)),
+                ui.paint("^", Color::Red)
+            ));
+        }
+        let object = match &f.object.namespace {
+            Some(ns) => format!("{} {ns}/{}", f.object.kind, f.object.name),
+            None => format!("{} {}", f.object.kind, f.object.name),
+        };
+        out.push_str(&format!("  = object: {object}"));
+        if let Some(t) = &f.helm_template {
+            out.push_str(&format!(" (Helm template {t})"));
+        }
+        out.push('\n');
+        if let Some(fix) = &f.fix {
+            if fix.contains('\n') {
+                out.push_str("  = fix:\n");
+                for l in fix.lines() {
+                    out.push_str(&format!("      {l}\n"));
+                }
+            } else {
+                out.push_str(&format!("  = fix: {fix}\n"));
+            }
+        }
+        out.push('\n');
+    }
+    let c = counts(outcome);
+    out.push_str(&format!(
+        "{} error(s), {} warning(s), {} info(s) in {} object(s) of {} file(s){}\n",
+        c["errors"],
+        c["warnings"],
+        c["infos"],
+        c["objects"],
+        c["files"],
+        if outcome.errors.is_empty() {
+            String::new()
+        } else {
+            format!("; {} input error(s)", outcome.errors.len())
+        }
+    ));
+    out
+}
+
+fn sarif_level(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    }
+}
+
+/// SARIF 2.1.0 with rule metadata and physical locations (GitHub code scanning reads it).
+pub fn sarif_report(outcome: &Outcome, version: &str) -> Value {
+    let rules: Vec<Value> = RULES
+        .iter()
+        .map(|r| {
+            let m = r.meta();
+            json!({
+                "id": m.id,
+                "name": m.name,
+                "shortDescription": {"text": m.summary},
+                "fullDescription": {"text": m.summary},
+                "help": {"text": m.doc, "markdown": m.doc},
+                "defaultConfiguration": {"level": sarif_level(m.severity)},
+                "properties": {"tags": ["kubernetes", "scheduling"]},
+            })
+        })
+        .collect();
+    let results: Vec<Value> = outcome
+        .findings
+        .iter()
+        .map(|f| {
+            let index = RULES.iter().position(|r| r.meta().id == f.rule).unwrap_or(0);
+            let mut message = f.message.clone();
+            if let Some(fix) = &f.fix {
+                message.push_str(&format!("\nFix:\n{fix}"));
+            }
+            json!({
+                "ruleId": f.rule,
+                "ruleIndex": index,
+                "level": sarif_level(f.severity),
+                "message": {"text": message},
+                "locations": [{
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": f.file.replace('\\', "/")},
+                        "region": {"startLine": f.line.max(1), "startColumn": f.column.max(1)},
+                    },
+                    "logicalLocations": [{"name": format!("{}/{}", f.object.kind, f.object.name), "kind": "object"}],
+                }],
+            })
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "affinity-lint",
+                "informationUri": "https://github.com/placekit/placekit",
+                "version": version,
+                "rules": rules,
+            }},
+            "results": results,
+        }],
+    })
+}
+
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// GitHub Actions workflow commands (`::error file=...,line=...::message`).
+pub fn github_report(outcome: &Outcome) -> String {
+    let mut out = String::new();
+    for e in &outcome.errors {
+        out.push_str(&format!(
+            "::error file={},line={},title=input error::{}\n",
+            escape_property(&e.file),
+            e.line.unwrap_or(1),
+            escape_data(&e.message)
+        ));
+    }
+    for f in &outcome.findings {
+        let command = match f.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "notice",
+        };
+        out.push_str(&format!(
+            "::{command} file={},line={},col={},title={}::{}\n",
+            escape_property(&f.file),
+            f.line,
+            f.column,
+            escape_property(&format!("{} {}", f.rule, f.object.kind)),
+            escape_data(&f.message)
+        ));
+    }
+    out
+}
+
+/// Findings at or above `fail_on`.
+pub fn failing(findings: &[Finding], fail_on: Severity) -> usize {
+    findings.iter().filter(|f| f.severity >= fail_on).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn github_escaping() {
+        assert_eq!(escape_data("a%b\nc"), "a%25b%0Ac");
+        assert_eq!(escape_property("a:b,c"), "a%3Ab%2Cc");
+    }
+}

@@ -1,0 +1,95 @@
+//! What a rule is and what it reports.
+
+use serde::Serialize;
+
+use super::source::Object;
+use super::yaml::Node;
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "info" => Some(Severity::Info),
+            "warning" => Some(Severity::Warning),
+            "error" => Some(Severity::Error),
+            _ => None,
+        }
+    }
+}
+
+/// A rule's identity and documentation (shown by `affinity-lint rules ID`).
+#[derive(Debug, Clone, Copy)]
+pub struct RuleMeta {
+    /// Stable id, e.g. `AL001`.
+    pub id: &'static str,
+    /// Short kebab-case name.
+    pub name: &'static str,
+    pub severity: Severity,
+    /// One line.
+    pub summary: &'static str,
+    /// Markdown with the sections "What it does", "Why it matters", "Example", "Fix".
+    pub doc: &'static str,
+}
+
+/// A problem found by a rule, anchored at a node.
+#[derive(Debug, Clone)]
+pub struct RawFinding {
+    pub line: usize,
+    pub col: usize,
+    pub message: String,
+    /// A concrete fix (YAML or a sentence).
+    pub fix: Option<String>,
+    /// Overrides the rule's severity (AL008's DoNotSchedule vs ScheduleAnyway).
+    pub severity: Option<Severity>,
+}
+
+impl RawFinding {
+    pub fn at(node: &Node, message: impl Into<String>) -> Self {
+        RawFinding {
+            line: node.line,
+            col: node.col,
+            message: message.into(),
+            fix: None,
+            severity: None,
+        }
+    }
+
+    pub fn with_fix(mut self, fix: impl Into<String>) -> Self {
+        self.fix = Some(fix.into());
+        self
+    }
+
+    pub fn with_severity(mut self, severity: Severity) -> Self {
+        self.severity = Some(severity);
+        self
+    }
+}
+
+/// Everything a rule may look at: the object and the whole input (for PDBs).
+#[derive(Debug)]
+pub struct Context<'a> {
+    pub object: &'a Object<'a>,
+    pub all: &'a [Object<'a>],
+}
+
+/// A lint rule.
+pub trait Rule: Sync {
+    fn meta(&self) -> &'static RuleMeta;
+    fn check(&self, cx: &Context<'_>, out: &mut Vec<RawFinding>);
+}

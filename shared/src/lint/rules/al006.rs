@@ -1,0 +1,75 @@
+//! AL006 preferred-weight-range.
+use crate::lint::affinity::preferred_terms;
+use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
+use crate::lint::yaml::Node;
+
+pub static META: RuleMeta = RuleMeta {
+    id: "AL006",
+    name: "preferred-weight-range",
+    severity: Severity::Error,
+    summary: "preferred node affinity weight outside 1..100",
+    doc: "## What it does
+Checks that every preferred node affinity term has a `weight` from 1 to 100 (and that there
+is one). Pod affinity and anti-affinity preferred terms are checked the same way.
+
+## Why it matters
+The API server rejects other weights: the object is never created. Weights are scores,
+not probabilities: 80 and 20 mean \"zone-a matters four times more than power profile\".
+
+## Example
+```yaml
+preferredDuringSchedulingIgnoredDuringExecution:
+- weight: 0
+  preference: {matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [zone-a]}]}
+```
+
+## Fix
+Use a weight from 1 to 100.",
+};
+
+#[derive(Debug)]
+pub struct Al006;
+
+fn check_weight(entry: &Node, weight: Option<&Node>, out: &mut Vec<RawFinding>) {
+    match weight {
+        None => out.push(RawFinding::at(
+            entry,
+            "preferred term without a weight: the API server requires one from 1 to 100",
+        )),
+        Some(w) => match w.as_i64() {
+            Some(1..=100) => {}
+            _ => out.push(RawFinding::at(
+                w,
+                format!(
+                    "weight {} is outside 1..100: the API server rejects it",
+                    w.scalar_text().unwrap_or("?")
+                ),
+            )),
+        },
+    }
+}
+
+impl Rule for Al006 {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, cx: &Context<'_>, out: &mut Vec<RawFinding>) {
+        let Some(spec) = cx.object.pod_spec() else {
+            return;
+        };
+        for (entry, weight, _) in preferred_terms(spec) {
+            check_weight(entry, weight, out);
+        }
+        for kind in ["podAffinity", "podAntiAffinity"] {
+            let terms = spec.path(&[
+                "affinity",
+                kind,
+                "preferredDuringSchedulingIgnoredDuringExecution",
+            ]);
+            for entry in terms.map(Node::items).unwrap_or_default() {
+                check_weight(entry, entry.get("weight"), out);
+            }
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! AL012 no-revision-history.
+use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
+
+pub static META: RuleMeta = RuleMeta {
+    id: "AL012",
+    name: "no-revision-history",
+    severity: Severity::Warning,
+    summary: "revisionHistoryLimit: 0 leaves nothing to roll back to",
+    doc: "## What it does
+Flags workloads with `spec.revisionHistoryLimit: 0`.
+
+## Why it matters
+`kubectl rollout undo` needs the previous ReplicaSet (or revision); with 0 there is none, so
+the seed's canary-and-rollback step cannot work.
+
+## Example
+```yaml
+spec: {revisionHistoryLimit: 0}
+```
+
+## Fix
+Keep a few revisions (the default is 10).",
+};
+
+#[derive(Debug)]
+pub struct Al012;
+
+impl Rule for Al012 {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, cx: &Context<'_>, out: &mut Vec<RawFinding>) {
+        if let Some(limit) = cx.object.root.path(&["spec", "revisionHistoryLimit"])
+            && limit.as_i64() == Some(0)
+        {
+            out.push(RawFinding::at(limit, "revisionHistoryLimit: 0 keeps no old revision: `kubectl rollout undo` has nothing to roll back to").with_fix("revisionHistoryLimit: 10"));
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! AL013 tolerate-everything.
+use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
+use crate::lint::yaml::Node;
+
+pub static META: RuleMeta = RuleMeta {
+    id: "AL013",
+    name: "tolerate-everything",
+    severity: Severity::Warning,
+    summary: "a toleration with operator Exists and no key tolerates every taint",
+    doc: "## What it does
+Flags tolerations with `operator: Exists` and no `key`.
+
+## Why it matters
+They tolerate every taint: dedicated GPU pools, `NoExecute` evictions for unreachable nodes,
+maintenance taints. The workload lands where dedicated taints were meant to keep it out.
+
+## Example
+```yaml
+tolerations:
+- operator: Exists
+```
+
+## Fix
+Tolerate the taint you mean:
+```yaml
+tolerations:
+- {key: dedicated, operator: Equal, value: llm-online, effect: NoSchedule}
+```",
+};
+
+#[derive(Debug)]
+pub struct Al013;
+
+impl Rule for Al013 {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, cx: &Context<'_>, out: &mut Vec<RawFinding>) {
+        let Some(spec) = cx.object.pod_spec() else {
+            return;
+        };
+        for t in spec.get("tolerations").map(Node::items).unwrap_or_default() {
+            let key = t.get("key").and_then(Node::as_str).unwrap_or_default();
+            if key.is_empty() && t.get("operator").and_then(Node::as_str) == Some("Exists") {
+                let effect = t.get("effect").and_then(Node::as_str);
+                out.push(RawFinding::at(
+                    t,
+                    match effect {
+                        Some(e) => format!("this toleration tolerates every {e} taint, dedicated pools included"),
+                        None => "this toleration tolerates every taint: dedicated pools and NoExecute evictions included".to_string(),
+                    },
+                ));
+            }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! AL014 unprotected-isolation-key.
+use crate::lint::affinity::{required_terms, requirements};
+use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
+use crate::lint::yaml::Node;
+
+pub static META: RuleMeta = RuleMeta {
+    id: "AL014",
+    name: "unprotected-isolation-key",
+    severity: Severity::Info,
+    summary: "a required isolation key outside node-restriction.kubernetes.io/",
+    doc: "## What it does
+Notes required node constraints (`nodeSelector`, required affinity) on isolation-like keys
+(`pool`, `dedicated`, `tenant`...) outside `node-restriction.kubernetes.io/`.
+
+## Why it matters
+A node's own kubelet may set any label outside `[*.]node-restriction.kubernetes.io/`, so a
+compromised node could label itself into the pool and attract the workload. The
+NodeRestriction admission plugin forbids kubelets from setting keys under that prefix.
+
+## Example
+```yaml
+- {key: llm-pool, operator: In, values: [online]}
+```
+
+## Fix
+```yaml
+- {key: ops.example.com.node-restriction.kubernetes.io/llm-pool, operator: In, values: [online]}
+```",
+};
+
+#[derive(Debug)]
+pub struct Al014;
+
+fn isolation_warning(key: &str) -> Option<String> {
+    crate::policy::label_warnings(key)
+        .into_iter()
+        .find(|w| w.contains("workload-isolation"))
+}
+
+impl Rule for Al014 {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, cx: &Context<'_>, out: &mut Vec<RawFinding>) {
+        let Some(spec) = cx.object.pod_spec() else {
+            return;
+        };
+        for (key, _) in spec
+            .get("nodeSelector")
+            .map(Node::entries)
+            .unwrap_or_default()
+        {
+            if let Some(w) = key.as_str().and_then(isolation_warning) {
+                out.push(RawFinding::at(key, w));
+            }
+        }
+        for term in required_terms(spec).map(|(_, t)| t).unwrap_or_default() {
+            for req in requirements(term) {
+                if let Some(w) = isolation_warning(&req.key) {
+                    out.push(RawFinding::at(req.node, w));
+                }
+            }
+        }
+    }
+}
