@@ -1,0 +1,445 @@
+//! Every rule through the installed binary's JSON output: for each, a case that must be
+//! flagged and a close case that must not. Run as `kubectl affinity-lint` through kubectl's
+//! plugin lookup where kubectl is present.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+struct Linter {
+    dir: tempfile::TempDir,
+    kubectl: bool,
+}
+
+impl Linter {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(
+            env!("CARGO_BIN_EXE_kubectl-affinity_lint"),
+            bin.join("kubectl-affinity_lint"),
+        )
+        .unwrap();
+        #[cfg(not(unix))]
+        std::fs::copy(
+            env!("CARGO_BIN_EXE_kubectl-affinity_lint"),
+            bin.join("kubectl-affinity_lint"),
+        )
+        .unwrap();
+        let kubectl = Command::new("kubectl")
+            .args(["version", "--client"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !kubectl {
+            eprintln!("NOTICE: kubectl is not on PATH; running kubectl-affinity_lint directly");
+        }
+        Linter { dir, kubectl }
+    }
+
+    fn write(&self, name: &str, yaml: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, yaml).unwrap();
+        path
+    }
+
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let bin = self.dir.path().join("bin");
+        let mut cmd = if self.kubectl {
+            let mut c = Command::new("kubectl");
+            c.arg("affinity-lint");
+            c
+        } else {
+            Command::new(bin.join("kubectl-affinity_lint"))
+        };
+        let out = cmd
+            .args(args)
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    bin.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .env("NO_COLOR", "1")
+            .current_dir(self.dir.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        )
+    }
+
+    /// Lints YAML and returns (exit code, findings as (rule, line)).
+    fn lint(&self, yaml: &str) -> (i32, Vec<(String, usize)>, Value) {
+        let path = self.write("input.yaml", yaml);
+        let (code, stdout, stderr) = self.run(&[
+            "-f",
+            path.to_str().unwrap(),
+            "-o",
+            "json",
+            "--fail-on",
+            "info",
+        ]);
+        let json: Value =
+            serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout} {stderr}"));
+        let findings = json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["rule"].as_str().unwrap().to_string(),
+                    f["line"].as_u64().unwrap() as usize,
+                )
+            })
+            .collect();
+        (code, findings, json)
+    }
+}
+
+fn rules_of(findings: &[(String, usize)]) -> Vec<&str> {
+    findings.iter().map(|(r, _)| r.as_str()).collect()
+}
+
+fn deployment(pod_spec: &str) -> String {
+    let indented: String = pod_spec.lines().map(|l| format!("      {l}\n")).collect();
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  namespace: ml\nspec:\n  replicas: 2\n  strategy: {{type: Recreate}}\n  selector: {{matchLabels: {{app: d}}}}\n  template:\n    metadata:\n      labels: {{app: d}}\n    spec:\n{indented}"
+    )
+}
+
+const CONTAINER: &str = "containers: [{name: c, image: x}]\n";
+
+fn required(terms: &str) -> String {
+    deployment(&format!(
+        "{CONTAINER}affinity:\n  nodeAffinity:\n    requiredDuringSchedulingIgnoredDuringExecution:\n      nodeSelectorTerms:\n{terms}"
+    ))
+}
+
+#[test]
+fn seed_deployment_is_clean_and_its_split_form_is_al001_at_node_selector_terms() {
+    let l = Linter::new();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let clean = root.join("llm-inference.yaml");
+    let (code, out, _) = l.run(&["-f", clean.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(code, 0, "{out}");
+    let json: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["findings"], serde_json::json!([]));
+    assert_eq!(json["version"], "placekit.dev/affinity-lint/v1");
+
+    let split = root.join("llm-inference-split-terms.yaml");
+    let (code, out, _) = l.run(&["-f", split.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(code, 1);
+    let json: Value = serde_json::from_str(&out).unwrap();
+    let f = &json["findings"][0];
+    assert_eq!(f["rule"], "AL001");
+    assert_eq!(f["severity"], "error");
+    let text = std::fs::read_to_string(&split).unwrap();
+    let expected_line = text
+        .lines()
+        .position(|l| l.trim() == "nodeSelectorTerms:")
+        .unwrap()
+        + 1;
+    assert_eq!(f["line"], expected_line);
+    assert_eq!(f["column"], 13);
+    assert_eq!(
+        f["object"],
+        serde_json::json!({"kind": "Deployment", "namespace": "ml", "name": "llm-inference"})
+    );
+    let fix = f["fix"].as_str().unwrap();
+    assert!(fix.starts_with("nodeSelectorTerms:\n- matchExpressions:\n  - key: ops.example.com.node-restriction.kubernetes.io/llm-pool"), "{fix}");
+    assert_eq!(
+        fix.matches("- key:").count(),
+        3,
+        "the merged term holds all three expressions"
+    );
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("OR (accelerator.example.com/gpu-family In [a100]) OR")
+    );
+}
+
+#[test]
+fn al001_deliberate_or_over_the_same_keys_is_not_flagged() {
+    let l = Linter::new();
+    let or = required(
+        "      - matchExpressions: [{key: family, operator: In, values: [a100]}, {key: mem, operator: In, values: [80gb]}]\n      - matchExpressions: [{key: family, operator: In, values: [h100]}, {key: mem, operator: In, values: [80gb]}]\n",
+    );
+    let (code, f, _) = l.lint(&or);
+    assert_eq!((code, rules_of(&f)), (0, vec![]));
+    let split = required(
+        "      - matchExpressions: [{key: family, operator: In, values: [a100]}]\n      - matchExpressions: [{key: mem, operator: In, values: [80gb]}]\n",
+    );
+    assert_eq!(rules_of(&l.lint(&split).1), vec!["AL001"]);
+}
+
+#[test]
+fn al002_a_term_omitting_a_shared_key() {
+    let l = Linter::new();
+    let bad = required(
+        "      - matchExpressions: [{key: family, operator: In, values: [a100]}, {key: mem, operator: In, values: [80gb]}]\n      - matchExpressions: [{key: family, operator: In, values: [h100]}]\n",
+    );
+    let (_, f, _) = l.lint(&bad);
+    assert_eq!(rules_of(&f), vec!["AL002"]);
+    let good = required(
+        "      - matchExpressions: [{key: family, operator: In, values: [a100, h100]}, {key: mem, operator: In, values: [80gb]}]\n",
+    );
+    assert!(l.lint(&good).1.is_empty());
+}
+
+#[test]
+fn al003_empty_terms() {
+    let l = Linter::new();
+    let (_, f, _) = l.lint(&required("      - matchExpressions: []\n"));
+    assert_eq!(rules_of(&f), vec!["AL003"]);
+    let (_, f, _) = l.lint(&required(
+        "      - matchFields: [{key: metadata.name, operator: In, values: [gpu-1]}]\n",
+    ));
+    assert!(f.is_empty(), "{f:?}");
+}
+
+#[test]
+fn al004_requirements_the_api_server_rejects() {
+    let l = Linter::new();
+    for bad in [
+        "{key: mem, operator: Gt, values: [80gb]}",
+        "{key: pool, operator: In}",
+        "{key: pool, operator: Exists, values: [x]}",
+        "{key: pool, operator: Like, values: [x]}",
+        "{key: 'bad key', operator: In, values: [x]}",
+    ] {
+        let (_, f, _) = l.lint(&required(&format!("      - matchExpressions: [{bad}]\n")));
+        assert!(rules_of(&f).contains(&"AL004"), "{bad}: {f:?}");
+    }
+    let (_, f, _) = l.lint(&required(
+        "      - matchExpressions: [{key: mem, operator: Gt, values: ['79']}]\n",
+    ));
+    assert!(f.is_empty(), "{f:?}");
+    let (_, f, _) = l.lint(&required(
+        "      - matchFields: [{key: metadata.labels, operator: In, values: [x]}]\n",
+    ));
+    assert_eq!(rules_of(&f), vec!["AL004"]);
+}
+
+#[test]
+fn al005_unsatisfiable_terms_and_node_selectors() {
+    let l = Linter::new();
+    let (_, f, _) = l.lint(&required("      - matchExpressions: [{key: family, operator: In, values: [a100]}, {key: family, operator: In, values: [h100]}]\n"));
+    assert_eq!(rules_of(&f), vec!["AL005"]);
+    let (_, f, _) = l.lint(&required("      - matchExpressions: [{key: family, operator: In, values: [a100, h100]}, {key: family, operator: NotIn, values: [h100]}]\n"));
+    assert!(f.is_empty(), "{f:?}");
+    let with_selector = deployment(&format!(
+        "{CONTAINER}nodeSelector: {{family: h100}}\naffinity:\n  nodeAffinity:\n    requiredDuringSchedulingIgnoredDuringExecution:\n      nodeSelectorTerms:\n      - matchExpressions: [{{key: family, operator: In, values: [a100]}}]\n"
+    ));
+    assert_eq!(rules_of(&l.lint(&with_selector).1), vec!["AL005"]);
+    let compatible = with_selector.replace("family: h100", "family: a100");
+    assert!(l.lint(&compatible).1.is_empty());
+}
+
+#[test]
+fn al006_weights() {
+    let l = Linter::new();
+    let pref = |w: &str| {
+        deployment(&format!(
+            "{CONTAINER}affinity:\n  nodeAffinity:\n    preferredDuringSchedulingIgnoredDuringExecution:\n    - weight: {w}\n      preference: {{matchExpressions: [{{key: zone, operator: In, values: [a]}}]}}\n"
+        ))
+    };
+    assert_eq!(rules_of(&l.lint(&pref("0")).1), vec!["AL006"]);
+    assert_eq!(rules_of(&l.lint(&pref("101")).1), vec!["AL006"]);
+    assert!(l.lint(&pref("100")).1.is_empty());
+}
+
+#[test]
+fn al007_extended_resources_need_equal_limits() {
+    let l = Linter::new();
+    let res = |r: &str| {
+        deployment(&format!(
+            "containers:\n- name: c\n  image: x\n  resources: {r}\n"
+        ))
+    };
+    assert_eq!(
+        rules_of(&l.lint(&res("{requests: {nvidia.com/gpu: '1'}}")).1),
+        vec!["AL007"]
+    );
+    assert_eq!(
+        rules_of(
+            &l.lint(&res(
+                "{requests: {nvidia.com/gpu: '2'}, limits: {nvidia.com/gpu: '1'}}"
+            ))
+            .1
+        ),
+        vec!["AL007"]
+    );
+    assert!(
+        l.lint(&res(
+            "{requests: {nvidia.com/gpu: '1', cpu: '2'}, limits: {nvidia.com/gpu: '1'}}"
+        ))
+        .1
+        .is_empty()
+    );
+    assert!(
+        l.lint(&res("{requests: {cpu: '2'}}")).1.is_empty(),
+        "cpu is not an extended resource"
+    );
+}
+
+#[test]
+fn al008_spread_selectors_must_select_the_replicas() {
+    let l = Linter::new();
+    let spread = |sel: &str, when: &str| {
+        deployment(&format!(
+            "{CONTAINER}topologySpreadConstraints:\n- {{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: {when}, labelSelector: {{matchLabels: {{app: {sel}}}}}}}\n"
+        ))
+    };
+    let (_, f, json) = l.lint(&spread("other", "DoNotSchedule"));
+    assert_eq!(rules_of(&f), vec!["AL008"]);
+    assert_eq!(json["findings"][0]["severity"], "error");
+    let (_, _, json) = l.lint(&spread("other", "ScheduleAnyway"));
+    assert_eq!(json["findings"][0]["severity"], "warning");
+    assert!(l.lint(&spread("d", "DoNotSchedule")).1.is_empty());
+    let min_domains = deployment(&format!(
+        "{CONTAINER}topologySpreadConstraints:\n- {{maxSkew: 1, minDomains: 3, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway, labelSelector: {{matchLabels: {{app: d}}}}}}\n"
+    ));
+    assert_eq!(rules_of(&l.lint(&min_domains).1), vec!["AL008"]);
+}
+
+#[test]
+fn al009_preferences_that_can_never_hold() {
+    let l = Linter::new();
+    let doc = |pref: &str| {
+        deployment(&format!(
+            "{CONTAINER}affinity:\n  nodeAffinity:\n    requiredDuringSchedulingIgnoredDuringExecution:\n      nodeSelectorTerms:\n      - matchExpressions: [{{key: family, operator: In, values: [a100]}}]\n    preferredDuringSchedulingIgnoredDuringExecution:\n    - weight: 50\n      preference: {{matchExpressions: [{{key: family, operator: In, values: [{pref}]}}]}}\n"
+        ))
+    };
+    assert_eq!(rules_of(&l.lint(&doc("h100")).1), vec!["AL009"]);
+    assert!(l.lint(&doc("a100")).1.is_empty());
+}
+
+#[test]
+fn al010_gpu_rollouts() {
+    let l = Linter::new();
+    let gpu = "containers:\n- name: c\n  image: x\n  resources: {requests: {nvidia.com/gpu: '1'}, limits: {nvidia.com/gpu: '1'}}\n";
+    let with_strategy = |s: &str| deployment(gpu).replace("strategy: {type: Recreate}", s);
+    let (_, f, json) = l.lint(&with_strategy("strategy: {type: RollingUpdate}"));
+    assert_eq!(rules_of(&f), vec!["AL010"]);
+    assert_eq!(json["findings"][0]["severity"], "warning");
+    let (_, _, json) = l.lint(&with_strategy(
+        "strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 0, maxUnavailable: 0}}",
+    ));
+    assert_eq!(json["findings"][0]["severity"], "error");
+    assert!(
+        l.lint(&with_strategy(
+            "strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}"
+        ))
+        .1
+        .is_empty()
+    );
+    assert!(
+        l.lint(&deployment(CONTAINER).replace(
+            "strategy: {type: Recreate}",
+            "strategy: {type: RollingUpdate}"
+        ))
+        .1
+        .is_empty(),
+        "no GPU"
+    );
+}
+
+#[test]
+fn al011_pdbs_that_block_drains() {
+    let l = Linter::new();
+    let pdb = |min: &str, replicas: u32| {
+        format!(
+            "{}---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: p, namespace: ml}}\nspec:\n  minAvailable: {min}\n  selector: {{matchLabels: {{app: d}}}}\n",
+            deployment(CONTAINER).replace("replicas: 2", &format!("replicas: {replicas}"))
+        )
+    };
+    let (_, f, _) = l.lint(&pdb("1", 1));
+    assert_eq!(rules_of(&f), vec!["AL011"]);
+    assert_eq!(rules_of(&l.lint(&pdb("'100%'", 3)).1), vec!["AL011"]);
+    assert!(l.lint(&pdb("1", 2)).1.is_empty());
+}
+
+#[test]
+fn al012_al013_al014() {
+    let l = Linter::new();
+    let history =
+        deployment(CONTAINER).replace("replicas: 2", "replicas: 2\n  revisionHistoryLimit: 0");
+    assert_eq!(rules_of(&l.lint(&history).1), vec!["AL012"]);
+    assert!(
+        l.lint(&history.replace("revisionHistoryLimit: 0", "revisionHistoryLimit: 3"))
+            .1
+            .is_empty()
+    );
+
+    let tolerate_all = deployment(&format!("{CONTAINER}tolerations: [{{operator: Exists}}]\n"));
+    assert_eq!(rules_of(&l.lint(&tolerate_all).1), vec!["AL013"]);
+    let keyed = deployment(&format!(
+        "{CONTAINER}tolerations: [{{key: dedicated, operator: Exists}}]\n"
+    ));
+    assert!(l.lint(&keyed).1.is_empty());
+
+    let (_, f, json) = l.lint(&required(
+        "      - matchExpressions: [{key: llm-pool, operator: In, values: [online]}]\n",
+    ));
+    assert_eq!(rules_of(&f), vec!["AL014"]);
+    assert_eq!(json["findings"][0]["severity"], "info");
+    assert!(l.lint(&required("      - matchExpressions: [{key: ops.example.com.node-restriction.kubernetes.io/llm-pool, operator: In, values: [online]}]\n")).1.is_empty());
+}
+
+#[test]
+fn suppression_and_configuration() {
+    let l = Linter::new();
+    let tolerate_all = deployment(&format!("{CONTAINER}tolerations: [{{operator: Exists}}]\n"));
+    let annotated = tolerate_all.replace(
+        "  name: d\n",
+        "  name: d\n  annotations: {affinity-lint.placekit.dev/ignore: 'AL013'}\n",
+    );
+    assert!(l.lint(&annotated).1.is_empty());
+    let on_template = tolerate_all.replace("      labels: {app: d}\n", "      labels: {app: d}\n      annotations: {affinity-lint.placekit.dev/ignore: 'al013, AL001'}\n");
+    assert!(l.lint(&on_template).1.is_empty());
+
+    let path = l.write("in.yaml", &tolerate_all);
+    let p = path.to_str().unwrap();
+    assert_eq!(l.run(&["-f", p, "--disable", "AL013"]).0, 0);
+    assert_eq!(
+        l.run(&["-f", p, "--fail-on", "error"]).0,
+        0,
+        "a warning does not fail with --fail-on error"
+    );
+    assert_eq!(l.run(&["-f", p]).0, 1);
+    l.write(".affinity-lint.yaml", "rules:\n  AL013: error\n");
+    let (code, out, _) = l.run(&["-f", p, "-o", "json", "--fail-on", "error"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("\"severity\": \"error\""));
+    let (code, _, err) = l.run(&["-f", p, "--disable", "AL999"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown rule \"AL999\""));
+}
+
+#[test]
+fn rules_subcommand_prints_documentation() {
+    let l = Linter::new();
+    let (code, out, _) = l.run(&["rules"]);
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().count(), 15);
+    let (code, out, _) = l.run(&["rules", "AL001"]);
+    assert_eq!(code, 0);
+    for section in [
+        "## What it does",
+        "## Why it matters",
+        "## Example",
+        "## Fix",
+    ] {
+        assert!(out.contains(section), "{section}");
+    }
+    assert_eq!(l.run(&["rules", "AL999"]).0, 2);
+}
