@@ -21,7 +21,11 @@ fn run_in(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> (i32, String, Stri
         .args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -30,7 +34,11 @@ fn run_in(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> (i32, String, Stri
         child.stdin.take().unwrap().write_all(input).unwrap();
     }
     let out = child.wait_with_output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 fn json(stdout: &str) -> Value {
@@ -38,12 +46,19 @@ fn json(stdout: &str) -> Value {
 }
 
 fn assert_snapshot(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("missing snapshot {}: run with UPDATE_SNAPSHOTS=1", path.display()));
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing snapshot {}: run with UPDATE_SNAPSHOTS=1",
+            path.display()
+        )
+    });
     assert_eq!(actual, expected, "snapshot {name} differs");
 }
 
@@ -60,14 +75,22 @@ fn text_output_of_the_seed_split_terms_is_pinned() {
 
 #[test]
 fn github_annotations_are_pinned() {
-    let (code, out, _) = run_in(&examples(), &["-f", "llm-inference-split-terms.yaml", "-o", "github"], None);
+    let (code, out, _) = run_in(
+        &examples(),
+        &["-f", "llm-inference-split-terms.yaml", "-o", "github"],
+        None,
+    );
     assert_eq!(code, 1);
     assert_snapshot("split-terms.github.txt", &out);
 }
 
 #[test]
 fn sarif_has_rule_metadata_and_physical_locations() {
-    let (code, out, _) = run_in(&examples(), &["-f", "llm-inference-split-terms.yaml", "-o", "sarif"], None);
+    let (code, out, _) = run_in(
+        &examples(),
+        &["-f", "llm-inference-split-terms.yaml", "-o", "sarif"],
+        None,
+    );
     assert_eq!(code, 1);
     let sarif = json(&out);
     assert_eq!(sarif["version"], "2.1.0");
@@ -75,13 +98,21 @@ fn sarif_has_rule_metadata_and_physical_locations() {
     assert_eq!(run["tool"]["driver"]["name"], "affinity-lint");
     let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
     assert_eq!(rules.len(), 14);
-    assert!(rules[0]["help"]["markdown"].as_str().unwrap().contains("## Fix"));
+    assert!(
+        rules[0]["help"]["markdown"]
+            .as_str()
+            .unwrap()
+            .contains("## Fix")
+    );
     let result = &run["results"][0];
     assert_eq!(result["ruleId"], "AL001");
     assert_eq!(result["ruleIndex"], 0);
     assert_eq!(result["level"], "error");
     let location = &result["locations"][0]["physicalLocation"];
-    assert_eq!(location["artifactLocation"]["uri"], "llm-inference-split-terms.yaml");
+    assert_eq!(
+        location["artifactLocation"]["uri"],
+        "llm-inference-split-terms.yaml"
+    );
     assert!(location["region"]["startLine"].as_u64().unwrap() > 1);
     assert_eq!(location["region"]["startColumn"], 13);
 }
@@ -90,27 +121,49 @@ fn sarif_has_rule_metadata_and_physical_locations() {
 fn sarif_validates_against_the_official_schema_where_it_can_be_had() {
     // The schema ships in the npm package @microsoft/sarif-multitool-linux; CI fetches it
     // into target/sarif-schema/ when npm is available (see .ci/run). Without it, skip.
-    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/sarif-schema/sarif-2.1.0.json");
+    let schema_path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/sarif-schema/sarif-2.1.0.json");
     let Ok(text) = std::fs::read_to_string(&schema_path) else {
-        eprintln!("NOTICE: {} not found; skipping SARIF schema validation (the structural test above still runs)", schema_path.display());
+        eprintln!(
+            "NOTICE: {} not found; skipping SARIF schema validation (the structural test above still runs)",
+            schema_path.display()
+        );
         return;
     };
     let schema: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(schema["title"].as_str().map(|t| t.contains("SARIF")), Some(true));
-    let (_, out, _) = run_in(&examples(), &["-f", "llm-inference-split-terms.yaml", "-o", "sarif"], None);
+    assert_eq!(
+        schema["title"].as_str().map(|t| t.contains("SARIF")),
+        Some(true)
+    );
+    let (_, out, _) = run_in(
+        &examples(),
+        &["-f", "llm-inference-split-terms.yaml", "-o", "sarif"],
+        None,
+    );
     let sarif = json(&out);
     // Required properties of the top-level object, a run, a tool driver and a result.
-    for (object, definition) in [(&sarif, None), (&sarif["runs"][0], Some("run")), (&sarif["runs"][0]["tool"]["driver"], Some("toolComponent")), (&sarif["runs"][0]["results"][0], Some("result"))] {
+    for (object, definition) in [
+        (&sarif, None),
+        (&sarif["runs"][0], Some("run")),
+        (&sarif["runs"][0]["tool"]["driver"], Some("toolComponent")),
+        (&sarif["runs"][0]["results"][0], Some("result")),
+    ] {
         let def = match definition {
             Some(d) => &schema["definitions"][d],
             None => &schema,
         };
         for required in def["required"].as_array().into_iter().flatten() {
             let key = required.as_str().unwrap();
-            assert!(object.get(key).is_some(), "{definition:?} lacks required {key}");
+            assert!(
+                object.get(key).is_some(),
+                "{definition:?} lacks required {key}"
+            );
         }
         for key in object.as_object().unwrap().keys() {
-            assert!(def["properties"].get(key).is_some(), "{definition:?} has unknown property {key}");
+            assert!(
+                def["properties"].get(key).is_some(),
+                "{definition:?} has unknown property {key}"
+            );
         }
     }
 }
@@ -121,13 +174,24 @@ fn inputs_directories_stdin_json_lists_helm_and_custom_resources() {
     let nested = dir.path().join("a/b");
     std::fs::create_dir_all(&nested).unwrap();
     let tolerate_all = "  template:\n    metadata: {labels: {app: x}}\n    spec:\n      containers: [{name: c, image: x}]\n      tolerations: [{operator: Exists}]\n";
-    std::fs::write(dir.path().join("top.yaml"), format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: top}}\nspec:\n{tolerate_all}")).unwrap();
+    std::fs::write(
+        dir.path().join("top.yaml"),
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: top}}\nspec:\n{tolerate_all}"
+        ),
+    )
+    .unwrap();
     std::fs::write(nested.join("deep.yml"), format!("# Source: chart/templates/rollout.yaml\napiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {{name: deep}}\nspec:\n{tolerate_all}")).unwrap();
     std::fs::write(nested.join("notes.txt"), "not yaml: [").unwrap();
     std::fs::write(nested.join("list.json"), r#"{"kind": "List", "items": [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [], "tolerations": [{"operator": "Exists"}]}}]}"#).unwrap();
 
     let (_, out, _) = run_in(dir.path(), &["-f", ".", "-o", "json"], None);
-    let names: Vec<String> = json(&out)["findings"].as_array().unwrap().iter().map(|f| f["object"]["name"].as_str().unwrap().to_string()).collect();
+    let names: Vec<String> = json(&out)["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["object"]["name"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(names, vec!["top"], "without -R only the top directory");
 
     let (code, out, _) = run_in(dir.path(), &["-f", ".", "-R", "-o", "json"], None);
@@ -135,7 +199,10 @@ fn inputs_directories_stdin_json_lists_helm_and_custom_resources() {
     let report = json(&out);
     let findings = report["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 3, "{out}");
-    let rollout = findings.iter().find(|f| f["object"]["kind"] == "Rollout").unwrap();
+    let rollout = findings
+        .iter()
+        .find(|f| f["object"]["kind"] == "Rollout")
+        .unwrap();
     assert_eq!(rollout["helmTemplate"], "chart/templates/rollout.yaml");
     assert!(findings.iter().any(|f| f["object"]["kind"] == "Pod"));
     assert_eq!(report["summary"]["files"], 3);
@@ -159,18 +226,30 @@ fn a_malformed_document_is_reported_and_the_others_are_still_linted() {
     assert_eq!(error["file"], "mixed.yaml");
     assert_eq!(error["line"], 10, "{error}");
     let (_, text_out, _) = run_in(dir.path(), &["-f", "mixed.yaml"], None);
-    assert!(text_out.starts_with("input error: mixed.yaml:10:"), "{text_out}");
+    assert!(
+        text_out.starts_with("input error: mixed.yaml:10:"),
+        "{text_out}"
+    );
 }
 
 #[test]
 fn bad_input_is_a_clear_error_with_exit_2_and_no_panic() {
     let dir = tempfile::tempdir().unwrap();
-    let mut bomb = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\ndata:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n");
-    for (prev, name) in ["a", "b", "c", "d", "e", "f", "g", "h"].iter().zip(["b", "c", "d", "e", "f", "g", "h", "i"]) {
+    let mut bomb = String::from(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\ndata:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n",
+    );
+    for (prev, name) in ["a", "b", "c", "d", "e", "f", "g", "h"]
+        .iter()
+        .zip(["b", "c", "d", "e", "f", "g", "h", "i"])
+    {
         bomb.push_str(&format!("  {name}: &{name} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"));
     }
     std::fs::write(dir.path().join("bomb.yaml"), bomb).unwrap();
-    std::fs::write(dir.path().join("binary.yaml"), [0x7f, b'E', b'L', b'F', 0, 1, 2]).unwrap();
+    std::fs::write(
+        dir.path().join("binary.yaml"),
+        [0x7f, b'E', b'L', b'F', 0, 1, 2],
+    )
+    .unwrap();
     std::fs::write(dir.path().join("garbage.yaml"), "{{{{ ]]] : : :\n\t\u{1}").unwrap();
     let cases = [
         ("bomb.yaml", "alias bomb"),
@@ -202,7 +281,13 @@ fn a_directory_of_ten_thousand_files() {
     let many = dir.path().join("many");
     std::fs::create_dir(&many).unwrap();
     for i in 0..10_000 {
-        std::fs::write(many.join(format!("p{i:05}.yaml")), format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p{i}}}\nspec: {{containers: []}}\n")).unwrap();
+        std::fs::write(
+            many.join(format!("p{i:05}.yaml")),
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: p{i}}}\nspec: {{containers: []}}\n"
+            ),
+        )
+        .unwrap();
     }
     std::fs::write(many.join("p00042.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec: {containers: [], tolerations: [{operator: Exists}]}\n").unwrap();
     let (code, out, _) = run_in(dir.path(), &["-f", "many", "-o", "json"], None);
@@ -223,5 +308,9 @@ fn a_closed_stdout_exits_quietly() {
         .unwrap();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr).is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

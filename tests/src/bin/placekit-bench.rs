@@ -32,6 +32,13 @@ enum Bench {
         #[arg(long)]
         plugin: Option<PathBuf>,
     },
+    /// `kubectl affinity-lint` on N Deployment documents vs plain serde deserialization.
+    Lint {
+        #[arg(long, default_value_t = 10_000)]
+        documents: usize,
+        #[arg(long)]
+        plugin: Option<PathBuf>,
+    },
     /// `kubectl gpu-taint status` on a generated cluster: wall time, peak memory, requests.
     GpuStatus {
         #[arg(long, default_value_t = 5000)]
@@ -101,6 +108,23 @@ fn measure(server: &TestServer, mut cmd: Command) -> Measured {
         total_requests: total,
         ok: output.status.success(),
     }
+}
+
+/// N Deployments like the seed's; every 10th has its required terms split (AL001).
+fn lint_corpus(documents: usize) -> String {
+    let mut out = String::with_capacity(documents * 1400);
+    for i in 0..documents {
+        let terms = if i % 10 == 0 {
+            "            - matchExpressions:\n              - {key: ops.example.com.node-restriction.kubernetes.io/llm-pool, operator: In, values: [online]}\n            - matchExpressions:\n              - {key: accelerator.example.com/gpu-family, operator: In, values: [a100]}\n"
+        } else {
+            "            - matchExpressions:\n              - {key: ops.example.com.node-restriction.kubernetes.io/llm-pool, operator: In, values: [online]}\n              - {key: accelerator.example.com/gpu-family, operator: In, values: [a100]}\n"
+        };
+        out.push_str(&format!(
+            "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: llm-{i}\n  namespace: ml-{}\n  labels: {{app: llm-{i}, team: ml}}\nspec:\n  replicas: 2\n  strategy:\n    type: RollingUpdate\n    rollingUpdate: {{maxUnavailable: 1, maxSurge: 0}}\n  selector:\n    matchLabels: {{app: llm-{i}}}\n  template:\n    metadata:\n      labels: {{app: llm-{i}}}\n    spec:\n      tolerations:\n      - {{key: dedicated, operator: Equal, value: llm-online, effect: NoSchedule}}\n      affinity:\n        nodeAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n            nodeSelectorTerms:\n{terms}          preferredDuringSchedulingIgnoredDuringExecution:\n          - weight: 80\n            preference:\n              matchExpressions:\n              - {{key: topology.kubernetes.io/zone, operator: In, values: [zone-a]}}\n      topologySpreadConstraints:\n      - maxSkew: 1\n        topologyKey: kubernetes.io/hostname\n        whenUnsatisfiable: DoNotSchedule\n        labelSelector:\n          matchLabels: {{app: llm-{i}}}\n      containers:\n      - name: server\n        image: registry.example.com/llm:{i}\n        args: [\"--model\", \"/models/llm-{i}\"]\n        ports:\n        - {{name: http, containerPort: 8000}}\n        resources:\n          requests: {{cpu: \"4\", memory: 32Gi, nvidia.com/gpu: \"1\"}}\n          limits: {{cpu: \"8\", memory: 48Gi, nvidia.com/gpu: \"1\"}}\n        readinessProbe:\n          httpGet: {{path: /health, port: http}}\n          periodSeconds: 10\n",
+            i % 8
+        ));
+    }
+    out
 }
 
 fn sibling(name: &str) -> PathBuf {
@@ -195,6 +219,54 @@ async fn main() -> ExitCode {
                 println!("speed-up: {:.1}x", t.seconds / ours.seconds);
             }
             if ours.ok && theirs.as_ref().is_none_or(|t| t.ok) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Bench::Lint { documents, plugin } => {
+            let plugin = plugin.unwrap_or_else(|| sibling("kubectl-affinity_lint"));
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("deployments.yaml");
+            let text = lint_corpus(documents);
+            std::fs::write(&path, &text).expect("corpus written");
+            println!(
+                "{documents} Deployment documents, {:.1} MB, one file ({} split into OR-ed terms)",
+                text.len() as f64 / 1e6,
+                documents / 10
+            );
+            let started = Instant::now();
+            let mut parsed = 0usize;
+            for doc in serde_yaml::Deserializer::from_str(&text) {
+                let value: serde_json::Value =
+                    serde::Deserialize::deserialize(doc).expect("valid YAML");
+                parsed += usize::from(value.is_object());
+            }
+            let serde_secs = started.elapsed().as_secs_f64();
+            let started = Instant::now();
+            let output = Command::new(&plugin)
+                .args(["-f", path.to_str().expect("utf-8 path"), "-o", "json"])
+                .output()
+                .expect("affinity-lint runs");
+            let lint_secs = started.elapsed().as_secs_f64();
+            let report: serde_json::Value =
+                serde_json::from_slice(&output.stdout).expect("JSON report");
+            let al001 = report["findings"]
+                .as_array()
+                .map(|f| f.iter().filter(|f| f["rule"] == "AL001").count())
+                .unwrap_or(0);
+            println!(
+                "plain serde_yaml deserialization (in process): {serde_secs:.3} s ({parsed} documents)"
+            );
+            println!(
+                "kubectl affinity-lint -f ... -o json:          {lint_secs:.3} s, {:.0} documents/s (target < 1 s, <= 2x serde)",
+                documents as f64 / lint_secs
+            );
+            println!(
+                "ratio lint/serde: {:.2}x; AL001 findings: {al001}",
+                lint_secs / serde_secs
+            );
+            if al001 == documents / 10 {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
