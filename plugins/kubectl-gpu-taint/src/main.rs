@@ -134,6 +134,7 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    placekit::ui::exit_quietly_on_broken_pipe();
     let cli = Cli::parse();
     let ui = Ui::new(&cli.display);
     match run(cli, &ui).await {

@@ -385,3 +385,24 @@ async fn status_on_a_generated_cluster_uses_a_few_list_calls() {
     assert_eq!(h.server().count("list", "nodes"), 1);
     assert_eq!(h.server().count("list", "pods"), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_stdout_exits_quietly() {
+    let Some(h) = Harness::start("gpu-taint", binary(), FIXTURE).await else {
+        return;
+    };
+    let mut child = std::process::Command::new(binary())
+        .args(["status"])
+        .env("KUBECONFIG", &h.kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}

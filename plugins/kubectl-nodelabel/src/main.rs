@@ -186,6 +186,7 @@ enum NamingArg {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    placekit::ui::exit_quietly_on_broken_pipe();
     let cli = Cli::parse();
     let ui = Ui::new(&cli.display);
     match run(cli, &ui).await {
