@@ -228,6 +228,26 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// Makes a closed stdout (`kubectl nodelabel history | head -1`) end the program quietly
+/// instead of with a "failed printing to stdout" panic: Rust ignores SIGPIPE, so `println!`
+/// panics on a broken pipe; this hook turns exactly that panic into a silent exit 0 (the
+/// reader went away; nothing is left half-done by output).
+pub fn exit_quietly_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.contains("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,24 +278,4 @@ mod tests {
         let coloured = Ui { color: true, ..ui };
         assert_eq!(coloured.paint("x", Color::Red), "\x1b[31mx\x1b[0m");
     }
-}
-
-/// Makes a closed stdout (`kubectl nodelabel history | head -1`) end the program quietly
-/// instead of with a "failed printing to stdout" panic: Rust ignores SIGPIPE, so `println!`
-/// panics on a broken pipe; this hook turns exactly that panic into a silent exit 0 (the
-/// reader went away; nothing is left half-done by output).
-pub fn exit_quietly_on_broken_pipe() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or_default();
-        if message.contains("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(0);
-        }
-        default(info);
-    }));
 }
