@@ -17,6 +17,7 @@
 pub mod control;
 pub mod fixtures;
 pub mod harness;
+pub mod packaging;
 pub mod patch;
 pub mod protobuf;
 pub mod resources;

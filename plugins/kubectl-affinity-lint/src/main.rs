@@ -87,6 +87,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Print a shell completion script (bash, zsh, fish, powershell).
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// List the rules, or show one rule's documentation.
     Rules {
         /// A rule id, e.g. AL001.
@@ -96,8 +101,19 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(Command::Rules { rule }) = &cli.command {
-        return rules(rule.as_deref());
+    match &cli.command {
+        Some(Command::Rules { rule }) => return rules(rule.as_deref()),
+        Some(Command::Completion { shell }) => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(
+                *shell,
+                &mut command,
+                "kubectl-affinity_lint",
+                &mut std::io::stdout(),
+            );
+            return ExitCode::SUCCESS;
+        }
+        None => {}
     }
     if cli.files.is_empty() {
         eprintln!("error: no input: give -f PATH (a file, a directory with -R, or - for stdin)");

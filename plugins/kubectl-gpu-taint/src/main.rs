@@ -122,6 +122,11 @@ enum Command {
         #[arg(long, default_value = DEFAULT_RESOURCE)]
         resource: String,
     },
+    /// Print a shell completion script (bash, zsh, fish, powershell).
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// List snapshots.
     History,
     /// Print one snapshot.
@@ -268,6 +273,16 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, WorkflowError> {
             let targets = targets(&selection, true)?;
             let conn = cli.connection.connect().await?;
             status(&conn, ui, &targets, &resource).await
+        }
+        Command::Completion { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(
+                shell,
+                &mut command,
+                "kubectl-gpu_taint",
+                &mut std::io::stdout(),
+            );
+            Ok(exit::SUCCESS)
         }
         Command::History => {
             workflow::print_history(ui, &workflow::history(TOOL)?);

@@ -118,6 +118,11 @@ enum Command {
         #[command(flatten)]
         mutation: MutationArgs,
     },
+    /// Print a shell completion script (bash, zsh, fish, powershell).
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// List snapshots: time, context, command, nodes, outcome, whether rolled back.
     History,
     /// Print one snapshot.
@@ -295,6 +300,16 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, WorkflowError> {
                 workflow::rollback(&conn, ui, &snap, force, ctx("rollback", &mutation, vec![]))
                     .await?;
             Ok(workflow::print_report(ui, &report))
+        }
+        Command::Completion { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(
+                shell,
+                &mut command,
+                "kubectl-nodelabel",
+                &mut std::io::stdout(),
+            );
+            Ok(exit::SUCCESS)
         }
         Command::History => {
             workflow::print_history(ui, &workflow::history(TOOL)?);
