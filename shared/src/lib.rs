@@ -16,6 +16,7 @@
 //! - [`policy`]: warnings about risky node label keys;
 //! - [`gpu`]: GPU inventory (quantities, the scheduler's pod requests) and taint preflight;
 //! - [`lint`]: the affinity linter (positions, workload model, rules, outputs);
+//! - [`live`]: scheduler filters, drift and candidates against live nodes;
 //! - [`nfd`]: node features in node-feature-discovery's format, for `nodelabel import`;
 //! - [`ui`]: output formats, colour, confirmation and progress shared by the plugins;
 //! - [`workflow`]: the read-plan-confirm-snapshot-write-report path, rollback and history;
@@ -27,6 +28,7 @@ pub mod executor;
 pub mod exit;
 pub mod gpu;
 pub mod lint;
+pub mod live;
 pub mod nfd;
 pub mod plan;
 pub mod policy;

@@ -2,16 +2,20 @@
 //! `nodeSelectorTerms` split into OR-ed terms — with positions, fixes and CI outputs.
 //! Needs no cluster. A thin layer over the `placekit` core library.
 
+mod live;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use placekit::connect::ConnectionArgs;
 use placekit::exit;
 use placekit::lint::engine::{Config, lint_paths};
 use placekit::lint::output;
 use placekit::lint::rule::Severity;
 use placekit::lint::rules::{RULES, find};
-use placekit::ui::{ColorChoice, DisplayArgs, Ui};
+use placekit::ui::{ColorChoice, DisplayArgs, OutputFormat, Ui};
+use placekit::workflow::WorkflowError;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -26,6 +30,17 @@ Examples:
 
   # What a rule checks, why, an example and the fix
   kubectl affinity-lint rules AL001
+
+  # The same manifests against the live nodes (AL101-AL105: no candidate, typo'd keys,
+  # tainted candidates, not enough free GPUs, impossible hostname spread)
+  kubectl affinity-lint -f deploy.yaml --cluster
+
+  # Running pods whose node no longer satisfies their affinity (the seed's drift script,
+  # in a constant number of paged list calls)
+  kubectl affinity-lint drift -A -l app=llm-inference
+
+  # Why is this pod Pending? Every node through the scheduler's filters, with a verdict
+  kubectl affinity-lint why-pending llm-inference-0 -n ml -o json
 
 Suppress a rule on one object with the annotation
   affinity-lint.placekit.dev/ignore: \"AL013,AL014\"
@@ -81,6 +96,12 @@ struct Cli {
     /// When to use colour.
     #[arg(long, value_enum, default_value = "auto")]
     color: ColorChoice,
+    /// Also check the manifests against the live cluster's nodes (rules AL101-AL105). (The
+    /// kubeconfig cluster is chosen with --kube-cluster in this plugin.)
+    #[arg(long = "cluster", id = "check_cluster")]
+    cluster: bool,
+    #[command(flatten)]
+    connection: ConnectionArgs,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -92,6 +113,23 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Running pods whose node no longer satisfies their nodeSelector or required affinity.
+    Drift {
+        /// All namespaces (default unless -n is given).
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+        /// Only pods matching this label selector.
+        #[arg(short = 'l', long)]
+        selector: Option<String>,
+        #[arg(short = 'o', long, value_enum, default_value = "text")]
+        output: OutputFormat,
+    },
+    /// Explain why a pod is Pending: evidence and every node through the scheduler's filters.
+    WhyPending {
+        pod: String,
+        #[arg(short = 'o', long, value_enum, default_value = "text")]
+        output: OutputFormat,
+    },
     /// List the rules, or show one rule's documentation.
     Rules {
         /// A rule id, e.g. AL001.
@@ -100,18 +138,53 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    placekit::ui::exit_quietly_on_broken_pipe();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     match &cli.command {
         Some(Command::Rules { rule }) => return rules(rule.as_deref()),
         Some(Command::Completion { shell }) => {
-            let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(
                 *shell,
-                &mut command,
+                &mut command(),
                 "kubectl-affinity_lint",
                 &mut std::io::stdout(),
             );
             return ExitCode::SUCCESS;
+        }
+        Some(Command::Drift {
+            all_namespaces,
+            selector,
+            output,
+        }) => {
+            let ui = Ui::new(&DisplayArgs {
+                output: *output,
+                color: cli.color,
+                ..DisplayArgs::default()
+            });
+            let namespace = if *all_namespaces {
+                None
+            } else {
+                cli.connection.namespace.clone()
+            };
+            let selector = selector.clone();
+            return block_on(async {
+                let conn = cli.connection.connect().await?;
+                live::drift(&conn, &ui, namespace.as_deref(), selector.as_deref()).await
+            });
+        }
+        Some(Command::WhyPending { pod, output }) => {
+            let ui = Ui::new(&DisplayArgs {
+                output: *output,
+                color: cli.color,
+                ..DisplayArgs::default()
+            });
+            return block_on(async {
+                let conn = cli.connection.connect().await?;
+                live::why_pending(&conn, &ui, &conn.namespace, pod).await
+            });
         }
         None => {}
     }
@@ -130,11 +203,27 @@ fn main() -> ExitCode {
         color: cli.color,
         ..DisplayArgs::default()
     });
+    let nodes = if cli.cluster {
+        let state = block_on_value(async {
+            let conn = cli.connection.connect().await?;
+            live::cluster_state(&conn).await.map(|(nodes, _)| nodes)
+        });
+        match state {
+            Ok(nodes) => Some(nodes),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(e.exit_code());
+            }
+        }
+    } else {
+        None
+    };
     let outcome = lint_paths(
         &cli.files,
         cli.recursive,
         &config,
         cli.output == Format::Text,
+        nodes.as_deref(),
     );
     let rendered = match cli.output {
         Format::Text => output::text_report(&outcome, &ui),
@@ -154,6 +243,34 @@ fn main() -> ExitCode {
         ExitCode::from(exit::PROBLEMS)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// The command line: `--cluster` is the live check here (SPEC §6), so kubectl's
+/// `--cluster NAME` becomes `--kube-cluster NAME` in this plugin.
+fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command().mut_arg("cluster", |a| a.long("kube-cluster"))
+}
+
+/// Runs async cluster work on a runtime built only when a command needs the cluster, so
+/// offline linting and `--help` start without one.
+fn block_on_value<T>(
+    work: impl Future<Output = Result<T, WorkflowError>>,
+) -> Result<T, WorkflowError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| WorkflowError::Cluster(format!("cannot start the async runtime: {e}")))?
+        .block_on(work)
+}
+
+fn block_on(work: impl Future<Output = Result<u8, WorkflowError>>) -> ExitCode {
+    match block_on_value(work) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
     }
 }
 
@@ -198,6 +315,17 @@ fn rules(id: Option<&str>) -> ExitCode {
                     ]
                 })
                 .collect();
+            let mut rows = rows;
+            rows.extend(placekit::lint::cluster::CLUSTER_RULES.iter().map(
+                |(id, severity, summary)| {
+                    vec![
+                        id.to_string(),
+                        severity.as_str().to_string(),
+                        "(--cluster)".to_string(),
+                        summary.to_string(),
+                    ]
+                },
+            ));
             print!(
                 "{}",
                 placekit::ui::table(&["ID", "SEVERITY", "NAME", "FINDS"], &rows)
@@ -208,6 +336,16 @@ fn rules(id: Option<&str>) -> ExitCode {
             Some(rule) => {
                 let m = rule.meta();
                 println!("{} {} ({})\n\n{}", m.id, m.name, m.severity.as_str(), m.doc);
+                ExitCode::SUCCESS
+            }
+            None if let Some((id, severity, summary)) = placekit::lint::cluster::CLUSTER_RULES
+                .iter()
+                .find(|(r, _, _)| r.eq_ignore_ascii_case(id)) =>
+            {
+                println!(
+                    "{id} ({}, with --cluster)\n\n{summary}. Checked against the live nodes read by two paged lists (nodes, active pods).",
+                    severity.as_str()
+                );
                 ExitCode::SUCCESS
             }
             None => {

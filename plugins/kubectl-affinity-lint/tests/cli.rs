@@ -314,3 +314,12 @@ fn a_closed_stdout_exits_quietly() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn completions_are_generated_for_every_shell() {
+    for shell in ["bash", "zsh", "fish", "powershell"] {
+        let (code, out, err) = run_in(&examples(), &["completion", shell], None);
+        assert_eq!(code, 0, "{shell}: {err}");
+        assert!(out.contains("kubectl-affinity_lint"), "{shell}");
+    }
+}

@@ -430,7 +430,7 @@ fn rules_subcommand_prints_documentation() {
     let l = Linter::new();
     let (code, out, _) = l.run(&["rules"]);
     assert_eq!(code, 0);
-    assert_eq!(out.lines().count(), 15);
+    assert_eq!(out.lines().count(), 20);
     let (code, out, _) = l.run(&["rules", "AL001"]);
     assert_eq!(code, 0);
     for section in [

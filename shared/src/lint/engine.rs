@@ -162,8 +162,13 @@ pub struct Outcome {
     pub sources: BTreeMap<String, String>,
 }
 
-/// Lints already-read sources.
-pub fn lint_sources(sources: Vec<SourceFile>, config: &Config, keep_text: bool) -> Outcome {
+/// Lints already-read sources; with `cluster` nodes, the `--cluster` rules run too.
+pub fn lint_sources(
+    sources: Vec<SourceFile>,
+    config: &Config,
+    keep_text: bool,
+    cluster: Option<&[crate::live::NodeInfo]>,
+) -> Outcome {
     let mut outcome = Outcome {
         files: sources.len(),
         ..Outcome::default()
@@ -224,6 +229,13 @@ pub fn lint_sources(sources: Vec<SourceFile>, config: &Config, keep_text: bool) 
             }
         }
     }
+    if let Some(nodes) = cluster {
+        outcome
+            .findings
+            .extend(super::cluster::check(&objects, nodes, |id, default| {
+                config.severity(id, default)
+            }));
+    }
     outcome.findings.sort_by(|a, b| {
         (&a.file, a.line, a.column, &a.rule).cmp(&(&b.file, b.line, b.column, &b.rule))
     });
@@ -236,6 +248,7 @@ pub fn lint_paths(
     recursive: bool,
     config: &Config,
     keep_text: bool,
+    cluster: Option<&[crate::live::NodeInfo]>,
 ) -> Outcome {
     let (paths, mut errors) = source::collect_paths(inputs, recursive);
     let mut sources = Vec::with_capacity(paths.len());
@@ -245,7 +258,7 @@ pub fn lint_paths(
             Err(e) => errors.push(e),
         }
     }
-    let mut outcome = lint_sources(sources, config, keep_text);
+    let mut outcome = lint_sources(sources, config, keep_text, cluster);
     outcome.files = paths.len();
     errors.append(&mut outcome.errors);
     outcome.errors = errors;

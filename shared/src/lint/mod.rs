@@ -2,6 +2,7 @@
 //! (`rules/`, one rule per file with its documentation), configuration and output formats.
 
 pub mod affinity;
+pub mod cluster;
 pub mod engine;
 pub mod output;
 pub mod rule;

@@ -294,6 +294,53 @@ pub fn parse_document(text: &str, line_offset: usize) -> Result<Option<Node>, Ya
     Ok(root)
 }
 
+/// Fields that Kubernetes types as integers; every other scalar is read as a string (or a
+/// boolean/null), so `values: [80]` still deserialises into `Vec<String>`.
+const INTEGER_FIELDS: &[&str] = &[
+    "weight",
+    "tolerationSeconds",
+    "maxSkew",
+    "minDomains",
+    "replicas",
+];
+
+impl Node {
+    /// This node as JSON for deserialising Kubernetes types.
+    pub fn to_json(&self) -> serde_json::Value {
+        self.to_json_in(None)
+    }
+
+    fn to_json_in(&self, key: Option<&str>) -> serde_json::Value {
+        use serde_json::Value;
+        match &self.kind {
+            NodeKind::Scalar { text, plain } => {
+                if *plain && is_null(text) {
+                    Value::Null
+                } else if let (true, Some(k)) = (*plain, key)
+                    && INTEGER_FIELDS.contains(&k)
+                    && let Ok(n) = text.parse::<i64>()
+                {
+                    Value::from(n)
+                } else if *plain && let Some(b) = self.as_bool() {
+                    Value::Bool(b)
+                } else {
+                    Value::String(text.clone())
+                }
+            }
+            NodeKind::Seq(items) => Value::Array(items.iter().map(|i| i.to_json_in(key)).collect()),
+            NodeKind::Map(entries) => Value::Object(
+                entries
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        let k = k.scalar_text()?;
+                        Some((k.to_string(), v.to_json_in(Some(k))))
+                    })
+                    .collect(),
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,288 @@
+//! The live half of affinity-lint: reading nodes, pods and events (paged lists only), and
+//! the `drift` and `why-pending` reports.
+
+use std::collections::BTreeMap;
+
+use placekit::connect::Connection;
+use placekit::exit;
+use placekit::live::{self, Drift, FilterFailure, NodeInfo, NodeObject, PodObject};
+use placekit::ui::Ui;
+use placekit::workflow::{self, WorkflowError};
+use serde_json::{Value, json};
+
+/// Page size for node and pod lists.
+const PAGE: u32 = 5_000;
+/// Page size of drift's pod list: one request for up to 20,000 running pods, so the
+/// request count does not grow with the pods of a typical namespace or cluster.
+const DRIFT_PAGE: u32 = 20_000;
+
+/// Nodes and active pods, from two paged lists; returns the node infos and the pods.
+pub async fn cluster_state(
+    conn: &Connection,
+) -> Result<(Vec<NodeInfo>, Vec<PodObject>), WorkflowError> {
+    let mut nodes: Vec<NodeObject> = Vec::new();
+    workflow::for_each_page(&conn.client, "/api/v1/nodes", None, None, PAGE, |p| {
+        nodes.extend(p)
+    })
+    .await?;
+    let mut pods: Vec<PodObject> = Vec::new();
+    workflow::for_each_page(
+        &conn.client,
+        "/api/v1/pods",
+        Some("status.phase!=Succeeded,status.phase!=Failed"),
+        None,
+        PAGE,
+        |p| pods.extend(p),
+    )
+    .await?;
+    Ok((live::node_infos(&nodes, &pods), pods))
+}
+
+/// `drift`: running pods whose node no longer satisfies their constraints.
+pub async fn drift(
+    conn: &Connection,
+    ui: &Ui,
+    namespace: Option<&str>,
+    selector: Option<&str>,
+) -> Result<u8, WorkflowError> {
+    let mut nodes: Vec<NodeObject> = Vec::new();
+    workflow::for_each_page(&conn.client, "/api/v1/nodes", None, None, PAGE, |p| {
+        nodes.extend(p)
+    })
+    .await?;
+    let infos = live::node_infos(&nodes, &[]);
+    let by_name: BTreeMap<&str, &NodeInfo> = infos.iter().map(|n| (n.name.as_str(), n)).collect();
+    let collection = match namespace {
+        Some(ns) => format!("/api/v1/namespaces/{ns}/pods"),
+        None => "/api/v1/pods".to_string(),
+    };
+    let mut drifted: Vec<Drift> = Vec::new();
+    let mut checked = 0usize;
+    let requests = workflow::for_each_page(
+        &conn.client,
+        &collection,
+        Some("status.phase=Running"),
+        selector,
+        DRIFT_PAGE,
+        |page: Vec<PodObject>| {
+            for pod in page {
+                let Some(node) = pod.spec.node_name.as_deref().and_then(|n| by_name.get(n)) else {
+                    continue;
+                };
+                checked += 1;
+                if let Some(d) = live::drift(&pod, node) {
+                    drifted.push(d);
+                }
+            }
+        },
+    )
+    .await?;
+    if ui.output.is_structured() {
+        ui.print_structured(&json!({
+            "apiVersion": workflow::REPORT_API_VERSION,
+            "kind": "DriftReport",
+            "podsChecked": checked,
+            "listRequests": requests + 1,
+            "items": drifted,
+        }));
+    } else if drifted.is_empty() {
+        println!("no drift: {checked} running pod(s) still satisfy their nodes' labels");
+    } else {
+        let rows: Vec<Vec<String>> = drifted
+            .iter()
+            .map(|d| {
+                vec![
+                    d.namespace.clone(),
+                    d.pod.clone(),
+                    d.node.clone(),
+                    d.reason.clone(),
+                ]
+            })
+            .collect();
+        print!(
+            "{}",
+            placekit::ui::table(&["NAMESPACE", "POD", "NODE", "NO LONGER HOLDS"], &rows)
+        );
+        println!(
+            "{} of {checked} running pod(s) drifted: they keep running (IgnoredDuringExecution), new replicas would not land there",
+            drifted.len()
+        );
+    }
+    Ok(if drifted.is_empty() {
+        exit::SUCCESS
+    } else {
+        exit::PROBLEMS
+    })
+}
+
+/// `why-pending`: the seed's evidence, and every node through the scheduler's filters.
+pub async fn why_pending(
+    conn: &Connection,
+    ui: &Ui,
+    namespace: &str,
+    name: &str,
+) -> Result<u8, WorkflowError> {
+    let path = format!("/api/v1/namespaces/{namespace}/pods/{name}");
+    let request = http::Request::get(&path)
+        .body(Vec::new())
+        .map_err(|e| WorkflowError::Input(e.to_string()))?;
+    let raw: Value = match conn.client.request(request).await {
+        Ok(v) => v,
+        Err(kube::Error::Api(s)) if s.code == 404 => {
+            return Err(WorkflowError::Input(format!(
+                "pod {namespace}/{name} not found (check the name and -n)"
+            )));
+        }
+        Err(e) => {
+            return Err(workflow::api_error(
+                e,
+                &format!("reading pod {namespace}/{name}"),
+            ));
+        }
+    };
+    let pod: PodObject = serde_json::from_value(raw.clone())
+        .map_err(|e| WorkflowError::Cluster(format!("unreadable pod: {e}")))?;
+    let phase = pod.status.phase.clone().unwrap_or_default();
+    if phase != "Pending" {
+        let node = pod.spec.node_name.clone().unwrap_or_default();
+        if ui.output.is_structured() {
+            ui.print_structured(&json!({"apiVersion": workflow::REPORT_API_VERSION, "kind": "PendingReport", "pod": {"namespace": namespace, "name": name, "phase": phase, "node": node}, "pending": false}));
+        } else {
+            println!("pod {namespace}/{name} is {phase} on node {node}: it is not Pending");
+        }
+        return Ok(exit::SUCCESS);
+    }
+    let (nodes, _) = cluster_state(conn).await?;
+    let mut events: Vec<Value> = Vec::new();
+    let selector = format!("involvedObject.kind=Pod,involvedObject.name={name}");
+    workflow::for_each_page(
+        &conn.client,
+        &format!("/api/v1/namespaces/{namespace}/events"),
+        Some(&selector),
+        None,
+        PAGE,
+        |p: Vec<Value>| events.extend(p),
+    )
+    .await?;
+    let requests = pod.requests();
+    let results: Vec<(String, Result<(), FilterFailure>)> = nodes
+        .iter()
+        .map(|n| (n.name.clone(), live::filter(&pod.spec, &requests, n)))
+        .collect();
+    let failures: Vec<FilterFailure> = results
+        .iter()
+        .filter_map(|(_, r)| r.clone().err())
+        .collect();
+    let fitting: Vec<&str> = results
+        .iter()
+        .filter(|(_, r)| r.is_ok())
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let verdict = if fitting.is_empty() {
+        live::verdict(&failures)
+    } else {
+        None
+    };
+    let report = json!({
+        "apiVersion": workflow::REPORT_API_VERSION,
+        "kind": "PendingReport",
+        "pod": {"namespace": namespace, "name": name, "phase": phase},
+        "pending": true,
+        "conditions": raw["status"]["conditions"],
+        "affinity": raw["spec"]["affinity"],
+        "nodeSelector": raw["spec"]["nodeSelector"],
+        "tolerations": raw["spec"]["tolerations"],
+        "requests": requests.iter().map(|(k, v)| (k.clone(), placekit::gpu::format_milli(*v))).collect::<BTreeMap<_, _>>(),
+        "events": events.iter().map(|e| json!({"type": e["type"], "reason": e["reason"], "message": e["message"], "count": e["count"]})).collect::<Vec<_>>(),
+        "nodes": results.iter().map(|(n, r)| match r {
+            Ok(()) => json!({"name": n, "fits": true}),
+            Err(f) => json!({"name": n, "fits": false, "failure": f, "reason": f.to_string()}),
+        }).collect::<Vec<_>>(),
+        "fittingNodes": fitting,
+        "verdict": verdict,
+    });
+    if ui.output.is_structured() {
+        ui.print_structured(&report);
+    } else {
+        print_text(
+            ui,
+            namespace,
+            name,
+            &report,
+            &results,
+            verdict.as_ref(),
+            &fitting,
+        );
+    }
+    Ok(exit::SUCCESS)
+}
+
+fn print_text(
+    ui: &Ui,
+    namespace: &str,
+    name: &str,
+    report: &Value,
+    results: &[(String, Result<(), FilterFailure>)],
+    verdict: Option<&live::Verdict>,
+    fitting: &[&str],
+) {
+    println!("pod {namespace}/{name} is Pending");
+    for c in report["conditions"].as_array().into_iter().flatten() {
+        println!(
+            "  condition {}={} {}: {}",
+            c["type"].as_str().unwrap_or_default(),
+            c["status"].as_str().unwrap_or_default(),
+            c["reason"].as_str().unwrap_or_default(),
+            c["message"].as_str().unwrap_or_default()
+        );
+    }
+    for e in report["events"].as_array().into_iter().flatten() {
+        println!(
+            "  event {} {}: {}",
+            e["type"].as_str().unwrap_or_default(),
+            e["reason"].as_str().unwrap_or_default(),
+            e["message"].as_str().unwrap_or_default()
+        );
+    }
+    if let Some(r) = report["requests"].as_object().filter(|r| !r.is_empty()) {
+        println!(
+            "  requests: {}",
+            r.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .map(|(n, r)| {
+            vec![
+                n.clone(),
+                match r {
+                    Ok(()) => "fits".to_string(),
+                    Err(f) => f.to_string(),
+                },
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        placekit::ui::table(&["NODE", "FIRST FAILING FILTER"], &rows)
+    );
+    match verdict {
+        Some(v) => {
+            println!("evidence: {}", v.evidence);
+            println!("judgment: {}", v.judgment);
+            println!(
+                "action:   {}",
+                ui.paint(&v.action, placekit::ui::Color::Bold)
+            );
+        }
+        None if !fitting.is_empty() => println!(
+            "{} node(s) fit now ({}): the scheduler should place it on its next attempt",
+            fitting.len(),
+            fitting.join(", ")
+        ),
+        None => println!("no node in the cluster"),
+    }
+}

@@ -1,0 +1,272 @@
+//! affinity-lint against a live cluster (the test API server): `--cluster` rules, `drift`
+//! and `why-pending`, through `kubectl affinity-lint` via PATH.
+
+use std::path::Path;
+
+use placekit_testserver::harness::{Harness, Run};
+use placekit_testserver::{Rule, ServerConfig, User};
+use serde_json::{Value, json};
+
+const CLUSTER: &str = include_str!("fixtures/live-cluster.yaml");
+
+fn binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_kubectl-affinity_lint"))
+}
+
+fn manifests() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/live-manifests.yaml")
+        .display()
+        .to_string()
+}
+
+async fn harness() -> Option<Harness> {
+    Harness::start("affinity-lint", binary(), CLUSTER).await
+}
+
+fn assert_code(run: &Run, code: i32) {
+    assert_eq!(run.code, code, "{}", run.all());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_rules_find_exactly_the_expected_problems() {
+    let Some(h) = harness().await else { return };
+    let run = h
+        .run(&["-f", &manifests(), "--cluster", "-o", "json"])
+        .await;
+    assert_code(&run, 1);
+    let report = run.json();
+    let mut found: Vec<(String, String)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"].as_str().unwrap().starts_with("AL1"))
+        .map(|f| {
+            (
+                f["object"]["name"].as_str().unwrap().to_string(),
+                f["rule"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        vec![
+            ("no-candidate".into(), "AL101".into()),
+            ("spread".into(), "AL105".into()),
+            ("spread".into(), "AL105".into()),
+            ("tainted".into(), "AL103".into()),
+            ("too-many-gpus".into(), "AL104".into()),
+            ("typo".into(), "AL102".into()),
+        ]
+    );
+    let message = |name: &str, rule: &str| -> String {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["object"]["name"] == name && f["rule"] == rule)
+            .unwrap()["message"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        message("typo", "AL102"),
+        "no node has the label key accelerator.example.com/gpu-famliy; did you mean accelerator.example.com/gpu-family?"
+    );
+    assert!(
+        message("tainted", "AL103").contains("h100-batch")
+            && message("tainted", "AL103").contains("dedicated=batch:NoSchedule")
+    );
+    assert!(
+        message("too-many-gpus", "AL104")
+            .contains("5 replicas x 2 nvidia.com/gpu = 10 but the 3 candidate node(s) have 8 free"),
+        "{}",
+        message("too-many-gpus", "AL104")
+    );
+    let spreads: Vec<String> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["object"]["name"] == "spread")
+        .map(|f| f["message"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        spreads
+            .iter()
+            .any(|m| m.contains("a100-noplugin have no topology.kubernetes.io/zone label")),
+        "{spreads:?}"
+    );
+    assert!(
+        spreads.iter().any(|m| m.contains(
+            "4 replicas with a DoNotSchedule hostname spread but only 3 candidate node(s)"
+        )),
+        "{spreads:?}"
+    );
+    assert_eq!(h.server().count("list", "nodes"), 1);
+    assert_eq!(h.server().count("list", "pods"), 1);
+}
+
+async fn pending(h: &Harness, pod: &str) -> Value {
+    let run = h.run(&["why-pending", pod, "-n", "ml", "-o", "json"]).await;
+    assert_code(&run, 0);
+    run.json()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn why_pending_gives_the_seeds_verdicts() {
+    let Some(h) = harness().await else { return };
+    let affinity = pending(&h, "pending-affinity").await;
+    assert_eq!(affinity["kind"], "PendingReport");
+    assert_eq!(
+        affinity["verdict"]["evidence"],
+        "didn't match Pod's node affinity"
+    );
+    assert_eq!(affinity["events"][0]["reason"], "FailedScheduling");
+    assert_eq!(affinity["conditions"][0]["reason"], "Unschedulable");
+    let a100 = affinity["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "a100-free")
+        .unwrap();
+    assert_eq!(a100["failure"]["filter"], "nodeAffinity");
+    assert!(a100["reason"].as_str().unwrap().contains("nodeSelector accelerator.example.com/gpu-family=b200, node has accelerator.example.com/gpu-family=a100"));
+
+    let taint = pending(&h, "pending-taint").await;
+    assert_eq!(taint["verdict"]["evidence"], "had untolerated taint");
+    assert_eq!(
+        taint["verdict"]["action"],
+        "add the required toleration after confirming workload eligibility"
+    );
+
+    let gpu = pending(&h, "pending-gpu").await;
+    assert_eq!(gpu["verdict"]["evidence"], "Insufficient nvidia.com/gpu");
+    assert_eq!(gpu["requests"]["nvidia.com/gpu"], "16");
+    let free = gpu["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "a100-free")
+        .unwrap();
+    assert_eq!(
+        free["failure"],
+        json!({"filter": "insufficient", "resource": "nvidia.com/gpu", "requested": "16", "free": "8"})
+    );
+
+    let pods = pending(&h, "pending-pods").await;
+    assert_eq!(pods["verdict"]["evidence"], "Too many pods");
+
+    let text = h.run(&["why-pending", "pending-taint", "-n", "ml"]).await;
+    assert!(
+        text.stdout.contains("h100-batch")
+            && text
+                .stdout
+                .contains("node(s) had untolerated taint {dedicated=batch:NoSchedule}"),
+        "{}",
+        text.all()
+    );
+    let running = h.run(&["why-pending", "occupant", "-n", "ml"]).await;
+    assert_code(&running, 0);
+    assert!(
+        running
+            .stdout
+            .contains("is Running on node a100-full: it is not Pending")
+    );
+    let missing = h.run(&["why-pending", "nope", "-n", "ml"]).await;
+    assert_code(&missing, 2);
+}
+
+fn drift_pod(i: usize, node: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("llm-{i:05}"), "namespace": "ml", "labels": {"app": "llm-inference"}},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "c", "image": "x"}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "accelerator.example.com/gpu-family", "operator": "In", "values": ["a100"]}]}
+            ]}}}
+        },
+        "status": {"phase": "Running"}
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_finds_pods_whose_node_changed_in_a_constant_number_of_requests() {
+    let mut requests = Vec::new();
+    for pods in [100, 10_000] {
+        let Some(h) = harness().await else { return };
+        for i in 0..pods {
+            h.server()
+                .create(drift_pod(
+                    i,
+                    if i % 2 == 0 { "a100-free" } else { "a100-full" },
+                ))
+                .unwrap();
+        }
+        // The seed's situation: a node's gpu-family label changed after scheduling.
+        h.server()
+            .merge_patch(
+                "nodes",
+                None,
+                "a100-free",
+                &json!({"metadata": {"labels": {"accelerator.example.com/gpu-family": "h100"}}}),
+            )
+            .unwrap();
+        h.server().reset_counters();
+        let run = h
+            .run(&["drift", "-A", "-l", "app=llm-inference", "-o", "json"])
+            .await;
+        assert_code(&run, 1);
+        let report = run.json();
+        assert_eq!(report["kind"], "DriftReport");
+        assert_eq!(report["podsChecked"], pods);
+        let items = report["items"].as_array().unwrap();
+        assert_eq!(items.len(), pods / 2);
+        assert!(items.iter().all(|d| d["node"] == "a100-free"));
+        assert_eq!(
+            items[0]["reason"],
+            "accelerator.example.com/gpu-family In [a100], node has accelerator.example.com/gpu-family=h100"
+        );
+        let counters = h.server().counters();
+        let total: u64 = counters.values().flat_map(|m| m.values()).sum();
+        requests.push(total);
+    }
+    assert_eq!(
+        requests[0], requests[1],
+        "requests for 100 and 10,000 pods: {requests:?}"
+    );
+    assert!(requests[0] <= 3, "{requests:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_permission_to_list_nodes_the_missing_permission_is_named() {
+    if std::env::var_os("PLACEKIT_E2E_KUBECONFIG").is_some() {
+        return;
+    }
+    let config = ServerConfig::default()
+        .with_fixture_yaml(CLUSTER)
+        .with_user(
+            "pods-only-token",
+            User {
+                name: "pods-only".into(),
+                rules: vec![Rule {
+                    verbs: vec!["get".into(), "list".into()],
+                    resources: vec!["pods".into(), "events".into()],
+                }],
+            },
+        );
+    let h = Harness::local("affinity-lint", binary(), config).await;
+    let kubeconfig = h.kubeconfig_for("pods-only-token");
+    for args in [
+        vec!["drift", "-A"],
+        vec!["why-pending", "pending-gpu", "-n", "ml"],
+        vec!["-f", "x.yaml", "--cluster"],
+    ] {
+        let run = h.run_with(&args, &kubeconfig).await;
+        assert_code(&run, 3);
+        assert!(run.stderr.contains("User \"pods-only\" cannot list resource \"nodes\" in API group \"\" at the cluster scope"), "{args:?}: {}", run.all());
+    }
+}

@@ -1,0 +1,299 @@
+//! The `--cluster` rules (AL101–AL105): the offline findings' manifests checked against
+//! live nodes. Pure: they take the node infos the caller read (two paged lists).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::PodSpec;
+
+use super::engine::{Finding, ObjectRef};
+use super::rule::Severity;
+use super::source::Object;
+use super::yaml::Node;
+use crate::gpu::{format_milli, parse_quantity_milli};
+use crate::live::{NodeInfo, affinity_candidates, nearest_key};
+use crate::scheduling::{SCHEDULING_EFFECTS, untolerated_taints};
+
+/// The cluster rules' ids, severities and summaries (for `rules`).
+pub const CLUSTER_RULES: &[(&str, Severity, &str)] = &[
+    (
+        "AL101",
+        Severity::Error,
+        "no node satisfies nodeSelector + required affinity",
+    ),
+    (
+        "AL102",
+        Severity::Error,
+        "a key in a required constraint exists on no node (typo?)",
+    ),
+    (
+        "AL103",
+        Severity::Error,
+        "every candidate node has a taint the pod does not tolerate",
+    ),
+    (
+        "AL104",
+        Severity::Warning,
+        "replicas x GPUs per pod exceed the candidates' free allocatable",
+    ),
+    (
+        "AL105",
+        Severity::Warning,
+        "hostname spread with more replicas than candidates, or candidates missing a topologyKey",
+    ),
+];
+
+fn names(nodes: &[&NodeInfo]) -> String {
+    let mut shown: Vec<&str> = nodes.iter().take(5).map(|n| n.name.as_str()).collect();
+    if nodes.len() > 5 {
+        let more = format!("and {} more", nodes.len() - 5);
+        return format!("{}, {more}", shown.join(", "));
+    }
+    if shown.is_empty() {
+        shown.push("none");
+    }
+    shown.join(", ")
+}
+
+/// The pod spec fields the cluster rules need, from the manifest.
+pub fn pod_spec_of(spec: &Node) -> PodSpec {
+    let json = spec.to_json();
+    PodSpec {
+        node_selector: serde_json::from_value(json["nodeSelector"].clone()).ok(),
+        affinity: serde_json::from_value(json["affinity"].clone()).ok(),
+        tolerations: serde_json::from_value(json["tolerations"].clone()).ok(),
+        ..PodSpec::default()
+    }
+}
+
+/// Extended-resource requests of one pod (thousandths), as the scheduler counts containers.
+fn extended_requests(spec: &Node) -> BTreeMap<String, i128> {
+    let mut out = BTreeMap::new();
+    for c in spec.get("containers").map(Node::items).unwrap_or_default() {
+        for part in ["requests", "limits"] {
+            for (k, v) in c
+                .path(&["resources", part])
+                .map(Node::entries)
+                .unwrap_or_default()
+            {
+                let (Some(name), Some(q)) =
+                    (k.as_str(), v.scalar_text().and_then(parse_quantity_milli))
+                else {
+                    continue;
+                };
+                if crate::lint::rules::al007::is_extended(name)
+                    && (part == "requests" || !out.contains_key(name))
+                {
+                    out.insert(name.to_string(), q);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Runs AL101–AL105 for every workload against `nodes`. `enabled` filters rule ids.
+pub fn check(
+    objects: &[Object<'_>],
+    nodes: &[NodeInfo],
+    enabled: impl Fn(&str, Severity) -> Option<Severity>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let all_keys: BTreeSet<&str> = nodes
+        .iter()
+        .flat_map(|n| n.labels.keys().map(String::as_str))
+        .collect();
+    for object in objects {
+        let Some(spec_node) = object.pod_spec() else {
+            continue;
+        };
+        if object.kind == "DaemonSet" {
+            continue;
+        }
+        let ignored = object.ignored_rules();
+        let mut push = |id: &str, at: &Node, message: String| {
+            let default = CLUSTER_RULES
+                .iter()
+                .find(|(r, _, _)| *r == id)
+                .map(|(_, s, _)| *s)
+                .unwrap_or(Severity::Error);
+            let Some(severity) = enabled(id, default) else {
+                return;
+            };
+            if ignored.iter().any(|i| i == id) {
+                return;
+            }
+            out.push(Finding {
+                rule: id.to_string(),
+                severity,
+                file: object.file.to_string(),
+                line: at.line,
+                column: at.col,
+                object: ObjectRef {
+                    kind: object.kind.clone(),
+                    namespace: object.namespace.clone(),
+                    name: object.name.clone(),
+                },
+                message,
+                fix: None,
+                helm_template: object.helm_source.map(str::to_string),
+            });
+        };
+        let spec = pod_spec_of(spec_node);
+
+        // AL102: keys no node has.
+        let mut required_keys: Vec<(&Node, String)> = spec_node
+            .get("nodeSelector")
+            .map(Node::entries)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|(k, _)| Some((k, k.as_str()?.to_string())))
+            .collect();
+        if let Some((_, terms)) = super::affinity::required_terms(spec_node) {
+            for term in terms {
+                for req in super::affinity::requirements(term) {
+                    if matches!(req.op.as_str(), "In" | "Exists" | "Gt" | "Lt") {
+                        required_keys.push((req.node, req.key.clone()));
+                    }
+                }
+            }
+        }
+        let mut typo = false;
+        for (at, key) in &required_keys {
+            if !all_keys.contains(key.as_str()) {
+                typo = true;
+                let hint = nearest_key(key, all_keys.iter().copied())
+                    .map(|k| format!("; did you mean {k}?"))
+                    .unwrap_or_default();
+                push(
+                    "AL102",
+                    at,
+                    format!("no node has the label key {key}{hint}"),
+                );
+            }
+        }
+
+        // AL101: no candidate.
+        let candidates = affinity_candidates(&spec, nodes);
+        let anchor = spec_node
+            .path(&["affinity", "nodeAffinity"])
+            .or_else(|| spec_node.get("nodeSelector"))
+            .unwrap_or(spec_node);
+        let constrained = spec.node_selector.is_some()
+            || spec
+                .affinity
+                .as_ref()
+                .and_then(|a| a.node_affinity.as_ref())
+                .is_some();
+        if constrained && candidates.is_empty() {
+            if !typo {
+                push(
+                    "AL101",
+                    anchor,
+                    format!(
+                        "no node of {} satisfies the nodeSelector and required node affinity: replicas stay Pending (didn't match Pod's node affinity)",
+                        nodes.len()
+                    ),
+                );
+            }
+            continue;
+        }
+
+        // AL103: every candidate has an untolerated taint.
+        let tolerations = spec.tolerations.clone().unwrap_or_default();
+        let (tolerated, tainted): (Vec<&NodeInfo>, Vec<&NodeInfo>) =
+            candidates.iter().partition(|n| {
+                untolerated_taints(&tolerations, &n.taints, SCHEDULING_EFFECTS).is_empty()
+            });
+        if !candidates.is_empty() && tolerated.is_empty() {
+            let first = untolerated_taints(&tolerations, &tainted[0].taints, SCHEDULING_EFFECTS)[0]
+                .to_string();
+            push(
+                "AL103",
+                spec_node.get("tolerations").unwrap_or(anchor),
+                format!(
+                    "every candidate node ({}) has a taint the pod does not tolerate (e.g. {first}): replicas stay Pending",
+                    names(&tainted)
+                ),
+            );
+            continue;
+        }
+
+        let replicas = match object.kind.as_str() {
+            "Pod" => 1,
+            _ => object
+                .root
+                .path(&["spec", "replicas"])
+                .and_then(Node::as_i64)
+                .unwrap_or(1),
+        } as i128;
+
+        // AL104: GPUs.
+        for (resource, per_pod) in extended_requests(spec_node) {
+            let free: i128 = tolerated
+                .iter()
+                .map(|n| {
+                    (n.allocatable.get(&resource).copied().unwrap_or(0)
+                        - n.requested.get(&resource).copied().unwrap_or(0))
+                    .max(0)
+                })
+                .sum();
+            if per_pod * replicas > free {
+                push(
+                    "AL104",
+                    spec_node.get("containers").unwrap_or(spec_node),
+                    format!(
+                        "{replicas} replicas x {} {resource} = {} but the {} candidate node(s) have {} free: some replicas will stay Pending (Insufficient {resource})",
+                        format_milli(per_pod),
+                        format_milli(per_pod * replicas),
+                        tolerated.len(),
+                        format_milli(free)
+                    ),
+                );
+            }
+        }
+
+        // AL105: spread constraints.
+        for c in spec_node
+            .get("topologySpreadConstraints")
+            .map(Node::items)
+            .unwrap_or_default()
+        {
+            let key = c
+                .get("topologyKey")
+                .and_then(Node::as_str)
+                .unwrap_or_default();
+            let hard = c
+                .get("whenUnsatisfiable")
+                .and_then(Node::as_str)
+                .unwrap_or("DoNotSchedule")
+                == "DoNotSchedule";
+            let missing: Vec<&NodeInfo> = tolerated
+                .iter()
+                .copied()
+                .filter(|n| !n.labels.contains_key(key))
+                .collect();
+            if !missing.is_empty() {
+                push(
+                    "AL105",
+                    c,
+                    format!(
+                        "candidate node(s) {} have no {key} label: the spread constraint ignores them",
+                        names(&missing)
+                    ),
+                );
+            }
+            if hard && key == "kubernetes.io/hostname" && replicas > tolerated.len() as i128 {
+                push(
+                    "AL105",
+                    c,
+                    format!(
+                        "{replicas} replicas with a DoNotSchedule hostname spread but only {} candidate node(s): with maxSkew {} some replicas cannot be placed",
+                        tolerated.len(),
+                        c.get("maxSkew").and_then(Node::scalar_text).unwrap_or("1")
+                    ),
+                );
+            }
+        }
+    }
+    out
+}
