@@ -420,6 +420,42 @@ pub fn verdict(failures: &[FilterFailure]) -> Option<Verdict> {
     })
 }
 
+/// What drift needs of a pod: where it runs and its node constraints (containers and the
+/// rest of the spec are skipped while reading, which keeps a 150,000-pod list cheap).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ConstraintsPod {
+    #[serde(default)]
+    pub metadata: Meta,
+    #[serde(default)]
+    pub spec: ConstraintsSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConstraintsSpec {
+    #[serde(default)]
+    pub node_name: Option<String>,
+    #[serde(default)]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub affinity: Option<k8s_openapi::api::core::v1::Affinity>,
+    #[serde(default)]
+    pub tolerations: Option<Vec<Toleration>>,
+}
+
+impl ConstraintsPod {
+    /// The constraints as a `PodSpec` for the shared matchers.
+    pub fn pod_spec(&self) -> PodSpec {
+        PodSpec {
+            node_name: self.spec.node_name.clone(),
+            node_selector: self.spec.node_selector.clone(),
+            affinity: self.spec.affinity.clone(),
+            tolerations: self.spec.tolerations.clone(),
+            ..PodSpec::default()
+        }
+    }
+}
+
 /// A running pod whose node no longer satisfies its constraints.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -433,21 +469,21 @@ pub struct Drift {
 
 /// Whether a running pod drifted from its node (nodeSelector, required affinity, or a
 /// NoExecute taint it does not tolerate).
-pub fn drift(pod: &PodObject, node: &NodeInfo) -> Option<Drift> {
+pub fn drift(pod: &ConstraintsPod, node: &NodeInfo) -> Option<Drift> {
     let facts = NodeFacts {
         name: &node.name,
         labels: &node.labels,
     };
-    let reason = if !pod
-        .spec
+    let spec = pod.pod_spec();
+    let reason = if !spec
         .node_selector
         .as_ref()
         .is_none_or(|s| node_selector_matches(s, &node.labels))
-        || !pod_fits_node_affinity(&pod.spec, facts)
+        || !pod_fits_node_affinity(&spec, facts)
     {
-        affinity_detail(&pod.spec, node)
+        affinity_detail(&spec, node)
     } else if let Some(t) = untolerated_taints(
-        pod.spec.tolerations.as_deref().unwrap_or_default(),
+        spec.tolerations.as_deref().unwrap_or_default(),
         &node.taints,
         &[TaintEffect::NoExecute],
     )
@@ -609,9 +645,7 @@ mod tests {
     #[test]
     fn drift_and_typos() {
         let nodes = node_infos(&[node("n", json!({"family": "h100"}), json!([]), "8")], &[]);
-        let p = pod(
-            json!({"containers": [], "nodeName": "n", "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "family", "operator": "In", "values": ["a100"]}]}]}}}}),
-        );
+        let p: ConstraintsPod = serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [], "nodeName": "n", "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "family", "operator": "In", "values": ["a100"]}]}]}}}}})).unwrap();
         let d = drift(&p, &nodes[0]).unwrap();
         assert_eq!(d.reason, "family In [a100], node has family=h100");
         assert_eq!(

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use placekit::connect::Connection;
 use placekit::exit;
-use placekit::live::{self, Drift, FilterFailure, NodeInfo, NodeObject, PodObject};
+use placekit::live::{self, ConstraintsPod, Drift, FilterFailure, NodeInfo, NodeObject, PodObject};
 use placekit::ui::Ui;
 use placekit::workflow::{self, WorkflowError};
 use serde_json::{Value, json};
@@ -64,7 +64,7 @@ pub async fn drift(
         Some("status.phase=Running"),
         selector,
         DRIFT_PAGE,
-        |page: Vec<PodObject>| {
+        |page: Vec<ConstraintsPod>| {
             for pod in page {
                 let Some(node) = pod.spec.node_name.as_deref().and_then(|n| by_name.get(n)) else {
                     continue;

@@ -39,6 +39,16 @@ enum Bench {
         #[arg(long)]
         plugin: Option<PathBuf>,
     },
+    /// `kubectl affinity-lint drift -A` on a generated cluster: wall, peak memory, requests,
+    /// next to the seed's script (one list, then one GET per pod).
+    Drift {
+        #[arg(long, default_value_t = 5000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 150_000)]
+        pods: usize,
+        #[arg(long)]
+        plugin: Option<PathBuf>,
+    },
     /// `kubectl gpu-taint status` on a generated cluster: wall time, peak memory, requests.
     GpuStatus {
         #[arg(long, default_value_t = 5000)]
@@ -57,6 +67,7 @@ struct Measured {
     requests: String,
     total_requests: u64,
     ok: bool,
+    code: Option<i32>,
 }
 
 fn measure(server: &TestServer, mut cmd: Command) -> Measured {
@@ -107,6 +118,7 @@ fn measure(server: &TestServer, mut cmd: Command) -> Measured {
         requests: parts.join(", "),
         total_requests: total,
         ok: output.status.success(),
+        code: output.status.code(),
     }
 }
 
@@ -267,6 +279,65 @@ async fn main() -> ExitCode {
                 lint_secs / serde_secs
             );
             if al001 == documents / 10 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Bench::Drift {
+            nodes,
+            pods,
+            plugin,
+        } => {
+            let plugin = plugin.unwrap_or_else(|| sibling("kubectl-affinity_lint"));
+            let server = TestServer::start(ServerConfig::default().with_generator(Generator {
+                nodes,
+                pods,
+                gpus_per_node: 8,
+            }))
+            .await
+            .expect("server starts");
+            // Some drift to find: every 100th node changes its gpu-family after scheduling.
+            for i in (0..nodes).step_by(100) {
+                let family = if i % 2 == 0 { "h100" } else { "a100" };
+                server
+                    .merge_patch(
+                        "nodes",
+                        None,
+                        &format!("gpu-node-{i:05}"),
+                        &serde_json::json!({"metadata": {"labels": {"accelerator.example.com/gpu-family": family}}}),
+                    )
+                    .expect("node exists");
+            }
+            let dir = tempfile::tempdir().expect("tempdir");
+            let kubeconfig = server
+                .write_kubeconfig(&dir.path().join("kubeconfig"), "admin")
+                .expect("kubeconfig");
+            let server = std::sync::Arc::new(server);
+            let mut cmd = Command::new(&plugin);
+            cmd.args(["drift", "-A", "-o", "json"])
+                .env("KUBECONFIG", &kubeconfig);
+            let server2 = server.clone();
+            let m = tokio::task::spawn_blocking(move || measure(&server2, cmd))
+                .await
+                .expect("join");
+            println!("kubectl affinity-lint drift -A on {nodes} nodes and {pods} running pods");
+            println!("wall time:   {:.3} s (target < 2 s)", m.seconds);
+            match m.peak_kib {
+                Some(kib) => println!(
+                    "peak memory: {:.1} MiB (target < 300 MiB)",
+                    kib as f64 / 1024.0
+                ),
+                None => println!("peak memory: not measurable here (no /proc)"),
+            }
+            println!("requests:    {} ({} in all)", m.requests, m.total_requests);
+            println!(
+                "the seed's script: 1 list + 1 GET per pod = {} requests: {:.0}x more",
+                pods + 1,
+                (pods + 1) as f64 / m.total_requests.max(1) as f64
+            );
+            // Exit 1 means drift was found: the run did its job.
+            if matches!(m.code, Some(0 | 1)) {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
