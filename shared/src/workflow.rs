@@ -745,6 +745,26 @@ pub fn resolve_snapshot(
     }
 }
 
+/// `show SNAPSHOT | --last`: resolves `--last` against the kubeconfig's current context
+/// (without contacting the cluster) and prints the snapshot.
+pub fn show_command(
+    connection: &crate::connect::ConnectionArgs,
+    ui: &Ui,
+    tool: &str,
+    snapshot: Option<&str>,
+    last: bool,
+) -> Result<u8, WorkflowError> {
+    let context = if last {
+        let kubeconfig = connection.load_kubeconfig()?;
+        connection.context_name(&kubeconfig)
+    } else {
+        String::new()
+    };
+    let snap = resolve_snapshot(snapshot, last, tool, &context)?;
+    print_snapshot(ui, &snap);
+    Ok(exit::SUCCESS)
+}
+
 /// One row of `history`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -289,15 +289,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, WorkflowError> {
             Ok(exit::SUCCESS)
         }
         Command::Show { snapshot, last } => {
-            let context = if last {
-                let kubeconfig = cli.connection.load_kubeconfig()?;
-                cli.connection.context_name(&kubeconfig)
-            } else {
-                String::new()
-            };
-            let snap = workflow::resolve_snapshot(snapshot.as_deref(), last, TOOL, &context)?;
-            workflow::print_snapshot(ui, &snap);
-            Ok(exit::SUCCESS)
+            workflow::show_command(&cli.connection, ui, TOOL, snapshot.as_deref(), last)
         }
     }
 }

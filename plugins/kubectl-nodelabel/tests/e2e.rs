@@ -205,6 +205,16 @@ async fn rollback_last_is_exact_reports_conflicts_and_can_be_rolled_back() {
     assert_code(&again, 0);
     assert_eq!(h.labels("gpu-a100-2").await[FAMILY], "h200");
 
+    let shown = h.run(&["show", &first]).await;
+    assert_code(&shown, 0);
+    assert!(
+        shown
+            .stdout
+            .contains("label accelerator.example.com/gpu-family: \"v100\" -> \"a100\""),
+        "{}",
+        shown.all()
+    );
+    assert!(shown.stdout.contains("undone by:"), "{}", shown.all());
     let history = h.run(&["history", "-o", "json"]).await;
     let items = history.json()["items"].as_array().unwrap().clone();
     assert_eq!(items.len(), 4);

@@ -33,23 +33,18 @@ impl Req<'_> {
     }
 }
 
-/// The expressions of a node selector term (or a preferred term's `preference`).
-pub fn requirements(term: &Node) -> Vec<Req<'_>> {
-    term.get("matchExpressions")
-        .map(Node::items)
-        .unwrap_or_default()
-        .iter()
-        .map(|e| Req {
-            key: e
-                .get("key")
+impl<'a> Req<'a> {
+    /// Reads one requirement (`key`, `operator`, `values`) as written.
+    pub fn from_node(e: &'a Node) -> Self {
+        let text = |k: &str| {
+            e.get(k)
                 .and_then(Node::scalar_text)
                 .unwrap_or_default()
-                .to_string(),
-            op: e
-                .get("operator")
-                .and_then(Node::scalar_text)
-                .unwrap_or_default()
-                .to_string(),
+                .to_string()
+        };
+        Req {
+            key: text("key"),
+            op: text("operator"),
             values: e
                 .get("values")
                 .map(Node::items)
@@ -58,7 +53,17 @@ pub fn requirements(term: &Node) -> Vec<Req<'_>> {
                 .filter_map(|v| v.scalar_text().map(str::to_string))
                 .collect(),
             node: e,
-        })
+        }
+    }
+}
+
+/// The expressions of a node selector term (or a preferred term's `preference`).
+pub fn requirements(term: &Node) -> Vec<Req<'_>> {
+    term.get("matchExpressions")
+        .map(Node::items)
+        .unwrap_or_default()
+        .iter()
+        .map(Req::from_node)
         .collect()
 }
 

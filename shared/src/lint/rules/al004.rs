@@ -35,26 +35,7 @@ fn check_term(term: &Node, out: &mut Vec<RawFinding>) {
         report(&req, RequirementField::Expression, out);
     }
     for field in term.get("matchFields").map(Node::items).unwrap_or_default() {
-        let req = Req {
-            key: field
-                .get("key")
-                .and_then(Node::scalar_text)
-                .unwrap_or_default()
-                .to_string(),
-            op: field
-                .get("operator")
-                .and_then(Node::scalar_text)
-                .unwrap_or_default()
-                .to_string(),
-            values: field
-                .get("values")
-                .map(Node::items)
-                .unwrap_or_default()
-                .iter()
-                .filter_map(|v| v.scalar_text().map(str::to_string))
-                .collect(),
-            node: field,
-        };
+        let req = Req::from_node(field);
         report(&req, RequirementField::Field, out);
     }
 }
