@@ -24,7 +24,7 @@ const NODE_PAGE: u32 = 5_000;
 /// Above this many target nodes the preflight lists all pods once instead of per node.
 const PER_NODE_POD_LISTS: usize = 10;
 
-const AFTER_HELP: &str = "\
+const EXAMPLES: &str = "\
 Examples:
   # The seed runbook's dedicated pool: taint and pool label in one conditional write
   kubectl gpu-taint dedicate gpu-a100-1 --taint dedicated=llm-online:NoSchedule \\
@@ -39,17 +39,11 @@ Examples:
   kubectl gpu-taint status --resource nvidia.com/mig-1g.10gb -o json
 
   # Undo the last dedicate/release in this context
-  kubectl gpu-taint rollback --last
-
-Exit codes:
-  0  success
-  1  the command ran and found problems, or some nodes failed (conflicts, mismatches, partial failure)
-  2  usage or input error; nothing was changed
-  3  cluster unreachable or forbidden; nothing was changed";
+  kubectl gpu-taint rollback --last";
 
 /// Dedicate GPU nodes safely and release them exactly.
 #[derive(Debug, Parser)]
-#[command(name = "kubectl gpu-taint", bin_name = "kubectl gpu-taint", version, about, after_help = AFTER_HELP)]
+#[command(name = "kubectl gpu-taint", bin_name = "kubectl gpu-taint", version, about, after_help = format!("{EXAMPLES}\n\n{}", exit::EXIT_CODES_HELP))]
 struct Cli {
     #[command(flatten)]
     connection: ConnectionArgs,
@@ -137,12 +131,22 @@ enum Command {
     },
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     placekit::ui::exit_quietly_on_broken_pipe();
+    // Parse first: --help and --version never build the async runtime or a client.
     let cli = Cli::parse();
     let ui = Ui::new(&cli.display);
-    match run(cli, &ui).await {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::CLUSTER);
+        }
+    };
+    match runtime.block_on(run(cli, &ui)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {e}");

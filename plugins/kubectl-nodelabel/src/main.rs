@@ -19,7 +19,7 @@ use placekit::workflow::{self, MutationContext, Targets, WorkflowError};
 const TOOL: &str = "kubectl-nodelabel";
 const COMMAND: &str = "kubectl nodelabel";
 
-const AFTER_HELP: &str = "\
+const EXAMPLES: &str = "\
 Examples:
   # Label the online A100 pool (snapshot first; prints the command that undoes it)
   kubectl nodelabel set -l pool=online accelerator.example.com/gpu-family=a100 --overwrite
@@ -35,17 +35,11 @@ Examples:
   kubectl nodelabel dependents accelerator.example.com/gpu-family -A
 
   # Import node features written by a hook (NFD's classic hook naming)
-  kubectl nodelabel import --hook /etc/kubernetes/node-feature-discovery/source.d/my-script NODE
-
-Exit codes:
-  0  success
-  1  the command ran and found problems, or some nodes failed (conflicts, partial failure)
-  2  usage or input error; nothing was changed
-  3  cluster unreachable or forbidden; nothing was changed";
+  kubectl nodelabel import --hook /etc/kubernetes/node-feature-discovery/source.d/my-script NODE";
 
 /// Set and remove node labels safely: snapshot first, conditional writes, exact rollback.
 #[derive(Debug, Parser)]
-#[command(name = "kubectl nodelabel", bin_name = "kubectl nodelabel", version, about, after_help = AFTER_HELP)]
+#[command(name = "kubectl nodelabel", bin_name = "kubectl nodelabel", version, about, after_help = format!("{EXAMPLES}\n\n{}", exit::EXIT_CODES_HELP))]
 struct Cli {
     #[command(flatten)]
     connection: ConnectionArgs,
@@ -189,12 +183,22 @@ enum NamingArg {
     Hook,
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     placekit::ui::exit_quietly_on_broken_pipe();
+    // Parse first: --help and --version never build the async runtime or a client.
     let cli = Cli::parse();
     let ui = Ui::new(&cli.display);
-    match run(cli, &ui).await {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::CLUSTER);
+        }
+    };
+    match runtime.block_on(run(cli, &ui)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {e}");
