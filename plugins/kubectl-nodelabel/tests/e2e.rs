@@ -663,3 +663,67 @@ async fn json_report_follows_the_schema() {
             .starts_with("kubectl nodelabel rollback ")
     );
 }
+
+/// Runs the plugin on a pseudo-terminal (util-linux `script`), typing `answer` at the prompt.
+fn run_on_tty(h: &Harness, args: &str, answer: &str) -> Option<(i32, String)> {
+    use std::io::Write;
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!(
+            "NOTICE: util-linux `script` is not installed; skipping the terminal confirmation test"
+        );
+        return None;
+    }
+    let command = format!("{} {args}", binary().display());
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("KUBECONFIG", &h.kubeconfig)
+        .env("PLACEKIT_STATE_DIR", &h.state_dir)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Give the prompt time to appear, then answer.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    stdin.write_all(answer.as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    Some((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_terminal_it_asks_and_respects_the_answer() {
+    let Some(h) = harness().await else { return };
+    let h = std::sync::Arc::new(h);
+    let h2 = h.clone();
+    let Some((code, screen)) =
+        tokio::task::spawn_blocking(move || run_on_tty(&h2, "set gpu-a100-1 team=ml", "n"))
+            .await
+            .unwrap()
+    else {
+        return;
+    };
+    assert!(screen.contains("Apply the change to 1 node?"), "{screen}");
+    assert_eq!(code, 1, "{screen}");
+    assert!(screen.contains("aborted: nothing was changed"), "{screen}");
+    assert!(h.labels("gpu-a100-1").await.get("team").is_none());
+
+    let h3 = h.clone();
+    let (code, screen) =
+        tokio::task::spawn_blocking(move || run_on_tty(&h3, "set gpu-a100-1 team=ml", "y"))
+            .await
+            .unwrap()
+            .unwrap();
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("node/gpu-a100-1 applied"), "{screen}");
+    assert_eq!(h.labels("gpu-a100-1").await["team"], "ml");
+}
