@@ -94,6 +94,32 @@ impl WorkflowError {
     }
 }
 
+/// Runs a plugin's async work on a runtime built only now (after argument parsing, so
+/// `--help` and `--version` never build one) and turns the result into the fixed exit code,
+/// printing the error, if any, the way every plugin does.
+pub fn run_to_exit_code(
+    work: impl Future<Output = Result<u8, WorkflowError>>,
+) -> std::process::ExitCode {
+    match block_on(work) {
+        Ok(code) => std::process::ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// Runs async work on a multi-thread runtime built for it.
+pub fn block_on<T>(
+    work: impl Future<Output = Result<T, WorkflowError>>,
+) -> Result<T, WorkflowError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| WorkflowError::Cluster(format!("cannot start the async runtime: {e}")))?
+        .block_on(work)
+}
+
 /// Turns a kube error into a workflow error with the verb/resource it was about.
 pub fn api_error(e: kube::Error, doing: &str) -> WorkflowError {
     match e {

@@ -15,7 +15,6 @@ use placekit::lint::output;
 use placekit::lint::rule::Severity;
 use placekit::lint::rules::{RULES, find};
 use placekit::ui::{ColorChoice, DisplayArgs, OutputFormat, Ui};
-use placekit::workflow::WorkflowError;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -170,7 +169,7 @@ fn main() -> ExitCode {
                 cli.connection.namespace.clone()
             };
             let selector = selector.clone();
-            return block_on(async {
+            return placekit::workflow::run_to_exit_code(async {
                 let conn = cli.connection.connect().await?;
                 live::drift(&conn, &ui, namespace.as_deref(), selector.as_deref()).await
             });
@@ -181,7 +180,7 @@ fn main() -> ExitCode {
                 color: cli.color,
                 ..DisplayArgs::default()
             });
-            return block_on(async {
+            return placekit::workflow::run_to_exit_code(async {
                 let conn = cli.connection.connect().await?;
                 live::why_pending(&conn, &ui, &conn.namespace, pod).await
             });
@@ -204,7 +203,7 @@ fn main() -> ExitCode {
         ..DisplayArgs::default()
     });
     let nodes = if cli.cluster {
-        let state = block_on_value(async {
+        let state = placekit::workflow::block_on(async {
             let conn = cli.connection.connect().await?;
             live::cluster_state(&conn).await.map(|(nodes, _)| nodes)
         });
@@ -250,28 +249,6 @@ fn main() -> ExitCode {
 /// `--cluster NAME` becomes `--kube-cluster NAME` in this plugin.
 fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command().mut_arg("cluster", |a| a.long("kube-cluster"))
-}
-
-/// Runs async cluster work on a runtime built only when a command needs the cluster, so
-/// offline linting and `--help` start without one.
-fn block_on_value<T>(
-    work: impl Future<Output = Result<T, WorkflowError>>,
-) -> Result<T, WorkflowError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| WorkflowError::Cluster(format!("cannot start the async runtime: {e}")))?
-        .block_on(work)
-}
-
-fn block_on(work: impl Future<Output = Result<u8, WorkflowError>>) -> ExitCode {
-    match block_on_value(work) {
-        Ok(code) => ExitCode::from(code),
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(e.exit_code())
-        }
-    }
 }
 
 fn pretty(value: &serde_json::Value) -> String {

@@ -136,23 +136,7 @@ fn main() -> ExitCode {
     // Parse first: --help and --version never build the async runtime or a client.
     let cli = Cli::parse();
     let ui = Ui::new(&cli.display);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(exit::CLUSTER);
-        }
-    };
-    match runtime.block_on(run(cli, &ui)) {
-        Ok(code) => ExitCode::from(code),
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(e.exit_code())
-        }
-    }
+    workflow::run_to_exit_code(run(cli, &ui))
 }
 
 fn targets(selection: &Selection, all_by_default: bool) -> Result<Targets, WorkflowError> {
