@@ -139,6 +139,33 @@ fn lint_corpus(documents: usize) -> String {
     out
 }
 
+/// Runs a plugin against a server (admin kubeconfig) and measures it.
+async fn measure_on(server: TestServer, plugin: &Path, args: &[&str]) -> Measured {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = server
+        .write_kubeconfig(&dir.path().join("kubeconfig"), "admin")
+        .expect("kubeconfig");
+    let mut cmd = Command::new(plugin);
+    cmd.args(args).env("KUBECONFIG", &kubeconfig);
+    tokio::task::spawn_blocking(move || measure(&server, cmd))
+        .await
+        .expect("join")
+}
+
+/// Prints a scale run against the SPEC §9 targets (< 2 s, < 300 MiB).
+fn print_scale(title: &str, m: &Measured) {
+    println!("{title}");
+    println!("wall time:   {:.3} s (target < 2 s)", m.seconds);
+    match m.peak_kib {
+        Some(kib) => println!(
+            "peak memory: {:.1} MiB (target < 300 MiB)",
+            kib as f64 / 1024.0
+        ),
+        None => println!("peak memory: not measurable here (no /proc)"),
+    }
+    println!("requests:    {} ({} in all)", m.requests, m.total_requests);
+}
+
 fn sibling(name: &str) -> PathBuf {
     std::env::current_exe()
         .ok()
@@ -309,28 +336,11 @@ async fn main() -> ExitCode {
                     )
                     .expect("node exists");
             }
-            let dir = tempfile::tempdir().expect("tempdir");
-            let kubeconfig = server
-                .write_kubeconfig(&dir.path().join("kubeconfig"), "admin")
-                .expect("kubeconfig");
-            let server = std::sync::Arc::new(server);
-            let mut cmd = Command::new(&plugin);
-            cmd.args(["drift", "-A", "-o", "json"])
-                .env("KUBECONFIG", &kubeconfig);
-            let server2 = server.clone();
-            let m = tokio::task::spawn_blocking(move || measure(&server2, cmd))
-                .await
-                .expect("join");
-            println!("kubectl affinity-lint drift -A on {nodes} nodes and {pods} running pods");
-            println!("wall time:   {:.3} s (target < 2 s)", m.seconds);
-            match m.peak_kib {
-                Some(kib) => println!(
-                    "peak memory: {:.1} MiB (target < 300 MiB)",
-                    kib as f64 / 1024.0
-                ),
-                None => println!("peak memory: not measurable here (no /proc)"),
-            }
-            println!("requests:    {} ({} in all)", m.requests, m.total_requests);
+            let m = measure_on(server, &plugin, &["drift", "-A", "-o", "json"]).await;
+            print_scale(
+                &format!("kubectl affinity-lint drift -A on {nodes} nodes and {pods} running pods"),
+                &m,
+            );
             println!(
                 "the seed's script: 1 list + 1 GET per pod = {} requests: {:.0}x more",
                 pods + 1,
@@ -361,28 +371,11 @@ async fn main() -> ExitCode {
                 "generated {nodes} nodes and {pods} pods in {:.1} s",
                 started.elapsed().as_secs_f64()
             );
-            let dir = tempfile::tempdir().expect("tempdir");
-            let kubeconfig = server
-                .write_kubeconfig(&dir.path().join("kubeconfig"), "admin")
-                .expect("kubeconfig");
-            let server = std::sync::Arc::new(server);
-            let mut cmd = Command::new(&plugin);
-            cmd.args(["status", "-o", "json"])
-                .env("KUBECONFIG", &kubeconfig);
-            let server2 = server.clone();
-            let m = tokio::task::spawn_blocking(move || measure(&server2, cmd))
-                .await
-                .expect("join");
-            println!("kubectl gpu-taint status -o json on {nodes} nodes and {pods} pods");
-            println!("wall time:   {:.3} s (target < 2 s)", m.seconds);
-            match m.peak_kib {
-                Some(kib) => println!(
-                    "peak memory: {:.1} MiB (target < 300 MiB)",
-                    kib as f64 / 1024.0
-                ),
-                None => println!("peak memory: not measurable here (no /proc)"),
-            }
-            println!("requests:    {} ({} in all)", m.requests, m.total_requests);
+            let m = measure_on(server, &plugin, &["status", "-o", "json"]).await;
+            print_scale(
+                &format!("kubectl gpu-taint status -o json on {nodes} nodes and {pods} pods"),
+                &m,
+            );
             if m.ok {
                 ExitCode::SUCCESS
             } else {
