@@ -9,9 +9,9 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use placekit::syntax::LabelSelector;
 use serde_json::{Value, json};
 
+use crate::apimachinery::Selector;
 use crate::control::{ConcurrentWrite, Counters, Fault, FaultAction, User};
 use crate::resources::{GROUPS, RESOURCES, Resource, find};
 use crate::status::ApiError;
@@ -424,13 +424,9 @@ async fn route(
         }
         "list" => {
             let labels = match query.get("labelSelector") {
-                Some(s) => LabelSelector::parse(s).map_err(|e| match e {
-                    placekit::syntax::SyntaxError::InvalidSelector { message, .. } => {
-                        ApiError::bad_request(message)
-                    }
-                    other => ApiError::bad_request(other.to_string()),
-                })?,
-                None => LabelSelector::default(),
+                // The list handler answers `errors.NewBadRequest(err.Error())`.
+                Some(s) => Selector::parse(s).map_err(|e| ApiError::bad_request(e.0))?,
+                None => Selector::default(),
             };
             let fields = match query.get("fieldSelector") {
                 Some(s) => FieldSelector::parse(s, resource)?,

@@ -8,10 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use base64::Engine as _;
 use bytes::Bytes;
-use placekit::syntax::LabelSelector;
-use placekit::validation::{label_value_errors, qualified_name_errors};
 use serde_json::{Value, json};
 
+use crate::apimachinery::{Selector, is_qualified_name, is_valid_label_value};
 use crate::patch::{apply_json_patch, apply_merge_patch, apply_strategic_merge_patch};
 use crate::resources::{RESOURCES, Resource};
 use crate::status::{ApiError, FieldError};
@@ -172,11 +171,11 @@ pub fn validate(resource: &Resource, obj: &Value) -> Result<(), Vec<FieldError>>
     }
     if let Some(labels) = obj["metadata"]["labels"].as_object() {
         for (k, v) in labels {
-            for msg in qualified_name_errors(k) {
+            for msg in is_qualified_name(k) {
                 errs.push(FieldError::invalid("metadata.labels", k, msg));
             }
             let v = v.as_str().unwrap_or_default();
-            for msg in label_value_errors(v) {
+            for msg in is_valid_label_value(v) {
                 errs.push(FieldError::invalid("metadata.labels", v, msg));
             }
         }
@@ -189,14 +188,14 @@ pub fn validate(resource: &Resource, obj: &Value) -> Result<(), Vec<FieldError>>
             let key = t["key"].as_str().unwrap_or_default();
             let value = t["value"].as_str().unwrap_or_default();
             let effect = t["effect"].as_str().unwrap_or_default();
-            for msg in qualified_name_errors(key) {
+            for msg in is_qualified_name(key) {
                 errs.push(FieldError::invalid(
                     format!("spec.taints[{i}].key"),
                     key,
                     msg,
                 ));
             }
-            let value_errs = label_value_errors(value);
+            let value_errs = is_valid_label_value(value);
             if !value_errs.is_empty() {
                 errs.push(FieldError::invalid(
                     format!("spec.taints[{i}].value"),
@@ -303,7 +302,7 @@ impl Store {
         &self,
         resource: &Resource,
         namespace: Option<&str>,
-        labels: &LabelSelector,
+        labels: &Selector,
         fields: &FieldSelector,
         limit: Option<usize>,
         continue_token: Option<&str>,
@@ -713,7 +712,7 @@ mod tests {
             )
             .unwrap();
         }
-        let sel = LabelSelector::parse("i in (0,1)").unwrap();
+        let sel = Selector::parse("i in (0,1)").unwrap();
         let mut seen = Vec::new();
         let mut token: Option<String> = None;
         let mut pages = 0;
@@ -755,23 +754,16 @@ mod tests {
         }
         let on_n1 = FieldSelector::parse("spec.nodeName=n1", pods).unwrap();
         let all = s
-            .list(pods, None, &LabelSelector::default(), &on_n1, None, None)
+            .list(pods, None, &Selector::default(), &on_n1, None, None)
             .unwrap();
         assert_eq!(all.items.len(), 2);
         let in_a = s
-            .list(
-                pods,
-                Some("a"),
-                &LabelSelector::default(),
-                &on_n1,
-                None,
-                None,
-            )
+            .list(pods, Some("a"), &Selector::default(), &on_n1, None, None)
             .unwrap();
         assert_eq!(in_a.items.len(), 1);
         let not = FieldSelector::parse("spec.nodeName!=n1,status.phase=Running", pods).unwrap();
         assert_eq!(
-            s.list(pods, None, &LabelSelector::default(), &not, None, None)
+            s.list(pods, None, &Selector::default(), &not, None, None)
                 .unwrap()
                 .items
                 .len(),
@@ -789,7 +781,7 @@ mod tests {
             s.list(
                 nodes(),
                 None,
-                &LabelSelector::default(),
+                &Selector::default(),
                 &node_fields,
                 None,
                 None
