@@ -1,19 +1,44 @@
-//! End-to-end harness for the plugins: a test API server (or a real cluster), a kubeconfig,
-//! a private snapshot directory and the plugin binary on `PATH`, run the way users run it —
-//! `kubectl <plugin> ...` through kubectl's plugin lookup — or directly, with a printed
-//! notice, where kubectl is not installed.
+//! End-to-end harness for the plugins: a cluster, a kubeconfig, a private snapshot
+//! directory and the plugin binary on `PATH`, run the way users run it — `kubectl <plugin>
+//! ...` through kubectl's plugin lookup — or directly, with a printed notice, where kubectl
+//! is not installed.
 //!
-//! With `PLACEKIT_E2E_KUBECONFIG` set, [`Harness::start`] returns `None` for tests that
-//! need the test server's hooks (faults, counters, concurrent writers) — they print why and
-//! skip — and [`Harness::start_any`] runs against that cluster instead, after creating the
-//! fixture's objects there.
+//! Two back ends, one test code:
+//! - by default, the in-process test API server loaded with the fixture;
+//! - with `PLACEKIT_E2E_KUBECONFIG` set, a real cluster (the control plane of
+//!   `tests/control-plane/cp up`, or any disposable cluster): the harness empties it of
+//!   nodes and workloads, creates the fixture's objects there (nodes with their status, pods
+//!   with their phase), and puts the test server in front of it as a fault-injecting reverse
+//!   proxy, so the same fault, counter and concurrent-writer hooks work on real semantics.
+//!   Tests against a real cluster run one at a time (a process-wide lock): they share it.
+//!   `PLACEKIT_E2E_VIEWER_KUBECONFIG` gives the read-only user.
+//!
+//! Because the real-cluster mode deletes every node and workload, it refuses a cluster
+//! without the ConfigMap `kube-system/placekit-e2e-disposable` (which `cp up` creates).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Arc, LazyLock};
 
-use serde_json::Value;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
+    PatchParams, PostParams,
+};
+use serde_json::{Value, json};
 
+use crate::proxy::Upstream;
 use crate::{ServerConfig, TestServer};
+
+/// The environment variable naming a real cluster's admin kubeconfig.
+pub const E2E_KUBECONFIG: &str = "PLACEKIT_E2E_KUBECONFIG";
+/// The environment variable naming the same cluster's read-only kubeconfig.
+pub const E2E_VIEWER_KUBECONFIG: &str = "PLACEKIT_E2E_VIEWER_KUBECONFIG";
+/// The ConfigMap (in `kube-system`) by which a cluster consents to being emptied by tests.
+pub const DISPOSABLE_MARKER: &str = "placekit-e2e-disposable";
+
+/// One test at a time on a shared real cluster; held for a harness's lifetime.
+static REAL_CLUSTER: LazyLock<Arc<tokio::sync::Mutex<()>>> =
+    LazyLock::new(|| Arc::new(tokio::sync::Mutex::new(())));
 
 /// A finished plugin run.
 #[derive(Debug)]
@@ -58,6 +83,8 @@ pub struct Harness {
     plugin: String,
     kubectl: bool,
     client: kube::Client,
+    /// Held while this harness uses the shared real cluster.
+    _exclusive: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
 
 impl std::fmt::Debug for Harness {
@@ -78,26 +105,17 @@ fn kubectl_on_path() -> bool {
 }
 
 impl Harness {
-    /// Starts a test API server with `fixture` and installs `binary` as the plugin `plugin`
-    /// (e.g. "nodelabel" for `kubectl-nodelabel`). `None` against a real cluster.
+    /// Starts a cluster with `fixture` and installs `binary` as the plugin `plugin` (e.g.
+    /// "nodelabel" for `kubectl-nodelabel`): the test API server, or, with
+    /// `PLACEKIT_E2E_KUBECONFIG`, the real cluster behind the fault-injecting proxy. The
+    /// `Option` is kept for callers written when real clusters skipped hook tests; it is
+    /// always `Some`.
     pub async fn start(plugin: &str, binary: &Path, fixture: &str) -> Option<Self> {
-        if std::env::var_os("PLACEKIT_E2E_KUBECONFIG").is_some() {
-            eprintln!(
-                "NOTICE: this test needs the test API server's hooks; skipped against PLACEKIT_E2E_KUBECONFIG"
-            );
-            return None;
-        }
-        Some(
-            Self::local(
-                plugin,
-                binary,
-                ServerConfig::default().with_fixture_yaml(fixture),
-            )
-            .await,
-        )
+        Some(Self::start_any(plugin, binary, fixture).await)
     }
 
-    /// Like [`Harness::start`] with a full server configuration.
+    /// Like [`Harness::start`] with a full server configuration: always the test API server
+    /// (generated clusters of any size, users of its own table).
     pub async fn local(plugin: &str, binary: &Path, config: ServerConfig) -> Self {
         let server = TestServer::start(config).await.expect("test server starts");
         let dir = tempfile::tempdir().expect("tempdir");
@@ -105,13 +123,12 @@ impl Harness {
             .write_kubeconfig(&dir.path().join("kubeconfig"), "admin")
             .expect("kubeconfig");
         let client = server.client(crate::ADMIN_TOKEN);
-        Self::finish(Some(server), dir, kubeconfig, client, plugin, binary)
+        Self::finish(Some(server), dir, kubeconfig, client, plugin, binary, None)
     }
 
-    /// Against `PLACEKIT_E2E_KUBECONFIG` when set (creating the fixture's objects there),
-    /// else against a test API server.
+    /// Against `PLACEKIT_E2E_KUBECONFIG` when set, else against a test API server.
     pub async fn start_any(plugin: &str, binary: &Path, fixture: &str) -> Self {
-        let Some(path) = std::env::var_os("PLACEKIT_E2E_KUBECONFIG") else {
+        let Some(path) = std::env::var_os(E2E_KUBECONFIG) else {
             return Self::local(
                 plugin,
                 binary,
@@ -119,18 +136,47 @@ impl Harness {
             )
             .await;
         };
-        let kubeconfig = PathBuf::from(path);
-        let config = kube::Config::from_custom_kubeconfig(
-            kube::config::Kubeconfig::read_from(&kubeconfig)
-                .expect("PLACEKIT_E2E_KUBECONFIG is readable"),
-            &Default::default(),
-        )
-        .await
-        .expect("usable kubeconfig");
-        let client = kube::Client::try_from(config).expect("client");
+        let exclusive = REAL_CLUSTER.clone().lock_owned().await;
+        let admin = RealUser::read(Path::new(&path)).await;
+        let viewer = match std::env::var_os(E2E_VIEWER_KUBECONFIG) {
+            Some(p) => Some(RealUser::read(Path::new(&p)).await),
+            None => None,
+        };
+        let client = admin.client.clone();
+        require_disposable(&client).await;
+        reset_cluster(&client).await;
         apply_fixture(&client, fixture).await;
+        let mut tokens = std::collections::HashMap::new();
+        tokens.insert("admin".to_string(), admin.token.clone());
+        if let Some(v) = &viewer {
+            tokens.insert("viewer".to_string(), v.token.clone());
+        }
+        let server = TestServer::start_proxy(admin.upstream.clone(), tokens)
+            .await
+            .expect("proxy starts");
         let dir = tempfile::tempdir().expect("tempdir");
-        Self::finish(None, dir, kubeconfig, client, plugin, binary)
+        let kubeconfig = server
+            .write_kubeconfig(&dir.path().join("kubeconfig"), "admin")
+            .expect("kubeconfig");
+        Self::finish(
+            Some(server),
+            dir,
+            kubeconfig,
+            client,
+            plugin,
+            binary,
+            Some(exclusive),
+        )
+    }
+
+    /// A cluster with `fixture` and no plugin installed, for tests of kubectl itself.
+    pub async fn cluster(fixture: &str) -> Self {
+        Self::start_any("", Path::new(""), fixture).await
+    }
+
+    /// Whether this harness runs against a real cluster (through the proxy).
+    pub fn is_real(&self) -> bool {
+        self._exclusive.is_some()
     }
 
     fn finish(
@@ -140,14 +186,17 @@ impl Harness {
         client: kube::Client,
         plugin: &str,
         binary: &Path,
+        exclusive: Option<tokio::sync::OwnedMutexGuard<()>>,
     ) -> Self {
         let bin_dir = dir.path().join("bin");
         std::fs::create_dir_all(&bin_dir).expect("bin dir");
         let file_name = format!("kubectl-{}", plugin.replace('-', "_"));
-        #[cfg(unix)]
-        std::os::unix::fs::symlink(binary, bin_dir.join(&file_name)).expect("symlink plugin");
-        #[cfg(not(unix))]
-        std::fs::copy(binary, bin_dir.join(&file_name)).expect("copy plugin");
+        if !plugin.is_empty() {
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(binary, bin_dir.join(&file_name)).expect("symlink plugin");
+            #[cfg(not(unix))]
+            std::fs::copy(binary, bin_dir.join(&file_name)).expect("copy plugin");
+        }
         let state_dir = dir.path().join("state");
         let kubectl = kubectl_on_path();
         if !kubectl {
@@ -164,6 +213,7 @@ impl Harness {
             plugin: plugin.to_string(),
             kubectl,
             client,
+            _exclusive: exclusive,
         }
     }
 
@@ -172,11 +222,10 @@ impl Harness {
         self.client.clone()
     }
 
-    /// The test server (panics against a real cluster: use [`Harness::start`] for such tests).
+    /// The test server, or the fault-injecting proxy in front of the real cluster: faults,
+    /// counters and concurrent writers work on both.
     pub fn server(&self) -> &TestServer {
-        self.server
-            .as_ref()
-            .expect("this test needs the test API server")
+        self.server.as_ref().expect("every harness has a server")
     }
 
     /// A kubeconfig for another user of the test server.
@@ -220,9 +269,60 @@ impl Harness {
         Run::from(output)
     }
 
+    /// Creates an object as someone else would (not counted by the hooks): in the test
+    /// server's store, or on the real cluster directly (a pod's fixture phase is set through
+    /// its status, as a kubelet would).
+    pub async fn create(&self, object: Value) {
+        if self.is_real() {
+            create_real(&self.client, object).await;
+        } else {
+            self.server().create(object).expect("object created");
+        }
+    }
+
+    /// [`Harness::create`] for many objects (32 at a time on a real cluster).
+    pub async fn create_all(&self, objects: Vec<Value>) {
+        use futures::StreamExt as _;
+        futures::stream::iter(objects)
+            .map(|o| self.create(o))
+            .buffer_unordered(32)
+            .collect::<Vec<()>>()
+            .await;
+    }
+
+    /// Applies a merge patch as someone else would (not counted by the hooks).
+    pub async fn merge_patch(
+        &self,
+        plural: &str,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &Value,
+    ) {
+        if !self.is_real() {
+            self.server()
+                .merge_patch(plural, namespace, name, patch)
+                .expect("merge patch applied");
+            return;
+        }
+        let resource = crate::resources::RESOURCES
+            .iter()
+            .find(|r| r.plural == plural)
+            .expect("a resource the fixtures use");
+        dynamic_api(
+            &self.client,
+            &resource.api_version(),
+            resource.kind,
+            plural,
+            namespace,
+        )
+        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .unwrap_or_else(|e| panic!("merge patch of {plural}/{name}: {e}"));
+    }
+
     /// A node as JSON, read through the API.
     pub async fn node(&self, name: &str) -> Value {
-        let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(self.client.clone());
+        let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(self.client.clone());
         serde_json::to_value(api.get(name).await.expect("node exists")).expect("json")
     }
 
@@ -241,44 +341,250 @@ impl Harness {
     }
 }
 
-/// Creates (or replaces) every object of a fixture on a real cluster.
+/// A user of the real cluster, read from its kubeconfig: the upstream the proxy forwards to,
+/// the bearer token the proxy's kubeconfigs carry, and a direct client for set-up.
+struct RealUser {
+    upstream: Upstream,
+    token: String,
+    client: kube::Client,
+}
+
+impl RealUser {
+    async fn read(path: &Path) -> Self {
+        use base64::Engine as _;
+        let kubeconfig = kube::config::Kubeconfig::read_from(path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let context_name = kubeconfig
+            .current_context
+            .clone()
+            .expect("the kubeconfig has a current context");
+        let context = kubeconfig
+            .contexts
+            .iter()
+            .find(|c| c.name == context_name)
+            .and_then(|c| c.context.clone())
+            .expect("the current context exists");
+        let cluster = kubeconfig
+            .clusters
+            .iter()
+            .find(|c| c.name == context.cluster)
+            .and_then(|c| c.cluster.clone())
+            .expect("the context's cluster exists");
+        let user = context.user.clone().unwrap_or_default();
+        let token = kubeconfig
+            .auth_infos
+            .iter()
+            .find(|a| a.name == user)
+            .and_then(|a| a.auth_info.as_ref())
+            // kube keeps tokens in `secrecy`'s type and serialises them as plain text.
+            .and_then(|a| serde_json::to_value(a).ok())
+            .and_then(|a| a["token"].as_str().map(str::to_string))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{}: the e2e suites need a bearer-token user (the proxy passes it through)",
+                    path.display()
+                )
+            });
+        let ca = match (
+            &cluster.certificate_authority_data,
+            &cluster.certificate_authority,
+        ) {
+            (Some(data), _) => Some(
+                base64::engine::general_purpose::STANDARD
+                    .decode(data.trim())
+                    .expect("certificate-authority-data is base64"),
+            ),
+            (None, Some(file)) => Some(std::fs::read(file).expect("certificate-authority")),
+            (None, None) => None,
+        };
+        let server = cluster.server.clone().expect("the cluster has a server");
+        let upstream = Upstream::new(&server, ca.as_deref()).expect("usable upstream");
+        let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .expect("usable kubeconfig");
+        config.default_retry = false;
+        let client = kube::Client::try_from(config).expect("client");
+        RealUser {
+            upstream,
+            token,
+            client,
+        }
+    }
+}
+
+async fn require_disposable(client: &kube::Client) {
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), "kube-system");
+    if maps
+        .get_opt(DISPOSABLE_MARKER)
+        .await
+        .ok()
+        .flatten()
+        .is_none()
+    {
+        panic!(
+            "refusing to run the end-to-end suites against this cluster: they delete every node \
+             and workload. Use a throw-away cluster (tests/control-plane/cp up) or consent with \
+             `kubectl -n kube-system create configmap {DISPOSABLE_MARKER}`"
+        );
+    }
+}
+
+fn dynamic_api(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+    plural: &str,
+    namespace: Option<&str>,
+) -> Api<DynamicObject> {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+    match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    }
+}
+
+/// The namespaced kinds a fixture can hold, deleted between tests.
+const WORKLOADS: &[(&str, &str, &str)] = &[
+    ("v1", "Pod", "pods"),
+    ("v1", "Event", "events"),
+    ("apps/v1", "Deployment", "deployments"),
+    ("apps/v1", "StatefulSet", "statefulsets"),
+    ("apps/v1", "DaemonSet", "daemonsets"),
+    ("apps/v1", "ReplicaSet", "replicasets"),
+    ("batch/v1", "Job", "jobs"),
+    ("batch/v1", "CronJob", "cronjobs"),
+    ("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets"),
+];
+
+/// Empties the cluster of nodes and workloads. Namespaces stay (without a namespace
+/// controller a deleted namespace would stay Terminating); pods go at once (grace 0: no
+/// kubelet would ever confirm a graceful deletion).
+async fn reset_cluster(client: &kube::Client) {
+    let now = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let namespaces = namespaces
+        .list(&ListParams::default())
+        .await
+        .expect("list namespaces");
+    for ns in namespaces
+        .items
+        .iter()
+        .filter_map(|n| n.metadata.name.as_deref())
+    {
+        for (api_version, kind, plural) in WORKLOADS {
+            let api = dynamic_api(client, api_version, kind, plural, Some(ns));
+            // A collection of thousands of pods takes the server longer than its 60 s request
+            // timeout; it goes on deleting after answering 504, so ask again until it is empty.
+            for attempt in 1.. {
+                match api.delete_collection(&now, &ListParams::default()).await {
+                    Ok(_) => break,
+                    Err(kube::Error::Api(e)) if e.code == 504 && attempt < 10 => continue,
+                    Err(e) => panic!("deleting {plural} in {ns}: {e}"),
+                }
+            }
+        }
+    }
+    dynamic_api(client, "v1", "Node", "nodes", None)
+        .delete_collection(&now, &ListParams::default())
+        .await
+        .expect("deleting nodes");
+    // Deletion with grace 0 and no finalizers is immediate, but wait until lists agree so
+    // a fixture object of the same name can be created.
+    for _ in 0..100 {
+        let left = dynamic_api(client, "v1", "Node", "nodes", None)
+            .list(&ListParams::default().limit(1))
+            .await
+            .expect("list nodes");
+        if left.items.is_empty() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("nodes are still there after deleting them all");
+}
+
+/// Creates every object of a fixture on a real cluster, the way kwok registers nodes:
+/// nodes keep their status (capacity, allocatable; a Ready condition when the fixture gives
+/// none); a pod's phase is set through its status subresource afterwards, as a kubelet
+/// would; namespaces are created when missing.
 async fn apply_fixture(client: &kube::Client, fixture: &str) {
     use serde::Deserialize;
     // Validate the fixture the same way the test server does before touching the cluster.
     crate::fixtures::load_yaml(&mut crate::store::Store::new(), fixture).expect("fixture loads");
     for document in serde_yaml::Deserializer::from_str(fixture) {
         let value = Value::deserialize(document).expect("yaml");
+        if value.is_null() {
+            continue;
+        }
         let items = if value["kind"] == "List" {
             value["items"].as_array().cloned().unwrap_or_default()
         } else {
             vec![value]
         };
-        for mut obj in items {
-            let api_version = obj["apiVersion"].as_str().unwrap_or_default().to_string();
-            let kind = obj["kind"].as_str().unwrap_or_default().to_string();
-            let resource = crate::resources::by_kind(&api_version, &kind).expect("served kind");
-            let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
-            let gvk = kube::api::GroupVersionKind::gvk(group, version, &kind);
-            let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, resource.plural);
-            let name = obj["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            let api: kube::Api<kube::api::DynamicObject> = if resource.namespaced {
-                let ns = obj["metadata"]["namespace"]
-                    .as_str()
-                    .unwrap_or("default")
-                    .to_string();
-                kube::Api::namespaced_with(client.clone(), &ns, &ar)
-            } else {
-                kube::Api::all_with(client.clone(), &ar)
-            };
-            let _ = api.delete(&name, &Default::default()).await;
-            obj["status"] = Value::Null;
-            let object: kube::api::DynamicObject = serde_json::from_value(obj).expect("object");
-            api.create(&Default::default(), &object)
-                .await
-                .expect("fixture object created");
+        for obj in items {
+            create_real(client, obj).await;
         }
+    }
+}
+
+async fn create_real(client: &kube::Client, mut obj: Value) {
+    let api_version = obj["apiVersion"].as_str().unwrap_or_default().to_string();
+    let kind = obj["kind"].as_str().unwrap_or_default().to_string();
+    let resource = crate::resources::by_kind(&api_version, &kind).expect("served kind");
+    let name = obj["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let namespace = resource.namespaced.then(|| {
+        obj["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("default")
+            .to_string()
+    });
+    for field in ["uid", "resourceVersion", "creationTimestamp", "generation"] {
+        if let Some(m) = obj["metadata"].as_object_mut() {
+            m.remove(field);
+        }
+    }
+    let api = dynamic_api(
+        client,
+        &api_version,
+        &kind,
+        resource.plural,
+        namespace.as_deref(),
+    );
+    let status = obj.as_object_mut().and_then(|o| o.remove("status"));
+    if kind == "Namespace" {
+        if api.get_opt(&name).await.expect("get namespace").is_some() {
+            return;
+        }
+    } else if kind == "Node" {
+        let mut status = status.clone().unwrap_or_else(|| json!({}));
+        if status.get("conditions").is_none() {
+            status["conditions"] = json!([{
+                "type": "Ready", "status": "True", "reason": "KubeletReady",
+                "message": "registered by the placekit e2e harness (no kubelet)"
+            }]);
+        }
+        obj["status"] = status;
+    }
+    let object: DynamicObject = serde_json::from_value(obj).expect("object");
+    api.create(&PostParams::default(), &object)
+        .await
+        .unwrap_or_else(|e| panic!("creating fixture object {kind}/{name}: {e}"));
+    if kind == "Pod"
+        && let Some(status) = status.filter(|s| s.get("phase").is_some())
+    {
+        // The scheduler may have set conditions already; only the phase is the fixture's.
+        let patch = json!({"status": {"phase": status["phase"]}});
+        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap_or_else(|e| panic!("setting the phase of pod {name}: {e}"));
     }
 }

@@ -21,6 +21,7 @@ pub mod harness;
 pub mod packaging;
 pub mod patch;
 pub mod protobuf;
+pub mod proxy;
 pub mod resources;
 pub mod server;
 pub mod status;
@@ -99,6 +100,8 @@ pub struct TestServer {
     state: Arc<State>,
     tls: Option<tls::Tls>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    /// `"admin"`/`"viewer"` -> the token [`TestServer::write_kubeconfig`] writes.
+    token_aliases: HashMap<String, String>,
 }
 
 impl TestServer {
@@ -112,11 +115,37 @@ impl TestServer {
         if let Some(g) = &config.generator {
             g.populate(&mut store);
         }
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port)).await?;
+        let state = State::new(store, config.users);
+        let mut aliases = HashMap::new();
+        aliases.insert("admin".to_string(), ADMIN_TOKEN.to_string());
+        aliases.insert("viewer".to_string(), READONLY_TOKEN.to_string());
+        Self::serve(state, config.port, config.tls, aliases).await
+    }
+
+    /// Starts the fault engine as a reverse proxy in front of a real API server: requests
+    /// are counted, faults and concurrent writers applied, and everything else forwarded
+    /// with the client's own credentials. `tokens` maps `"admin"`/`"viewer"` to the real
+    /// server's tokens for [`TestServer::write_kubeconfig`].
+    pub async fn start_proxy(
+        upstream: proxy::Upstream,
+        tokens: HashMap<String, String>,
+    ) -> std::io::Result<Self> {
+        let mut state = State::new(Store::new(), HashMap::new());
+        state.upstream = Some(upstream);
+        Self::serve(state, 0, true, tokens).await
+    }
+
+    async fn serve(
+        state: State,
+        port: u16,
+        with_tls: bool,
+        token_aliases: HashMap<String, String>,
+    ) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         let address = listener.local_addr()?;
-        let state = Arc::new(State::new(store, config.users));
+        let state = Arc::new(state);
         *state.address.lock().expect("address") = address.to_string();
-        let tls = if config.tls {
+        let tls = if with_tls {
             Some(tls::generate().map_err(std::io::Error::other)?)
         } else {
             None
@@ -135,6 +164,7 @@ impl TestServer {
             state,
             tls,
             shutdown: Some(tx),
+            token_aliases,
         })
     }
 
@@ -158,13 +188,13 @@ impl TestServer {
     }
 
     /// Writes a kubeconfig for `token`; `"admin"` and `"viewer"` are shorthands for the
-    /// built-in users.
+    /// built-in users (for a proxy: the real server's admin and viewer).
     pub fn write_kubeconfig(&self, path: &Path, token: &str) -> std::io::Result<PathBuf> {
-        let token = match token {
-            "admin" => ADMIN_TOKEN,
-            "viewer" => READONLY_TOKEN,
-            t => t,
-        };
+        let token = self
+            .token_aliases
+            .get(token)
+            .map(String::as_str)
+            .unwrap_or(token);
         std::fs::write(path, self.kubeconfig_yaml(token))?;
         Ok(path.to_path_buf())
     }

@@ -31,6 +31,9 @@ pub struct State {
     pub counters: Mutex<Counters>,
     /// `host:port`, for discovery.
     pub address: Mutex<String>,
+    /// A real API server to forward to: the test server is then a fault-injecting reverse
+    /// proxy, and its own store is unused.
+    pub upstream: Option<crate::proxy::Upstream>,
 }
 
 impl State {
@@ -42,10 +45,11 @@ impl State {
             concurrent_writes: Mutex::new(Vec::new()),
             counters: Mutex::new(Counters::new()),
             address: Mutex::new(String::new()),
+            upstream: None,
         }
     }
 
-    fn count(&self, verb: &str, resource: &str) {
+    pub(crate) fn count(&self, verb: &str, resource: &str) {
         *self
             .counters
             .lock()
@@ -54,6 +58,27 @@ impl State {
             .or_default()
             .entry(resource.to_string())
             .or_default() += 1;
+    }
+
+    /// The fault to apply to this request, if any. Every fault counts every matching
+    /// request, even when another one fires on it.
+    pub(crate) fn fault_for(&self, verb: &str, resource: &str) -> Option<FaultAction> {
+        self.faults
+            .lock()
+            .expect("faults")
+            .iter_mut()
+            .filter_map(|f| f.observe(verb, resource))
+            .reduce(|first, _| first)
+    }
+
+    /// The merge patch someone else applies before this write to `resource`/`name`, if any.
+    pub(crate) fn concurrent_write_for(&self, resource: &str, name: &str) -> Option<Value> {
+        self.concurrent_writes
+            .lock()
+            .expect("writers")
+            .iter_mut()
+            .filter_map(|w| w.observe(resource, name).then(|| w.merge_patch.clone()))
+            .reduce(|first, _| first)
     }
 }
 
@@ -296,7 +321,7 @@ pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> Outcome {
     }
 }
 
-enum Failure {
+pub(crate) enum Failure {
     Api(ApiError),
     Drop,
 }
@@ -323,6 +348,10 @@ async fn route(
         return admin(state, req, &segments[1..])
             .await
             .map_err(Failure::Api);
+    }
+    if let Some(upstream) = &state.upstream {
+        let watch = query.get("watch").is_some_and(|w| w == "true" || w == "1");
+        return crate::proxy::forward(state, upstream, req, &segments, watch).await;
     }
     let user = authenticate(state, &req)?;
 
@@ -370,28 +399,13 @@ async fn route(
     let resource = target.resource;
     state.count(verb, resource.plural);
 
-    let action = {
-        let mut faults = state.faults.lock().expect("faults");
-        // Every fault counts every matching request, even when another one fires on it.
-        faults
-            .iter_mut()
-            .filter_map(|f| f.observe(verb, resource.plural))
-            .reduce(|first, _| first)
-    };
+    let action = state.fault_for(verb, resource.plural);
     match action.clone() {
         Some(FaultAction::Status {
             code,
             retry_after_seconds,
         }) => {
-            let e = match (code, retry_after_seconds) {
-                (429, Some(seconds)) => ApiError::too_many_requests(seconds),
-                (code, seconds) => {
-                    let mut e = ApiError::with_code(code);
-                    e.retry_after = seconds.or(e.retry_after);
-                    e
-                }
-            };
-            return Err(Failure::Api(e));
+            return Err(Failure::Api(ApiError::injected(code, retry_after_seconds)));
         }
         Some(FaultAction::Drop) => {
             // Read the whole request first: the client has then certainly sent it and cannot
@@ -482,17 +496,7 @@ async fn route(
             };
             let body = read_body(req.into_body()).await?;
             let mut store = state.store.lock().expect("store");
-            let concurrent: Option<Value> = {
-                let mut writers = state.concurrent_writes.lock().expect("writers");
-                writers
-                    .iter_mut()
-                    .filter_map(|w| {
-                        w.observe(resource.plural, &name)
-                            .then(|| w.merge_patch.clone())
-                    })
-                    .reduce(|first, _| first)
-            };
-            if let Some(merge) = concurrent {
+            if let Some(merge) = state.concurrent_write_for(resource.plural, &name) {
                 store.patch(resource, ns, &name, PatchType::Merge, &merge, false)?;
             }
             let result = match patch_type {

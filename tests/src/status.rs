@@ -190,6 +190,30 @@ impl ApiError {
         )
     }
 
+    /// The answer to an injected `Status` fault: 429 with its `Retry-After`, other codes
+    /// with the generic message of [`ApiError::with_code`].
+    pub fn injected(code: u16, retry_after_seconds: Option<u32>) -> Self {
+        match (code, retry_after_seconds) {
+            (429, Some(seconds)) => Self::too_many_requests(seconds),
+            (code, seconds) => {
+                let mut e = Self::with_code(code);
+                e.retry_after = seconds.or(e.retry_after);
+                e
+            }
+        }
+    }
+
+    /// The reverse proxy could not reach the real server (kube-apiserver's own proxies
+    /// answer 502 with a `Status` like this).
+    pub fn upstream(error: &dyn std::fmt::Display) -> Self {
+        Self::new(
+            502,
+            "ServiceUnavailable",
+            format!("error trying to reach the upstream API server: {error}"),
+            Value::Null,
+        )
+    }
+
     /// Any code with a generic message (fault injection).
     pub fn with_code(code: u16) -> Self {
         match code {

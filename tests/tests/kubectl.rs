@@ -1,11 +1,12 @@
-//! The real `kubectl` against the test API server: every command the plugins' users rely on
-//! and the checks on the server afterwards. Skipped, with a printed notice, where kubectl
-//! is not installed.
+//! The real `kubectl` against the cluster under test — the test API server, or with
+//! `PLACEKIT_E2E_KUBECONFIG` the real control plane (through the harness): every command the
+//! plugins' users rely on and the checks on the server afterwards. Skipped, with a printed
+//! notice, where kubectl is not installed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use placekit_testserver::{ServerConfig, TestServer};
+use placekit_testserver::harness::Harness;
 
 const FIXTURE: &str = include_str!("../fixtures/gpu-cluster.yaml");
 
@@ -29,13 +30,14 @@ struct Kubectl {
 }
 
 impl Kubectl {
-    fn new(server: &TestServer, dir: &Path, user: &str) -> Self {
-        let kubeconfig = server
-            .write_kubeconfig(&dir.join(format!("{user}.kubeconfig")), user)
-            .unwrap();
+    fn new(h: &Harness, user: &str) -> Self {
+        let kubeconfig = match user {
+            "admin" => h.kubeconfig.clone(),
+            other => h.kubeconfig_for(other),
+        };
         Kubectl {
             kubeconfig,
-            cache: dir.join("cache"),
+            cache: h.dir.path().join("cache"),
         }
     }
 
@@ -62,26 +64,19 @@ impl Kubectl {
     }
 }
 
-async fn setup() -> Option<(TestServer, tempfile::TempDir)> {
+async fn setup() -> Option<Harness> {
     if !kubectl_available() {
         return None;
     }
-    let server = TestServer::start(ServerConfig::default().with_fixture_yaml(FIXTURE))
-        .await
-        .unwrap();
-    Some((server, tempfile::tempdir().unwrap()))
-}
-
-fn labels(server: &TestServer, node: &str) -> serde_json::Value {
-    server.object("nodes", None, node).unwrap()["metadata"]["labels"].clone()
+    Some(Harness::cluster(FIXTURE).await)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_get_nodes_with_selectors_and_json() {
-    let Some((server, dir)) = setup().await else {
+    let Some(h) = setup().await else {
         return;
     };
-    let k = Kubectl::new(&server, dir.path(), "admin");
+    let k = Kubectl::new(&h, "admin");
     let table = k.ok(&["get", "nodes"]).await;
     for node in ["gpu-a100-1", "gpu-a100-2", "gpu-h100-1", "cpu-1"] {
         assert!(table.contains(node), "{table}");
@@ -117,20 +112,20 @@ async fn kubectl_get_nodes_with_selectors_and_json() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_label_overwrite_and_remove() {
-    let Some((server, dir)) = setup().await else {
+    let Some(h) = setup().await else {
         return;
     };
-    let k = Kubectl::new(&server, dir.path(), "admin");
+    let k = Kubectl::new(&h, "admin");
     k.ok(&["label", "node", "gpu-a100-1", "power-profile=balanced"])
         .await;
-    assert_eq!(labels(&server, "gpu-a100-1")["power-profile"], "balanced");
+    assert_eq!(h.labels("gpu-a100-1").await["power-profile"], "balanced");
 
     let refused = k
         .run(&["label", "node", "gpu-a100-1", "power-profile=max"])
         .await;
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("already has a value (balanced)"));
-    assert_eq!(labels(&server, "gpu-a100-1")["power-profile"], "balanced");
+    assert_eq!(h.labels("gpu-a100-1").await["power-profile"], "balanced");
 
     k.ok(&[
         "label",
@@ -140,13 +135,13 @@ async fn kubectl_label_overwrite_and_remove() {
         "--overwrite",
     ])
     .await;
-    assert_eq!(labels(&server, "gpu-a100-1")["power-profile"], "max");
+    assert_eq!(h.labels("gpu-a100-1").await["power-profile"], "max");
 
     k.ok(&["label", "node", "gpu-a100-1", "power-profile-"])
         .await;
-    assert!(labels(&server, "gpu-a100-1").get("power-profile").is_none());
+    assert!(h.labels("gpu-a100-1").await.get("power-profile").is_none());
     assert_eq!(
-        labels(&server, "gpu-a100-1")["accelerator.example.com/gpu-family"],
+        h.labels("gpu-a100-1").await["accelerator.example.com/gpu-family"],
         "a100",
         "other labels kept"
     );
@@ -154,10 +149,10 @@ async fn kubectl_label_overwrite_and_remove() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_taint_add_and_remove() {
-    let Some((server, dir)) = setup().await else {
+    let Some(h) = setup().await else {
         return;
     };
-    let k = Kubectl::new(&server, dir.path(), "admin");
+    let k = Kubectl::new(&h, "admin");
     k.ok(&[
         "taint",
         "nodes",
@@ -165,28 +160,24 @@ async fn kubectl_taint_add_and_remove() {
         "dedicated=llm-online:NoSchedule",
     ])
     .await;
-    let taints = server.object("nodes", None, "gpu-a100-1").unwrap()["spec"]["taints"].clone();
+    let taints = h.node("gpu-a100-1").await["spec"]["taints"].clone();
     assert_eq!(
         taints,
         serde_json::json!([{"key": "dedicated", "value": "llm-online", "effect": "NoSchedule"}])
     );
     k.ok(&["taint", "nodes", "gpu-a100-1", "dedicated:NoSchedule-"])
         .await;
-    assert!(
-        server.object("nodes", None, "gpu-a100-1").unwrap()["spec"]
-            .get("taints")
-            .is_none()
-    );
+    assert!(h.node("gpu-a100-1").await["spec"].get("taints").is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_taint_removal_ignores_the_value() {
     // The behaviour placekit's `gpu-taint release` must not copy: kubectl removes a taint
     // with the same key and effect whatever its value.
-    let Some((server, dir)) = setup().await else {
+    let Some(h) = setup().await else {
         return;
     };
-    let k = Kubectl::new(&server, dir.path(), "admin");
+    let k = Kubectl::new(&h, "admin");
     k.ok(&[
         "taint",
         "nodes",
@@ -195,19 +186,17 @@ async fn kubectl_taint_removal_ignores_the_value() {
     ])
     .await;
     assert!(
-        server.object("nodes", None, "gpu-h100-1").unwrap()["spec"]
-            .get("taints")
-            .is_none(),
+        h.node("gpu-h100-1").await["spec"].get("taints").is_none(),
         "dedicated=batch was removed too"
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_field_selector_over_all_namespaces() {
-    let Some((server, dir)) = setup().await else {
+    let Some(h) = setup().await else {
         return;
     };
-    let k = Kubectl::new(&server, dir.path(), "admin");
+    let k = Kubectl::new(&h, "admin");
     let out = k
         .ok(&[
             "get",
@@ -229,11 +218,11 @@ async fn kubectl_field_selector_over_all_namespaces() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_auth_can_i_follows_the_user_table() {
-    let Some((server, dir)) = setup().await else {
+    let Some(h) = setup().await else {
         return;
     };
-    let admin = Kubectl::new(&server, dir.path(), "admin");
-    let viewer = Kubectl::new(&server, dir.path(), "viewer");
+    let admin = Kubectl::new(&h, "admin");
+    let viewer = Kubectl::new(&h, "viewer");
     assert_eq!(
         admin.ok(&["auth", "can-i", "patch", "nodes"]).await.trim(),
         "yes"
@@ -249,19 +238,19 @@ async fn kubectl_auth_can_i_follows_the_user_table() {
     assert!(String::from_utf8_lossy(&denied.stderr).contains(
         "nodes \"gpu-a100-1\" is forbidden: User \"viewer\" cannot patch resource \"nodes\" in API group \"\" at the cluster scope"
     ));
-    assert!(labels(&server, "gpu-a100-1").get("x").is_none());
+    assert!(h.labels("gpu-a100-1").await.get("x").is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_bad_label_key_gets_the_api_server_message() {
-    let Some((server, dir)) = setup().await else {
+    let Some(h) = setup().await else {
         return;
     };
-    let k = Kubectl::new(&server, dir.path(), "admin");
+    let k = Kubectl::new(&h, "admin");
     let out = k.run(&["label", "node", "gpu-a100-1", "a/b/c=x"]).await;
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(
-        "The Node \"gpu-a100-1\" is invalid: metadata.labels: Invalid value: \"a/b/c\": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        "The Node \"gpu-a100-1\" is invalid: metadata.labels: Invalid value: \"a/b/c\": a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
     ), "{stderr}");
 }

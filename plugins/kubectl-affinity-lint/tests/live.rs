@@ -198,23 +198,20 @@ async fn drift_finds_pods_whose_node_changed_in_a_constant_number_of_requests() 
     let mut requests = Vec::new();
     for pods in [100, 10_000] {
         let Some(h) = harness().await else { return };
-        for i in 0..pods {
-            h.server()
-                .create(drift_pod(
-                    i,
-                    if i % 2 == 0 { "a100-free" } else { "a100-full" },
-                ))
-                .unwrap();
-        }
+        h.create_all(
+            (0..pods)
+                .map(|i| drift_pod(i, if i % 2 == 0 { "a100-free" } else { "a100-full" }))
+                .collect(),
+        )
+        .await;
         // The seed's situation: a node's gpu-family label changed after scheduling.
-        h.server()
-            .merge_patch(
-                "nodes",
-                None,
-                "a100-free",
-                &json!({"metadata": {"labels": {"accelerator.example.com/gpu-family": "h100"}}}),
-            )
-            .unwrap();
+        h.merge_patch(
+            "nodes",
+            None,
+            "a100-free",
+            &json!({"metadata": {"labels": {"accelerator.example.com/gpu-family": "h100"}}}),
+        )
+        .await;
         h.server().reset_counters();
         let run = h
             .run(&["drift", "-A", "-l", "app=llm-inference", "-o", "json"])

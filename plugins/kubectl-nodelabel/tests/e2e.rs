@@ -177,14 +177,13 @@ async fn rollback_last_is_exact_reports_conflicts_and_can_be_rolled_back() {
         0,
     );
     // Someone changes one key afterwards.
-    h.server()
-        .merge_patch(
-            "nodes",
-            None,
-            "gpu-a100-2",
-            &json!({"metadata": {"labels": {FAMILY: "h200"}}}),
-        )
-        .unwrap();
+    h.merge_patch(
+        "nodes",
+        None,
+        "gpu-a100-2",
+        &json!({"metadata": {"labels": {FAMILY: "h200"}}}),
+    )
+    .await;
 
     let run = h.run(&["rollback", "--last", "-y"]).await;
     assert_code(&run, 1);

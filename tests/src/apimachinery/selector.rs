@@ -857,7 +857,7 @@ mod tests {
         assert_eq!(
             err(&format!("{}=a", "k".repeat(64))),
             format!(
-                "unable to parse requirement: <nil>: Invalid value: \"{}\": name part must be no more than 63 characters",
+                "unable to parse requirement: <nil>: Invalid value: \"{}\": name part must be no more than 63 bytes",
                 "k".repeat(64)
             )
         );
@@ -887,7 +887,7 @@ mod tests {
         assert_eq!(
             err(&format!("x={}", "v".repeat(64))),
             format!(
-                "unable to parse requirement: values[0][x]: Invalid value: \"{}\": must be no more than 63 characters",
+                "unable to parse requirement: values[0][x]: Invalid value: \"{}\": must be no more than 63 bytes",
                 "v".repeat(64)
             )
         );

@@ -33,7 +33,7 @@ fn empty_error() -> &'static str {
 
 /// `MaxLenError(length)`.
 fn max_len_error(length: usize) -> String {
-    format!("must be no more than {length} characters")
+    format!("must be no more than {length} bytes")
 }
 
 /// `RegexError(msg, re, examples...)`. Each example is followed by `', '` and joined with
@@ -128,7 +128,7 @@ pub fn is_qualified_name(value: &str) -> Vec<String> {
         }
         _ => {
             errs.push(format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
                 regex_error(
                     QUALIFIED_NAME_ERR_MSG,
                     QUALIFIED_NAME_FMT,
@@ -221,7 +221,7 @@ mod tests {
         assert_eq!(is_qualified_name("a\n"), vec![NAME_REGEX.to_string()]);
         assert_eq!(
             is_qualified_name(&"n".repeat(64)),
-            vec!["name part must be no more than 63 characters".to_string()]
+            vec!["name part must be no more than 63 bytes".to_string()]
         );
         assert_eq!(
             is_qualified_name("/a"),
@@ -241,12 +241,12 @@ mod tests {
         assert_eq!(is_qualified_name("a..b/c"), vec![PREFIX_REGEX.to_string()]);
         assert_eq!(
             is_qualified_name(&format!("{}/k", "a".repeat(254))),
-            vec!["prefix part must be no more than 253 characters".to_string()]
+            vec!["prefix part must be no more than 253 bytes".to_string()]
         );
         assert_eq!(
             is_qualified_name(&format!("A{}/k", "a".repeat(253))),
             vec![
-                "prefix part must be no more than 253 characters".to_string(),
+                "prefix part must be no more than 253 bytes".to_string(),
                 PREFIX_REGEX.to_string()
             ]
         );
@@ -256,7 +256,7 @@ mod tests {
         );
         assert_eq!(
             is_qualified_name("a/b/c"),
-            vec!["a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')".to_string()]
+            vec!["a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')".to_string()]
         );
     }
 
@@ -274,12 +274,12 @@ mod tests {
         assert_eq!(is_valid_label_value("a."), vec![VALUE_REGEX.to_string()]);
         assert_eq!(
             is_valid_label_value(&"v".repeat(64)),
-            vec!["must be no more than 63 characters".to_string()]
+            vec!["must be no more than 63 bytes".to_string()]
         );
         assert_eq!(
             is_valid_label_value(&format!("{}-", "v".repeat(63))),
             vec![
-                "must be no more than 63 characters".to_string(),
+                "must be no more than 63 bytes".to_string(),
                 VALUE_REGEX.to_string()
             ]
         );
@@ -287,7 +287,7 @@ mod tests {
         assert_eq!(
             is_valid_label_value(&"é".repeat(32)),
             vec![
-                "must be no more than 63 characters".to_string(),
+                "must be no more than 63 bytes".to_string(),
                 VALUE_REGEX.to_string()
             ]
         );
@@ -307,7 +307,7 @@ mod tests {
         }
         assert_eq!(
             is_dns1123_subdomain(&"a".repeat(254)),
-            vec!["must be no more than 253 characters".to_string()]
+            vec!["must be no more than 253 bytes".to_string()]
         );
     }
 }
