@@ -137,23 +137,13 @@ impl Harness {
             .await;
         };
         let exclusive = REAL_CLUSTER.clone().lock_owned().await;
-        let admin = RealUser::read(Path::new(&path)).await;
-        let viewer = match std::env::var_os(E2E_VIEWER_KUBECONFIG) {
-            Some(p) => Some(RealUser::read(Path::new(&p)).await),
-            None => None,
-        };
-        let client = admin.client.clone();
-        require_disposable(&client).await;
-        reset_cluster(&client).await;
-        apply_fixture(&client, fixture).await;
-        let mut tokens = std::collections::HashMap::new();
-        tokens.insert("admin".to_string(), admin.token.clone());
-        if let Some(v) = &viewer {
-            tokens.insert("viewer".to_string(), v.token.clone());
-        }
-        let server = TestServer::start_proxy(admin.upstream.clone(), tokens)
-            .await
-            .expect("proxy starts");
+        let viewer = std::env::var_os(E2E_VIEWER_KUBECONFIG).map(PathBuf::from);
+        let cluster = RealCluster::connect(Path::new(&path), viewer.as_deref()).await;
+        cluster.require_disposable().await;
+        cluster.reset().await;
+        cluster.apply_fixture(fixture).await;
+        let client = cluster.client();
+        let server = cluster.proxy().await;
         let dir = tempfile::tempdir().expect("tempdir");
         let kubeconfig = server
             .write_kubeconfig(&dir.path().join("kubeconfig"), "admin")
@@ -341,75 +331,141 @@ impl Harness {
     }
 }
 
-/// A user of the real cluster, read from its kubeconfig: the upstream the proxy forwards to,
-/// the bearer token the proxy's kubeconfigs carry, and a direct client for set-up.
-struct RealUser {
+/// A real cluster named by kubeconfigs (admin, and optionally a read-only viewer): the
+/// upstream the proxy forwards to, the bearer tokens the proxy's kubeconfigs carry, and a
+/// direct client for set-up. Used by the harness and by the benchmarks on a real server.
+pub struct RealCluster {
     upstream: Upstream,
-    token: String,
+    admin_token: String,
+    viewer_token: Option<String>,
     client: kube::Client,
 }
 
-impl RealUser {
-    async fn read(path: &Path) -> Self {
-        use base64::Engine as _;
-        let kubeconfig = kube::config::Kubeconfig::read_from(path)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let context_name = kubeconfig
-            .current_context
-            .clone()
-            .expect("the kubeconfig has a current context");
-        let context = kubeconfig
-            .contexts
-            .iter()
-            .find(|c| c.name == context_name)
-            .and_then(|c| c.context.clone())
-            .expect("the current context exists");
-        let cluster = kubeconfig
-            .clusters
-            .iter()
-            .find(|c| c.name == context.cluster)
-            .and_then(|c| c.cluster.clone())
-            .expect("the context's cluster exists");
-        let user = context.user.clone().unwrap_or_default();
-        let token = kubeconfig
-            .auth_infos
-            .iter()
-            .find(|a| a.name == user)
-            .and_then(|a| a.auth_info.as_ref())
-            // kube keeps tokens in `secrecy`'s type and serialises them as plain text.
-            .and_then(|a| serde_json::to_value(a).ok())
-            .and_then(|a| a["token"].as_str().map(str::to_string))
-            .unwrap_or_else(|| {
-                panic!(
-                    "{}: the e2e suites need a bearer-token user (the proxy passes it through)",
-                    path.display()
-                )
-            });
-        let ca = match (
-            &cluster.certificate_authority_data,
-            &cluster.certificate_authority,
-        ) {
-            (Some(data), _) => Some(
-                base64::engine::general_purpose::STANDARD
-                    .decode(data.trim())
-                    .expect("certificate-authority-data is base64"),
-            ),
-            (None, Some(file)) => Some(std::fs::read(file).expect("certificate-authority")),
-            (None, None) => None,
+impl std::fmt::Debug for RealCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RealCluster")
+            .field("upstream", &self.upstream)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RealCluster {
+    /// Reads the admin (and viewer) kubeconfig; both must use bearer tokens, which the
+    /// proxy passes through.
+    pub async fn connect(admin: &Path, viewer: Option<&Path>) -> Self {
+        let (upstream, admin_token, client) = read_user(admin).await;
+        let viewer_token = match viewer {
+            Some(path) => Some(read_user(path).await.1),
+            None => None,
         };
-        let server = cluster.server.clone().expect("the cluster has a server");
-        let upstream = Upstream::new(&server, ca.as_deref()).expect("usable upstream");
-        let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .expect("usable kubeconfig");
-        config.default_retry = false;
-        let client = kube::Client::try_from(config).expect("client");
-        RealUser {
+        RealCluster {
             upstream,
-            token,
+            admin_token,
+            viewer_token,
             client,
         }
     }
+
+    /// A direct admin client (not through the proxy, not counted).
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// Starts the fault-injecting proxy in front of the cluster; its `"admin"`/`"viewer"`
+    /// kubeconfigs carry the real tokens.
+    pub async fn proxy(&self) -> TestServer {
+        let mut tokens = std::collections::HashMap::new();
+        tokens.insert("admin".to_string(), self.admin_token.clone());
+        if let Some(v) = &self.viewer_token {
+            tokens.insert("viewer".to_string(), v.clone());
+        }
+        TestServer::start_proxy(self.upstream.clone(), tokens)
+            .await
+            .expect("proxy starts")
+    }
+
+    /// Panics unless the cluster carries the disposable marker.
+    pub async fn require_disposable(&self) {
+        require_disposable(&self.client).await
+    }
+
+    /// Deletes every node and workload (see [`reset_cluster`]).
+    pub async fn reset(&self) {
+        reset_cluster(&self.client).await
+    }
+
+    /// Creates every object of a YAML fixture.
+    pub async fn apply_fixture(&self, fixture: &str) {
+        apply_fixture(&self.client, fixture).await
+    }
+
+    /// Creates objects, `concurrency` at a time (nodes with status, pods with their phase).
+    pub async fn create_all(&self, objects: Vec<Value>, concurrency: usize) {
+        use futures::StreamExt as _;
+        futures::stream::iter(objects)
+            .map(|o| create_real(&self.client, o))
+            .buffer_unordered(concurrency.max(1))
+            .collect::<Vec<()>>()
+            .await;
+    }
+}
+
+/// The upstream, bearer token and a direct client of a kubeconfig's current context.
+async fn read_user(path: &Path) -> (Upstream, String, kube::Client) {
+    use base64::Engine as _;
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let context_name = kubeconfig
+        .current_context
+        .clone()
+        .expect("the kubeconfig has a current context");
+    let context = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == context_name)
+        .and_then(|c| c.context.clone())
+        .expect("the current context exists");
+    let cluster = kubeconfig
+        .clusters
+        .iter()
+        .find(|c| c.name == context.cluster)
+        .and_then(|c| c.cluster.clone())
+        .expect("the context's cluster exists");
+    let user = context.user.clone().unwrap_or_default();
+    let token = kubeconfig
+        .auth_infos
+        .iter()
+        .find(|a| a.name == user)
+        .and_then(|a| a.auth_info.as_ref())
+        // kube keeps tokens in `secrecy`'s type and serialises them as plain text.
+        .and_then(|a| serde_json::to_value(a).ok())
+        .and_then(|a| a["token"].as_str().map(str::to_string))
+        .unwrap_or_else(|| {
+            panic!(
+                "{}: the e2e suites need a bearer-token user (the proxy passes it through)",
+                path.display()
+            )
+        });
+    let ca = match (
+        &cluster.certificate_authority_data,
+        &cluster.certificate_authority,
+    ) {
+        (Some(data), _) => Some(
+            base64::engine::general_purpose::STANDARD
+                .decode(data.trim())
+                .expect("certificate-authority-data is base64"),
+        ),
+        (None, Some(file)) => Some(std::fs::read(file).expect("certificate-authority")),
+        (None, None) => None,
+    };
+    let server = cluster.server.clone().expect("the cluster has a server");
+    let upstream = Upstream::new(&server, ca.as_deref()).expect("usable upstream");
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .expect("usable kubeconfig");
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).expect("client");
+    (upstream, token, client)
 }
 
 async fn require_disposable(client: &kube::Client) {
@@ -423,7 +479,7 @@ async fn require_disposable(client: &kube::Client) {
         .is_none()
     {
         panic!(
-            "refusing to run the end-to-end suites against this cluster: they delete every node \
+            "refusing to use this cluster: the end-to-end suites and benchmarks delete every node \
              and workload. Use a throw-away cluster (tests/control-plane/cp up) or consent with \
              `kubectl -n kube-system create configmap {DISPOSABLE_MARKER}`"
         );

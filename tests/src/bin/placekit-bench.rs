@@ -1,18 +1,24 @@
-//! Side-by-side benchmarks of the placekit plugins against the in-process test API server.
+//! Side-by-side benchmarks of the placekit plugins against the in-process test API server,
+//! or with `--kubeconfig` against a real, disposable cluster (`tests/control-plane/cp up`).
 //!
 //! ```text
 //! cargo build --release --workspace
 //! target/release/placekit-bench nodelabel --nodes 1000
+//! target/release/placekit-bench nodelabel --nodes 1000 --kubeconfig /tmp/cp.kubeconfig
 //! ```
 //!
-//! Each run reports wall time and the API requests the command made (from the server's
-//! counters), next to the kubectl command that does the same job by hand.
+//! Each run reports wall time and the API requests the command made, next to the kubectl
+//! command that does the same job by hand. On the test server the requests come from its
+//! counters. On a real server the timed run talks to the server directly, and a second,
+//! identical run through the counting reverse proxy gives the requests (the proxy's own
+//! connections would otherwise be timed too).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
+use placekit_testserver::harness::RealCluster;
 use placekit_testserver::{Generator, ServerConfig, TestServer};
 
 #[derive(Debug, Parser)]
@@ -31,6 +37,9 @@ enum Bench {
         /// The plugin binary (default: next to this benchmark binary).
         #[arg(long)]
         plugin: Option<PathBuf>,
+        /// A real, disposable cluster's admin kubeconfig instead of the test server.
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
     },
     /// `kubectl affinity-lint` on N Deployment documents vs plain serde deserialization.
     Lint {
@@ -48,6 +57,9 @@ enum Bench {
         pods: usize,
         #[arg(long)]
         plugin: Option<PathBuf>,
+        /// A real, disposable cluster's admin kubeconfig instead of the test server.
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
     },
     /// `kubectl gpu-taint status` on a generated cluster: wall time, peak memory, requests.
     GpuStatus {
@@ -57,6 +69,9 @@ enum Bench {
         pods: usize,
         #[arg(long)]
         plugin: Option<PathBuf>,
+        /// A real, disposable cluster's admin kubeconfig instead of the test server.
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
     },
 }
 
@@ -122,6 +137,108 @@ fn measure(server: &TestServer, mut cmd: Command) -> Measured {
     }
 }
 
+/// The cluster a benchmark runs on.
+struct Cluster {
+    /// The test server, or the counting proxy in front of the real server.
+    counting: TestServer,
+    /// The kubeconfig the counted run uses.
+    counting_kubeconfig: PathBuf,
+    /// The real server's own kubeconfig, for the timed run (None: the test server).
+    direct_kubeconfig: Option<PathBuf>,
+    _dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// A generated cluster: on the test server, or created on the real one behind
+    /// `kubeconfig` (emptied first; it must carry the disposable marker).
+    async fn generate(generator: Generator, kubeconfig: Option<&Path>) -> Self {
+        let plain = |i: usize| generator.node(i);
+        Self::generate_with(generator.clone(), kubeconfig, &plain).await
+    }
+
+    /// [`Cluster::generate`] with the real server's nodes made by `node` (the test server
+    /// always uses the generator's own).
+    async fn generate_with(
+        generator: Generator,
+        kubeconfig: Option<&Path>,
+        node: &(dyn Fn(usize) -> serde_json::Value + Sync),
+    ) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let started = Instant::now();
+        let (counting, direct_kubeconfig) = match kubeconfig {
+            None => (
+                TestServer::start(ServerConfig::default().with_generator(generator.clone()))
+                    .await
+                    .expect("server starts"),
+                None,
+            ),
+            Some(path) => {
+                let real = RealCluster::connect(path, None).await;
+                real.require_disposable().await;
+                real.reset().await;
+                let namespaces = (0..8)
+                    .map(|i| serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("ml-{i}")}}))
+                    .collect();
+                real.create_all(namespaces, 8).await;
+                real.create_all((0..generator.nodes).map(node).collect(), 64)
+                    .await;
+                real.create_all((0..generator.pods).map(|j| generator.pod(j)).collect(), 64)
+                    .await;
+                (real.proxy().await, Some(path.to_path_buf()))
+            }
+        };
+        eprintln!(
+            "{} {} nodes and {} pods in {:.1} s",
+            if direct_kubeconfig.is_some() {
+                "created on the real server:"
+            } else {
+                "generated on the test server:"
+            },
+            generator.nodes,
+            generator.pods,
+            started.elapsed().as_secs_f64()
+        );
+        let counting_kubeconfig = counting
+            .write_kubeconfig(&dir.path().join("kubeconfig"), "admin")
+            .expect("kubeconfig");
+        Cluster {
+            counting,
+            counting_kubeconfig,
+            direct_kubeconfig,
+            _dir: dir,
+        }
+    }
+
+    fn is_real(&self) -> bool {
+        self.direct_kubeconfig.is_some()
+    }
+
+    /// Runs the command built by `command(kubeconfig, round)` and measures it: timed and
+    /// counted in one run on the test server; timed directly, then counted through the
+    /// proxy in a second round, on a real server.
+    fn measure(&self, command: impl Fn(&Path, usize) -> Command) -> Measured {
+        match &self.direct_kubeconfig {
+            None => measure(&self.counting, command(&self.counting_kubeconfig, 0)),
+            Some(direct) => {
+                let mut timed = measure(&self.counting, command(direct, 0));
+                let counted = measure(&self.counting, command(&self.counting_kubeconfig, 1));
+                timed.requests = counted.requests;
+                timed.total_requests = counted.total_requests;
+                timed.ok &= counted.ok;
+                timed
+            }
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        if self.is_real() {
+            "the real kube-apiserver"
+        } else {
+            "the test API server"
+        }
+    }
+}
+
 /// N Deployments like the seed's; every 10th has its required terms split (AL001).
 fn lint_corpus(documents: usize) -> String {
     let mut out = String::with_capacity(documents * 1400);
@@ -137,19 +254,6 @@ fn lint_corpus(documents: usize) -> String {
         ));
     }
     out
-}
-
-/// Runs a plugin against a server (admin kubeconfig) and measures it.
-async fn measure_on(server: TestServer, plugin: &Path, args: &[&str]) -> Measured {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = server
-        .write_kubeconfig(&dir.path().join("kubeconfig"), "admin")
-        .expect("kubeconfig");
-    let mut cmd = Command::new(plugin);
-    cmd.args(args).env("KUBECONFIG", &kubeconfig);
-    tokio::task::spawn_blocking(move || measure(&server, cmd))
-        .await
-        .expect("join")
 }
 
 /// Prints a scale run against the SPEC §9 targets (< 2 s, < 300 MiB).
@@ -178,65 +282,87 @@ fn sibling(name: &str) -> PathBuf {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.bench {
-        Bench::Nodelabel { nodes, plugin } => {
+        Bench::Nodelabel {
+            nodes,
+            plugin,
+            kubeconfig,
+        } => {
             let plugin = plugin.unwrap_or_else(|| sibling("kubectl-nodelabel"));
-            let server = TestServer::start(ServerConfig::default().with_generator(Generator {
-                nodes,
-                pods: 0,
-                gpus_per_node: 8,
-            }))
-            .await
-            .expect("server starts");
-            let dir = tempfile::tempdir().expect("tempdir");
-            let kubeconfig = server
-                .write_kubeconfig(&dir.path().join("kubeconfig"), "admin")
-                .expect("kubeconfig");
-            let server = std::sync::Arc::new(server);
-            let run = |cmd: Command| {
-                let server = server.clone();
-                tokio::task::spawn_blocking(move || measure(&server, cmd))
+            let cluster = Cluster::generate(
+                Generator {
+                    nodes,
+                    pods: 0,
+                    gpus_per_node: 8,
+                },
+                kubeconfig.as_deref(),
+            )
+            .await;
+            let state = tempfile::tempdir().expect("tempdir");
+            let cluster = std::sync::Arc::new(cluster);
+            // Each round sets another value, so the counted round writes as much as the
+            // timed one.
+            let ours = {
+                let cluster = cluster.clone();
+                let state = state.path().join("state");
+                tokio::task::spawn_blocking(move || {
+                    cluster.measure(|kubeconfig, round| {
+                        let mut c = Command::new(&plugin);
+                        c.args([
+                            "set",
+                            "-l",
+                            "kubernetes.io/os=linux",
+                            &format!("bench.example.com/run=placekit-{round}"),
+                            "--overwrite",
+                            "-y",
+                            "--no-progress",
+                        ])
+                        .env("KUBECONFIG", kubeconfig)
+                        .env("PLACEKIT_STATE_DIR", &state);
+                        c
+                    })
+                })
+                .await
+                .expect("join")
             };
-
-            let mut placekit = Command::new(&plugin);
-            placekit
-                .args([
-                    "set",
-                    "-l",
-                    "kubernetes.io/os=linux",
-                    "bench.example.com/run=placekit",
-                    "--overwrite",
-                    "-y",
-                    "--no-progress",
-                ])
-                .env("KUBECONFIG", &kubeconfig)
-                .env("PLACEKIT_STATE_DIR", dir.path().join("state"));
-            let ours = run(placekit).await.expect("join");
-
-            let mut kubectl = Command::new("kubectl");
-            kubectl
-                .args([
-                    "label",
-                    "nodes",
-                    "-l",
-                    "kubernetes.io/os=linux",
-                    "bench.example.com/run=kubectl",
-                    "--overwrite",
-                ])
-                .env("KUBECONFIG", &kubeconfig)
-                .env("KUBECACHEDIR", dir.path().join("cache"));
             let theirs = match Command::new("kubectl")
                 .arg("version")
                 .arg("--client")
                 .output()
             {
-                Ok(o) if o.status.success() => Some(run(kubectl).await.expect("join")),
+                Ok(o) if o.status.success() => {
+                    let cluster = cluster.clone();
+                    let cache = state.path().join("cache");
+                    Some(
+                        tokio::task::spawn_blocking(move || {
+                            cluster.measure(|kubeconfig, round| {
+                                let mut c = Command::new("kubectl");
+                                c.args([
+                                    "label",
+                                    "nodes",
+                                    "-l",
+                                    "kubernetes.io/os=linux",
+                                    &format!("bench.example.com/run=kubectl-{round}"),
+                                    "--overwrite",
+                                ])
+                                .env("KUBECONFIG", kubeconfig)
+                                .env("KUBECACHEDIR", &cache);
+                                c
+                            })
+                        })
+                        .await
+                        .expect("join"),
+                    )
+                }
                 _ => {
                     eprintln!("kubectl is not on PATH: no comparison");
                     None
                 }
             };
 
-            println!("labelling {nodes} nodes of the test API server (one label, --overwrite)");
+            println!(
+                "labelling {nodes} nodes of {} (one label, --overwrite)",
+                cluster.name()
+            );
             println!("{:<48} {:>8}  {:>8}  requests", "command", "wall s", "ok");
             println!(
                 "{:<48} {:>8.3}  {:>8}  {} ({} in all)",
@@ -315,28 +441,50 @@ async fn main() -> ExitCode {
             nodes,
             pods,
             plugin,
+            kubeconfig,
         } => {
             let plugin = plugin.unwrap_or_else(|| sibling("kubectl-affinity_lint"));
-            let server = TestServer::start(ServerConfig::default().with_generator(Generator {
+            let generator = Generator {
                 nodes,
                 pods,
                 gpus_per_node: 8,
-            }))
-            .await
-            .expect("server starts");
-            // Some drift to find: every 100th node changes its gpu-family after scheduling.
-            for i in (0..nodes).step_by(100) {
-                let family = if i % 2 == 0 { "h100" } else { "a100" };
-                server
-                    .merge_patch(
-                        "nodes",
-                        None,
-                        &format!("gpu-node-{i:05}"),
-                        &serde_json::json!({"metadata": {"labels": {"accelerator.example.com/gpu-family": family}}}),
-                    )
-                    .expect("node exists");
+            };
+            // Some drift to find: every 100th node has changed its gpu-family since its
+            // pods were scheduled (patched on the test server, created so on a real one).
+            let drifted_family = |i: usize| if i % 2 == 0 { "h100" } else { "a100" };
+            let drifted = |i: usize| {
+                let mut node = generator.node(i);
+                if i % 100 == 0 {
+                    node["metadata"]["labels"]["accelerator.example.com/gpu-family"] =
+                        serde_json::json!(drifted_family(i));
+                }
+                node
+            };
+            let cluster =
+                Cluster::generate_with(generator.clone(), kubeconfig.as_deref(), &drifted).await;
+            if !cluster.is_real() {
+                for i in (0..nodes).step_by(100) {
+                    cluster
+                        .counting
+                        .merge_patch(
+                            "nodes",
+                            None,
+                            &format!("gpu-node-{i:05}"),
+                            &serde_json::json!({"metadata": {"labels": {"accelerator.example.com/gpu-family": drifted_family(i)}}}),
+                        )
+                        .expect("node exists");
+                }
             }
-            let m = measure_on(server, &plugin, &["drift", "-A", "-o", "json"]).await;
+            let m = tokio::task::spawn_blocking(move || {
+                cluster.measure(|kubeconfig, _| {
+                    let mut c = Command::new(&plugin);
+                    c.args(["drift", "-A", "-o", "json"])
+                        .env("KUBECONFIG", kubeconfig);
+                    c
+                })
+            })
+            .await
+            .expect("join");
             print_scale(
                 &format!("kubectl affinity-lint drift -A on {nodes} nodes and {pods} running pods"),
                 &m,
@@ -357,23 +505,33 @@ async fn main() -> ExitCode {
             nodes,
             pods,
             plugin,
+            kubeconfig,
         } => {
             let plugin = plugin.unwrap_or_else(|| sibling("kubectl-gpu_taint"));
-            let started = Instant::now();
-            let server = TestServer::start(ServerConfig::default().with_generator(Generator {
-                nodes,
-                pods,
-                gpus_per_node: 8,
-            }))
+            let cluster = Cluster::generate(
+                Generator {
+                    nodes,
+                    pods,
+                    gpus_per_node: 8,
+                },
+                kubeconfig.as_deref(),
+            )
+            .await;
+            let name = cluster.name();
+            let m = tokio::task::spawn_blocking(move || {
+                cluster.measure(|kubeconfig, _| {
+                    let mut c = Command::new(&plugin);
+                    c.args(["status", "-o", "json"])
+                        .env("KUBECONFIG", kubeconfig);
+                    c
+                })
+            })
             .await
-            .expect("server starts");
-            eprintln!(
-                "generated {nodes} nodes and {pods} pods in {:.1} s",
-                started.elapsed().as_secs_f64()
-            );
-            let m = measure_on(server, &plugin, &["status", "-o", "json"]).await;
+            .expect("join");
             print_scale(
-                &format!("kubectl gpu-taint status -o json on {nodes} nodes and {pods} pods"),
+                &format!(
+                    "kubectl gpu-taint status -o json on {nodes} nodes and {pods} pods of {name}"
+                ),
                 &m,
             );
             if m.ok {
