@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, PodSpec, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::syntax::{Taint, TaintEffect};
 use crate::validation::{label_value_errors, qualified_name_errors};
@@ -208,6 +209,45 @@ pub fn untolerated_taints<'a>(
         .filter(|t| effects.contains(&t.effect))
         .filter(|t| !tolerations.iter().any(|tol| tolerates(tol, t)))
         .collect()
+}
+
+/// A `metav1.LabelSelector` against a pod's labels, as `LabelSelectorAsSelector` reads it
+/// for inter-pod affinity and topology spread: no selector (`None`) selects nothing, an empty
+/// one everything; `matchLabels` entries and `matchExpressions` are AND-ed; `NotIn` and
+/// `DoesNotExist` hold without the key. A selector the API server would reject (an `In`
+/// without values, an unknown operator) selects nothing.
+pub fn label_selector_matches(
+    selector: Option<&LabelSelector>,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    let Some(selector) = selector else {
+        return false;
+    };
+    if let Some(m) = &selector.match_labels
+        && !m.iter().all(|(k, v)| labels.get(k) == Some(v))
+    {
+        return false;
+    }
+    selector.match_expressions.iter().flatten().all(|e| {
+        let values = e.values.as_deref().unwrap_or_default();
+        let actual = labels.get(&e.key);
+        match e.operator.as_str() {
+            "In" => !values.is_empty() && actual.is_some_and(|v| values.contains(v)),
+            "NotIn" => !values.is_empty() && actual.is_none_or(|v| !values.contains(v)),
+            "Exists" => values.is_empty() && actual.is_some(),
+            "DoesNotExist" => values.is_empty() && actual.is_none(),
+            _ => false,
+        }
+    })
+}
+
+/// Whether a selector has no requirement at all (`{}`: it selects every pod). Topology spread
+/// counts no pods for such a selector (`countPodsMatchSelector` skips an empty selector).
+pub fn label_selector_is_empty(selector: Option<&LabelSelector>) -> bool {
+    selector.is_some_and(|s| {
+        s.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
+            && s.match_expressions.as_ref().is_none_or(Vec::is_empty)
+    })
 }
 
 /// The effects the scheduler's TaintToleration filter enforces.
@@ -435,6 +475,53 @@ mod tests {
             &tol(Some("other"), Some("Exists"), None, None),
             &taint
         ));
+    }
+
+    #[test]
+    fn label_selectors_as_the_scheduler_reads_them() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+        let l = labels(&[("app", "llm"), ("tier", "gpu")]);
+        assert!(
+            !label_selector_matches(None, &l),
+            "no selector selects nothing"
+        );
+        let empty = LabelSelector::default();
+        assert!(label_selector_matches(Some(&empty), &l));
+        assert!(label_selector_is_empty(Some(&empty)));
+        assert!(!label_selector_is_empty(None));
+        let expr = |key: &str, op: &str, values: &[&str]| LabelSelectorRequirement {
+            key: key.into(),
+            operator: op.into(),
+            values: (!values.is_empty()).then(|| values.iter().map(|v| v.to_string()).collect()),
+        };
+        let sel = LabelSelector {
+            match_labels: Some(labels(&[("app", "llm")])),
+            match_expressions: Some(vec![
+                expr("tier", "In", &["gpu", "cpu"]),
+                expr("canary", "DoesNotExist", &[]),
+                expr("team", "NotIn", &["a"]),
+            ]),
+        };
+        assert!(label_selector_matches(Some(&sel), &l));
+        assert!(!label_selector_is_empty(Some(&sel)));
+        assert!(!label_selector_matches(
+            Some(&sel),
+            &labels(&[("app", "web"), ("tier", "gpu")])
+        ));
+        let bad = LabelSelector {
+            match_expressions: Some(vec![expr("app", "In", &[])]),
+            ..Default::default()
+        };
+        assert!(
+            !label_selector_matches(Some(&bad), &l),
+            "invalid selects nothing"
+        );
+        let exists = LabelSelector {
+            match_expressions: Some(vec![expr("tier", "Exists", &[])]),
+            ..Default::default()
+        };
+        assert!(label_selector_matches(Some(&exists), &l));
+        assert!(!label_selector_matches(Some(&exists), &labels(&[])));
     }
 
     #[test]

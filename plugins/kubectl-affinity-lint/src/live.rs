@@ -152,6 +152,18 @@ pub async fn why_pending(
         }
         return Ok(exit::SUCCESS);
     }
+    // Pending but bound: the scheduler has done its part; running the filters now would
+    // count the pod against its own node.
+    if let Some(node) = pod.spec.node_name.clone().filter(|n| !n.is_empty()) {
+        if ui.output.is_structured() {
+            ui.print_structured(&json!({"apiVersion": workflow::REPORT_API_VERSION, "kind": "PendingReport", "pod": {"namespace": namespace, "name": name, "phase": phase, "node": node}, "pending": true, "scheduled": true, "conditions": raw["status"]["conditions"]}));
+        } else {
+            println!(
+                "pod {namespace}/{name} is Pending but already scheduled to node {node}: it waits for that node's kubelet (image pulls, volumes, init containers), not for the scheduler"
+            );
+        }
+        return Ok(exit::SUCCESS);
+    }
     let (nodes, _) = cluster_state(conn).await?;
     let mut events: Vec<Value> = Vec::new();
     let selector = format!("involvedObject.kind=Pod,involvedObject.name={name}");
@@ -164,41 +176,53 @@ pub async fn why_pending(
         |p: Vec<Value>| events.extend(p),
     )
     .await?;
-    let requests = pod.requests();
+    let filters = live::PodFilters::new(&pod, &nodes);
+    let requests = filters.requests().clone();
+    let checked: Vec<Result<(), Vec<FilterFailure>>> =
+        nodes.iter().map(|n| filters.check(n)).collect();
+    let predicted = live::scheduler_message(&checked);
     let results: Vec<(String, Result<(), FilterFailure>)> = nodes
         .iter()
-        .map(|n| (n.name.clone(), live::filter(&pod.spec, &requests, n)))
-        .collect();
-    let failures: Vec<FilterFailure> = results
-        .iter()
-        .filter_map(|(_, r)| r.clone().err())
+        .zip(&checked)
+        .map(|(n, r)| {
+            (
+                n.name.clone(),
+                r.clone()
+                    .map_err(|f| f.into_iter().next().expect("a reason")),
+            )
+        })
         .collect();
     let fitting: Vec<&str> = results
         .iter()
         .filter(|(_, r)| r.is_ok())
         .map(|(n, _)| n.as_str())
         .collect();
-    let verdict = if fitting.is_empty() {
-        live::verdict(&failures)
-    } else {
-        None
-    };
+    let verdict = filters.verdict(&nodes, &checked);
     let report = json!({
         "apiVersion": workflow::REPORT_API_VERSION,
         "kind": "PendingReport",
         "pod": {"namespace": namespace, "name": name, "phase": phase},
         "pending": true,
+        "scheduled": false,
         "conditions": raw["status"]["conditions"],
         "affinity": raw["spec"]["affinity"],
         "nodeSelector": raw["spec"]["nodeSelector"],
         "tolerations": raw["spec"]["tolerations"],
+        "topologySpreadConstraints": raw["spec"]["topologySpreadConstraints"],
         "requests": requests.iter().map(|(k, v)| (k.clone(), placekit::gpu::format_milli(*v))).collect::<BTreeMap<_, _>>(),
         "events": events.iter().map(|e| json!({"type": e["type"], "reason": e["reason"], "message": e["message"], "count": e["count"]})).collect::<Vec<_>>(),
-        "nodes": results.iter().map(|(n, r)| match r {
+        "nodes": results.iter().zip(&checked).map(|((n, r), all)| match r {
             Ok(()) => json!({"name": n, "fits": true}),
-            Err(f) => json!({"name": n, "fits": false, "failure": f, "reason": f.to_string()}),
+            Err(f) => json!({
+                "name": n,
+                "fits": false,
+                "failure": f,
+                "reason": f.to_string(),
+                "schedulerReasons": all.as_ref().err().into_iter().flatten().map(FilterFailure::scheduler_reason).collect::<Vec<_>>(),
+            }),
         }).collect::<Vec<_>>(),
         "fittingNodes": fitting,
+        "predictedMessage": predicted,
         "verdict": verdict,
     });
     if ui.output.is_structured() {
@@ -269,6 +293,9 @@ fn print_text(
         "{}",
         placekit::ui::table(&["NODE", "FIRST FAILING FILTER"], &rows)
     );
+    if let Some(m) = report["predictedMessage"].as_str() {
+        println!("placekit's model of the scheduler: {m}");
+    }
     match verdict {
         Some(v) => {
             println!("evidence: {}", v.evidence);
