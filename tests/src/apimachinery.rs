@@ -7,21 +7,25 @@
 //! test server that used the same code would agree with every bug in it. Nothing in this
 //! module may import from `placekit`.
 //!
-//! Behaviour and message texts are those of Kubernetes v1.33, the version the server reports
-//! at `/version`: later releases reworded two validation messages (see [`validation`]) and
-//! accept an even run of commas before `)` in a value set (see [`selector`]).
+//! Behaviour and message texts are those of Kubernetes v1.37 (apimachinery v0.37.2), the
+//! version the server reports at `/version` and the one `tests/control-plane` runs, which
+//! the differential suite (`tests/tests/differential.rs`) compares it with.
 //!
-//! Checked against the Go code itself: on about 29,000 generated selectors (operators,
-//! keywords, bad keys and values, Unicode, NUL bytes) and 108,000 label keys/values, this
-//! port gave the same results, matches and messages as apimachinery v0.37.2 with those two
-//! v1.33 differences put back.
+//! An earlier check against the Go code itself (about 29,000 generated selectors —
+//! operators, keywords, bad keys and values, Unicode, NUL bytes — and 108,000 label
+//! keys/values) found the same results, matches and messages as apimachinery v0.37.2 except
+//! for the two v1.33 behaviours this port kept then (the `a qualified name` wording and the
+//! `,,` error) and no longer keeps.
 
 pub mod field;
 pub mod selector;
 pub mod validation;
 
 pub use selector::{Operator, ParseError, Requirement, Selector};
-pub use validation::{is_dns1123_subdomain, is_qualified_name, is_valid_label_value};
+pub use validation::{
+    is_dns1123_subdomain, is_qualified_name, is_valid_label_value, name_is_dns_label,
+    name_is_dns_subdomain,
+};
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,8 @@
 //! Ordinary Kubernetes manifests, as `kubectl get -o yaml` prints them: any number of
 //! documents separated by `---`, or `kind: List` with `items`. Every object needs
 //! `apiVersion`, `kind` and `metadata.name`; namespaced objects without a namespace go to
-//! `default`. `uid`, `resourceVersion` and `creationTimestamp` are filled in.
+//! `default`. `uid`, `resourceVersion` and `creationTimestamp` are filled in; the namespaces
+//! of namespaced objects are created when the fixture does not list them.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -50,6 +51,12 @@ pub fn load_yaml(store: &mut Store, text: &str) -> Result<usize, FixtureError> {
                 obj["metadata"]["name"].as_str().unwrap_or_default()
             );
             let ns = obj["metadata"]["namespace"].as_str().map(str::to_string);
+            // A fixture need not list the namespaces of its objects: they are created.
+            if resource.namespaced
+                && let Some(ns) = &ns
+            {
+                store.ensure_namespace(ns);
+            }
             store
                 .create(resource, ns.as_deref(), obj, false)
                 .map_err(|e| FixtureError::Rejected {

@@ -254,7 +254,7 @@ impl TestServer {
             .ok()
     }
 
-    /// Creates an object directly (no hooks, no counters).
+    /// Creates an object directly (no hooks, no counters), and its namespace if missing.
     pub fn create(&self, object: Value) -> Result<Value, status::ApiError> {
         let api_version = object["apiVersion"]
             .as_str()
@@ -265,11 +265,13 @@ impl TestServer {
             status::ApiError::bad_request(format!("unknown kind {api_version} {kind}"))
         })?;
         let ns = object["metadata"]["namespace"].as_str().map(str::to_string);
-        self.state
-            .store
-            .lock()
-            .expect("store")
-            .create(resource, ns.as_deref(), object, false)
+        let mut store = self.state.store.lock().expect("store");
+        if resource.namespaced
+            && let Some(ns) = &ns
+        {
+            store.ensure_namespace(ns);
+        }
+        store.create(resource, ns.as_deref(), object, false)
     }
 
     /// Applies a merge patch directly (someone else's write, outside any hook).

@@ -1,14 +1,24 @@
 //! The three patch types the API server accepts, with its semantics:
 //!
-//! - JSON Patch (RFC 6902) as evanphx/json-patch v4 applies it, including its `test`
-//!   quirk: testing a missing member against `null` succeeds;
+//! - JSON Patch (RFC 6902) as evanphx/json-patch v4 applies it, with its quirks: `test`
+//!   against `null` succeeds on a missing member; `test` compares scalars by their bytes —
+//!   the bytes the client sent against the object as Go encodes it (`&`, `<`, `>` as
+//!   `\u0026`, `\u003c`, `\u003e`), so `"a&b"` does not test equal to a stored `a&b` while
+//!   `"a\u0026b"` does, and `"\u0032"` is not `"2"`; `replace` of a missing object member
+//!   adds it;
 //! - JSON merge patch (RFC 7386);
 //! - strategic merge patch, for what kubectl sends: maps merge (`null` deletes), lists are
-//!   replaced whole (true for `spec.taints`, which has no merge key) and `$`-directives
-//!   (`$setElementOrder/...`, `$retainKeys`, `$patch`) are dropped. Lists with merge keys
-//!   (containers by name, ...) are replaced rather than merged: a documented difference.
+//!   replaced whole (true for `spec.taints`, which has no merge key), `$patch: replace` and
+//!   `$patch: delete` in a map are honoured and the other `$`-directives
+//!   (`$setElementOrder/...`, `$retainKeys`) are dropped. Lists with merge keys (containers
+//!   by name, ...) are replaced rather than merged: a documented difference.
 
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+
+use crate::apimachinery::field::go_json;
 
 /// Why a JSON Patch did not apply (the server hides this text behind a generic 422).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,20 +105,67 @@ fn remove(container: &mut Value, key: &str, path: &str) -> Result<Value, PatchEr
     }
 }
 
-/// Applies an RFC 6902 patch with evanphx/json-patch v4 semantics.
+/// One operation of a JSON Patch, its members kept as the bytes the client sent.
+type Operation = BTreeMap<String, Box<RawValue>>;
+
+fn member_str(op: &Operation, key: &str) -> String {
+    op.get(key)
+        .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+        .unwrap_or_default()
+}
+
+/// evanphx's `lazyNode.equal`: objects by their members, arrays element by element, and
+/// everything else by the bytes, the document's as Go's encoder writes them.
+fn equal_as_go(doc: &Value, raw: &RawValue) -> bool {
+    match doc {
+        Value::Object(members) => {
+            let Ok(other) = serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(raw.get())
+            else {
+                return false;
+            };
+            members.len() == other.len()
+                && members.iter().all(|(k, v)| match other.get(k) {
+                    None => false,
+                    Some(o) if v.is_null() || o.get() == "null" => v.is_null() && o.get() == "null",
+                    Some(o) => equal_as_go(v, o),
+                })
+        }
+        Value::Array(items) => {
+            let Ok(other) = serde_json::from_str::<Vec<Box<RawValue>>>(raw.get()) else {
+                return false;
+            };
+            items.len() == other.len() && items.iter().zip(&other).all(|(v, o)| equal_as_go(v, o))
+        }
+        scalar => go_json(scalar) == raw.get(),
+    }
+}
+
+/// Applies an RFC 6902 patch with evanphx/json-patch v4 semantics (see the module
+/// documentation); the patch as a value, sent as serde_json writes it.
 pub fn apply_json_patch(doc: &Value, patch: &Value) -> Result<Value, PatchError> {
-    let ops = patch
-        .as_array()
-        .ok_or_else(|| PatchError("a JSON Patch must be an array".into()))?;
+    apply_json_patch_bytes(doc, &patch.to_string())
+}
+
+/// Applies an RFC 6902 patch given as the bytes the client sent.
+pub fn apply_json_patch_bytes(doc: &Value, patch: &str) -> Result<Value, PatchError> {
+    let ops: Vec<Operation> = serde_json::from_str(patch)
+        .map_err(|e| PatchError(format!("a JSON Patch must be an array of objects: {e}")))?;
     let mut doc = doc.clone();
-    for op in ops {
-        let kind = op["op"].as_str().unwrap_or_default();
-        let path = op["path"].as_str().unwrap_or_default();
-        let tokens = parse_pointer(path)?;
-        match kind {
+    for op in &ops {
+        let kind = member_str(op, "op");
+        let path = member_str(op, "path");
+        let tokens = parse_pointer(&path)?;
+        let value = || -> Result<Value, PatchError> {
+            let raw = op
+                .get("value")
+                .ok_or_else(|| PatchError(format!("{kind} operation has no value")))?;
+            serde_json::from_str(raw.get()).map_err(|e| PatchError(e.to_string()))
+        };
+        match kind.as_str() {
             "test" => {
+                let expected = op.get("value").filter(|v| v.get() != "null");
                 if tokens.is_empty() {
-                    if doc != op["value"] {
+                    if !expected.is_some_and(|e| equal_as_go(&doc, e)) {
                         return Err(PatchError(format!(
                             "testing value {path} failed: test failed"
                         )));
@@ -120,22 +177,21 @@ pub fn apply_json_patch(doc: &Value, patch: &Value) -> Result<Value, PatchError>
                         "test operation does not apply: is missing path: {path}"
                     ))
                 })?;
-                let expected = op.get("value").unwrap_or(&Value::Null);
-                match get(parent, tokens.last().expect("non-empty")) {
-                    None | Some(Value::Null) if expected.is_null() => {}
-                    Some(actual) if actual == expected => {}
-                    _ => {
-                        return Err(PatchError(format!(
-                            "testing value {path} failed: test failed"
-                        )));
-                    }
+                let actual =
+                    get(parent, tokens.last().expect("non-empty")).filter(|v| !v.is_null());
+                let ok = match (actual, expected) {
+                    (None, None) => true,
+                    (Some(a), Some(e)) => equal_as_go(a, e),
+                    _ => false,
+                };
+                if !ok {
+                    return Err(PatchError(format!(
+                        "testing value {path} failed: test failed"
+                    )));
                 }
             }
             "add" | "replace" => {
-                let value = op
-                    .get("value")
-                    .cloned()
-                    .ok_or_else(|| PatchError(format!("{kind} operation has no value")))?;
+                let value = value()?;
                 if tokens.is_empty() {
                     doc = value;
                     continue;
@@ -146,15 +202,17 @@ pub fn apply_json_patch(doc: &Value, patch: &Value) -> Result<Value, PatchError>
                     ))
                 })?;
                 let key = tokens.last().expect("non-empty");
-                if kind == "replace" {
+                // v4's `replace` looks the member up with a `get` that cannot fail on an
+                // object, so a missing member is simply added; an array index must exist.
+                if kind == "replace" && parent.is_array() {
                     if get(parent, key).is_none() {
                         return Err(PatchError(format!(
                             "replace operation does not apply: doc is missing key: {path}"
                         )));
                     }
-                    remove(parent, key, path)?;
+                    remove(parent, key, &path)?;
                 }
-                add(parent, key, value, path)?;
+                add(parent, key, value, &path)?;
             }
             "remove" => {
                 let parent = parent_mut(&mut doc, &tokens)
@@ -164,11 +222,11 @@ pub fn apply_json_patch(doc: &Value, patch: &Value) -> Result<Value, PatchError>
                             "remove operation does not apply: doc is missing path: {path}"
                         ))
                     })?;
-                remove(parent, tokens.last().expect("non-empty"), path)?;
+                remove(parent, tokens.last().expect("non-empty"), &path)?;
             }
             "move" | "copy" => {
-                let from = op["from"].as_str().unwrap_or_default();
-                let from_tokens = parse_pointer(from)?;
+                let from = member_str(op, "from");
+                let from_tokens = parse_pointer(&from)?;
                 let source_parent = parent_mut(&mut doc, &from_tokens)
                     .filter(|_| !from_tokens.is_empty())
                     .ok_or_else(|| {
@@ -178,7 +236,7 @@ pub fn apply_json_patch(doc: &Value, patch: &Value) -> Result<Value, PatchError>
                     })?;
                 let from_key = from_tokens.last().expect("non-empty");
                 let value = if kind == "move" {
-                    remove(source_parent, from_key, from)?
+                    remove(source_parent, from_key, &from)?
                 } else {
                     get(source_parent, from_key).cloned().ok_or_else(|| {
                         PatchError(format!(
@@ -189,7 +247,7 @@ pub fn apply_json_patch(doc: &Value, patch: &Value) -> Result<Value, PatchError>
                 let parent = parent_mut(&mut doc, &tokens)
                     .filter(|_| !tokens.is_empty())
                     .ok_or_else(|| PatchError(format!("{kind} operation does not apply: doc is missing destination path: {path}")))?;
-                add(parent, tokens.last().expect("non-empty"), value, path)?;
+                add(parent, tokens.last().expect("non-empty"), value, &path)?;
             }
             other => return Err(PatchError(format!("Unexpected kind: {other}"))),
         }
@@ -211,15 +269,20 @@ fn merge(doc: &Value, patch: &Value, strategic: bool) -> Value {
     let Value::Object(patch_map) = patch else {
         return patch.clone();
     };
-    let mut out: Map<String, Value> = match doc {
-        Value::Object(m) => m.clone(),
+    let directive = patch_map.get("$patch").and_then(Value::as_str);
+    let mut out: Map<String, Value> = match (doc, directive) {
+        // `$patch: replace` makes the patch's map the whole new value.
+        (_, Some("replace")) if strategic => Map::new(),
+        (Value::Object(m), _) => m.clone(),
         _ => Map::new(),
     };
     for (k, v) in patch_map {
         if strategic && k.starts_with('$') {
             continue;
         }
-        if v.is_null() {
+        let delete_directive =
+            strategic && v.get("$patch").and_then(Value::as_str) == Some("delete");
+        if v.is_null() || delete_directive {
             out.remove(k);
         } else {
             let merged = merge(out.get(k).unwrap_or(&Value::Null), v, strategic);
@@ -264,7 +327,11 @@ mod tests {
             json!({"a": {"b~c": 1, "d/e": 3}, "l": [0, 2, 4], "m": 3})
         );
         assert!(
-            apply_json_patch(&doc, &json!([{"op": "replace", "path": "/zz", "value": 1}])).is_err()
+            apply_json_patch(
+                &doc,
+                &json!([{"op": "replace", "path": "/zz/y", "value": 1}])
+            )
+            .is_err()
         );
         assert!(apply_json_patch(&doc, &json!([{"op": "remove", "path": "/zz"}])).is_err());
         assert!(
@@ -275,6 +342,54 @@ mod tests {
             .is_err()
         );
         assert!(apply_json_patch(&doc, &json!([{"op": "bogus", "path": "/a"}])).is_err());
+        // v4: `replace` of a missing object member adds it; of a missing index fails.
+        assert_eq!(
+            apply_json_patch(
+                &doc,
+                &json!([{"op": "replace", "path": "/a/new", "value": 1}])
+            )
+            .unwrap()["a"]["new"],
+            1
+        );
+        assert!(
+            apply_json_patch(
+                &doc,
+                &json!([{"op": "replace", "path": "/l/5", "value": 1}])
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn test_compares_the_bytes_sent_with_the_go_encoding() {
+        let doc = json!({"a": "x&y<z>", "n": "2", "m": {"k": "x&y"}});
+        let test = |raw: &str| apply_json_patch_bytes(&doc, raw).is_ok();
+        assert!(!test(r#"[{"op":"test","path":"/a","value":"x&y<z>"}]"#));
+        assert!(test(
+            r#"[{"op":"test","path":"/a","value":"x\u0026y\u003cz\u003e"}]"#
+        ));
+        assert!(test(r#"[{"op":"test","path":"/n","value": "2" }]"#));
+        assert!(!test(r#"[{"op":"test","path":"/n","value":"\u0032"}]"#));
+        assert!(test(
+            r#"[{"op":"test","path":"/m","value":{"k":"x\u0026y"}}]"#
+        ));
+        assert!(!test(r#"[{"op":"test","path":"/m","value":{"k":"x&y"}}]"#));
+        assert!(test(r#"[{"op":"test","path":"/missing","value":null}]"#));
+    }
+
+    #[test]
+    fn strategic_patch_directives_on_maps() {
+        let doc = json!({"metadata": {"labels": {"a": "1", "b": "2"}}});
+        let replaced = apply_strategic_merge_patch(
+            &doc,
+            &json!({"metadata": {"labels": {"$patch": "replace", "c": "3"}}}),
+        );
+        assert_eq!(replaced, json!({"metadata": {"labels": {"c": "3"}}}));
+        let deleted = apply_strategic_merge_patch(
+            &doc,
+            &json!({"metadata": {"labels": {"$patch": "delete"}}}),
+        );
+        assert_eq!(deleted, json!({"metadata": {}}));
     }
 
     #[test]

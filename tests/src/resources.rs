@@ -33,6 +33,23 @@ impl Resource {
         }
     }
 
+    /// The error for a `fieldSelector` field this resource does not support: the words of
+    /// the kind's own field label conversion (pods, nodes, events, namespaces; jobs), or of
+    /// the default one every other kind uses.
+    pub fn unsupported_field(&self, field: &str) -> String {
+        let quote = crate::apimachinery::field::go_quote;
+        match self.kind {
+            "Pod" | "Node" | "Event" | "Namespace" => {
+                format!("field label not supported: {field}")
+            }
+            "Job" => format!("field label {} not supported for Job", quote(field)),
+            _ => format!(
+                "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+                quote(field)
+            ),
+        }
+    }
+
     pub fn list_kind(&self) -> String {
         format!("{}List", self.kind)
     }
@@ -85,6 +102,7 @@ pub const RESOURCES: &[Resource] = &[
         &["no"],
         &["spec.unschedulable"],
     ),
+    r("", "v1", "configmaps", "ConfigMap", true, &["cm"], &[]),
     r(
         "",
         "v1",

@@ -12,9 +12,10 @@ use hyper::body::Incoming;
 use serde_json::{Value, json};
 
 use crate::apimachinery::Selector;
+use crate::apimachinery::field::go_json;
 use crate::control::{ConcurrentWrite, Counters, Fault, FaultAction, User};
 use crate::resources::{GROUPS, RESOURCES, Resource, find};
-use crate::status::ApiError;
+use crate::status::{ApiError, FieldError, FieldValue};
 use crate::store::{FieldSelector, PatchType, Store};
 
 /// Largest request body accepted (the real server's limit is 3 MiB for most requests).
@@ -190,13 +191,60 @@ fn discovery_resources(group: &str, version: &str) -> Value {
     json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources})
 }
 
+/// `GOOS/GOARCH` of this machine, as a Go build would report it.
+fn platform() -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        "powerpc64" => "ppc64le",
+        other => other,
+    };
+    format!("{}/{arch}", std::env::consts::OS)
+}
+
+/// Every value of a repeated query parameter, in order.
+fn query_values(query: Option<&str>, key: &str) -> Vec<String> {
+    query
+        .unwrap_or_default()
+        .split('&')
+        .filter_map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (percent_decode(k) == key).then(|| percent_decode(v))
+        })
+        .collect()
+}
+
+/// Whether a write is a dry run: `dryRun` may only be `All` (`ValidateDryRun`); anything
+/// else is the real server's 422 on the request's options (`PatchOptions` ...).
+fn parse_dry_run(values: &[String], options_kind: &str) -> Result<bool, ApiError> {
+    if values.iter().all(|v| v == "All") {
+        return Ok(!values.is_empty());
+    }
+    Err(ApiError::invalid_kind(
+        "meta.k8s.io",
+        options_kind,
+        "",
+        vec![FieldError::not_supported(
+            "dryRun",
+            FieldValue::Rendered(go_json(values)),
+            &["All"],
+        )],
+    ))
+}
+
 fn discovery(state: &State, segments: &[&str]) -> Option<Value> {
     let address = state.address.lock().expect("address").clone();
     Some(match segments {
+        // The release the server follows (that of tests/control-plane); the build metadata
+        // after `+` says it is this emulator, which semver ranks equal to v1.37.2.
         ["version"] => json!({
-            "major": "1", "minor": "33", "gitVersion": "v1.33.0-placekit-testserver",
+            "major": "1", "minor": "37", "emulationMajor": "1", "emulationMinor": "37",
+            "minCompatibilityMajor": "1", "minCompatibilityMinor": "36",
+            "gitVersion": "v1.37.2+placekit-testserver",
             "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
-            "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24", "compiler": "gc", "platform": "linux/amd64"
+            "buildDate": "1970-01-01T00:00:00Z", "goVersion": "none (placekit-testserver)",
+            "compiler": "gc", "platform": platform()
         }),
         ["api"] => {
             json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}]})
@@ -427,7 +475,18 @@ async fn route(
             ApiError::forbidden(&u.name, verb, resource, ns, target.name.as_deref()).into(),
         );
     }
-    let dry_run = query.get("dryRun").is_some_and(|v| v == "All");
+    let dry_run_values = query_values(req.uri().query(), "dryRun");
+    let options_kind = match verb {
+        "create" => "CreateOptions",
+        "update" => "UpdateOptions",
+        "patch" => "PatchOptions",
+        _ => "DeleteOptions",
+    };
+    let dry_run = if verb == "delete" {
+        false // from the DeleteOptions body or the query, below
+    } else {
+        parse_dry_run(&dry_run_values, options_kind)?
+    };
     let ns = target.namespace.as_deref();
     let lose_answer = action == Some(FaultAction::LoseAnswer);
     let answer = match verb {
@@ -489,18 +548,24 @@ async fn route(
                     "application/json-patch+json" => PatchType::Json,
                     "application/merge-patch+json" => PatchType::Merge,
                     "application/strategic-merge-patch+json" => PatchType::Strategic,
-                    other => return Err(ApiError::unsupported_media_type(other).into()),
+                    _ => return Err(ApiError::unsupported_media_type().into()),
                 })
             } else {
                 None
             };
-            let body = read_body(req.into_body()).await?;
+            let bytes = read_bytes(req.into_body()).await?;
+            let body = match patch_type {
+                Some(_) => Value::Null,
+                None => serde_json::from_slice(&bytes).map_err(|e| {
+                    ApiError::bad_request(format!("error decoding the request body: {e}"))
+                })?,
+            };
             let mut store = state.store.lock().expect("store");
             if let Some(merge) = state.concurrent_write_for(resource.plural, &name) {
                 store.patch(resource, ns, &name, PatchType::Merge, &merge, false)?;
             }
             let result = match patch_type {
-                Some(t) => store.patch(resource, ns, &name, t, &body, dry_run)?,
+                Some(t) => store.patch_bytes(resource, ns, &name, t, &bytes, dry_run)?,
                 None => store.update(resource, ns, &name, body, dry_run)?,
             };
             Ok(value_response(200, &result))
@@ -510,6 +575,20 @@ async fn route(
                 .name
                 .as_deref()
                 .ok_or_else(ApiError::method_not_allowed)?;
+            // `DeleteOptions` come in the body (kubectl) or in the query.
+            let bytes = read_bytes(req.into_body()).await?;
+            let values = match serde_json::from_slice::<Value>(&bytes) {
+                Ok(options) if !bytes.is_empty() => options["dryRun"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|v| v.as_str().unwrap_or_default().to_string())
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                _ => dry_run_values,
+            };
+            let dry_run = parse_dry_run(&values, options_kind)?;
             let status = state
                 .store
                 .lock()

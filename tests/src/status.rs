@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use crate::apimachinery::field::go_quote;
 use crate::resources::Resource;
 
 /// An error answer.
@@ -26,7 +27,7 @@ impl ApiError {
             "code": code,
         });
         if !details.is_null() {
-            body["details"] = details;
+            body["details"] = omit_empty(details);
         }
         ApiError {
             code,
@@ -86,7 +87,20 @@ impl ApiError {
 
     /// Validation failure with field causes: `Node "n" is invalid: <errors>`.
     pub fn invalid(resource: &Resource, name: &str, causes: Vec<FieldError>) -> Self {
-        let rendered: Vec<String> = causes.iter().map(FieldError::to_string).collect();
+        Self::invalid_kind(resource.group, resource.kind, name, causes)
+    }
+
+    /// `errors.NewInvalid(GroupKind{group, kind}, name, causes)`: the message names the kind
+    /// as `Kind.group` (`PatchOptions.meta.k8s.io "" is invalid: ...`); the aggregate drops
+    /// causes whose text repeats, while `details.causes` keeps them all.
+    pub fn invalid_kind(group: &str, kind: &str, name: &str, causes: Vec<FieldError>) -> Self {
+        let mut rendered: Vec<String> = Vec::new();
+        for c in &causes {
+            let text = c.to_string();
+            if !rendered.contains(&text) {
+                rendered.push(text);
+            }
+        }
         let joined = if rendered.len() == 1 {
             rendered[0].clone()
         } else {
@@ -96,11 +110,16 @@ impl ApiError {
             .iter()
             .map(|c| json!({"reason": c.reason, "message": c.body(), "field": c.field}))
             .collect();
+        let qualified = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
         Self::new(
             422,
             "Invalid",
-            format!("{} \"{name}\" is invalid: {joined}", resource.kind),
-            json!({"name": name, "group": resource.group, "kind": resource.kind, "causes": causes_json}),
+            format!("{qualified} {} is invalid: {joined}", go_quote(name)),
+            json!({"name": name, "group": group, "kind": kind, "causes": causes_json}),
         )
     }
 
@@ -115,18 +134,33 @@ impl ApiError {
         )
     }
 
+    /// A body that does not decode into the resource's Go type.
+    pub fn cannot_decode(resource: &Resource, error: &str) -> Self {
+        Self::bad_request(format!(
+            "{kind} in version {version} cannot be handled as a {kind}: {error}",
+            kind = resource.kind,
+            version = go_quote(resource.version),
+        ))
+    }
+
+    /// An update or patch whose object is not the one of the URL.
+    pub fn name_mismatch(object_name: &str, url_name: &str) -> Self {
+        Self::bad_request(format!(
+            "the name of the object ({object_name}) does not match the name on the URL ({url_name})"
+        ))
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message.into(), Value::Null)
     }
 
-    pub fn unsupported_media_type(content_type: &str) -> Self {
+    /// A patch with a content type the server does not accept (go-restful's answer).
+    pub fn unsupported_media_type() -> Self {
         Self::new(
             415,
             "UnsupportedMediaType",
-            format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {content_type:?})"
-            ),
-            Value::Null,
+            "415: Unsupported Media Type".into(),
+            json!({}),
         )
     }
 
@@ -249,42 +283,128 @@ impl ApiError {
     }
 }
 
+/// `omitempty`: a `StatusDetails` leaves out an empty name, group, kind or uid.
+fn omit_empty(mut details: Value) -> Value {
+    if let Some(map) = details.as_object_mut() {
+        map.retain(|k, v| {
+            !(matches!(k.as_str(), "name" | "group" | "kind" | "uid")
+                && (v.is_null() || v.as_str() == Some("")))
+        });
+    }
+    details
+}
+
+/// The bad value of a field error, as `ErrorBody` prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldValue {
+    /// Not printed (`Required`, `Forbidden`).
+    Omitted,
+    /// A string, printed with Go's `%q`.
+    Str(String),
+    /// Already rendered as Go prints it (`json.Marshal` of a struct, `%v` of a number).
+    Rendered(String),
+}
+
 /// One field error, rendered like `field.Error`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
-    /// `FieldValueInvalid`, `FieldValueNotSupported`, `FieldValueDuplicate`, `FieldValueRequired`.
+    /// `FieldValueInvalid`, `FieldValueNotSupported`, `FieldValueDuplicate`,
+    /// `FieldValueRequired`, `FieldValueForbidden`.
     pub reason: &'static str,
     pub field: String,
-    pub value: Value,
+    pub value: FieldValue,
     pub detail: String,
 }
 
 impl FieldError {
+    /// `field.Invalid(path, value, detail)` for a string value.
     pub fn invalid(field: impl Into<String>, value: &str, detail: impl Into<String>) -> Self {
+        Self::with(
+            "FieldValueInvalid",
+            field,
+            FieldValue::Str(value.into()),
+            detail,
+        )
+    }
+
+    /// `field.Invalid` for a value that is not a string, already rendered as Go prints it.
+    pub fn invalid_rendered(
+        field: impl Into<String>,
+        rendered: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self::with(
+            "FieldValueInvalid",
+            field,
+            FieldValue::Rendered(rendered.into()),
+            detail,
+        )
+    }
+
+    /// `field.Required(path, detail)`.
+    pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self::with("FieldValueRequired", field, FieldValue::Omitted, detail)
+    }
+
+    /// `field.Forbidden(path, detail)`.
+    pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self::with("FieldValueForbidden", field, FieldValue::Omitted, detail)
+    }
+
+    /// `field.NotSupported(path, value, supported)`.
+    pub fn not_supported(field: impl Into<String>, value: FieldValue, supported: &[&str]) -> Self {
+        let list: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
+        Self::with(
+            "FieldValueNotSupported",
+            field,
+            value,
+            format!("supported values: {}", list.join(", ")),
+        )
+    }
+
+    /// `field.Duplicate(path, value)` with a detail.
+    pub fn duplicate(
+        field: impl Into<String>,
+        rendered: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self::with(
+            "FieldValueDuplicate",
+            field,
+            FieldValue::Rendered(rendered.into()),
+            detail,
+        )
+    }
+
+    fn with(
+        reason: &'static str,
+        field: impl Into<String>,
+        value: FieldValue,
+        detail: impl Into<String>,
+    ) -> Self {
         FieldError {
-            reason: "FieldValueInvalid",
+            reason,
             field: field.into(),
-            value: Value::from(value),
+            value,
             detail: detail.into(),
         }
     }
 
-    /// The part after `field: `.
+    /// The part after `field: ` (`ErrorBody`).
     pub fn body(&self) -> String {
-        let value = || match &self.value {
-            Value::String(s) => format!("{s:?}"),
-            other => other.to_string(),
+        let kind = match self.reason {
+            "FieldValueRequired" => "Required value",
+            "FieldValueForbidden" => "Forbidden",
+            "FieldValueNotSupported" => "Unsupported value",
+            "FieldValueDuplicate" => "Duplicate value",
+            _ => "Invalid value",
         };
-        match self.reason {
-            "FieldValueRequired" => format!("Required value{}", suffix(&self.detail)),
-            "FieldValueNotSupported" => {
-                format!("Unsupported value: {}{}", value(), suffix(&self.detail))
-            }
-            "FieldValueDuplicate" => {
-                format!("Duplicate value: {}{}", value(), suffix(&self.detail))
-            }
-            _ => format!("Invalid value: {}{}", value(), suffix(&self.detail)),
-        }
+        let value = match &self.value {
+            FieldValue::Omitted => String::new(),
+            FieldValue::Str(s) => format!(": {}", go_quote(s)),
+            FieldValue::Rendered(r) => format!(": {r}"),
+        };
+        format!("{kind}{value}{}", suffix(&self.detail))
     }
 }
 

@@ -3,6 +3,10 @@
 //!
 //! Objects are kept serialised so that a page of a list is a concatenation of byte slices
 //! (150,000 pods list in well under a second); they are parsed only to be changed.
+//!
+//! Writes follow the real API server's order of checks: the body is decoded (label and
+//! annotation maps must hold strings), the namespace must exist, the object is defaulted and
+//! validated, then written — or, with `dryRun`, answered without being written.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -10,17 +14,25 @@ use base64::Engine as _;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use crate::apimachinery::{Selector, is_qualified_name, is_valid_label_value};
-use crate::patch::{apply_json_patch, apply_merge_patch, apply_strategic_merge_patch};
+use crate::apimachinery::field::go_json;
+use crate::apimachinery::{
+    Selector, is_qualified_name, is_valid_label_value, name_is_dns_label, name_is_dns_subdomain,
+};
+use crate::patch::{apply_json_patch_bytes, apply_merge_patch, apply_strategic_merge_patch};
 use crate::resources::{RESOURCES, Resource};
-use crate::status::{ApiError, FieldError};
+use crate::status::{ApiError, FieldError, FieldValue};
 
-/// The default (and maximum) page size when a client asks for none: unlimited, as upstream.
+/// The namespaces a new cluster has.
+pub const SYSTEM_NAMESPACES: &[&str] =
+    &["default", "kube-node-lease", "kube-public", "kube-system"];
+
 type Key = (String, String);
 
 /// One stored object.
 #[derive(Debug, Clone)]
 pub struct Stored {
+    /// The object as a list item: without `apiVersion` and `kind`, which the real server
+    /// leaves out of list items and [`Store::get`] puts back.
     pub json: Bytes,
     labels: BTreeMap<String, String>,
     fields: Vec<(&'static str, String)>,
@@ -50,13 +62,16 @@ impl FieldSelector {
             };
             let field = field.trim();
             if !resource.supports_field(field) {
-                return Err(ApiError::bad_request(format!(
-                    "field label not supported: {field}"
-                )));
+                return Err(ApiError::bad_request(resource.unsupported_field(field)));
             }
             terms.push((field.to_string(), equal, value.trim().to_string()));
         }
         Ok(FieldSelector { terms })
+    }
+
+    /// Whether the selector selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
     }
 
     fn matches(&self, fields: &[(&'static str, String)]) -> bool {
@@ -77,6 +92,8 @@ pub struct ListPage {
     pub items: Vec<Bytes>,
     pub resource_version: u64,
     pub continue_token: Option<String>,
+    /// How many more objects the next pages hold; only for a list without selectors, as
+    /// the real server can count only those.
     pub remaining: Option<usize>,
 }
 
@@ -89,10 +106,16 @@ pub enum PatchType {
 }
 
 /// All objects of the cluster.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Store {
     resource_version: u64,
     tables: HashMap<&'static str, BTreeMap<Key, Stored>>,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 fn field_value(obj: &Value, path: &str) -> String {
@@ -125,8 +148,13 @@ fn index(resource: &Resource, obj: &Value) -> Stored {
     for f in resource.fields {
         fields.push((f, field_value(obj, f)));
     }
+    let mut item = obj.clone();
+    if let Some(m) = item.as_object_mut() {
+        m.remove("apiVersion");
+        m.remove("kind");
+    }
     Stored {
-        json: Bytes::from(serde_json::to_vec(obj).expect("values serialise")),
+        json: Bytes::from(serde_json::to_vec(&item).expect("values serialise")),
         labels,
         fields,
     }
@@ -148,28 +176,413 @@ fn new_uid() -> String {
     )
 }
 
+/// Five characters for a `generateName`, from the alphabet the real server uses.
+fn name_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let uid = new_uid();
+    let mut n = u64::from_str_radix(&uid.replace('-', "")[16..], 16).unwrap_or(0);
+    (0..5)
+        .map(|_| {
+            let c = ALPHABET[(n % ALPHABET.len() as u64) as usize] as char;
+            n /= ALPHABET.len() as u64;
+            c
+        })
+        .collect()
+}
+
 fn now() -> String {
     jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string()
 }
 
-/// Field errors the API server raises for this object (labels everywhere, taints on nodes).
-pub fn validate(resource: &Resource, obj: &Value) -> Result<(), Vec<FieldError>> {
-    let mut errs = Vec::new();
-    if obj["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .is_empty()
-    {
-        errs.push(FieldError {
-            reason: "FieldValueRequired",
-            field: "metadata.name".into(),
-            value: Value::Null,
-            detail: "name or generateName is required".into(),
-        });
+/// How Go's JSON decoder names the type of a value in its errors.
+fn go_json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
     }
-    if let Some(labels) = obj["metadata"]["labels"].as_object() {
+}
+
+/// What decoding the object into its Go type says about a label or annotation map of the
+/// wrong type (the only fields whose types the test server checks).
+fn decode_error(obj: &Value) -> Option<String> {
+    for field in ["labels", "annotations"] {
+        match &obj["metadata"][field] {
+            Value::Null => {}
+            Value::Object(map) => {
+                if let Some(bad) = map.values().find(|v| !v.is_string() && !v.is_null()) {
+                    return Some(format!(
+                        "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{field} of type string",
+                        go_json_kind(bad)
+                    ));
+                }
+            }
+            other => {
+                return Some(format!(
+                    "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{field} of type map[string]string",
+                    go_json_kind(other)
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// A `null` in a `map[string]string` decodes as the empty string.
+fn null_strings_to_empty(obj: &mut Value) {
+    for field in ["labels", "annotations"] {
+        if let Some(map) = obj["metadata"][field].as_object_mut() {
+            for v in map.values_mut() {
+                if v.is_null() {
+                    *v = json!("");
+                }
+            }
+        }
+    }
+}
+
+/// Go's `%v` of a decoded JSON value (`map[k:v]`, `[a b]`, `<nil>`), as the strategic
+/// merge patch error quotes the patch.
+fn go_sprint(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(go_sprint).collect::<Vec<_>>().join(" ")
+        ),
+        Value::Object(m) => format!(
+            "map[{}]",
+            m.iter()
+                .map(|(k, v)| format!("{k}:{}", go_sprint(v)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    }
+}
+
+/// The 422 of a patch whose result does not decode: `patch: Invalid value: "<result>"`.
+fn patch_invalid(value: String, detail: String) -> ApiError {
+    ApiError::invalid_kind(
+        "",
+        "",
+        "",
+        vec![FieldError::invalid("patch", &value, detail)],
+    )
+}
+
+/// The 400 of a patch body the handler cannot decode.
+fn patch_decode_error(patch_type: PatchType, body: &Value) -> Option<ApiError> {
+    let err = |kind: &str, target: &str| {
+        Some(ApiError::bad_request(format!(
+            "error decoding patch: json: cannot unmarshal {kind} into Go value of type {target}"
+        )))
+    };
+    match (patch_type, body) {
+        (PatchType::Json, Value::Array(ops)) => {
+            let bad = ops.iter().find(|op| !op.is_object())?;
+            err(go_json_kind(bad), "handlers.jsonPatchOp")
+        }
+        (PatchType::Json, Value::Null) => None,
+        (PatchType::Json, other) => err(go_json_kind(other), "[]handlers.jsonPatchOp"),
+        (PatchType::Merge, Value::Object(_) | Value::Null) => None,
+        (PatchType::Merge, other) => err(go_json_kind(other), "map[string]interface {}"),
+        (PatchType::Strategic, _) => None,
+    }
+}
+
+/// Defaulting and Go's serialisation of the typed object: what the real server's answer
+/// holds that the request did not (node status structs, namespace finalizers and phase, the
+/// namespace name label) and what it leaves out (empty maps and lists marked `omitempty`).
+/// `old` is the stored object on an update, whose status (and for namespaces, finalizers)
+/// an update of the main resource cannot change.
+fn default_object(resource: &Resource, obj: &mut Value, old: Option<&Value>) {
+    let kind = resource.kind;
+    if let Some(old) = old
+        && matches!(kind, "Node" | "Pod" | "Namespace")
+    {
+        match old.get("status") {
+            Some(status) => obj["status"] = status.clone(),
+            None => {
+                if let Some(m) = obj.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+    }
+    match kind {
+        "Node" => {
+            if !obj["spec"].is_object() {
+                obj["spec"] = json!({});
+            }
+            if !obj["status"].is_object() {
+                obj["status"] = json!({});
+            }
+            let status = &mut obj["status"];
+            if !status["daemonEndpoints"].is_object() {
+                status["daemonEndpoints"] = json!({});
+            }
+            if !status["daemonEndpoints"]["kubeletEndpoint"].is_object() {
+                status["daemonEndpoints"]["kubeletEndpoint"] = json!({});
+            }
+            if status["daemonEndpoints"]["kubeletEndpoint"]["Port"].is_null() {
+                status["daemonEndpoints"]["kubeletEndpoint"]["Port"] = json!(0);
+            }
+            // `SetDefaults_NodeStatus`: allocatable defaults to the capacity.
+            if status["allocatable"].is_null() && status["capacity"].is_object() {
+                status["allocatable"] = status["capacity"].clone();
+            }
+            if !status["nodeInfo"].is_object() {
+                status["nodeInfo"] = json!({});
+            }
+            for field in [
+                "machineID",
+                "systemUUID",
+                "bootID",
+                "kernelVersion",
+                "osImage",
+                "containerRuntimeVersion",
+                "kubeletVersion",
+                "kubeProxyVersion",
+                "operatingSystem",
+                "architecture",
+            ] {
+                if status["nodeInfo"][field].is_null() {
+                    status["nodeInfo"][field] = json!("");
+                }
+            }
+            if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+                for c in conditions.iter_mut().filter(|c| c.is_object()) {
+                    for t in ["lastHeartbeatTime", "lastTransitionTime"] {
+                        if c.get(t).is_none() {
+                            c[t] = Value::Null;
+                        }
+                    }
+                }
+            }
+            if obj["spec"]["taints"]
+                .as_array()
+                .is_some_and(|t| t.is_empty())
+                && let Some(spec) = obj["spec"].as_object_mut()
+            {
+                spec.remove("taints");
+            }
+        }
+        "Namespace" => {
+            let name = obj["metadata"]["name"].clone();
+            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
+            match old {
+                Some(old) => {
+                    obj["spec"]["finalizers"] = old["spec"]["finalizers"].clone();
+                    if obj["spec"]["finalizers"].is_null()
+                        && let Some(spec) = obj["spec"].as_object_mut()
+                    {
+                        spec.remove("finalizers");
+                    }
+                }
+                None => {
+                    obj["status"] = json!({"phase": "Active"});
+                    let finalizers = &mut obj["spec"]["finalizers"];
+                    if !finalizers.is_array() {
+                        *finalizers = json!([]);
+                    }
+                    let list = finalizers.as_array_mut().expect("array");
+                    if !list.iter().any(|f| f == "kubernetes") {
+                        list.push(json!("kubernetes"));
+                    }
+                }
+            }
+        }
+        "ConfigMap" => {
+            for field in ["data", "binaryData"] {
+                if obj[field].as_object().is_some_and(|m| m.is_empty())
+                    && let Some(m) = obj.as_object_mut()
+                {
+                    m.remove(field);
+                }
+            }
+        }
+        _ => {}
+    }
+    if let Some(meta) = obj["metadata"].as_object_mut() {
+        for field in ["labels", "annotations"] {
+            if meta
+                .get(field)
+                .is_some_and(|v| v.is_null() || v.as_object().is_some_and(|m| m.is_empty()))
+            {
+                meta.remove(field);
+            }
+        }
+    }
+}
+
+/// A taint as the duplicate-taint error prints it: Go's JSON of the internal type, whose
+/// fields have no JSON names.
+fn render_taint(t: &Value) -> String {
+    let s = |k: &str| go_json(t[k].as_str().unwrap_or_default());
+    let time_added = match t["timeAdded"].as_str() {
+        Some(time) => go_json(time),
+        None => "null".into(),
+    };
+    format!(
+        "{{\"Key\":{},\"Value\":{},\"Effect\":{},\"TimeAdded\":{time_added}}}",
+        s("key"),
+        s("value"),
+        s("effect")
+    )
+}
+
+/// A resource quantity in billionths, for comparing requests and limits (`1`, `500m`,
+/// `2Gi`, `1e3`).
+fn parse_quantity(q: &Value) -> Option<i128> {
+    let text = match q {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let (negative, number) = match number.strip_prefix('-') {
+        Some(n) => (true, n),
+        None => (false, number.strip_prefix('+').unwrap_or(number)),
+    };
+    let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let digits = format!("{int}{frac}");
+    let mut value: i128 = if digits.is_empty() {
+        0
+    } else {
+        digits.parse().ok()?
+    };
+    let mut exp10: i32 = -(frac.len() as i32) + 9;
+    let mut binary: u32 = 0;
+    match suffix {
+        "" => {}
+        "n" => exp10 -= 9,
+        "u" => exp10 -= 6,
+        "m" => exp10 -= 3,
+        "k" => exp10 += 3,
+        "M" => exp10 += 6,
+        "G" => exp10 += 9,
+        "T" => exp10 += 12,
+        "P" => exp10 += 15,
+        "E" => exp10 += 18,
+        "Ki" => binary = 10,
+        "Mi" => binary = 20,
+        "Gi" => binary = 30,
+        "Ti" => binary = 40,
+        "Pi" => binary = 50,
+        "Ei" => binary = 60,
+        s if s.starts_with(['e', 'E']) => exp10 += s[1..].parse::<i32>().ok()?,
+        _ => return None,
+    }
+    value = value.checked_shl(binary)?;
+    while exp10 > 0 {
+        value = value.checked_mul(10)?;
+        exp10 -= 1;
+    }
+    while exp10 < 0 {
+        value /= 10;
+        exp10 += 1;
+    }
+    Some(if negative { -value } else { value })
+}
+
+/// `helper.IsOvercommitAllowed`: native resources (no domain, or a `kubernetes.io` one)
+/// other than huge pages may request less than their limit; extended resources such as
+/// `nvidia.com/gpu` may not.
+fn overcommit_allowed(resource_name: &str) -> bool {
+    let native = match resource_name.split_once('/') {
+        None => true,
+        Some((domain, _)) => domain == "kubernetes.io" || domain.ends_with(".kubernetes.io"),
+    };
+    native && !resource_name.starts_with("hugepages-")
+}
+
+/// `validateResourceRequirements` for the requests and limits of one container.
+fn validate_container_resources(container: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let resources = &container["resources"];
+    let limits = resources["limits"].as_object();
+    let Some(requests) = resources["requests"].as_object() else {
+        return;
+    };
+    let shown = |q: &Value| match q {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    for (name, quantity) in requests {
+        match limits.and_then(|l| l.get(name)) {
+            Some(limit) => {
+                let (q, l) = (parse_quantity(quantity), parse_quantity(limit));
+                if !overcommit_allowed(name) && q != l {
+                    errs.push(FieldError::invalid(
+                        format!("{path}.resources.requests"),
+                        &shown(quantity),
+                        format!("must be equal to {name} limit of {}", shown(limit)),
+                    ));
+                } else if let (Some(q), Some(l)) = (q, l)
+                    && q > l
+                {
+                    errs.push(FieldError::invalid(
+                        format!("{path}.resources.requests"),
+                        &shown(quantity),
+                        format!(
+                            "must be less than or equal to {name} limit of {}",
+                            shown(limit)
+                        ),
+                    ));
+                }
+            }
+            None if !overcommit_allowed(name) => errs.push(FieldError::required(
+                format!("{path}.resources.limits"),
+                "Limit must be set for non overcommitable resources",
+            )),
+            None => {}
+        }
+    }
+}
+
+/// Field errors the API server raises for this object, in its order: metadata (generated
+/// name on create, name, labels, annotations), then node taints and pod container resources.
+/// Errors are reported once even where the real server's create and update validations
+/// overlap.
+pub fn validate(resource: &Resource, obj: &Value, create: bool) -> Result<(), Vec<FieldError>> {
+    let mut errs = Vec::new();
+    let meta = &obj["metadata"];
+    let name_fn = if resource.kind == "Namespace" {
+        name_is_dns_label
+    } else {
+        name_is_dns_subdomain
+    };
+    if create && let Some(prefix) = meta["generateName"].as_str().filter(|p| !p.is_empty()) {
+        for msg in name_fn(prefix, true) {
+            errs.push(FieldError::invalid("metadata.generateName", prefix, msg));
+        }
+    }
+    let name = meta["name"].as_str().unwrap_or_default();
+    if name.is_empty() {
+        errs.push(FieldError::required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
+    } else {
+        for msg in name_fn(name, false) {
+            errs.push(FieldError::invalid("metadata.name", name, msg));
+        }
+    }
+    if let Some(labels) = meta["labels"].as_object() {
         for (k, v) in labels {
             for msg in is_qualified_name(k) {
                 errs.push(FieldError::invalid("metadata.labels", k, msg));
@@ -180,9 +593,18 @@ pub fn validate(resource: &Resource, obj: &Value) -> Result<(), Vec<FieldError>>
             }
         }
     }
+    if let Some(annotations) = meta["annotations"].as_object() {
+        for k in annotations.keys() {
+            // "QualifiedName except that case doesn't matter".
+            for msg in is_qualified_name(&k.to_lowercase()) {
+                errs.push(FieldError::invalid("metadata.annotations", k, msg));
+            }
+        }
+    }
     if resource.kind == "Node"
         && let Some(taints) = obj["spec"]["taints"].as_array()
     {
+        // `ValidateNode` passes `metadata` as the parent path of the taints.
         let mut seen: Vec<(String, String)> = Vec::new();
         for (i, t) in taints.iter().enumerate() {
             let key = t["key"].as_str().unwrap_or_default();
@@ -190,7 +612,7 @@ pub fn validate(resource: &Resource, obj: &Value) -> Result<(), Vec<FieldError>>
             let effect = t["effect"].as_str().unwrap_or_default();
             for msg in is_qualified_name(key) {
                 errs.push(FieldError::invalid(
-                    format!("spec.taints[{i}].key"),
+                    format!("metadata.taints[{i}].key"),
                     key,
                     msg,
                 ));
@@ -198,40 +620,58 @@ pub fn validate(resource: &Resource, obj: &Value) -> Result<(), Vec<FieldError>>
             let value_errs = is_valid_label_value(value);
             if !value_errs.is_empty() {
                 errs.push(FieldError::invalid(
-                    format!("spec.taints[{i}].value"),
+                    format!("metadata.taints[{i}].value"),
                     value,
                     value_errs.join(";"),
                 ));
             }
             match effect {
                 "NoSchedule" | "PreferNoSchedule" | "NoExecute" => {}
-                "" => errs.push(FieldError {
-                    reason: "FieldValueRequired",
-                    field: format!("spec.taints[{i}].effect"),
-                    value: Value::Null,
-                    detail: String::new(),
-                }),
-                other => errs.push(FieldError {
-                    reason: "FieldValueNotSupported",
-                    field: format!("spec.taints[{i}].effect"),
-                    value: Value::from(other),
-                    detail: "supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\""
-                        .into(),
-                }),
+                "" => errs.push(FieldError::required(
+                    format!("metadata.taints[{i}].effect"),
+                    "",
+                )),
+                other => errs.push(FieldError::not_supported(
+                    format!("metadata.taints[{i}].effect"),
+                    FieldValue::Str(other.into()),
+                    &["NoSchedule", "PreferNoSchedule", "NoExecute"],
+                )),
             }
             let slot = (key.to_string(), effect.to_string());
             if seen.contains(&slot) {
-                errs.push(FieldError {
-                    reason: "FieldValueDuplicate",
-                    field: format!("spec.taints[{i}]"),
-                    value: t.clone(),
-                    detail: "taints must be unique by key and effect pair".into(),
-                });
+                errs.push(FieldError::duplicate(
+                    format!("metadata.taints[{i}]"),
+                    render_taint(t),
+                    "taints must be unique by key and effect pair",
+                ));
+                continue;
             }
             seen.push(slot);
         }
     }
-    if errs.is_empty() { Ok(()) } else { Err(errs) }
+    if resource.kind == "Pod" {
+        for list in ["containers", "initContainers"] {
+            for (i, c) in obj["spec"][list]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                validate_container_resources(c, &format!("spec.{list}[{i}]"), &mut errs);
+            }
+        }
+    }
+    let mut unique: Vec<FieldError> = Vec::new();
+    for e in errs {
+        if !unique.contains(&e) {
+            unique.push(e);
+        }
+    }
+    if unique.is_empty() {
+        Ok(())
+    } else {
+        Err(unique)
+    }
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -241,15 +681,20 @@ struct ContinueToken {
 }
 
 impl Store {
+    /// An empty cluster with the namespaces every cluster has.
     pub fn new() -> Self {
         let mut tables = HashMap::new();
         for r in RESOURCES {
             tables.insert(r.plural, BTreeMap::new());
         }
-        Store {
+        let mut store = Store {
             resource_version: 1,
             tables,
+        };
+        for ns in SYSTEM_NAMESPACES {
+            store.ensure_namespace(ns);
         }
+        store
     }
 
     /// The cluster-wide resourceVersion counter.
@@ -270,6 +715,32 @@ impl Store {
         (ns.to_string(), name.to_string())
     }
 
+    fn namespaces() -> &'static Resource {
+        RESOURCES
+            .iter()
+            .find(|r| r.plural == "namespaces")
+            .expect("namespaces are served")
+    }
+
+    /// Whether namespace `name` exists.
+    pub fn has_namespace(&self, name: &str) -> bool {
+        self.table(Self::namespaces())
+            .contains_key(&(String::new(), name.to_string()))
+    }
+
+    /// Creates namespace `name` unless it exists (for fixtures and direct creates: the API
+    /// refuses objects in a namespace that does not exist).
+    pub fn ensure_namespace(&mut self, name: &str) {
+        if !self.has_namespace(name) {
+            let _ = self.create(
+                Self::namespaces(),
+                None,
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+                false,
+            );
+        }
+    }
+
     /// Number of stored objects of a resource.
     pub fn count(&self, resource: &Resource) -> usize {
         self.table(resource).len()
@@ -281,10 +752,23 @@ impl Store {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Bytes, ApiError> {
-        self.table(resource)
+        let item = self
+            .table(resource)
             .get(&Self::key(resource, namespace, name))
-            .map(|s| s.json.clone())
-            .ok_or_else(|| ApiError::not_found(resource, name))
+            .map(|s| &s.json)
+            .ok_or_else(|| ApiError::not_found(resource, name))?;
+        let head = format!(
+            "{{\"kind\":{},\"apiVersion\":{}",
+            go_json(resource.kind),
+            go_json(&resource.api_version())
+        );
+        let mut out = Vec::with_capacity(head.len() + item.len() + 1);
+        out.extend_from_slice(head.as_bytes());
+        if item.len() > 2 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&item[1..]);
+        Ok(Bytes::from(out))
     }
 
     pub fn get_value(
@@ -312,14 +796,23 @@ impl Store {
             Some(t) => {
                 let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
                     .decode(t)
-                    .ok()
-                    .and_then(|b| serde_json::from_slice::<ContinueToken>(&b).ok())
-                    .ok_or_else(|| {
-                        ApiError::bad_request("continue key is not valid: illegal base64 data")
+                    .map_err(|e| e.to_string())
+                    .and_then(|b| {
+                        serde_json::from_slice::<ContinueToken>(&b).map_err(|e| e.to_string())
+                    })
+                    .map_err(|e| {
+                        ApiError::bad_request(format!(
+                            "invalid continue token: continue key is not valid: {e}"
+                        ))
                     })?;
                 Some(decoded.start)
             }
             None => None,
+        };
+        let in_scope = |key: &Key| {
+            namespace
+                .filter(|_| resource.namespaced)
+                .is_none_or(|ns| key.0 == ns)
         };
         let range: Box<dyn Iterator<Item = (&Key, &Stored)>> =
             match (&start, namespace.filter(|_| resource.namespaced)) {
@@ -332,21 +825,27 @@ impl Store {
                 }
                 (None, None) => Box::new(table.iter()),
             };
+        let unfiltered = labels.is_empty() && fields.is_empty();
         let mut items = Vec::new();
         let mut last: Option<&Key> = None;
+        let mut remaining = 0;
         let mut more = false;
         for (key, stored) in range {
-            if let Some(ns) = namespace.filter(|_| resource.namespaced)
-                && key.0 != ns
-            {
+            if !in_scope(key) {
                 break;
+            }
+            // Like etcd's paging: once the page is full, any further object in range means
+            // another page, whether or not it matches the selectors (that page may be empty).
+            if limit.is_some_and(|l| items.len() >= l) {
+                more = true;
+                if !unfiltered {
+                    break;
+                }
+                remaining += 1;
+                continue;
             }
             if !labels.matches(&stored.labels) || !fields.matches(&stored.fields) {
                 continue;
-            }
-            if limit.is_some_and(|l| items.len() >= l) {
-                more = true;
-                break;
             }
             items.push(stored.json.clone());
             last = Some(key);
@@ -367,29 +866,43 @@ impl Store {
             items,
             resource_version: self.resource_version,
             continue_token,
-            remaining: None,
+            remaining: (more && unfiltered).then_some(remaining),
         })
     }
 
-    fn commit(&mut self, resource: &Resource, key: Key, mut obj: Value, dry_run: bool) -> Value {
-        let rv = if dry_run {
-            self.resource_version
-        } else {
-            self.resource_version + 1
-        };
-        obj["metadata"]["resourceVersion"] = Value::from(rv.to_string());
-        if !dry_run {
-            self.resource_version = rv;
-            let stored = index(resource, &obj);
-            self.tables
-                .get_mut(resource.plural)
-                .expect("table")
-                .insert(key, stored);
+    /// Writes an object (or, with `dry_run`, only answers with it). A dry-run create has no
+    /// resourceVersion yet; a dry-run update keeps `previous_rv`.
+    fn commit(
+        &mut self,
+        resource: &Resource,
+        key: Key,
+        mut obj: Value,
+        dry_run: bool,
+        previous_rv: Option<Value>,
+    ) -> Value {
+        if dry_run {
+            match previous_rv {
+                Some(rv) => obj["metadata"]["resourceVersion"] = rv,
+                None => {
+                    if let Some(meta) = obj["metadata"].as_object_mut() {
+                        meta.remove("resourceVersion");
+                    }
+                }
+            }
+            return obj;
         }
+        self.resource_version += 1;
+        obj["metadata"]["resourceVersion"] = Value::from(self.resource_version.to_string());
+        let stored = index(resource, &obj);
+        self.tables
+            .get_mut(resource.plural)
+            .expect("table")
+            .insert(key, stored);
         obj
     }
 
     /// Creates an object, filling uid, creationTimestamp, resourceVersion and namespace.
+    /// `namespace` is the one of the request's URL.
     pub fn create(
         &mut self,
         resource: &Resource,
@@ -402,37 +915,64 @@ impl Store {
                 "the body of the request is not a JSON object",
             ));
         }
+        if let Some(e) = decode_error(&obj) {
+            return Err(ApiError::cannot_decode(resource, &e));
+        }
+        null_strings_to_empty(&mut obj);
+        if !obj["metadata"].is_object() {
+            obj["metadata"] = json!({});
+        }
+        let body_ns = obj["metadata"]["namespace"]
+            .as_str()
+            .filter(|n| !n.is_empty())
+            .map(str::to_string);
+        if resource.namespaced {
+            if let (Some(url), Some(body)) = (namespace, &body_ns)
+                && url != body
+            {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            let ns = namespace
+                .map(str::to_string)
+                .or(body_ns)
+                .unwrap_or_else(|| "default".to_string());
+            if !self.has_namespace(&ns) {
+                return Err(ApiError::not_found(Self::namespaces(), &ns));
+            }
+            obj["metadata"]["namespace"] = Value::from(ns);
+        } else if let Some(meta) = obj["metadata"].as_object_mut() {
+            // The real server drops a namespace given to a cluster-scoped object.
+            meta.remove("namespace");
+        }
         if obj["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
             .is_empty()
-            && let Some(prefix) = obj["metadata"]["generateName"].as_str()
+            && let Some(prefix) = obj["metadata"]["generateName"]
+                .as_str()
+                .filter(|p| !p.is_empty())
         {
-            obj["metadata"]["name"] = Value::from(format!("{prefix}{}", &new_uid()[..5]));
+            obj["metadata"]["name"] = Value::from(format!("{prefix}{}", name_suffix()));
         }
         let name = obj["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
             .to_string();
-        validate(resource, &obj).map_err(|e| ApiError::invalid(resource, &name, e))?;
-        let key = Self::key(
-            resource,
-            namespace.or(obj["metadata"]["namespace"].as_str()),
-            &name,
-        );
-        if self.table(resource).contains_key(&key) {
-            return Err(ApiError::already_exists(resource, &name));
-        }
         obj["apiVersion"] = Value::from(resource.api_version());
         obj["kind"] = Value::from(resource.kind);
-        if resource.namespaced {
-            obj["metadata"]["namespace"] = Value::from(key.0.clone());
+        default_object(resource, &mut obj, None);
+        validate(resource, &obj, true).map_err(|e| ApiError::invalid(resource, &name, e))?;
+        let key = Self::key(resource, obj["metadata"]["namespace"].as_str(), &name);
+        if self.table(resource).contains_key(&key) {
+            return Err(ApiError::already_exists(resource, &name));
         }
         obj["metadata"]["uid"] = Value::from(new_uid());
         if obj["metadata"]["creationTimestamp"].is_null() {
             obj["metadata"]["creationTimestamp"] = Value::from(now());
         }
-        Ok(self.commit(resource, key, obj, dry_run))
+        Ok(self.commit(resource, key, obj, dry_run, None))
     }
 
     /// Replaces an object (PUT). A non-empty `metadata.resourceVersion` is a precondition.
@@ -444,23 +984,75 @@ impl Store {
         mut obj: Value,
         dry_run: bool,
     ) -> Result<Value, ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request(
+                "the body of the request is not a JSON object",
+            ));
+        }
+        if let Some(e) = decode_error(&obj) {
+            return Err(ApiError::cannot_decode(resource, &e));
+        }
+        null_strings_to_empty(&mut obj);
         let current = self.get_value(resource, namespace, name)?;
         if obj["metadata"]["name"].as_str() != Some(name) {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({}) does not match the name on the URL ({name})",
-                obj["metadata"]["name"].as_str().unwrap_or_default()
-            )));
+            return Err(ApiError::name_mismatch(
+                obj["metadata"]["name"].as_str().unwrap_or_default(),
+                name,
+            ));
+        }
+        if resource.namespaced
+            && obj["metadata"]["namespace"].as_str().is_some_and(|ns| {
+                !ns.is_empty() && Some(ns) != current["metadata"]["namespace"].as_str()
+            })
+        {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
         }
         self.check_precondition(resource, name, &current, &obj)?;
-        obj["metadata"]["uid"] = current["metadata"]["uid"].clone();
-        obj["metadata"]["creationTimestamp"] = current["metadata"]["creationTimestamp"].clone();
+        self.finish_update(resource, namespace, name, &current, obj, dry_run)
+    }
+
+    /// The common end of an update and a patch: the fields a client cannot change,
+    /// defaulting, validation, the write.
+    fn finish_update(
+        &mut self,
+        resource: &Resource,
+        namespace: Option<&str>,
+        name: &str,
+        current: &Value,
+        mut obj: Value,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        for immutable in ["uid", "creationTimestamp"] {
+            obj["metadata"][immutable] = current["metadata"][immutable].clone();
+        }
         obj["apiVersion"] = Value::from(resource.api_version());
         obj["kind"] = Value::from(resource.kind);
         if resource.namespaced {
             obj["metadata"]["namespace"] = current["metadata"]["namespace"].clone();
+        } else if let Some(meta) = obj["metadata"].as_object_mut() {
+            meta.remove("namespace");
         }
-        validate(resource, &obj).map_err(|e| ApiError::invalid(resource, name, e))?;
-        Ok(self.commit(resource, Self::key(resource, namespace, name), obj, dry_run))
+        default_object(resource, &mut obj, Some(current));
+        validate(resource, &obj, false).map_err(|e| ApiError::invalid(resource, name, e))?;
+        // An update that changes nothing is not written: the object keeps its
+        // resourceVersion, as with the real server.
+        let unchanged = {
+            let mut new = obj.clone();
+            new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+            &new == current
+        };
+        if unchanged {
+            return Ok(current.clone());
+        }
+        Ok(self.commit(
+            resource,
+            Self::key(resource, namespace, name),
+            obj,
+            dry_run,
+            Some(current["metadata"]["resourceVersion"].clone()),
+        ))
     }
 
     fn check_precondition(
@@ -481,8 +1073,7 @@ impl Store {
         }
     }
 
-    /// Patches an object. A `metadata.resourceVersion` in the patched result that differs
-    /// from the current one is a precondition failure (409), as upstream.
+    /// Patches an object with a patch given as a value (as a Rust client would send it).
     pub fn patch(
         &mut self,
         resource: &Resource,
@@ -492,38 +1083,78 @@ impl Store {
         body: &Value,
         dry_run: bool,
     ) -> Result<Value, ApiError> {
+        let bytes = serde_json::to_vec(body).expect("values serialise");
+        self.patch_bytes(resource, namespace, name, patch_type, &bytes, dry_run)
+    }
+
+    /// Patches an object with the patch body as the client sent it (a JSON Patch `test`
+    /// compares those bytes). A `metadata.resourceVersion` in the patched result that
+    /// differs from the current one is a precondition failure (409), as upstream.
+    pub fn patch_bytes(
+        &mut self,
+        resource: &Resource,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        bytes: &[u8],
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        let body: Value = serde_json::from_slice(bytes)
+            .map_err(|_| ApiError::bad_request("invalid JSON patch"))?;
         let current = self.get_value(resource, namespace, name)?;
+        if let Some(e) = patch_decode_error(patch_type, &body) {
+            return Err(e);
+        }
         let patched = match patch_type {
             PatchType::Json => {
-                apply_json_patch(&current, body).map_err(|_| ApiError::patch_not_applied())?
+                let text = std::str::from_utf8(bytes)
+                    .map_err(|_| ApiError::bad_request("invalid JSON patch"))?;
+                apply_json_patch_bytes(&current, text).map_err(|_| ApiError::patch_not_applied())?
             }
-            PatchType::Merge => apply_merge_patch(&current, body),
-            PatchType::Strategic => apply_strategic_merge_patch(&current, body),
+            PatchType::Merge => apply_merge_patch(&current, &body),
+            PatchType::Strategic => {
+                // The strategic merge patch converts the patch to the typed object first
+                // (`runtime.DefaultUnstructuredConverter`): an integer cannot become a
+                // string, any other non-string is an "unrecognized type".
+                let bad = ["labels", "annotations"].iter().find_map(|f| {
+                    body["metadata"][f]
+                        .as_object()
+                        .and_then(|m| m.values().find(|v| !v.is_string() && !v.is_null()))
+                });
+                if let Some(bad) = bad {
+                    let detail = if bad.is_i64() || bad.is_u64() {
+                        "cannot convert int64 to string"
+                    } else {
+                        "unrecognized type: string"
+                    };
+                    return Err(patch_invalid(go_sprint(&body), detail.into()));
+                }
+                apply_strategic_merge_patch(&current, &body)
+            }
         };
+        if let Some(e) = decode_error(&patched) {
+            return Err(patch_invalid(go_json(&patched), e));
+        }
+        let mut patched = patched;
+        null_strings_to_empty(&mut patched);
         if !patched.is_object() || !patched["metadata"].is_object() {
             return Err(ApiError::bad_request(
                 "the patch removed the object's metadata",
             ));
         }
         self.check_precondition(resource, name, &current, &patched)?;
-        let mut patched = patched;
-        for immutable in ["name", "namespace", "uid", "creationTimestamp"] {
-            if patched["metadata"][immutable] != current["metadata"][immutable] {
-                if immutable == "name" || immutable == "namespace" {
-                    return Err(ApiError::bad_request(format!(
-                        "metadata.{immutable}: the {immutable} of an object cannot be changed by a patch"
-                    )));
-                }
-                patched["metadata"][immutable] = current["metadata"][immutable].clone();
-            }
+        if patched["metadata"]["name"] != current["metadata"]["name"] {
+            return Err(ApiError::name_mismatch(
+                patched["metadata"]["name"].as_str().unwrap_or_default(),
+                name,
+            ));
         }
-        validate(resource, &patched).map_err(|e| ApiError::invalid(resource, name, e))?;
-        Ok(self.commit(
-            resource,
-            Self::key(resource, namespace, name),
-            patched,
-            dry_run,
-        ))
+        if patched["metadata"]["namespace"] != current["metadata"]["namespace"] {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        self.finish_update(resource, namespace, name, &current, patched, dry_run)
     }
 
     pub fn delete(
@@ -542,9 +1173,14 @@ impl Store {
                 .remove(&key);
             self.resource_version += 1;
         }
+        let mut details =
+            json!({"name": name, "kind": resource.plural, "uid": current["metadata"]["uid"]});
+        if !resource.group.is_empty() {
+            details["group"] = json!(resource.group);
+        }
         Ok(json!({
             "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-            "details": {"name": name, "group": resource.group, "kind": resource.plural, "uid": current["metadata"]["uid"]}
+            "details": details
         }))
     }
 }
@@ -574,7 +1210,15 @@ mod tests {
         assert_eq!(a["kind"], "Node");
         assert!(a["metadata"]["uid"].as_str().unwrap().len() == 36);
         assert_ne!(a["metadata"]["uid"], b["metadata"]["uid"]);
-        assert_eq!(b["metadata"]["resourceVersion"], "3");
+        let rv = |o: &Value| {
+            o["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        };
+        assert_eq!(rv(&b), rv(&a) + 1);
+        assert_eq!(s.resource_version(), rv(&b));
         assert_eq!(
             s.create(nodes(), None, node("a", json!({})), false)
                 .unwrap_err()
@@ -697,7 +1341,12 @@ mod tests {
             {"key": "b", "value": "2", "effect": "NoSchedule"}
         ]}});
         let err = s.create(nodes(), None, bad_taint, false).unwrap_err();
-        assert!(err.message().starts_with("Node \"t\" is invalid: [spec.taints[0].effect: Unsupported value: \"Sometimes\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\", spec.taints[2]: Duplicate value: "), "{}", err.message());
+        // `ValidateNode` puts the taints under `metadata`, and prints a duplicate as Go's
+        // JSON of the internal type.
+        assert_eq!(
+            err.message(),
+            "Node \"t\" is invalid: [metadata.taints[0].effect: Unsupported value: \"Sometimes\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\", metadata.taints[2]: Duplicate value: {\"Key\":\"b\",\"Value\":\"2\",\"Effect\":\"NoSchedule\",\"TimeAdded\":null}: taints must be unique by key and effect pair]"
+        );
     }
 
     #[test]
@@ -749,6 +1398,8 @@ mod tests {
     fn field_selectors() {
         let pods = find("", "v1", "pods").unwrap();
         let mut s = Store::new();
+        s.ensure_namespace("a");
+        s.ensure_namespace("b");
         for (ns, name, node) in [("a", "p1", "n1"), ("a", "p2", "n2"), ("b", "p3", "n1")] {
             s.create(pods, Some(ns), json!({"metadata": {"name": name}, "spec": {"nodeName": node}, "status": {"phase": "Running"}}), false).unwrap();
         }
@@ -790,6 +1441,314 @@ mod tests {
             .items
             .len(),
             1
+        );
+    }
+
+    fn configmaps() -> &'static Resource {
+        find("", "v1", "configmaps").unwrap()
+    }
+
+    #[test]
+    fn a_new_cluster_has_the_system_namespaces_and_creates_need_one() {
+        let mut s = Store::new();
+        for ns in SYSTEM_NAMESPACES {
+            assert!(s.has_namespace(ns), "{ns}");
+        }
+        let cm = json!({"metadata": {"name": "c"}});
+        let err = s
+            .create(configmaps(), Some("nope"), cm.clone(), true)
+            .unwrap_err();
+        assert_eq!(
+            (err.code, err.message()),
+            (404, "namespaces \"nope\" not found")
+        );
+        assert_eq!(
+            err.body["details"],
+            json!({"name": "nope", "kind": "namespaces"})
+        );
+        let err = s
+            .create(
+                configmaps(),
+                Some("default"),
+                json!({"metadata": {"name": "c", "namespace": "other"}}),
+                false,
+            )
+            .unwrap_err();
+        assert_eq!(err.code, 400);
+        s.ensure_namespace("nope");
+        assert!(s.create(configmaps(), Some("nope"), cm, false).is_ok());
+        let ns = s.get_value(Store::namespaces(), None, "nope").unwrap();
+        assert_eq!(
+            ns["metadata"]["labels"]["kubernetes.io/metadata.name"],
+            "nope"
+        );
+        assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+        assert_eq!(ns["status"]["phase"], "Active");
+    }
+
+    #[test]
+    fn nodes_are_defaulted_and_keep_their_status_on_update() {
+        let mut s = Store::new();
+        let created = s
+            .create(
+                nodes(),
+                None,
+                json!({"metadata": {"name": "n", "namespace": "x", "labels": {}},
+                       "status": {"capacity": {"nvidia.com/gpu": "8"}}}),
+                false,
+            )
+            .unwrap();
+        assert_eq!(created["spec"], json!({}));
+        assert!(created["metadata"].get("namespace").is_none());
+        assert!(created["metadata"].get("labels").is_none());
+        assert_eq!(
+            created["status"]["allocatable"],
+            json!({"nvidia.com/gpu": "8"})
+        );
+        assert_eq!(
+            created["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"],
+            0
+        );
+        assert_eq!(created["status"]["nodeInfo"]["kubeletVersion"], "");
+        let patched = s
+            .patch(
+                nodes(),
+                None,
+                "n",
+                PatchType::Merge,
+                &json!({"status": {"capacity": {"nvidia.com/gpu": "4"}}, "metadata": {"labels": {"a": "1"}}}),
+                false,
+            )
+            .unwrap();
+        assert_eq!(patched["status"]["capacity"]["nvidia.com/gpu"], "8");
+        assert_eq!(patched["metadata"]["labels"]["a"], "1");
+    }
+
+    #[test]
+    fn dry_runs_and_no_op_writes_keep_the_resource_version() {
+        let mut s = Store::new();
+        let dry = s.create(nodes(), None, node("a", json!({})), true).unwrap();
+        assert!(dry["metadata"].get("resourceVersion").is_none());
+        assert!(dry["metadata"]["uid"].is_string());
+        let a = s
+            .create(nodes(), None, node("a", json!({"x": "1"})), false)
+            .unwrap();
+        let rv = a["metadata"]["resourceVersion"].clone();
+        let counter = s.resource_version();
+        let label = |v: &str| json!({"metadata": {"labels": {"x": v}}});
+        let dry = s
+            .patch(nodes(), None, "a", PatchType::Merge, &label("2"), true)
+            .unwrap();
+        assert_eq!(
+            (
+                dry["metadata"]["resourceVersion"].clone(),
+                dry["metadata"]["labels"]["x"].clone()
+            ),
+            (rv.clone(), json!("2"))
+        );
+        let same = s
+            .patch(nodes(), None, "a", PatchType::Merge, &label("1"), false)
+            .unwrap();
+        assert_eq!(same["metadata"]["resourceVersion"], rv);
+        assert_eq!(s.resource_version(), counter);
+    }
+
+    #[test]
+    fn label_maps_of_the_wrong_type_are_refused_like_go_decoding() {
+        let mut s = Store::new();
+        let err = s
+            .create(nodes(), None, node("a", json!({"x": 5})), false)
+            .unwrap_err();
+        assert_eq!(
+            (err.code, err.message()),
+            (
+                400,
+                "Node in version \"v1\" cannot be handled as a Node: json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string"
+            )
+        );
+        s.create(nodes(), None, node("a", json!({"x": "1"})), false)
+            .unwrap();
+        let err = s
+            .patch(
+                nodes(),
+                None,
+                "a",
+                PatchType::Merge,
+                &json!({"metadata": {"labels": {"y": true}}}),
+                false,
+            )
+            .unwrap_err();
+        assert_eq!((err.code, err.reason()), (422, "Invalid"));
+        assert!(
+            err.message()
+                .starts_with(" \"\" is invalid: patch: Invalid value: \"{"),
+            "{}",
+            err.message()
+        );
+        assert!(err.message().ends_with("\": json: cannot unmarshal bool into Go struct field ObjectMeta.metadata.labels of type string"), "{}", err.message());
+        let err = s
+            .patch(
+                nodes(),
+                None,
+                "a",
+                PatchType::Strategic,
+                &json!({"metadata": {"labels": {"y": 5}}}),
+                false,
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.message(),
+            " \"\" is invalid: patch: Invalid value: \"map[metadata:map[labels:map[y:5]]]\": cannot convert int64 to string"
+        );
+        assert_eq!(
+            s.get_value(nodes(), None, "a").unwrap()["metadata"]["labels"],
+            json!({"x": "1"})
+        );
+    }
+
+    #[test]
+    fn extended_resources_need_a_limit_equal_to_the_request() {
+        let pods = find("", "v1", "pods").unwrap();
+        let mut s = Store::new();
+        let pod = |resources: Value| json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i", "resources": resources}]}});
+        let err = s
+            .create(
+                pods,
+                Some("default"),
+                pod(json!({"requests": {"nvidia.com/gpu": "1"}})),
+                false,
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.message(),
+            "Pod \"p\" is invalid: spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources"
+        );
+        let err = s
+            .create(
+                pods,
+                Some("default"),
+                pod(
+                    json!({"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}}),
+                ),
+                false,
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.message(),
+            "Pod \"p\" is invalid: spec.containers[0].resources.requests: Invalid value: \"1\": must be equal to nvidia.com/gpu limit of 2"
+        );
+        let err = s
+            .create(
+                pods,
+                Some("default"),
+                pod(json!({"requests": {"cpu": "2"}, "limits": {"cpu": "1500m"}})),
+                false,
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.message(),
+            "Pod \"p\" is invalid: spec.containers[0].resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit of 1500m"
+        );
+        for ok in [
+            json!({"requests": {"cpu": "1", "memory": "1Gi"}}),
+            json!({"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": 1}}),
+            json!({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}),
+            json!({"requests": {"memory": "1024Mi"}, "limits": {"memory": "1Gi"}}),
+        ] {
+            s.create(pods, Some("default"), pod(ok.clone()), true)
+                .unwrap_or_else(|e| panic!("{ok}: {}", e.message()));
+        }
+    }
+
+    #[test]
+    fn unfiltered_pages_count_what_remains_and_full_pages_continue() {
+        let mut s = Store::new();
+        for i in 0..5 {
+            s.create(
+                nodes(),
+                None,
+                node(&format!("n{i}"), json!({"odd": (i % 2).to_string()})),
+                false,
+            )
+            .unwrap();
+        }
+        let all = s
+            .list(
+                nodes(),
+                None,
+                &Selector::default(),
+                &FieldSelector::default(),
+                Some(2),
+                None,
+            )
+            .unwrap();
+        assert_eq!((all.items.len(), all.remaining), (2, Some(3)));
+        // A full page continues when any object follows, matching or not: after n3 comes n4,
+        // so the third page is empty.
+        let odd = Selector::parse("odd=1").unwrap();
+        let mut token = None;
+        let mut pages = Vec::new();
+        loop {
+            let page = s
+                .list(
+                    nodes(),
+                    None,
+                    &odd,
+                    &FieldSelector::default(),
+                    Some(1),
+                    token.as_deref(),
+                )
+                .unwrap();
+            assert_eq!(page.remaining, None);
+            pages.push(page.items.len());
+            match page.continue_token {
+                Some(t) => token = Some(t),
+                None => break,
+            }
+        }
+        assert_eq!(pages, vec![1, 1, 0]);
+        let err = s
+            .list(
+                nodes(),
+                None,
+                &odd,
+                &FieldSelector::default(),
+                Some(1),
+                Some("garbage"),
+            )
+            .unwrap_err();
+        assert!(
+            err.message()
+                .starts_with("invalid continue token: continue key is not valid: ")
+        );
+    }
+
+    #[test]
+    fn object_names_and_annotation_keys_are_validated() {
+        let mut s = Store::new();
+        let err = s
+            .create(nodes(), None, node("Bad_Name", json!({})), false)
+            .unwrap_err();
+        assert!(err.message().starts_with("Node \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"), "{}", err.message());
+        let err = s
+            .create(
+                find("", "v1", "namespaces").unwrap(),
+                None,
+                json!({"metadata": {"name": "a.b"}}),
+                false,
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.message(),
+            "Namespace \"a.b\" is invalid: metadata.name: Invalid value: \"a.b\": must not contain dots"
+        );
+        let err = s
+            .create(nodes(), None, json!({"metadata": {"name": "n", "annotations": {"a/b/c": "x", "Upper.Example.com/ok": "y"}}}), false)
+            .unwrap_err();
+        assert_eq!(err.body["details"]["causes"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            err.body["details"]["causes"][0]["field"],
+            "metadata.annotations"
         );
     }
 }

@@ -24,8 +24,13 @@
 //!   revision, which the real server's scheduler leases move on) and its `continue` token
 //!   (opaque) become placeholders, while whether they are present is compared;
 //! - `metadata.managedFields` is removed (the test server does not track field managers);
+//! - a name generated from a request's `generateName` (five random characters appended)
+//!   becomes `<generateName>*****` wherever the answer mentions it;
 //! - `/version`: `gitCommit`, `buildDate` and `goVersion` become placeholders and a
 //!   `+build` suffix of `gitVersion` is dropped.
+//!
+//! Requests put at most one invalid entry into a label or annotation map: the real server
+//! reports map entries in Go's random map order.
 //!
 //! Every other difference fails the test unless [`EXCEPTIONS`] lists it (a sequence
 //! pattern, a field path pattern and, where only part of a text is instance-specific, the
@@ -61,14 +66,14 @@ const EXCEPTIONS: &[Exception] = &[
     Exception {
         sequence: "merge/non-string-label-value",
         path: "body.*message",
-        mask: Some(("patch: Invalid value: \"", "\": json: cannot unmarshal")),
+        mask: Some(("Invalid value: \"", "\": json: cannot unmarshal")),
         reason: "the 422 quotes the whole patched object as the real server encodes it, \
                  managedFields included; the test server keeps none",
     },
     Exception {
         sequence: "json/non-string-label-value",
         path: "body.*message",
-        mask: Some(("patch: Invalid value: \"", "\": json: cannot unmarshal")),
+        mask: Some(("Invalid value: \"", "\": json: cannot unmarshal")),
         reason: "the 422 quotes the whole patched object as the real server encodes it, \
                  managedFields included; the test server keeps none",
     },
@@ -392,7 +397,7 @@ fn node_crud() -> Vec<Seq> {
             .send(get(node_path("diff-st"))),
         Seq::new("configmap/create-get-patch")
             .send(post(
-                &format!("/api/v1/namespaces/{NS}/configmaps"),
+                format!("/api/v1/namespaces/{NS}/configmaps"),
                 configmap("diff-cm-basic", json!({"diff": "basic"}), json!({"k": "v"})),
             ))
             .send(get(cm_path("diff-cm-basic")))
@@ -470,6 +475,17 @@ fn merge_patches() -> Vec<Seq> {
                 json!({"metadata": {"labels": {"a": null, "b": "20", "example.com/d": "4"}}}),
             ))
             .send(get(node_path("diff-merge"))),
+        Seq::new("merge/no-op-keeps-resource-version")
+            .send(post("/api/v1/nodes", node("diff-merge-noop", json!({"a": "1"}))))
+            .send(merge(
+                node_path("diff-merge-noop"),
+                json!({"metadata": {"labels": {"a": "1"}}}),
+            ))
+            .send(strategic(
+                node_path("diff-merge-noop"),
+                json!({"metadata": {"labels": {"b": null}}}),
+            ))
+            .send(get(node_path("diff-merge-noop"))),
         Seq::new("merge/remove-last-label")
             .send(post("/api/v1/nodes", node("diff-merge-last", json!({"a": "1"}))))
             .send(merge(
@@ -499,7 +515,11 @@ fn merge_patches() -> Vec<Seq> {
             .send(post("/api/v1/nodes", node("diff-merge-bad", json!({"a": "1"}))))
             .send(merge(
                 node_path("diff-merge-bad"),
-                json!({"metadata": {"labels": {"a": "not valid", "example.com/b": "x".repeat(64)}}}),
+                json!({"metadata": {"labels": {"a": "not valid", "b": "fine"}}}),
+            ))
+            .send(merge(
+                node_path("diff-merge-bad"),
+                json!({"metadata": {"labels": {"example.com/b": "x".repeat(64)}}}),
             ))
             .send(get(node_path("diff-merge-bad"))),
         Seq::new("merge/non-string-label-value")
@@ -585,11 +605,25 @@ fn strategic_patches() -> Vec<Seq> {
                 json!({"metadata": {"labels": {"$patch": "replace", "c": "3"}}}),
             ))
             .send(get(node_path("diff-smp-replace"))),
+        Seq::new("strategic/delete-directive")
+            .send(post(
+                "/api/v1/nodes",
+                node("diff-smp-delete", json!({"a": "1", "b": "2"})),
+            ))
+            .send(strategic(
+                node_path("diff-smp-delete"),
+                json!({"metadata": {"labels": {"$patch": "delete"}}}),
+            ))
+            .send(get(node_path("diff-smp-delete"))),
         Seq::new("strategic/non-string-label-value")
             .send(post("/api/v1/nodes", node("diff-smp-num", json!({"a": "1"}))))
             .send(strategic(
                 node_path("diff-smp-num"),
                 json!({"metadata": {"labels": {"b": true}}}),
+            ))
+            .send(strategic(
+                node_path("diff-smp-num"),
+                json!({"metadata": {"annotations": {"example.com/n": 5}}}),
             ))
             .send(get(node_path("diff-smp-num"))),
     ]
@@ -825,7 +859,7 @@ fn dry_run() -> Vec<Seq> {
             ))
             .send(get(p("diff-dry-create")))
             .send(post(
-                &format!("/api/v1/namespaces/{NS}/configmaps?dryRun=All"),
+                format!("/api/v1/namespaces/{NS}/configmaps?dryRun=All"),
                 configmap("diff-cm-dry", json!({}), json!({"k": "v"})),
             ))
             .send(get(cm_path("diff-cm-dry"))),
@@ -903,7 +937,7 @@ fn lists() -> Vec<Seq> {
     let mut cm_setup = Seq::new("list/setup-configmaps");
     for i in 1..=5 {
         cm_setup = cm_setup.send(post(
-            &format!("/api/v1/namespaces/{NS}/configmaps"),
+            format!("/api/v1/namespaces/{NS}/configmaps"),
             configmap(
                 &format!("diff-cm-{i}"),
                 json!({"diff-cm": "1", "i": i.to_string()}),
@@ -1081,7 +1115,7 @@ fn validation() -> Vec<Seq> {
             .send(bad_label_value("-a"))
             .send(post(
                 "/api/v1/nodes",
-                node("diff-bad", json!({"bad key": "bad value", "k": "-"})),
+                node("diff-bad", json!({"bad key": "bad value", "k": "v"})),
             )),
         Seq::new("validate/annotation-keys")
             .send(post(
@@ -1145,13 +1179,29 @@ fn validation() -> Vec<Seq> {
                 json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n".repeat(64)}}),
             ))
             .send(post(
-                &format!("/api/v1/namespaces/{NS}/configmaps"),
+                format!("/api/v1/namespaces/{NS}/configmaps"),
                 configmap("Bad_Name", json!({}), json!({})),
             ))
             .send(post(
                 "/api/v1/nodes",
                 json!({"apiVersion": "v1", "kind": "Node", "metadata": {"generateName": "Bad_"}}),
+            ))
+            .send(post(
+                "/api/v1/nodes",
+                json!({"apiVersion": "v1", "kind": "Node",
+                       "metadata": {"generateName": "diff-gen-", "labels": {"bad key": "v"}}}),
             )),
+        Seq::new("node/generate-name")
+            .send(post(
+                "/api/v1/nodes",
+                json!({"apiVersion": "v1", "kind": "Node",
+                       "metadata": {"generateName": "diff-gen-", "labels": {"a": "1"}}}),
+            ))
+            .then(|r| {
+                get(node_path(
+                    r[0].body["metadata"]["name"].as_str().unwrap_or("diff-gen-missing"),
+                ))
+            }),
         Seq::new("validate/non-string-label-value-on-create")
             .send(post("/api/v1/nodes", node("diff-bad", json!({"a": 5}))))
             .send(post("/api/v1/nodes", node("diff-bad", json!({"a": {"b": "c"}}))))
@@ -1166,7 +1216,7 @@ fn validation() -> Vec<Seq> {
             .send(get(node_path("diff-bad"))),
         Seq::new("validate/namespace-mismatch")
             .send(post(
-                &format!("/api/v1/namespaces/{NS}/configmaps"),
+                format!("/api/v1/namespaces/{NS}/configmaps"),
                 json!({"apiVersion": "v1", "kind": "ConfigMap",
                        "metadata": {"name": "diff-cm-mismatch", "namespace": "other"}}),
             ))
@@ -1197,13 +1247,39 @@ fn rbac() -> Vec<Seq> {
             .send(post("/api/v1/nodes", node("diff-rbac-new", json!({}))).viewer())
             .send(
                 post(
-                    &format!("/api/v1/namespaces/{NS}/configmaps"),
+                    format!("/api/v1/namespaces/{NS}/configmaps"),
                     configmap("diff-cm-rbac", json!({}), json!({})),
                 )
                 .viewer(),
             )
             .send(delete(cm_path("diff-cm-missing")).viewer())
             .send(get(node_path("diff-rbac"))),
+        Seq::new("rbac/group-resources")
+            .send(get(format!(
+                "/apis/apps/v1/namespaces/{NS}/deployments/diff-missing"
+            )))
+            .send(
+                merge(
+                    format!("/apis/apps/v1/namespaces/{NS}/deployments/diff-missing"),
+                    json!({"metadata": {"labels": {"a": "1"}}}),
+                )
+                .viewer(),
+            )
+            .send(delete(format!(
+                "/apis/batch/v1/namespaces/{NS}/jobs/diff-missing"
+            )))
+            .send(get(format!(
+                "/apis/apps/v1/namespaces/{NS}/deployments?labelSelector={}",
+                q("x in (a")
+            )))
+            .send(get(format!(
+                "/apis/apps/v1/namespaces/{NS}/deployments?fieldSelector={}",
+                q("spec.replicas=1")
+            )))
+            .send(get(format!(
+                "/apis/batch/v1/namespaces/{NS}/jobs?fieldSelector={}",
+                q("spec.parallelism=1")
+            ))),
         Seq::new("rbac/viewer-reads-allowed")
             .send(post(
                 "/api/v1/nodes",
@@ -1239,31 +1315,31 @@ fn namespaces_and_pods() -> Vec<Seq> {
             .send(get(format!("/api/v1/namespaces/{NS}/configmaps/diff-cm-missing"))),
         Seq::new("pod/gpu-request-without-limit")
             .send(post(
-                &pods,
+                pods.clone(),
                 gpu_pod("diff-gpu", json!({"requests": {"nvidia.com/gpu": "1"}})),
             ))
             .send(post(
-                &pods,
+                pods.clone(),
                 gpu_pod("diff-gpu", json!({"requests": {"nvidia.com/gpu": "1", "cpu": "1"}})),
             ))
             .send(get(format!("{pods}/diff-gpu"))),
         Seq::new("pod/gpu-request-differs-from-limit")
             .send(post(
-                &pods,
+                pods.clone(),
                 gpu_pod(
                     "diff-gpu",
                     json!({"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}}),
                 ),
             ))
             .send(post(
-                &pods,
+                pods.clone(),
                 gpu_pod(
                     "diff-gpu",
                     json!({"requests": {"example.com/fpga": "2"}, "limits": {"example.com/fpga": "1"}}),
                 ),
             )),
         Seq::new("pod/gpu-init-container-without-limit").send(post(
-            &pods,
+            pods.clone(),
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "diff-gpu-init"},
                    "spec": {"initContainers": [{"name": "init", "image": "i",
                                                 "resources": {"requests": {"nvidia.com/gpu": "1"}}}],
@@ -1324,7 +1400,7 @@ impl Backend {
         Resp { code, body }
     }
 
-    async fn run(&self, seq: &Seq) -> Vec<(String, Resp)> {
+    async fn run(&self, seq: &Seq) -> Vec<(Req, Resp)> {
         let mut answers: Vec<Resp> = Vec::new();
         let mut out = Vec::new();
         for step in &seq.steps {
@@ -1334,7 +1410,7 @@ impl Backend {
             };
             let resp = self.send(&req).await;
             answers.push(resp.clone());
-            out.push((req.label(), resp));
+            out.push((req, resp));
         }
         out
     }
@@ -1398,8 +1474,58 @@ impl Backend {
     }
 }
 
+/// The alphabet of the five characters the API server appends to a `generateName`.
+const GENERATED_ALPHABET: &str = "bcdfghjklmnpqrstvwxz2456789";
+
+/// Replaces `<prefix><5 generated characters>` by `<prefix>*****` in every string.
+fn mask_generated_names(v: &mut Value, prefix: &str) {
+    match v {
+        Value::String(s) => {
+            let mut out = String::new();
+            let mut rest = s.as_str();
+            while let Some(i) = rest.find(prefix) {
+                let after = &rest[i + prefix.len()..];
+                let suffix: String = after.chars().take(5).collect();
+                out.push_str(&rest[..i + prefix.len()]);
+                if suffix.chars().count() == 5
+                    && suffix.chars().all(|c| GENERATED_ALPHABET.contains(c))
+                {
+                    out.push_str("*****");
+                    rest = &after[suffix.len()..];
+                } else {
+                    rest = after;
+                }
+            }
+            out.push_str(rest);
+            *s = out;
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|i| mask_generated_names(i, prefix)),
+        Value::Object(map) => map
+            .values_mut()
+            .for_each(|i| mask_generated_names(i, prefix)),
+        _ => {}
+    }
+}
+
 /// Replaces the instance-specific parts of an answer (see the module documentation).
-fn normalise(body: &mut Value, rvs: &mut HashMap<String, usize>) {
+fn normalise(req: &Req, body: &mut Value, rvs: &mut HashMap<String, usize>) {
+    let sent: Option<Value> = req
+        .body
+        .as_deref()
+        .and_then(|b| serde_json::from_str(b).ok());
+    if let Some(prefix) = sent
+        .as_ref()
+        .and_then(|b| b["metadata"]["generateName"].as_str())
+        .filter(|p| !p.is_empty())
+    {
+        mask_generated_names(body, prefix);
+    }
+    normalise_answer(body, rvs);
+}
+
+fn normalise_answer(body: &mut Value, rvs: &mut HashMap<String, usize>) {
     let Some(map) = body.as_object_mut() else {
         return;
     };
@@ -1442,6 +1568,13 @@ fn normalise(body: &mut Value, rvs: &mut HashMap<String, usize>) {
 }
 
 fn normalise_object(obj: &mut Value, rvs: &mut HashMap<String, usize>) {
+    if let Some(prefix) = obj["metadata"]["generateName"]
+        .as_str()
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+    {
+        mask_generated_names(obj, &prefix);
+    }
     let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
     };
@@ -1615,10 +1748,11 @@ async fn test_server_answers_like_the_real_api_server() {
         let (mut test_rvs, mut real_rvs) = (HashMap::new(), HashMap::new());
         let mut allowed = 0;
         let mut unexplained = 0;
-        for (i, ((label, t), (_, r))) in from_test.iter().zip(&from_real).enumerate() {
+        for (i, ((test_req, t), (real_req, r))) in from_test.iter().zip(&from_real).enumerate() {
+            let label = test_req.label();
             let (mut t, mut r) = (t.clone(), r.clone());
-            normalise(&mut t.body, &mut test_rvs);
-            normalise(&mut r.body, &mut real_rvs);
+            normalise(test_req, &mut t.body, &mut test_rvs);
+            normalise(real_req, &mut r.body, &mut real_rvs);
             let mut diffs = Vec::new();
             compare(
                 "code",

@@ -83,10 +83,11 @@ impl fmt::Display for InvalidError {
     }
 }
 
-/// Go's `json.Marshal` of a string list: like serde_json, plus Go's HTML-safe escapes.
-fn go_json(list: &[String]) -> String {
-    serde_json::to_string(list)
-        .expect("strings serialise")
+/// Go's `json.Marshal`: like serde_json (object keys sorted, as Go sorts map keys), plus
+/// Go's HTML-safe escapes of `<`, `>`, `&` and the line and paragraph separators.
+pub fn go_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value)
+        .expect("values serialise")
         .replace('<', "\\u003c")
         .replace('>', "\\u003e")
         .replace('&', "\\u0026")

@@ -11,8 +11,9 @@
 //! <exact-match-restriction> ::= ["=" | "==" | "!=" | ">" | "<"] VALUE
 //! ```
 //!
-//! As in v1.33, `x in (a,,)` is an error (the parser skips the second of two commas);
-//! Kubernetes 1.35 and later accept it.
+//! As in Kubernetes 1.35 and later (the version `/version` reports is v1.37), `x in (a,,)`
+//! is accepted: two commas in a row stand for an empty value (v1.33 and earlier skipped the
+//! second comma, so an even run of commas right before `)` was an error).
 //!
 //! Errors carry the text `labels.Parse` returns, which is what the API server's list handler
 //! sends back as a 400 `BadRequest` message (`errors.NewBadRequest(err.Error())`, no prefix).
@@ -618,11 +619,8 @@ impl Parser {
                         return Ok(set.into_iter().collect());
                     }
                     if tok2 == Token::Comma {
-                        // v1.33 consumes the second comma here, so an even run of commas
-                        // right before ')' fails: "x in (a,,)" is "found ')', expected:
-                        // ',', or identifier" while "x in (a,,,)" parses. Kubernetes 1.35
-                        // stopped consuming it (KEP-5483, kubernetes#133419).
-                        self.consume(Context::Values);
+                        // ",," is an empty value. The second comma is left for the next
+                        // round (v1.33 consumed it here, which made "x in (a,,)" an error).
                         set.insert(String::new());
                     }
                 }
@@ -694,6 +692,9 @@ mod tests {
             ("x in (,,a)", "x in (,a)"),
             ("x in (a,,,)", "x in (,a)"),
             ("x in (,,,)", "x in ()"),
+            // Accepted since Kubernetes 1.35 (an error in v1.33).
+            ("x in (a,,)", "x in (,a)"),
+            ("x notin (,,)", "x notin ()"),
             ("x in (in,notin)", "x in (in,notin)"),
             ("x=in", "x=in"),
             ("in", "in"),
@@ -750,15 +751,6 @@ mod tests {
             (
                 "x in (a,=)",
                 "unable to parse requirement: found '=', expected: ',', or identifier",
-            ),
-            // v1.33's double-comma quirk (accepted from Kubernetes 1.35 on).
-            (
-                "x in (a,,)",
-                "unable to parse requirement: found ')', expected: ',', or identifier",
-            ),
-            (
-                "x notin (,,)",
-                "unable to parse requirement: found ')', expected: ',', or identifier",
             ),
             (
                 "x in ((a)",

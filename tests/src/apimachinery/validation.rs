@@ -1,11 +1,15 @@
-//! `k8s.io/apimachinery/pkg/util/validation`: `IsQualifiedName` (label keys, taint keys),
-//! `IsValidLabelValue` and `IsDNS1123Subdomain`, each returning the list of messages the
-//! API server puts after `Invalid value: "...": `; an empty list means valid.
+//! `k8s.io/apimachinery` validation: `IsQualifiedName` (label keys, taint keys, annotation
+//! keys), `IsValidLabelValue`, `IsDNS1123Subdomain` and `IsDNS1123Label`, each returning the
+//! list of messages the API server puts after `Invalid value: "...": `; an empty list means
+//! valid.
 //!
-//! The texts are Kubernetes v1.33's. Later releases moved these checks to
-//! `pkg/api/validate/content` (`IsLabelKey`) and reworded two of them: the too-many-slashes
-//! message starts `a valid label key` instead of `a qualified name`, and length limits read
-//! `must be no more than 63 bytes` instead of `... characters`.
+//! The texts are Kubernetes v1.37's, where two generations of these functions live side by
+//! side and the API server uses both:
+//! - label keys and values go through `pkg/api/validate/content` (`IsLabelKey`,
+//!   `IsLabelValue`): more than one `/` is `a valid label key ...`, and length limits read
+//!   `must be no more than 63 bytes` (also for the DNS subdomain prefix of a key);
+//! - object names go through `pkg/util/validation` (`NameIsDNSSubdomain`, `NameIsDNSLabel`),
+//!   whose length limits still read `must be no more than 253 characters`.
 //!
 //! The Go code matches regular expressions; the same languages are checked here by hand
 //! (Go's `$` matches only at the very end, so a trailing newline is never accepted).
@@ -26,14 +30,24 @@ const DNS1123_SUBDOMAIN_FMT: &str =
     "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_ERR_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 
+const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+const DNS1123_LABEL_ERR_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+/// Longest DNS-1123 label.
+pub const DNS1123_LABEL_MAX_LENGTH: usize = 63;
+
 /// `EmptyError()`.
 fn empty_error() -> &'static str {
     "must be non-empty"
 }
 
-/// `MaxLenError(length)`.
+/// `content.MaxLenError(length)` (label keys and values).
 fn max_len_error(length: usize) -> String {
     format!("must be no more than {length} bytes")
+}
+
+/// `validation.MaxLenError(length)` of `pkg/util/validation` (object names).
+fn max_len_error_characters(length: usize) -> String {
+    format!("must be no more than {length} characters")
 }
 
 /// `RegexError(msg, re, examples...)`. Each example is followed by `', '` and joined with
@@ -103,6 +117,67 @@ pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
             DNS1123_SUBDOMAIN_FMT,
             &["example.com"],
         ));
+    }
+    errs
+}
+
+/// `maskTrailingDash`: a `generateName` may end in `-` (Go's code drops the last two bytes
+/// and appends `a`).
+fn mask_trailing_dash(name: &str) -> String {
+    if name.len() > 1 && name.ends_with('-') {
+        let mut cut = name.len() - 2;
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        format!("{}a", &name[..cut])
+    } else {
+        name.to_string()
+    }
+}
+
+/// `NameIsDNSSubdomain(name, prefix)`: the names of nodes, pods, config maps and most
+/// other objects (`prefix`: a `generateName`).
+pub fn name_is_dns_subdomain(name: &str, prefix: bool) -> Vec<String> {
+    let name = if prefix {
+        mask_trailing_dash(name)
+    } else {
+        name.to_string()
+    };
+    let mut errs = Vec::new();
+    if name.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
+        errs.push(max_len_error_characters(DNS1123_SUBDOMAIN_MAX_LENGTH));
+    }
+    if !matches_dns1123_subdomain(&name) {
+        errs.push(regex_error(
+            DNS1123_SUBDOMAIN_ERR_MSG,
+            DNS1123_SUBDOMAIN_FMT,
+            &["example.com"],
+        ));
+    }
+    errs
+}
+
+/// `NameIsDNSLabel(name, prefix)`: namespace names.
+pub fn name_is_dns_label(name: &str, prefix: bool) -> Vec<String> {
+    let name = if prefix {
+        mask_trailing_dash(name)
+    } else {
+        name.to_string()
+    };
+    let mut errs = Vec::new();
+    if name.len() > DNS1123_LABEL_MAX_LENGTH {
+        errs.push(max_len_error_characters(DNS1123_LABEL_MAX_LENGTH));
+    }
+    if !matches_dns1123_label(&name) {
+        if matches_dns1123_subdomain(&name) {
+            errs.push("must not contain dots".to_string());
+        } else {
+            errs.push(regex_error(
+                DNS1123_LABEL_ERR_MSG,
+                DNS1123_LABEL_FMT,
+                &["my-name", "123-abc"],
+            ));
+        }
     }
     errs
 }
@@ -290,6 +365,34 @@ mod tests {
                 "must be no more than 63 bytes".to_string(),
                 VALUE_REGEX.to_string()
             ]
+        );
+    }
+
+    #[test]
+    fn object_names_say_characters() {
+        assert!(name_is_dns_subdomain("gpu-a100-1.example", false).is_empty());
+        assert_eq!(
+            name_is_dns_subdomain(&"n".repeat(254), false),
+            vec!["must be no more than 253 characters".to_string()]
+        );
+        assert_eq!(
+            name_is_dns_subdomain("Bad_Name", false),
+            vec![PREFIX_REGEX.trim_start_matches("prefix part ").to_string()]
+        );
+        assert!(name_is_dns_subdomain("gpu-", true).is_empty());
+        assert!(!name_is_dns_subdomain("gpu-", false).is_empty());
+        assert!(name_is_dns_label("ml", false).is_empty());
+        assert_eq!(
+            name_is_dns_label("bad.ns", false),
+            vec!["must not contain dots".to_string()]
+        );
+        assert_eq!(
+            name_is_dns_label("Bad", false),
+            vec!["a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string()]
+        );
+        assert_eq!(
+            name_is_dns_label(&"n".repeat(64), false),
+            vec!["must be no more than 63 characters".to_string()]
         );
     }
 
