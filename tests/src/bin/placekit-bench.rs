@@ -451,10 +451,10 @@ async fn main() -> ExitCode {
             };
             // Some drift to find: every 100th node has changed its gpu-family since its
             // pods were scheduled (patched on the test server, created so on a real one).
-            let drifted_family = |i: usize| if i % 2 == 0 { "h100" } else { "a100" };
+            let drifted_family = |i: usize| if i.is_multiple_of(2) { "h100" } else { "a100" };
             let drifted = |i: usize| {
                 let mut node = generator.node(i);
-                if i % 100 == 0 {
+                if i.is_multiple_of(100) {
                     node["metadata"]["labels"]["accelerator.example.com/gpu-family"] =
                         serde_json::json!(drifted_family(i));
                 }
