@@ -1,9 +1,11 @@
 //! Label key and value validation with exactly the API server's rules and wording.
 //!
-//! These functions mirror `k8s.io/apimachinery/pkg/util/validation` (`IsQualifiedName`,
-//! `IsDNS1123Subdomain`, `IsValidLabelValue`): each returns the list of messages the API
-//! server would produce, in the same order and with the same text, so that a user sees the
-//! same explanation whether placekit rejects an input up front or the server does.
+//! These functions mirror `k8s.io/apimachinery/pkg/api/validate/content` of Kubernetes
+//! v1.37.2 (`IsLabelKey` — the old `IsQualifiedName` —, `IsDNS1123Subdomain`,
+//! `IsLabelValue`), the release placekit's tests run as the referee: each returns the list of
+//! messages the API server would produce, in the same order and with the same text (`a
+//! valid label key ...`, `must be no more than 63 bytes`), so that a user sees the same
+//! explanation whether placekit rejects an input up front or the server does.
 //! An empty list means the input is valid.
 //!
 //! The checks are written as byte scans rather than regexes: they run on every key of every
@@ -34,9 +36,9 @@ fn empty_error() -> &'static str {
     "must be non-empty"
 }
 
-/// apimachinery's `MaxLenError(n)`.
+/// apimachinery's `content.MaxLenError(n)`: lengths are in bytes, as Go's `len`.
 fn max_len_error(length: usize) -> String {
-    format!("must be no more than {length} characters")
+    format!("must be no more than {length} bytes")
 }
 
 /// apimachinery's `RegexError(msg, fmt, examples...)`, including its quirky
@@ -115,7 +117,7 @@ pub fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
 
 /// Messages for an invalid qualified name (a label key, a taint key); empty when valid.
 ///
-/// Same rules and order as apimachinery's `IsQualifiedName`.
+/// Same rules, order and texts as apimachinery's `IsLabelKey` (v1.37).
 pub fn qualified_name_errors(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let parts: Vec<&str> = value.split('/').collect();
@@ -135,7 +137,7 @@ pub fn qualified_name_errors(value: &str) -> Vec<String> {
         }
         _ => {
             errs.push(format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
                 regex_error(
                     QUALIFIED_NAME_ERR_MSG,
                     QUALIFIED_NAME_FMT,
@@ -185,12 +187,77 @@ pub fn label_value_errors(value: &str) -> Vec<String> {
 }
 
 /// Formats a field error the way the API server's `field.Error.Error()` does for
-/// `field.Invalid`: `metadata.labels: Invalid value: "x": <detail>`.
+/// `field.Invalid`: `metadata.labels: Invalid value: "x": <detail>`, the value quoted with
+/// Go's `%q` ([`go_quote`]).
 pub fn invalid_field_message(field: &str, value: &str, detail: &str) -> String {
-    format!(
-        "{field}: Invalid value: {}: {detail}",
-        serde_json::Value::from(value)
-    )
+    format!("{field}: Invalid value: {}: {detail}", go_quote(value))
+}
+
+/// Go's `strconv.Quote`, which `%q` prints: `"` and `\` escaped, printable characters as
+/// they are, `\a \b \f \n \r \t \v`, other control bytes as `\xNN`, other non-printable
+/// characters (spaces other than ' ', format and private-use characters, ...) as `\uNNNN` or
+/// `\UNNNNNNNN`. Go's idea of printable comes from the Unicode tables; this knows the
+/// categories label input meets (it does not know every unassigned code point).
+pub fn go_quote(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if go_printable(c) => out.push(c),
+            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) <= 0xffff => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push_str(&format!("\\U{:08x}", c as u32)),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Go's `unicode.IsPrint`, for the characters that matter here.
+fn go_printable(c: char) -> bool {
+    let code = c as u32;
+    if c == ' ' {
+        return true;
+    }
+    if c.is_control() || c.is_whitespace() || code == 0xad {
+        return false;
+    }
+    // Format characters (Cf), surrogates and private use.
+    const NOT_PRINTABLE: &[(u32, u32)] = &[
+        (0x0600, 0x0605),
+        (0x061c, 0x061c),
+        (0x06dd, 0x06dd),
+        (0x070f, 0x070f),
+        (0x0890, 0x0891),
+        (0x08e2, 0x08e2),
+        (0x180e, 0x180e),
+        (0x200b, 0x200f),
+        (0x202a, 0x202e),
+        (0x2060, 0x206f),
+        (0xe000, 0xf8ff),
+        (0xfeff, 0xfeff),
+        (0xfff9, 0xfffb),
+        (0xfffe, 0xffff),
+        (0x110bd, 0x110bd),
+        (0x110cd, 0x110cd),
+        (0x13430, 0x1343f),
+        (0x1bca0, 0x1bca3),
+        (0x1d173, 0x1d17a),
+        (0xe0001, 0xe007f),
+        (0xf0000, 0x10ffff),
+    ];
+    !NOT_PRINTABLE
+        .iter()
+        .any(|(lo, hi)| (*lo..=*hi).contains(&code))
 }
 
 /// Every field error the API server raises for a labels map, in its order (key first,
@@ -246,7 +313,7 @@ mod tests {
         let errs = qualified_name_errors(&format!("{prefix}/gpu"));
         assert_eq!(
             errs,
-            vec!["prefix part must be no more than 253 characters".to_string()]
+            vec!["prefix part must be no more than 253 bytes".to_string()]
         );
     }
 
@@ -264,7 +331,7 @@ mod tests {
         let errs = qualified_name_errors(&"a".repeat(64));
         assert_eq!(
             errs,
-            vec!["name part must be no more than 63 characters".to_string()]
+            vec!["name part must be no more than 63 bytes".to_string()]
         );
     }
 
@@ -297,7 +364,7 @@ mod tests {
     fn more_than_one_slash_message() {
         assert_eq!(
             qualified_name_errors("a/b/c"),
-            vec!["a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')".to_string()]
+            vec!["a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')".to_string()]
         );
     }
 
@@ -305,7 +372,7 @@ mod tests {
     fn value_over_63_message() {
         assert_eq!(
             label_value_errors(&"v".repeat(64)),
-            vec!["must be no more than 63 characters".to_string()]
+            vec!["must be no more than 63 bytes".to_string()]
         );
     }
 
@@ -329,6 +396,33 @@ mod tests {
             vec![format!(
                 "metadata.labels: Invalid value: \"a b\": {NAME_REGEX_MSG}"
             )]
+        );
+    }
+
+    #[test]
+    fn lengths_are_bytes() {
+        // 32 two-byte characters are 64 bytes: too long, and not in the regex either.
+        assert_eq!(
+            label_value_errors(&"é".repeat(32))[0],
+            "must be no more than 63 bytes"
+        );
+        assert_eq!(
+            qualified_name_errors(&"é".repeat(32))[0],
+            "name part must be no more than 63 bytes"
+        );
+    }
+
+    #[test]
+    fn values_are_quoted_like_go() {
+        assert_eq!(go_quote("a b"), r#""a b""#);
+        assert_eq!(go_quote(r#"a"b\c"#), r#""a\"b\\c""#);
+        assert_eq!(go_quote("a&b<c>é"), r#""a&b<c>é""#);
+        assert_eq!(go_quote("\t\n\u{0}\u{7f}"), r#""\t\n\x00\x7f""#);
+        assert_eq!(go_quote("\u{a0}\u{ad}\u{200b}"), r#""\u00a0\u00ad\u200b""#);
+        assert_eq!(go_quote("\u{f0000}"), r#""\U000f0000""#);
+        assert_eq!(
+            invalid_field_message("metadata.labels", "a\tb", "bad"),
+            r#"metadata.labels: Invalid value: "a\tb": bad"#
         );
     }
 

@@ -574,7 +574,7 @@ async fn bad_input_is_exit_2_with_no_write() {
         ),
         (
             &["set", "gpu-a100-1", "a/b/c=x", "-y"],
-            "a qualified name must consist of alphanumeric characters",
+            "a valid label key must consist of alphanumeric characters",
         ),
         (
             &["set", "gpu-a100-1", "k=bad value", "-y"],

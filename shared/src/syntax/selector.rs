@@ -2,15 +2,30 @@
 //! `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, `k>1`, `k<1`,
 //! comma-separated (AND).
 //!
-//! The lexer and parser follow the upstream state machine closely so that the same inputs
-//! are accepted and the error texts read the same as the API server's (the test API server
-//! answers `labelSelector` errors with these messages).
+//! The lexer and parser follow the upstream state machine of Kubernetes v1.37 closely, so
+//! that the same inputs are accepted (`k in (a,,)` included, as since 1.35) and the error
+//! texts read the same as the API server's: field errors quote values with Go's `%q`, list
+//! values as Go's JSON, and an invalid key has no field path (`<nil>: Invalid value: ...`),
+//! as `labels.Parse` reports them. The test API server has its own, independent port
+//! (`tests/src/apimachinery/selector.rs`) and a real kube-apiserver is the referee.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use super::SyntaxError;
 use crate::validation::{invalid_field_message, label_value_errors, qualified_name_errors};
+
+/// Go's `json.Marshal` of a string list, as a field error prints a list value: compact,
+/// with Go's HTML-safe escapes of `<`, `>`, `&` and U+2028/U+2029.
+fn go_json_list(values: &[String]) -> String {
+    serde_json::to_string(values)
+        .expect("strings serialise")
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+}
 
 /// A selector operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -167,56 +182,110 @@ fn is_special(c: char) -> bool {
     matches!(c, '=' | '!' | '(' | ')' | ',' | '>' | '<')
 }
 
-/// Splits the input into (token, literal) pairs, upstream's `Lexer`.
+/// Upstream's `Lexer`, reading one character at a time: reading past the end gives NUL, and
+/// a NUL read ends the token it is read in (it is consumed, so lexing goes on after it) or,
+/// at the start of a token, the input.
+struct Lexer {
+    chars: Vec<char>,
+    pos: usize,
+}
+
+impl Lexer {
+    fn read(&mut self) -> char {
+        match self.chars.get(self.pos) {
+            Some(&c) => {
+                self.pos += 1;
+                c
+            }
+            None => '\0',
+        }
+    }
+
+    fn unread(&mut self) {
+        self.pos -= 1;
+    }
+
+    fn lex(&mut self) -> (Token, String) {
+        let mut ch = self.read();
+        while is_whitespace(ch) {
+            ch = self.read();
+        }
+        if ch == '\0' {
+            return (Token::EndOfString, String::new());
+        }
+        self.unread();
+        if is_special(ch) {
+            self.scan_special_symbol()
+        } else {
+            self.scan_id_or_keyword()
+        }
+    }
+
+    fn scan_id_or_keyword(&mut self) -> (Token, String) {
+        let mut word = String::new();
+        loop {
+            let ch = self.read();
+            if ch == '\0' {
+                break;
+            }
+            if is_special(ch) || is_whitespace(ch) {
+                self.unread();
+                break;
+            }
+            word.push(ch);
+        }
+        let token = match word.as_str() {
+            "in" => Token::In,
+            "notin" => Token::NotIn,
+            _ => Token::Identifier,
+        };
+        (token, word)
+    }
+
+    /// The longest run of special characters that is a token (`!=` rather than `!`).
+    fn scan_special_symbol(&mut self) -> (Token, String) {
+        let mut buffer = String::new();
+        let mut last: Option<(Token, String)> = None;
+        loop {
+            let ch = self.read();
+            if ch == '\0' {
+                break;
+            }
+            if !is_special(ch) {
+                self.unread();
+                break;
+            }
+            buffer.push(ch);
+            if let Some(t) = symbol_token(&buffer) {
+                last = Some((t, buffer.clone()));
+            } else if last.is_some() {
+                self.unread();
+                break;
+            }
+        }
+        last.unwrap_or_else(|| {
+            (
+                Token::Error,
+                format!("error expected: keyword found '{buffer}'"),
+            )
+        })
+    }
+}
+
+/// Splits the input into (token, literal) pairs up to the end of the string, as the
+/// upstream parser's `scan` does.
 fn lex(input: &str) -> Vec<(Token, String)> {
-    let chars: Vec<char> = input.chars().collect();
-    let mut pos = 0;
+    let mut lexer = Lexer {
+        chars: input.chars().collect(),
+        pos: 0,
+    };
     let mut out = Vec::new();
     loop {
-        while pos < chars.len() && is_whitespace(chars[pos]) {
-            pos += 1;
-        }
-        if pos >= chars.len() || chars[pos] == '\0' {
-            out.push((Token::EndOfString, String::new()));
+        let item = lexer.lex();
+        let end = item.0 == Token::EndOfString;
+        out.push(item);
+        if end {
             return out;
-        }
-        if is_special(chars[pos]) {
-            let mut buffer = String::new();
-            let mut last: Option<(Token, String)> = None;
-            while pos < chars.len() && is_special(chars[pos]) {
-                buffer.push(chars[pos]);
-                if let Some(t) = symbol_token(&buffer) {
-                    last = Some((t, buffer.clone()));
-                    pos += 1;
-                } else if last.is_some() {
-                    break;
-                } else {
-                    pos += 1;
-                }
-            }
-            match last {
-                Some(item) => out.push(item),
-                None => {
-                    out.push((
-                        Token::Error,
-                        format!("error expected: keyword found '{buffer}'"),
-                    ));
-                    out.push((Token::EndOfString, String::new()));
-                    return out;
-                }
-            }
-        } else {
-            let start = pos;
-            while pos < chars.len() && !is_whitespace(chars[pos]) && !is_special(chars[pos]) {
-                pos += 1;
-            }
-            let word: String = chars[start..pos].iter().collect();
-            let token = match word.as_str() {
-                "in" => Token::In,
-                "notin" => Token::NotIn,
-                _ => Token::Identifier,
-            };
-            out.push((token, word));
         }
     }
 }
@@ -320,7 +389,8 @@ impl Parser {
         }
         let errs = qualified_name_errors(&lit);
         if !errs.is_empty() {
-            return Err(invalid_field_message("key", &lit, &errs.join("; ")));
+            // The parser's own key check has no field path: Go prints the nil path `<nil>`.
+            return Err(invalid_field_message("<nil>", &lit, &errs.join("; ")));
         }
         let (next, _) = self.lookahead(Context::Values);
         if matches!(next, Token::EndOfString | Token::Comma) && operator.is_none() {
@@ -395,7 +465,8 @@ impl Parser {
                         return Ok(values);
                     }
                     if tok2 == Token::Comma {
-                        self.consume(Context::Values);
+                        // ",," is an empty value; the second comma is read next round (so
+                        // `(a,,)` parses, as since Kubernetes 1.35).
                         values.push(String::new());
                     }
                 }
@@ -428,7 +499,7 @@ fn new_requirement(
     values.sort();
     values.dedup();
     let mut errs: Vec<String> = Vec::new();
-    let shown = format!("{values:?}");
+    let shown = go_json_list(&values);
     match operator {
         SelectorOperator::In | SelectorOperator::NotIn if values.is_empty() => errs.push(format!(
             "values: Invalid value: {shown}: for 'in', 'notin' operators, values set can't be empty"
@@ -468,14 +539,21 @@ fn new_requirement(
             ));
         }
     }
-    match errs.len() {
+    // `ErrorList.ToAggregate`: a message given twice is reported once.
+    let mut unique: Vec<String> = Vec::new();
+    for e in errs {
+        if !unique.contains(&e) {
+            unique.push(e);
+        }
+    }
+    match unique.len() {
         0 => Ok(Requirement {
             key,
             operator,
             values,
         }),
-        1 => Err(errs.remove(0)),
-        _ => Err(format!("[{}]", errs.join(", "))),
+        1 => Err(unique.remove(0)),
+        _ => Err(format!("[{}]", unique.join(", "))),
     }
 }
 
@@ -535,6 +613,20 @@ mod tests {
     }
 
     #[test]
+    fn empty_values_between_commas_as_kubernetes_1_35_and_later() {
+        assert_eq!(
+            LabelSelector::parse("k in (a,,)").unwrap().requirements[0].values,
+            vec!["".to_string(), "a".to_string()]
+        );
+        assert_eq!(
+            LabelSelector::parse("k notin (,,)").unwrap().requirements[0].values,
+            vec!["".to_string()]
+        );
+        assert!(matches("k in (a,,)", &[("k", "")]));
+        assert!(!matches("k in (a,,)", &[("k", "b")]));
+    }
+
+    #[test]
     fn keywords_are_values_inside_parentheses() {
         assert!(matches("k in (in,notin)", &[("k", "in")]));
     }
@@ -582,7 +674,29 @@ mod tests {
             error("a>b"),
             "unable to parse requirement: values[0]: Invalid value: \"b\": for 'Gt', 'Lt' operators, the value must be an integer"
         );
-        assert!(error("a/b/c=x").starts_with("unable to parse requirement: key: Invalid value: \"a/b/c\": a qualified name must consist"));
+        assert!(error("a/b/c=x").starts_with("unable to parse requirement: <nil>: Invalid value: \"a/b/c\": a valid label key must consist"));
+        assert_eq!(
+            error(&format!("{}=x", "k".repeat(64))),
+            format!(
+                "unable to parse requirement: <nil>: Invalid value: \"{}\": name part must be no more than 63 bytes",
+                "k".repeat(64)
+            )
+        );
+        assert_eq!(
+            error("k in (a b)"),
+            "unable to parse requirement: found 'b', expected: ',' or ')'"
+        );
+        assert_eq!(
+            error("k=a\tb$"),
+            "found 'b$', expected: ',' or 'end of string'"
+        );
+        let two = error("k in (x&y,$z)");
+        assert!(
+            two.starts_with(
+                "unable to parse requirement: [values[0][k]: Invalid value: \"$z\": a valid label"
+            ) && two.contains(", values[1][k]: Invalid value: \"x&y\": a valid label"),
+            "{two}"
+        );
         assert!(
             error("a=b$").starts_with("found '$'")
                 || error("a=b$").contains("values[0][a]: Invalid value: \"b$\""),
