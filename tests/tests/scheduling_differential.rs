@@ -1,0 +1,1403 @@
+//! Scheduling differential: placekit's model of the kube-scheduler's filters
+//! (`placekit::live`) against the real kube-scheduler, on generated cases.
+//!
+//! Needs a real, disposable cluster (`PLACEKIT_E2E_KUBECONFIG`, e.g. from
+//! `tests/control-plane/cp up`); without one it prints a NOTICE and returns. Run with
+//! `-- --nocapture` to see the agreement figures.
+//!
+//! Every case is a handful of nodes (labels, taints, GPUs, pod limits, cordons), a few running
+//! pods bound to them (GPUs and pod slots in use, labels, some with required anti-affinity),
+//! and one pod under test (nodeSelector, required/preferred node affinity incl. the seed's
+//! OR-split, tolerations, GPU and CPU requests, pod (anti-)affinity, topology spread). All
+//! cases run at once in one cluster without seeing each other: the pod under test's required
+//! node affinity is rewritten so that every term also names one of the case's nodes
+//! (`matchFields metadata.name In [node]`, one copy of each term per node — the same set of
+//! nodes on the case's nodes, as DaemonSet pods are pinned). The scheduler's NodeAffinity
+//! PreFilter then filters only the case's nodes and counts every other node as "didn't
+//! satisfy plugin(s) [NodeAffinity]", which placekit models too. Zone values, label selectors
+//! and anti-affinity terms carry the case id, so no case's pods count in another's domains.
+//!
+//! Compared, per case: the bound node is one placekit finds feasible, and a pod is
+//! unschedulable exactly when placekit finds no feasible node; the per-reason node counts of
+//! the scheduler's FailedScheduling message equal placekit's (`scheduler_message`). Then
+//! `kubectl affinity-lint why-pending` (JSON) on a sample of the pods, `--cluster`
+//! (AL101/AL103/AL104 must only flag pods the scheduler cannot place), and `drift` after
+//! changing some nodes under their pods, against the scheduler's verdict on a copy of each
+//! pod pinned to its node.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use placekit::live::{self, FilterFailure, NodeInfo, NodeObject, PodObject};
+use placekit_testserver::harness::{E2E_KUBECONFIG, RealCluster};
+use serde_json::{Value, json};
+
+/// The namespace of every pod of the suite.
+const NS: &str = "sched-diff";
+/// The fixed seed of the generated cases (`PLACEKIT_SCHED_SEED` overrides it).
+const SEED: u64 = 0x5eed_0011_0005;
+/// How many cases (`PLACEKIT_SCHED_CASES` overrides it).
+const CASES: usize = 520;
+/// Labels of the suite's objects.
+const SUITE: &str = "placekit.dev/sched-diff";
+const CASE: &str = "placekit.dev/sched-case";
+const ROLE: &str = "placekit.dev/sched-role";
+/// Requests in flight while creating objects.
+const CONCURRENCY: usize = 48;
+
+const HOSTNAME: &str = "kubernetes.io/hostname";
+const ZONE: &str = "topology.kubernetes.io/zone";
+const FAMILY: &str = "accelerator.example.com/gpu-family";
+const MEMORY: &str = "accelerator.example.com/gpu-memory";
+const GPU_COUNT: &str = "accelerator.example.com/gpu-count";
+const POOL: &str = "ops.example.com.node-restriction.kubernetes.io/llm-pool";
+/// The scheduler's reason for the nodes a pod's `matchFields metadata.name` do not name.
+const NOT_NAMED: &str = "node(s) didn't satisfy plugin(s) [NodeAffinity]";
+
+/// Documented exceptions: cases whose disagreement is expected, with the reason. Each entry
+/// is a feature tag of the generated case and the reason the model cannot agree there. Empty:
+/// every generated feature is modelled.
+const EXCEPTIONS: &[(&str, &str)] = &[];
+
+// ---------------------------------------------------------------------------------------
+// A tiny deterministic PRNG (splitmix64): no new crates.
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// True with probability `percent`/100.
+    fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Generation.
+
+/// One generated case.
+#[derive(Debug, Clone)]
+struct Case {
+    id: String,
+    nodes: Vec<Value>,
+    running: Vec<Value>,
+    pod: Value,
+    /// What the case exercises (for the figures and the exceptions).
+    features: BTreeSet<&'static str>,
+}
+
+impl Case {
+    fn pod_name(&self) -> String {
+        format!("sd-{}-p", self.id)
+    }
+
+    fn node_names(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+}
+
+fn taint_pool() -> Vec<Value> {
+    vec![
+        json!({"key": "dedicated", "value": "llm-online", "effect": "NoSchedule"}),
+        json!({"key": "dedicated", "value": "batch", "effect": "NoSchedule"}),
+        json!({"key": "nvidia.com/gpu", "effect": "NoSchedule"}),
+        json!({"key": "maintenance", "effect": "NoExecute"}),
+        json!({"key": "spot", "value": "true", "effect": "PreferNoSchedule"}),
+        json!({"key": "dedicated", "value": "llm-online", "effect": "NoExecute"}),
+    ]
+}
+
+fn toleration_pool() -> Vec<Value> {
+    vec![
+        json!({"key": "dedicated", "operator": "Equal", "value": "llm-online", "effect": "NoSchedule"}),
+        json!({"key": "dedicated", "value": "llm-online"}),
+        json!({"key": "dedicated", "operator": "Exists"}),
+        json!({"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}),
+        json!({"key": "maintenance", "operator": "Exists", "effect": "NoExecute"}),
+        json!({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}),
+        json!({"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}),
+        json!({"key": "spot", "operator": "Equal", "value": "true", "effect": "PreferNoSchedule"}),
+        json!({"key": "dedicated", "operator": "Equal", "value": "llm-online", "effect": "NoExecute"}),
+    ]
+}
+
+/// A random requirement over the keys the nodes carry.
+fn requirement(rng: &mut Rng, case: &str) -> Value {
+    match rng.below(9) {
+        0 | 1 => {
+            json!({"key": FAMILY, "operator": "In", "values": [rng.pick(&["a100", "h100", "l4"])]})
+        }
+        2 => {
+            json!({"key": FAMILY, "operator": "NotIn", "values": [rng.pick(&["a100", "h100", "l4"])]})
+        }
+        3 => json!({"key": POOL, "operator": "In", "values": [rng.pick(&["online", "batch"])]}),
+        4 => json!({"key": MEMORY, "operator": rng.pick(&["Exists", "DoesNotExist"])}),
+        5 => {
+            json!({"key": GPU_COUNT, "operator": rng.pick(&["Gt", "Lt"]), "values": [rng.pick(&["1", "2", "4"]).to_string()]})
+        }
+        6 => {
+            json!({"key": ZONE, "operator": "In", "values": [format!("{case}-z{}", rng.below(3))]})
+        }
+        7 => json!({"key": POOL, "operator": "Exists"}),
+        _ => json!({"key": MEMORY, "operator": "In", "values": ["80gb"]}),
+    }
+}
+
+fn generate(seed: u64, cases: usize) -> Vec<Case> {
+    let mut rng = Rng(seed);
+    (0..cases).map(|i| generate_case(&mut rng, i)).collect()
+}
+
+fn generate_case(rng: &mut Rng, index: usize) -> Case {
+    let id = format!("c{index:03}");
+    let mut features: BTreeSet<&'static str> = BTreeSet::new();
+    let node_count = 1 + rng.below(5);
+    let mut nodes = Vec::new();
+    for j in 0..node_count {
+        let name = format!("sd-{id}-n{j}");
+        let mut labels = json!({
+            HOSTNAME: name, "kubernetes.io/os": "linux", SUITE: "1", CASE: id,
+        });
+        let family = *rng.pick(&["a100", "h100", "l4", ""]);
+        if !family.is_empty() {
+            labels[FAMILY] = json!(family);
+        }
+        if rng.chance(70) {
+            labels[POOL] = json!(rng.pick(&["online", "batch"]));
+        }
+        if rng.chance(60) {
+            labels[MEMORY] = json!(rng.pick(&["40gb", "80gb"]));
+        }
+        if rng.chance(85) {
+            labels[ZONE] = json!(format!("{id}-z{}", rng.below(3)));
+        } else {
+            features.insert("node-without-zone");
+        }
+        if rng.chance(50) {
+            labels[GPU_COUNT] = json!(rng.pick(&["1", "2", "4", "8"]));
+        }
+        let mut taints: Vec<Value> = Vec::new();
+        let n_taints = match rng.below(100) {
+            0..=59 => 0,
+            60..=87 => 1,
+            _ => 2,
+        };
+        let pool = taint_pool();
+        for _ in 0..n_taints {
+            let t = rng.pick(&pool).clone();
+            // Taints are unique by key and effect.
+            if !taints
+                .iter()
+                .any(|x| x["key"] == t["key"] && x["effect"] == t["effect"])
+            {
+                taints.push(t);
+            }
+        }
+        if !taints.is_empty() {
+            features.insert("taints");
+        }
+        let unschedulable = rng.chance(12);
+        if unschedulable {
+            features.insert("cordon");
+        }
+        let mut allocatable = json!({"cpu": "32", "memory": "256Gi"});
+        match rng.below(100) {
+            0..=79 => allocatable["pods"] = json!("110"),
+            80..=96 => {
+                allocatable["pods"] = json!((1 + rng.below(3)).to_string());
+                features.insert("pod-limit");
+            }
+            _ => {
+                features.insert("no-pods-allocatable");
+            }
+        }
+        let gpus = *rng.pick(&[0, 1, 2, 4, 8, 8]);
+        if gpus > 0 {
+            allocatable["nvidia.com/gpu"] = json!(gpus.to_string());
+        }
+        nodes.push(json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"unschedulable": unschedulable, "taints": taints},
+            "status": {
+                "capacity": allocatable, "allocatable": allocatable,
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "placekit scheduling differential (no kubelet)"}],
+            },
+        }));
+    }
+    let node_names: Vec<String> = nodes
+        .iter()
+        .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+
+    // Running pods, bound by nodeName.
+    let mut running = Vec::new();
+    for j in 0..rng.below(5) {
+        let app = *rng.pick(&["llm", "llm", "batch", "web"]);
+        let mut spec = json!({
+            "nodeName": rng.pick(&node_names),
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        });
+        let gpus = *rng.pick(&[0, 0, 1, 2]);
+        if gpus > 0 {
+            spec["containers"][0]["resources"] = json!({"requests": {"nvidia.com/gpu": gpus.to_string()}, "limits": {"nvidia.com/gpu": gpus.to_string()}});
+            features.insert("gpus-in-use");
+        }
+        if rng.chance(15) {
+            let key = *rng.pick(&[HOSTNAME, HOSTNAME, ZONE]);
+            spec["affinity"] = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": key, "labelSelector": {"matchLabels": {CASE: id, "app": "llm"}}}
+            ]}});
+            features.insert("existing-anti-affinity");
+        }
+        running.push(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("sd-{id}-r{j}"), "namespace": NS, "labels": {CASE: id, ROLE: "running", "app": app}},
+            "spec": spec,
+        }));
+    }
+
+    // The pod under test.
+    let app = *rng.pick(&["llm", "llm", "batch"]);
+    let mut spec = json!({
+        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        "terminationGracePeriodSeconds": 0,
+    });
+    if rng.chance(35) {
+        let mut sel = serde_json::Map::new();
+        if rng.chance(60) {
+            sel.insert(POOL.into(), json!(rng.pick(&["online", "batch"])));
+        }
+        if rng.chance(60) {
+            sel.insert(FAMILY.into(), json!(rng.pick(&["a100", "h100", "l4"])));
+        }
+        if !sel.is_empty() {
+            spec["nodeSelector"] = Value::Object(sel);
+            features.insert("nodeSelector");
+        }
+    }
+    // Required node affinity: the terms as generated (each then copied once per node).
+    let mut terms: Vec<Value> = Vec::new();
+    match rng.below(100) {
+        0..=14 => {
+            // The seed's OR-split: pool AND family AND memory meant, three terms written.
+            terms = vec![
+                json!({"matchExpressions": [{"key": POOL, "operator": "In", "values": ["online"]}]}),
+                json!({"matchExpressions": [{"key": FAMILY, "operator": "In", "values": ["a100"]}]}),
+                json!({"matchExpressions": [{"key": MEMORY, "operator": "In", "values": ["80gb"]}]}),
+            ];
+            features.insert("or-split");
+        }
+        15..=24 => {
+            terms = vec![
+                json!({"matchExpressions": [{"key": FAMILY, "operator": "In", "values": ["a100"]}]}),
+                json!({"matchExpressions": [{"key": FAMILY, "operator": "In", "values": ["h100"]}]}),
+            ];
+            features.insert("same-key-or");
+        }
+        25..=59 => {
+            let exprs: Vec<Value> = (0..1 + rng.below(3))
+                .map(|_| requirement(rng, &id))
+                .collect();
+            terms = vec![json!({"matchExpressions": exprs})];
+            if rng.chance(25) {
+                terms.push(json!({"matchExpressions": [requirement(rng, &id)]}));
+            }
+            features.insert("required-affinity");
+        }
+        _ => {}
+    }
+    let base_terms = if terms.is_empty() {
+        vec![json!({})]
+    } else {
+        terms
+    };
+    let pinned: Vec<Value> = base_terms
+        .iter()
+        .flat_map(|t| {
+            node_names.iter().map(move |n| {
+                let mut t = t.clone();
+                t["matchFields"] =
+                    json!([{"key": "metadata.name", "operator": "In", "values": [n]}]);
+                t
+            })
+        })
+        .collect();
+    let mut affinity = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": pinned}}});
+    if rng.chance(30) {
+        affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = json!([
+            {"weight": 1 + rng.below(100), "preference": {"matchExpressions": [requirement(rng, &id)]}}
+        ]);
+        features.insert("preferred-affinity");
+    }
+    if rng.chance(22) {
+        let key = if rng.chance(70) { HOSTNAME } else { ZONE };
+        let selector = if rng.chance(70) {
+            json!({"matchLabels": {CASE: id, "app": "llm"}})
+        } else {
+            json!({"matchLabels": {CASE: id}, "matchExpressions": [{"key": "app", "operator": "In", "values": ["llm", "batch"]}]})
+        };
+        affinity["podAntiAffinity"] = json!({"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": key, "labelSelector": selector}
+        ]});
+        features.insert(if key == HOSTNAME {
+            "anti-affinity-hostname"
+        } else {
+            "anti-affinity-zone"
+        });
+    }
+    if rng.chance(8) {
+        let key = *rng.pick(&[HOSTNAME, ZONE]);
+        affinity["podAffinity"] = json!({"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": key, "labelSelector": {"matchLabels": {CASE: id, "app": rng.pick(&["batch", "llm"])}}}
+        ]});
+        features.insert("pod-affinity");
+    }
+    spec["affinity"] = affinity;
+    if rng.chance(22) {
+        let key = if rng.chance(55) { HOSTNAME } else { ZONE };
+        let mut c = json!({
+            "maxSkew": 1 + rng.below(2), "topologyKey": key,
+            "whenUnsatisfiable": if rng.chance(90) { "DoNotSchedule" } else { "ScheduleAnyway" },
+            "labelSelector": {"matchLabels": {CASE: id, "app": "llm"}},
+        });
+        if c["whenUnsatisfiable"] == "DoNotSchedule" && rng.chance(20) {
+            c["minDomains"] = json!(1 + rng.below(3));
+            features.insert("spread-min-domains");
+        }
+        spec["topologySpreadConstraints"] = json!([c]);
+        features.insert(if key == HOSTNAME {
+            "spread-hostname"
+        } else {
+            "spread-zone"
+        });
+    }
+    let n_tolerations = match rng.below(100) {
+        0..=39 => 0,
+        40..=74 => 1,
+        75..=92 => 2,
+        _ => 3,
+    };
+    let pool = toleration_pool();
+    let mut tolerations: Vec<Value> = (0..n_tolerations)
+        .map(|_| rng.pick(&pool).clone())
+        .collect();
+    if rng.chance(4) {
+        tolerations.push(json!({"operator": "Exists"}));
+        features.insert("tolerate-everything");
+    }
+    if !tolerations.is_empty() {
+        spec["tolerations"] = json!(tolerations);
+        features.insert("tolerations");
+    }
+    let gpus = *rng.pick(&[0, 0, 0, 1, 1, 1, 2, 4, 8]);
+    let mut requests = serde_json::Map::new();
+    let mut limits = serde_json::Map::new();
+    if gpus > 0 {
+        requests.insert("nvidia.com/gpu".into(), json!(gpus.to_string()));
+        limits.insert("nvidia.com/gpu".into(), json!(gpus.to_string()));
+        features.insert("gpu-request");
+    }
+    if rng.chance(10) {
+        requests.insert("cpu".into(), json!("40"));
+        features.insert("cpu-too-large");
+    }
+    if !requests.is_empty() {
+        spec["containers"][0]["resources"] = json!({"requests": requests, "limits": limits});
+    }
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("sd-{id}-p"), "namespace": NS, "labels": {CASE: id, ROLE: "test", "app": app}},
+        "spec": spec,
+    });
+    Case {
+        id,
+        nodes,
+        running,
+        pod,
+        features,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The cluster.
+
+async fn request(
+    client: &kube::Client,
+    method: http::Method,
+    path: &str,
+    content_type: &str,
+    body: Option<&Value>,
+) -> Result<Value, kube::Error> {
+    let mut builder = http::Request::builder().method(method).uri(path);
+    if body.is_some() {
+        builder = builder.header(http::header::CONTENT_TYPE, content_type);
+    }
+    let body = body
+        .map(|b| serde_json::to_vec(b).unwrap())
+        .unwrap_or_default();
+    client.request::<Value>(builder.body(body).unwrap()).await
+}
+
+async fn get(client: &kube::Client, path: &str) -> Value {
+    request(client, http::Method::GET, path, "", None)
+        .await
+        .unwrap_or_else(|e| panic!("GET {path}: {e}"))
+}
+
+/// POST with a few retries on throttling and timeouts (the server is shared with builds).
+async fn create(client: &kube::Client, collection: &str, object: &Value) {
+    for attempt in 1.. {
+        match request(
+            client,
+            http::Method::POST,
+            collection,
+            "application/json",
+            Some(object),
+        )
+        .await
+        {
+            Ok(_) => return,
+            Err(kube::Error::Api(e)) if e.code == 409 => return,
+            Err(e) if attempt < 5 => {
+                eprintln!("retrying POST {collection}: {e}");
+                tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
+            }
+            Err(e) => panic!(
+                "POST {collection} {}: {e}",
+                object["metadata"]["name"].as_str().unwrap_or_default()
+            ),
+        }
+    }
+}
+
+async fn patch(client: &kube::Client, path: &str, content_type: &str, body: &Value) {
+    for attempt in 1.. {
+        match request(client, http::Method::PATCH, path, content_type, Some(body)).await {
+            Ok(_) => return,
+            Err(e) if attempt < 5 => {
+                eprintln!("retrying PATCH {path}: {e}");
+                tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
+            }
+            Err(e) => panic!("PATCH {path}: {e}"),
+        }
+    }
+}
+
+fn pods_path() -> String {
+    format!("/api/v1/namespaces/{NS}/pods")
+}
+
+/// Creates objects `CONCURRENCY` at a time; pods with `status.phase` get it through the status
+/// subresource afterwards (no kubelet sets it here).
+async fn create_all(client: &kube::Client, objects: Vec<Value>) {
+    futures::stream::iter(objects)
+        .map(|mut o| async move {
+            if o["kind"] == "Node" {
+                create(client, "/api/v1/nodes", &o).await;
+            } else {
+                let phase = o
+                    .as_object_mut()
+                    .and_then(|m| m.remove("status"))
+                    .and_then(|s| s.get("phase").cloned());
+                create(client, &pods_path(), &o).await;
+                if let Some(phase) = phase {
+                    let name = o["metadata"]["name"].as_str().unwrap();
+                    patch(
+                        client,
+                        &format!("{}/{name}/status", pods_path()),
+                        "application/merge-patch+json",
+                        &json!({"status": {"phase": phase}}),
+                    )
+                    .await;
+                }
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect::<Vec<()>>()
+        .await;
+}
+
+/// The scheduler's cache is fed by watches and lags the API: a pod whose scheduling depends
+/// on the last node update and the last pod created is bound only once it has seen both
+/// (each watch delivers in order), so everything written before is in its cache too.
+async fn barrier(client: &kube::Client, generation: usize) {
+    let node = "sd-barrier";
+    let anchor = format!("sd-barrier-anchor-{generation}");
+    let probe = format!("sd-barrier-probe-{generation}");
+    if generation == 0 {
+        create(
+            client,
+            "/api/v1/nodes",
+            &json!({"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": node, "labels": {HOSTNAME: node, SUITE: "1"}},
+                "spec": {},
+                "status": {"allocatable": {"pods": "110", "cpu": "1"}, "capacity": {"pods": "110", "cpu": "1"},
+                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "barrier"}]}}),
+        )
+        .await;
+    }
+    patch(
+        client,
+        &format!("/api/v1/nodes/{node}"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"labels": {"placekit.dev/barrier-generation": generation.to_string()}}}),
+    )
+    .await;
+    create(
+        client,
+        &pods_path(),
+        &json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": anchor, "labels": {ROLE: "barrier-anchor", "generation": generation.to_string()}},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}),
+    )
+    .await;
+    create(
+        client,
+        &pods_path(),
+        &json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": probe, "labels": {ROLE: "barrier"}},
+            "spec": {
+                "nodeSelector": {"placekit.dev/barrier-generation": generation.to_string()},
+                "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": HOSTNAME, "labelSelector": {"matchLabels": {ROLE: "barrier-anchor", "generation": generation.to_string()}}}]}},
+                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}),
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let p = get(client, &format!("{}/{probe}", pods_path())).await;
+        if p["spec"]["nodeName"].as_str().is_some() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the scheduler did not bind the barrier pod in 60 s: {}",
+            p["status"]
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The scheduler's decision on a pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Decision {
+    Bound(String),
+    Unschedulable(String),
+}
+
+fn decision(pod: &Value) -> Option<Decision> {
+    if let Some(node) = pod["spec"]["nodeName"].as_str() {
+        return Some(Decision::Bound(node.to_string()));
+    }
+    pod["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "PodScheduled" && c["status"] == "False")
+        .and_then(|c| c["message"].as_str())
+        .map(|m| Decision::Unschedulable(m.to_string()))
+}
+
+/// Waits until every pod with `role` has a decision that saw all `total_nodes` nodes.
+async fn decisions(
+    client: &kube::Client,
+    role: &str,
+    expected: usize,
+    total_nodes: usize,
+) -> BTreeMap<String, (Value, Decision)> {
+    let deadline = Instant::now() + Duration::from_secs(240);
+    loop {
+        let list = get(
+            client,
+            &format!("{}?labelSelector={ROLE}%3D{role}", pods_path()),
+        )
+        .await;
+        let mut out = BTreeMap::new();
+        let mut stale = 0;
+        for p in list["items"].as_array().into_iter().flatten() {
+            let name = p["metadata"]["name"].as_str().unwrap().to_string();
+            match decision(p) {
+                Some(Decision::Unschedulable(m))
+                    if live::parse_scheduler_message(&m).map(|(n, _)| n) != Some(total_nodes) =>
+                {
+                    stale += 1;
+                }
+                Some(d) => {
+                    out.insert(name, (p.clone(), d));
+                }
+                None => {}
+            }
+        }
+        if out.len() == expected {
+            return out;
+        }
+        if Instant::now() > deadline {
+            eprintln!(
+                "NOTICE: {} of {expected} {role} pods decided ({stale} on a stale node count) after 240 s",
+                out.len()
+            );
+            return out;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Deletes the suite's pods and nodes, many requests at a time (a collection delete works
+/// through thousands of objects one by one), and waits until they are gone.
+async fn cleanup(client: &kube::Client) {
+    let now = json!({"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0});
+    let names = |list: Value| -> Vec<String> {
+        list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    let pods: Vec<String> = names(get(client, &pods_path()).await)
+        .into_iter()
+        .map(|n| format!("{}/{n}", pods_path()))
+        .collect();
+    let nodes: Vec<String> =
+        names(get(client, &format!("/api/v1/nodes?labelSelector={SUITE}%3D1")).await)
+            .into_iter()
+            .map(|n| format!("/api/v1/nodes/{n}"))
+            .collect();
+    futures::stream::iter(pods.into_iter().chain(nodes))
+        .map(|path| {
+            let now = &now;
+            async move {
+                let _ = request(
+                    client,
+                    http::Method::DELETE,
+                    &path,
+                    "application/json",
+                    Some(now),
+                )
+                .await;
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect::<Vec<()>>()
+        .await;
+    for _ in 0..300 {
+        let nodes = get(
+            client,
+            &format!("/api/v1/nodes?labelSelector={SUITE}%3D1&limit=1"),
+        )
+        .await;
+        let pods = get(client, &format!("{}?limit=1", pods_path())).await;
+        if nodes["items"].as_array().is_none_or(Vec::is_empty)
+            && pods["items"].as_array().is_none_or(Vec::is_empty)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Nodes and pods as placekit reads them, without the pods of `skip_roles`.
+async fn cluster_view(
+    client: &kube::Client,
+    skip_roles: &[&str],
+) -> (Vec<NodeObject>, Vec<PodObject>) {
+    let nodes: Vec<NodeObject> =
+        serde_json::from_value(get(client, "/api/v1/nodes").await["items"].clone()).expect("nodes");
+    let pods: Vec<PodObject> =
+        serde_json::from_value(get(client, "/api/v1/pods").await["items"].clone()).expect("pods");
+    let pods = pods
+        .into_iter()
+        .filter(|p| {
+            !p.metadata
+                .labels
+                .get(ROLE)
+                .is_some_and(|r| skip_roles.contains(&r.as_str()))
+        })
+        .collect();
+    (nodes, pods)
+}
+
+// ---------------------------------------------------------------------------------------
+// The plugin binary.
+
+/// `kubectl-affinity_lint` next to this test's binary, (re)built with cargo first so that a
+/// run of this suite alone does not use a stale plugin.
+fn affinity_lint() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?.parent()?;
+    let bin = dir.join(format!(
+        "kubectl-affinity_lint{}",
+        std::env::consts::EXE_SUFFIX
+    ));
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let built = std::process::Command::new(cargo)
+        .args(["build", "--locked", "-p", "kubectl-affinity-lint"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        println!(
+            "NOTICE: `cargo build -p kubectl-affinity-lint` failed; using {} if it exists",
+            bin.display()
+        );
+    }
+    bin.exists().then_some(bin)
+}
+
+async fn run_plugin(bin: &Path, kubeconfig: &Path, args: Vec<String>) -> (i32, String, String) {
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args(&args).arg("--kubeconfig").arg(kubeconfig);
+    let out = tokio::task::spawn_blocking(move || cmd.output().expect("plugin runs"))
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Comparison.
+
+/// placekit's model for a pod that is not (yet) bound.
+fn model(pod: &Value, infos: &[NodeInfo]) -> Vec<Result<(), Vec<FilterFailure>>> {
+    let mut pod: PodObject = serde_json::from_value(pod.clone()).expect("pod");
+    pod.spec.node_name = None;
+    live::evaluate(&pod, infos)
+}
+
+fn exception_for(case: &Case) -> Option<&'static str> {
+    EXCEPTIONS
+        .iter()
+        .find(|(feature, _)| case.features.contains(feature))
+        .map(|(_, why)| *why)
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    decisions: usize,
+    decisions_agree: usize,
+    messages: usize,
+    messages_agree: usize,
+    excepted: usize,
+    own_agree: usize,
+    own_diffs: Vec<String>,
+    disagreements: Vec<String>,
+    per_feature: BTreeMap<&'static str, (usize, usize)>,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn real_scheduler_decisions_match_placekit_filters() {
+    let Some(kubeconfig) = std::env::var_os(E2E_KUBECONFIG).map(PathBuf::from) else {
+        println!(
+            "NOTICE: {E2E_KUBECONFIG} is not set; the scheduling differential needs a real cluster (tests/control-plane/cp up) and is skipped"
+        );
+        return;
+    };
+    // The plugin first (a no-op when the same cargo command built it, as CI's does).
+    let bin = affinity_lint();
+    let started = Instant::now();
+    let seed = std::env::var("PLACEKIT_SCHED_SEED")
+        .ok()
+        .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+        .unwrap_or(SEED);
+    let count = std::env::var("PLACEKIT_SCHED_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(CASES);
+    let cluster = RealCluster::connect(&kubeconfig, None).await;
+    cluster.require_disposable().await;
+    cluster.reset().await;
+    let client = cluster.client();
+    cleanup(&client).await;
+    let _ = request(
+        &client,
+        http::Method::POST,
+        "/api/v1/namespaces",
+        "application/json",
+        Some(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})),
+    )
+    .await;
+
+    let cases = generate(seed, count);
+    let node_count: usize = cases.iter().map(|c| c.nodes.len()).sum();
+    let running_count: usize = cases.iter().map(|c| c.running.len()).sum();
+    create_all(
+        &client,
+        cases.iter().flat_map(|c| c.nodes.clone()).collect(),
+    )
+    .await;
+    create_all(
+        &client,
+        cases
+            .iter()
+            .flat_map(|c| c.running.clone())
+            .map(|mut p| {
+                p["status"] = json!({"phase": "Running"});
+                p
+            })
+            .collect(),
+    )
+    .await;
+    barrier(&client, 0).await;
+    let total_nodes = node_count + 1; // the barrier node
+    let setup = started.elapsed();
+
+    // --cluster before the pods under test exist: the state the scheduler will see.
+    let mut lint_findings: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let manifests = tempfile::NamedTempFile::new().expect("temp file");
+    if let Some(bin) = &bin {
+        let docs: Vec<String> = cases
+            .iter()
+            .map(|c| serde_json::to_string(&c.pod).unwrap())
+            .collect();
+        std::fs::write(manifests.path(), docs.join("\n---\n")).unwrap();
+        let (code, stdout, stderr) = run_plugin(
+            bin,
+            &kubeconfig,
+            vec![
+                "-f".into(),
+                manifests.path().display().to_string(),
+                "--cluster".into(),
+                "-o".into(),
+                "json".into(),
+                "--fail-on".into(),
+                "error".into(),
+            ],
+        )
+        .await;
+        assert!(code == 0 || code == 1, "--cluster: exit {code}\n{stderr}");
+        let report: Value = serde_json::from_str(&stdout).expect("--cluster JSON");
+        for f in report["findings"].as_array().into_iter().flatten() {
+            lint_findings
+                .entry(f["object"]["name"].as_str().unwrap().to_string())
+                .or_default()
+                .insert(f["rule"].as_str().unwrap().to_string());
+        }
+    } else {
+        println!(
+            "NOTICE: kubectl-affinity_lint could not be built; the why-pending, --cluster and drift comparisons are skipped"
+        );
+    }
+
+    let lint_time = started.elapsed() - setup;
+
+    // The pods under test, all at once.
+    let submitted = Instant::now();
+    create_all(&client, cases.iter().map(|c| c.pod.clone()).collect()).await;
+    let decided = decisions(&client, "test", cases.len(), total_nodes).await;
+    let scheduling = submitted.elapsed();
+
+    // The model, on the state the scheduler saw (every pod but the pods under test: each
+    // case's pod cannot see the others').
+    let (nodes, pods) = cluster_view(&client, &["test"]).await;
+    assert_eq!(
+        nodes.len(),
+        total_nodes,
+        "the cluster holds only the suite's nodes"
+    );
+    let infos = live::node_infos(&nodes, &pods);
+    let mut tally = Tally::default();
+    let mut unschedulable: Vec<&Case> = Vec::new();
+    let mut bound: Vec<(&Case, String)> = Vec::new();
+    for case in &cases {
+        let name = case.pod_name();
+        let Some((pod, real)) = decided.get(&name) else {
+            tally.decisions += 1;
+            tally
+                .disagreements
+                .push(format!("{}: no decision from the scheduler", case.id));
+            continue;
+        };
+        let results = model(pod, &infos);
+        let feasible: BTreeSet<&str> = infos
+            .iter()
+            .zip(&results)
+            .filter(|(_, r)| r.is_ok())
+            .map(|(n, _)| n.name.as_str())
+            .collect();
+        let own: Vec<String> = case
+            .node_names()
+            .iter()
+            .map(|n| {
+                let i = infos.iter().position(|x| &x.name == n).unwrap();
+                match &results[i] {
+                    Ok(()) => format!("{n}: fits"),
+                    Err(f) => format!(
+                        "{n}: {}",
+                        f.iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(" + ")
+                    ),
+                }
+            })
+            .collect();
+        let excepted = exception_for(case);
+        tally.decisions += 1;
+        let decision_ok = match real {
+            Decision::Bound(n) => feasible.contains(n.as_str()),
+            Decision::Unschedulable(_) => feasible.is_empty(),
+        };
+        let mut message_ok = true;
+        if let Decision::Unschedulable(m) = real {
+            assert!(
+                live::parse_scheduler_message(m).is_some(),
+                "{}: not a FailedScheduling message: {m}",
+                case.id
+            );
+            unschedulable.push(case);
+            if feasible.is_empty() {
+                tally.messages += 1;
+                let ours = live::scheduler_message(&results).unwrap();
+                message_ok =
+                    live::parse_scheduler_message(m) == live::parse_scheduler_message(&ours);
+                // The same counts over the case's own nodes only (every other node is one the
+                // pod's matchFields do not name).
+                let mut real_own = live::parse_scheduler_message(m).unwrap().1;
+                real_own.remove(NOT_NAMED);
+                let mut ours_own: BTreeMap<String, usize> = BTreeMap::new();
+                for (n, r) in infos.iter().zip(&results) {
+                    if n.labels.get(CASE) == Some(&case.id) {
+                        for f in r.as_ref().err().into_iter().flatten() {
+                            *ours_own.entry(f.scheduler_reason()).or_default() += 1;
+                        }
+                    }
+                }
+                if real_own == ours_own {
+                    tally.own_agree += 1;
+                } else {
+                    tally.own_diffs.push(format!(
+                        "{}|{:?}|{real_own:?}|{ours_own:?}",
+                        case.id, case.features
+                    ));
+                }
+                if message_ok {
+                    tally.messages_agree += 1;
+                } else if excepted.is_none() {
+                    tally.disagreements.push(format!(
+                        "{} {:?}: reason counts differ\n  scheduler: {m}\n  placekit:  {ours}\n  {}",
+                        case.id,
+                        case.features,
+                        own.join("\n  ")
+                    ));
+                }
+            }
+        } else if let Decision::Bound(n) = real {
+            bound.push((case, n.clone()));
+        }
+        if decision_ok {
+            tally.decisions_agree += 1;
+        } else if excepted.is_none() {
+            tally.disagreements.push(format!(
+                "{} {:?}: scheduler {real:?}, placekit feasible {feasible:?}\n  {}",
+                case.id,
+                case.features,
+                own.join("\n  ")
+            ));
+        }
+        if excepted.is_some() && !(decision_ok && message_ok) {
+            tally.excepted += 1;
+        }
+        for f in &case.features {
+            let e = tally.per_feature.entry(f).or_default();
+            e.0 += 1;
+            e.1 += usize::from(decision_ok && message_ok);
+        }
+    }
+
+    println!(
+        "scheduling differential: seed {seed:#x}, {} cases, {node_count} nodes, {running_count} running pods; set-up {:.1} s, --cluster {:.1} s, scheduling {:.1} s",
+        cases.len(),
+        setup.as_secs_f64(),
+        lint_time.as_secs_f64(),
+        scheduling.as_secs_f64()
+    );
+    println!(
+        "scheduling differential: {}/{} decisions agree ({} bound, {} unschedulable); reason counts agree in {}/{}",
+        tally.decisions_agree,
+        tally.decisions,
+        bound.len(),
+        unschedulable.len(),
+        tally.messages_agree,
+        tally.messages
+    );
+    println!(
+        "  counts over each case's own nodes (without the {NOT_NAMED} of the other cases' nodes) agree in {}/{}",
+        tally.own_agree, tally.messages
+    );
+    let features: Vec<String> = tally
+        .per_feature
+        .iter()
+        .map(|(f, (n, ok))| format!("{f} {ok}/{n}"))
+        .collect();
+    println!(
+        "  per feature (cases agreeing / cases): {}",
+        features.join(", ")
+    );
+    for (feature, why) in EXCEPTIONS {
+        println!("  documented exception [{feature}]: {why}");
+    }
+
+    // --cluster: AL101/AL103/AL104 promise the pod cannot be placed.
+    let mut lint_lines = Vec::new();
+    if bin.is_some() {
+        let unschedulable_names: BTreeSet<String> =
+            unschedulable.iter().map(|c| c.pod_name()).collect();
+        for rule in ["AL101", "AL103", "AL104", "AL105"] {
+            let flagged: Vec<&String> = lint_findings
+                .iter()
+                .filter(|(_, rules)| rules.contains(rule))
+                .map(|(n, _)| n)
+                .collect();
+            let right = flagged
+                .iter()
+                .filter(|n| unschedulable_names.contains(**n))
+                .count();
+            if rule != "AL105" {
+                for n in flagged
+                    .iter()
+                    .filter(|n| !unschedulable_names.contains(**n))
+                {
+                    tally.disagreements.push(format!(
+                        "--cluster {rule} flagged {n}, which the scheduler placed"
+                    ));
+                }
+            }
+            lint_lines.push(format!(
+                "{rule} {right}/{} on unschedulable pods",
+                flagged.len()
+            ));
+        }
+        let caught = unschedulable
+            .iter()
+            .filter(|c| {
+                lint_findings.get(&c.pod_name()).is_some_and(|r| {
+                    r.iter()
+                        .any(|x| matches!(x.as_str(), "AL101" | "AL103" | "AL104"))
+                })
+            })
+            .count();
+        println!(
+            "--cluster: {}; AL101/AL103/AL104 name {caught} of the {} unschedulable pods (they speak only when the cause is evident from the nodes)",
+            lint_lines.join(", "),
+            unschedulable.len()
+        );
+    }
+
+    // why-pending on a sample of pending pods (the inter-pod cases first) and bound pods.
+    let phase = Instant::now();
+    if let Some(bin) = &bin {
+        let mut sample: Vec<&Case> = unschedulable
+            .iter()
+            .filter(|c| {
+                c.features.iter().any(|f| {
+                    f.starts_with("anti-affinity")
+                        || f.starts_with("spread")
+                        || *f == "existing-anti-affinity"
+                        || *f == "pod-affinity"
+                })
+            })
+            .take(25)
+            .copied()
+            .collect();
+        for c in &unschedulable {
+            if sample.len() >= 45 {
+                break;
+            }
+            if !sample.iter().any(|s| s.id == c.id) {
+                sample.push(c);
+            }
+        }
+        let runs = futures::stream::iter(sample.iter().map(|c| {
+            let bin = bin.clone();
+            let kubeconfig = kubeconfig.clone();
+            let name = c.pod_name();
+            async move {
+                let out = run_plugin(
+                    &bin,
+                    &kubeconfig,
+                    vec![
+                        "why-pending".into(),
+                        name.clone(),
+                        "-n".into(),
+                        NS.into(),
+                        "-o".into(),
+                        "json".into(),
+                    ],
+                )
+                .await;
+                (name, out)
+            }
+        }))
+        .buffer_unordered(2)
+        .collect::<Vec<_>>()
+        .await;
+        let mut agree = 0;
+        for (name, (code, stdout, stderr)) in &runs {
+            let report: Value = serde_json::from_str(stdout)
+                .unwrap_or_else(|e| panic!("why-pending {name}: {e} (exit {code})\n{stderr}"));
+            let Some((_, Decision::Unschedulable(real))) = decided.get(name) else {
+                continue;
+            };
+            let ours = report["predictedMessage"].as_str().unwrap_or_default();
+            if report["scheduled"] == false
+                && report["fittingNodes"].as_array().is_some_and(Vec::is_empty)
+                && report["verdict"].is_object()
+                && live::parse_scheduler_message(real) == live::parse_scheduler_message(ours)
+            {
+                agree += 1;
+            } else {
+                tally.disagreements.push(format!(
+                    "why-pending {name}: scheduler {real}\n  why-pending: {ours} fitting {} verdict {}",
+                    report["fittingNodes"], report["verdict"]
+                ));
+            }
+        }
+        let mut bound_ok = 0;
+        let bound_sample: Vec<&(&Case, String)> = bound.iter().take(5).collect();
+        for (case, node) in &bound_sample {
+            let (_, stdout, _) = run_plugin(
+                bin,
+                &kubeconfig,
+                vec![
+                    "why-pending".into(),
+                    case.pod_name(),
+                    "-n".into(),
+                    NS.into(),
+                    "-o".into(),
+                    "json".into(),
+                ],
+            )
+            .await;
+            let report: Value = serde_json::from_str(&stdout).expect("why-pending JSON");
+            if report["scheduled"] == true
+                && report["pod"]["node"] == node.as_str()
+                && report.get("nodes").is_none()
+            {
+                bound_ok += 1;
+            } else {
+                tally.disagreements.push(format!(
+                    "why-pending on bound pod {}: {report}",
+                    case.pod_name()
+                ));
+            }
+        }
+        println!(
+            "why-pending: {agree}/{} predicted FailedScheduling messages equal the scheduler's (per-reason counts); {bound_ok}/{} bound-but-Pending pods reported as scheduled, not filtered",
+            runs.len(),
+            bound_sample.len()
+        );
+
+        let why_pending_time = phase.elapsed();
+        let phase = Instant::now();
+        drift_phase(&client, bin, &kubeconfig, &bound, &mut tally).await;
+        println!(
+            "  why-pending runs {:.1} s, drift phase {:.1} s",
+            why_pending_time.as_secs_f64(),
+            phase.elapsed().as_secs_f64()
+        );
+    }
+
+    let phase = Instant::now();
+    cleanup(&client).await;
+    println!(
+        "scheduling differential: {:.1} s in all (clean-up {:.1} s)",
+        started.elapsed().as_secs_f64(),
+        phase.elapsed().as_secs_f64()
+    );
+    assert!(
+        tally.disagreements.is_empty(),
+        "{} disagreement(s) with the real scheduler ({} documented exception(s) excepted):\n{}",
+        tally.disagreements.len(),
+        tally.excepted,
+        tally.disagreements.join("\n")
+    );
+}
+
+/// Drift: the bound pods go Running, some of their nodes change under them, and `drift`
+/// must list exactly the pods the scheduler would no longer place on their node by node
+/// affinity or an untolerated NoExecute taint — asked of the scheduler with a copy of each
+/// pod pinned to that node (its nodeSelector, required node affinity and tolerations, plus a
+/// toleration of every NoSchedule taint and the cordon, which drift does not report).
+async fn drift_phase(
+    client: &kube::Client,
+    bin: &Path,
+    kubeconfig: &Path,
+    bound: &[(&Case, String)],
+    tally: &mut Tally,
+) {
+    futures::stream::iter(bound.iter().map(|(case, _)| {
+        let path = format!("{}/{}/status", pods_path(), case.pod_name());
+        async move {
+            patch(
+                client,
+                &path,
+                "application/merge-patch+json",
+                &json!({"status": {"phase": "Running"}}),
+            )
+            .await;
+        }
+    }))
+    .buffer_unordered(CONCURRENCY)
+    .collect::<Vec<()>>()
+    .await;
+    let mut rng = Rng(SEED ^ 0xd21f7);
+    let mut changed = 0;
+    let mut writes = Vec::new();
+    for (case, node) in bound {
+        let current = case
+            .nodes
+            .iter()
+            .find(|n| n["metadata"]["name"] == node.as_str())
+            .unwrap();
+        let path = format!("/api/v1/nodes/{node}");
+        let body = match rng.below(10) {
+            0 => json!({"metadata": {"labels": {FAMILY: "b200"}}}),
+            1 => json!({"metadata": {"labels": {POOL: null, MEMORY: null}}}),
+            2 => json!({"metadata": {"labels": {POOL: "batch"}}}),
+            3 | 4 => {
+                let mut taints = current["spec"]["taints"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                let effect = if rng.chance(70) {
+                    "NoExecute"
+                } else {
+                    "NoSchedule"
+                };
+                taints.push(json!({"key": "placekit.dev/drain", "value": "now", "effect": effect}));
+                json!({"spec": {"taints": taints}})
+            }
+            5 => json!({"spec": {"unschedulable": true}}),
+            _ => continue,
+        };
+        changed += 1;
+        writes.push((path, body));
+    }
+    futures::stream::iter(
+        writes
+            .iter()
+            .map(|(path, body)| patch(client, path, "application/merge-patch+json", body)),
+    )
+    .buffer_unordered(CONCURRENCY)
+    .collect::<Vec<()>>()
+    .await;
+    barrier(client, 1).await;
+
+    let (code, stdout, stderr) = run_plugin(
+        bin,
+        kubeconfig,
+        vec![
+            "drift".into(),
+            "-n".into(),
+            NS.into(),
+            "-l".into(),
+            format!("{ROLE}=test"),
+            "-o".into(),
+            "json".into(),
+        ],
+    )
+    .await;
+    assert!(code == 0 || code == 1, "drift: exit {code}\n{stderr}");
+    let report: Value = serde_json::from_str(&stdout).expect("drift JSON");
+    let drifted: BTreeSet<String> = report["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| d["pod"].as_str().unwrap().to_string())
+        .collect();
+
+    // The copies, pinned to each pod's node.
+    let copies: Vec<Value> = bound
+        .iter()
+        .map(|(case, node)| {
+            let spec = &case.pod["spec"];
+            let terms: Vec<Value> = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|t| t["matchFields"][0]["values"][0] == node.as_str())
+                .cloned()
+                .collect();
+            let mut tolerations = spec["tolerations"].as_array().cloned().unwrap_or_default();
+            tolerations.push(json!({"operator": "Exists", "effect": "NoSchedule"}));
+            let mut copy_spec = json!({
+                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}},
+                "tolerations": tolerations,
+            });
+            if spec.get("nodeSelector").is_some() {
+                copy_spec["nodeSelector"] = spec["nodeSelector"].clone();
+            }
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("{}-copy", case.pod_name()), "namespace": NS, "labels": {ROLE: "copy", "for": case.pod_name()}},
+                "spec": copy_spec})
+        })
+        .collect();
+    create_all(client, copies).await;
+    let (nodes_now, _) = cluster_view(client, &[]).await;
+    let verdicts = decisions(client, "copy", bound.len(), nodes_now.len()).await;
+    let mut agree = 0;
+    let mut expected_drift = 0;
+    for (case, node) in bound {
+        let name = case.pod_name();
+        let Some((_, d)) = verdicts.get(&format!("{name}-copy")) else {
+            tally.disagreements.push(format!(
+                "drift: no scheduler decision for the copy of {name}"
+            ));
+            continue;
+        };
+        // The copy fails its node by taint or node affinity: drift. By the pod count (its own
+        // pod is there): those filters passed, no drift.
+        let scheduler_drift = match d {
+            Decision::Bound(_) => false,
+            Decision::Unschedulable(m) => {
+                let (_, reasons) = live::parse_scheduler_message(m).unwrap();
+                reasons.contains_key("node(s) had untolerated taint(s)")
+                    || reasons.contains_key("node(s) didn't match Pod's node affinity/selector")
+            }
+        };
+        expected_drift += usize::from(scheduler_drift);
+        if scheduler_drift == drifted.contains(&name) {
+            agree += 1;
+        } else {
+            tally.disagreements.push(format!(
+                "drift {name} on {node}: scheduler says {}, drift says {}",
+                if scheduler_drift {
+                    "drifted"
+                } else {
+                    "still fits"
+                },
+                drifted.contains(&name)
+            ));
+        }
+    }
+    println!(
+        "drift: {agree}/{} running pods agree with the scheduler's verdict on a pinned copy ({changed} nodes changed under their pods; {expected_drift} drifted by the scheduler, {} listed by drift)",
+        bound.len(),
+        drifted.len()
+    );
+}
