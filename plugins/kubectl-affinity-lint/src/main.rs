@@ -60,9 +60,9 @@ tolerations no longer cover the node's NoExecute taints (those are evicted), fro
 list and one paged pod list.
 
 Checked against a real kube-scheduler v1.37.2 (tests/tests/scheduling_differential.rs): after
-changing the labels, taints or cordon of 105 nodes under 166 running pods, drift listed
+changing the labels, taints or cordon of 105 nodes under 168 running pods, drift listed
 exactly the 32 pods whose pinned copy the scheduler refused by node affinity or an
-untolerated taint (166/166 agree; NoSchedule taints and cordons, which do not evict, are not
+untolerated taint (168/168 agree; NoSchedule taints and cordons, which do not evict, are not
 drift).";
 
 /// `why-pending --help`: what is modelled, and how well it agrees with the real scheduler.
@@ -88,7 +88,7 @@ profiles, nominated nodes and preemption; a non-empty namespaceSelector in a pod
 
 Checked against a real kube-scheduler v1.37.2 (tests/tests/scheduling_differential.rs,
 520 generated cases): 520/520 decisions (bound node feasible, unschedulable exactly when
-no node is) and 354/354 per-reason node counts of the FailedScheduling message agree;
+no node is) and 352/352 per-reason node counts of the FailedScheduling message agree;
 why-pending's predicted message equals the scheduler's for 45/45 sampled pending pods.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

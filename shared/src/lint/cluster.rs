@@ -48,11 +48,11 @@ Precision before recall: AL101, AL103 and AL104 speak only when the nodes alone 
 cannot be placed (no node matches its affinity; every candidate has a taint it does not
 tolerate; the candidates' free GPUs are too few), so a finding means the replicas stay
 Pending. Checked against a real kube-scheduler v1.37.2 on 520 generated pods
-(tests/tests/scheduling_differential.rs): every pod AL101 (178), AL103 (49) or AL104 (49)
-flagged was one the scheduler could not place; together they name 276 of its 354
+(tests/tests/scheduling_differential.rs): every pod AL101 (167), AL103 (58) or AL104 (51)
+flagged was one the scheduler could not place; together they name 276 of its 352
 unschedulable pods (the others fail on cordons, pod limits, anti-affinity or spread, which
-why-pending explains). AL105 is a warning about spread constraints, not a verdict (6 of its
-8 findings were on unschedulable pods).";
+why-pending explains). AL105 is a warning about spread constraints, not a verdict (1 of its
+4 findings was on an unschedulable pod).";
 
 fn names(nodes: &[&NodeInfo]) -> String {
     let mut shown: Vec<&str> = nodes.iter().take(5).map(|n| n.name.as_str()).collect();
