@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::gpu::{ContainerView, format_milli, parse_quantity_milli};
 use crate::scheduling::{
     NodeFacts, SCHEDULING_EFFECTS, expression_matches, field_matches, label_selector_is_empty,
-    label_selector_matches, node_selector_matches, pod_fits_node_affinity, term_matches,
-    untolerated_taints,
+    label_selector_matches, node_selector_matches, pod_fits_node_affinity, required_node_terms,
+    term_matches, untolerated_taints,
 };
 use crate::syntax::{Taint, TaintEffect};
 
@@ -380,16 +380,7 @@ pub fn affinity_detail(spec: &PodSpec, node: &NodeInfo) -> String {
             }
         }
     }
-    let terms = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| {
-            n.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .map(|s| s.node_selector_terms.as_slice())
-        .unwrap_or_default();
+    let terms = required_node_terms(spec).unwrap_or_default();
     let mut named_elsewhere = false;
     for term in terms {
         if !term
@@ -525,16 +516,7 @@ enum Named {
 /// only the nodes they name are filtered at all (the union over terms of the intersection
 /// within a term); the others fail as "didn't satisfy plugin(s) [NodeAffinity]".
 fn named_nodes(spec: &PodSpec) -> Named {
-    let terms = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| {
-            n.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .map(|s| s.node_selector_terms.as_slice())
-        .unwrap_or_default();
+    let terms = required_node_terms(spec).unwrap_or_default();
     if terms.is_empty() {
         return Named::All;
     }

@@ -157,6 +157,18 @@ pub fn node_selector_matches(
     selector.iter().all(|(k, v)| labels.get(k) == Some(v))
 }
 
+/// The pod's required node affinity terms (OR-ed), `None` when it has no required affinity.
+pub fn required_node_terms(spec: &PodSpec) -> Option<&[NodeSelectorTerm]> {
+    spec.affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|na| {
+            na.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|s| s.node_selector_terms.as_slice())
+}
+
 /// The scheduler's NodeAffinity filter: `nodeSelector` AND required node affinity.
 pub fn pod_fits_node_affinity(spec: &PodSpec, node: NodeFacts<'_>) -> bool {
     if let Some(selector) = &spec.node_selector
@@ -164,18 +176,7 @@ pub fn pod_fits_node_affinity(spec: &PodSpec, node: NodeFacts<'_>) -> bool {
     {
         return false;
     }
-    let required = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|na| {
-            na.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        });
-    match required {
-        Some(selector) => terms_match(&selector.node_selector_terms, node),
-        None => true,
-    }
+    required_node_terms(spec).is_none_or(|terms| terms_match(terms, node))
 }
 
 /// `Toleration.ToleratesTaint`: effect (empty matches all), key (empty with `Exists`

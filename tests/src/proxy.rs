@@ -158,19 +158,8 @@ pub fn classify(method: &Method, segments: &[&str], watch: bool) -> Option<Resou
         [plural, name, sub] => (*plural, Some(name.to_string()), Some(sub.to_string())),
         _ => return None,
     };
-    let verb = match (method, name.is_some()) {
-        (&Method::GET, _) if watch => "watch",
-        (&Method::GET, true) => "get",
-        (&Method::GET, false) => "list",
-        (&Method::POST, _) => "create",
-        (&Method::PUT, _) => "update",
-        (&Method::PATCH, _) => "patch",
-        (&Method::DELETE, true) => "delete",
-        (&Method::DELETE, false) => "deletecollection",
-        _ => "unknown",
-    };
     Some(ResourceRequest {
-        verb,
+        verb: crate::server::verb_for(method, name.is_some(), watch),
         plural: plural.to_string(),
         namespace,
         name,

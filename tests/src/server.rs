@@ -286,15 +286,17 @@ fn parse_target(segments: &[&str]) -> Option<Target> {
     }
 }
 
-fn verb_for(method: &Method, has_name: bool, query: &HashMap<String, String>) -> &'static str {
+/// The RBAC verb of a request, as kube-apiserver names it (the counters and faults use it).
+pub(crate) fn verb_for(method: &Method, has_name: bool, watch: bool) -> &'static str {
     match (method, has_name) {
-        (&Method::GET, _) if query.get("watch").is_some_and(|w| w == "true" || w == "1") => "watch",
+        (&Method::GET, _) if watch => "watch",
         (&Method::GET, true) => "get",
         (&Method::GET, false) => "list",
         (&Method::POST, _) => "create",
         (&Method::PUT, _) => "update",
         (&Method::PATCH, _) => "patch",
-        (&Method::DELETE, _) => "delete",
+        (&Method::DELETE, true) => "delete",
+        (&Method::DELETE, false) => "deletecollection",
         _ => "unknown",
     }
 }
@@ -397,8 +399,8 @@ async fn route(
             .await
             .map_err(Failure::Api);
     }
+    let watch = query.get("watch").is_some_and(|w| w == "true" || w == "1");
     if let Some(upstream) = &state.upstream {
-        let watch = query.get("watch").is_some_and(|w| w == "true" || w == "1");
         return crate::proxy::forward(state, upstream, req, &segments, watch).await;
     }
     let user = authenticate(state, &req)?;
@@ -443,7 +445,7 @@ async fn route(
     }
 
     let target = parse_target(&segments).ok_or_else(ApiError::path_not_found)?;
-    let verb = verb_for(req.method(), target.name.is_some(), &query);
+    let verb = verb_for(req.method(), target.name.is_some(), watch);
     let resource = target.resource;
     state.count(verb, resource.plural);
 

@@ -208,6 +208,22 @@ fn go_json_kind(v: &Value) -> &'static str {
     }
 }
 
+/// What the API server's decoder does to a create or update body before anything else:
+/// refuse what is not an object or has wrongly typed fields, and read `null` strings as
+/// empty.
+fn decode_body(resource: &Resource, obj: &mut Value) -> Result<(), ApiError> {
+    if !obj.is_object() {
+        return Err(ApiError::bad_request(
+            "the body of the request is not a JSON object",
+        ));
+    }
+    if let Some(e) = decode_error(obj) {
+        return Err(ApiError::cannot_decode(resource, &e));
+    }
+    null_strings_to_empty(obj);
+    Ok(())
+}
+
 /// What decoding the object into its Go type says about a label or annotation map of the
 /// wrong type (the only fields whose types the test server checks).
 fn decode_error(obj: &Value) -> Option<String> {
@@ -910,15 +926,7 @@ impl Store {
         mut obj: Value,
         dry_run: bool,
     ) -> Result<Value, ApiError> {
-        if !obj.is_object() {
-            return Err(ApiError::bad_request(
-                "the body of the request is not a JSON object",
-            ));
-        }
-        if let Some(e) = decode_error(&obj) {
-            return Err(ApiError::cannot_decode(resource, &e));
-        }
-        null_strings_to_empty(&mut obj);
+        decode_body(resource, &mut obj)?;
         if !obj["metadata"].is_object() {
             obj["metadata"] = json!({});
         }
@@ -984,15 +992,7 @@ impl Store {
         mut obj: Value,
         dry_run: bool,
     ) -> Result<Value, ApiError> {
-        if !obj.is_object() {
-            return Err(ApiError::bad_request(
-                "the body of the request is not a JSON object",
-            ));
-        }
-        if let Some(e) = decode_error(&obj) {
-            return Err(ApiError::cannot_decode(resource, &e));
-        }
-        null_strings_to_empty(&mut obj);
+        decode_body(resource, &mut obj)?;
         let current = self.get_value(resource, namespace, name)?;
         if obj["metadata"]["name"].as_str() != Some(name) {
             return Err(ApiError::name_mismatch(
