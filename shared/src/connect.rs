@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use crate::snapshot::{ClusterIdentity, normalize_server};
 
 /// Errors while building a client.
 #[derive(Debug, thiserror::Error)]
@@ -52,8 +53,11 @@ pub struct Connection {
     pub client: kube::Client,
     /// The context name (or `in-cluster`), recorded in snapshots.
     pub context: String,
-    /// The API server URL, recorded in snapshots.
+    /// The API server URL without userinfo, recorded in snapshots.
     pub server: String,
+    /// What identifies the cluster without asking it: the server and the CA's fingerprint.
+    /// [`crate::api::cluster_identity`] adds the `kube-system` uid.
+    pub cluster: ClusterIdentity,
     /// The namespace from `-n` or the context.
     pub namespace: String,
 }
@@ -149,7 +153,16 @@ impl ConnectionArgs {
         // placekit's executor owns retries (it honours Retry-After, counts attempts and
         // journals them); kube's own retry layer would hide 429/503/504 from it.
         config.default_retry = false;
-        let server = config.cluster_url.to_string();
+        let server = normalize_server(&config.cluster_url.to_string());
+        let cluster = ClusterIdentity {
+            server: server.clone(),
+            ca_fingerprint: config
+                .root_cert
+                .as_ref()
+                .and_then(|certs| certs.first())
+                .map(|der| ca_fingerprint(der)),
+            kube_system_uid: None,
+        };
         let namespace = config.default_namespace.clone();
         let client = kube::Client::try_from(config).map_err(|e| ConnectError::Client {
             server: server.clone(),
@@ -159,9 +172,18 @@ impl ConnectionArgs {
             client,
             context,
             server,
+            cluster,
             namespace,
         })
     }
+}
+
+/// `sha256:<hex>` of a DER certificate.
+fn ca_fingerprint(der: &[u8]) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(der);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 #[cfg(test)]
@@ -254,7 +276,7 @@ users:
         let conn = args.connect().await.unwrap();
         assert_eq!(conn.context, "test");
         assert_eq!(conn.namespace, "ml");
-        assert_eq!(conn.server, "http://127.0.0.1:1/");
+        assert_eq!(conn.server, "http://127.0.0.1:1");
         let shown = format!("{conn:?} {args:?}");
         assert!(!shown.contains("super-secret-token"), "{shown}");
     }

@@ -1,6 +1,13 @@
 //! The write executor: applies per-node patches with bounded concurrency, retries what is
 //! transient, never retries a failed precondition, reports progress and journals outcomes.
 //!
+//! Outcomes never lie. Once an attempt may have reached the server without its answer
+//! reaching us (a dropped connection, a timeout, a 5xx), the node's outcome is decided by
+//! re-reading it and comparing it with the plan ([`crate::plan::observe`]): the planned
+//! values mean applied, the values read mean not applied, anything else is a conflict that
+//! names what changed. If even the re-read fails, the outcome is `unknown`, never
+//! `failed`. A conflict is always re-read so the report can say which key changed to what.
+//!
 //! The executor is generic over a [`NodeWriter`], so its retry and journaling logic is
 //! tested without a server; [`KubeNodeWriter`] is the real one.
 
@@ -11,6 +18,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::Value;
 
+use crate::plan::{NodePlan, NodeState, Observed, observe};
 use crate::snapshot::{Journal, OutcomeKind, SnapshotError};
 
 /// How a single write attempt failed.
@@ -45,6 +53,12 @@ pub trait NodeWriter: Sync {
         patch: &Value,
         dry_run: bool,
     ) -> impl Future<Output = Result<(), WriteError>> + Send;
+
+    /// Reads `node` as it is now (`None`: it does not exist).
+    fn read_node(
+        &self,
+        node: &str,
+    ) -> impl Future<Output = Result<Option<NodeState>, WriteError>> + Send;
 }
 
 /// Retry and concurrency settings.
@@ -91,19 +105,18 @@ pub struct WriteItem {
     pub node: String,
     /// The conditional patch to send.
     pub patch: Value,
-    /// A patch of `test` operations asserting the planned result. When a retry of this
-    /// write fails its precondition, it is sent with `dryRun=All`: if it passes, an earlier
-    /// attempt was applied and only its answer was lost, so the node counts as applied.
-    pub verify: Option<Value>,
+    /// The plan the patch comes from: a re-read of the node is compared with it to decide
+    /// an outcome the answers could not (`None`: no re-read, the outcome stays unknown).
+    pub plan: Option<NodePlan>,
 }
 
 impl WriteItem {
-    /// The write for a plan, with its verification patch.
-    pub fn from_plan(plan: &crate::plan::NodePlan) -> Self {
+    /// The write for a plan.
+    pub fn from_plan(plan: &NodePlan) -> Self {
         WriteItem {
             node: plan.node().to_string(),
             patch: plan.json_patch(),
-            verify: Some(plan.verify_patch()),
+            plan: Some(plan.clone()),
         }
     }
 }
@@ -122,42 +135,130 @@ fn backoff(config: &ExecutorConfig, attempt: u32, retry_after: Option<Duration>)
     retry_after.unwrap_or(exponential).min(config.max_backoff)
 }
 
+/// Re-reads after which an outcome is given up as unknown.
+const READ_ATTEMPTS: u32 = 3;
+
+/// What a re-read of the node says, retried a few times: an error of the check is never
+/// taken as "not applied".
+async fn settle<W: NodeWriter>(writer: &W, item: &WriteItem, config: &ExecutorConfig) -> Option<Observed> {
+    let plan = item.plan.as_ref()?;
+    for attempt in 1..=READ_ATTEMPTS {
+        match writer.read_node(&item.node).await {
+            Ok(Some(now)) => return Some(observe(plan, &now)),
+            Ok(None) => {
+                return Some(Observed::Changed(vec![crate::plan::Difference {
+                    item: "node".into(),
+                    read: Some(plan.node().to_string()),
+                    now: None,
+                    planned: Some(plan.node().to_string()),
+                }]));
+            }
+            Err(WriteError::Transient { retry_after, .. }) if attempt < READ_ATTEMPTS => {
+                tokio::time::sleep(backoff(config, attempt, retry_after)).await;
+            }
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+fn differences_text(differences: &[crate::plan::Difference]) -> String {
+    if differences.is_empty() {
+        return "the node changed since it was read".into();
+    }
+    differences
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The outcome once the answers could not tell (`uncertain`) or a conflict needs its story.
+async fn decide<W: NodeWriter>(
+    writer: &W,
+    item: &WriteItem,
+    config: &ExecutorConfig,
+    uncertain: bool,
+    failure: (OutcomeKind, String),
+) -> (OutcomeKind, Option<String>) {
+    match settle(writer, item, config).await {
+        Some(Observed::Applied) if uncertain => (
+            OutcomeKind::Applied,
+            Some("applied by an attempt whose answer was lost (confirmed by re-reading the node)".into()),
+        ),
+        Some(Observed::Applied) => (
+            OutcomeKind::Applied,
+            Some("the node already had the planned values".into()),
+        ),
+        Some(Observed::NotApplied) if failure.0 == OutcomeKind::Conflict => (
+            OutcomeKind::Conflict,
+            Some(
+                "the node changed since it was read (another label or its taints), so nothing was written; run the command again to plan from the new state".into(),
+            ),
+        ),
+        Some(Observed::NotApplied) => (failure.0, Some(failure.1)),
+        Some(Observed::Changed(differences)) => (
+            OutcomeKind::Conflict,
+            Some(format!("changed by someone else: {}", differences_text(&differences))),
+        ),
+        None if uncertain => (
+            OutcomeKind::Unknown,
+            Some(format!(
+                "{} and the node could not be re-read: the change may or may not have been made (rollback checks it)",
+                failure.1
+            )),
+        ),
+        None => (failure.0, Some(failure.1)),
+    }
+}
+
 async fn write_one<W: NodeWriter>(
     writer: &W,
     item: &WriteItem,
     config: &ExecutorConfig,
 ) -> NodeOutcome {
     let mut attempts = 0;
+    // Set once an attempt may have reached the server without its answer reaching us.
+    let mut uncertain = false;
     loop {
         attempts += 1;
-        let (kind, message) = match writer
+        let result = writer
             .patch_node(&item.node, &item.patch, config.dry_run)
-            .await
-        {
+            .await;
+        let (kind, message) = match result {
+            Ok(()) if uncertain => (
+                OutcomeKind::Applied,
+                Some(format!("applied at attempt {attempts}")),
+            ),
             Ok(()) => (OutcomeKind::Applied, None),
-            Err(WriteError::Conflict(m)) => {
-                if attempts > 1 && !config.dry_run && answer_was_lost(writer, item).await {
-                    (
-                        OutcomeKind::Applied,
-                        Some("applied by an earlier attempt whose answer was lost".to_string()),
-                    )
-                } else {
-                    (OutcomeKind::Conflict, Some(m))
-                }
+            // A dry run changes nothing, so its answers are the whole story.
+            Err(WriteError::Conflict(m)) if config.dry_run => (OutcomeKind::Conflict, Some(m)),
+            Err(e @ WriteError::Rejected { .. }) if config.dry_run || !uncertain => {
+                (OutcomeKind::Failed, Some(e.to_string()))
             }
-            Err(e @ WriteError::Rejected { .. }) => (OutcomeKind::Failed, Some(e.to_string())),
+            Err(WriteError::Conflict(m)) => {
+                decide(writer, item, config, uncertain, (OutcomeKind::Conflict, m)).await
+            }
+            Err(e @ WriteError::Rejected { .. }) => {
+                decide(writer, item, config, uncertain, (OutcomeKind::Failed, e.to_string()))
+                    .await
+            }
             Err(WriteError::Transient {
                 message,
                 retry_after,
             }) => {
+                // A 429 was refused before processing; anything else may have been made.
+                uncertain |= !message.starts_with("429");
                 if attempts < config.max_attempts {
                     tokio::time::sleep(backoff(config, attempts, retry_after)).await;
                     continue;
                 }
-                (
-                    OutcomeKind::Failed,
-                    Some(format!("{message} (gave up after {attempts} attempts)")),
-                )
+                let gave_up = format!("{message} (gave up after {attempts} attempts)");
+                if config.dry_run {
+                    (OutcomeKind::Failed, Some(gave_up))
+                } else {
+                    decide(writer, item, config, uncertain, (OutcomeKind::Failed, gave_up)).await
+                }
             }
         };
         return NodeOutcome {
@@ -166,15 +267,6 @@ async fn write_one<W: NodeWriter>(
             message,
             attempts,
         };
-    }
-}
-
-/// After a retry failed its precondition: whether the node already is in the planned state
-/// (an earlier attempt was applied but its answer never arrived).
-async fn answer_was_lost<W: NodeWriter>(writer: &W, item: &WriteItem) -> bool {
-    match &item.verify {
-        Some(verify) => writer.patch_node(&item.node, verify, true).await.is_ok(),
-        None => false,
     }
 }
 
@@ -295,6 +387,35 @@ pub fn classify_status(code: u16, body: &[u8], retry_after: Option<Duration>) ->
 }
 
 impl NodeWriter for KubeNodeWriter {
+    async fn read_node(&self, node: &str) -> Result<Option<NodeState>, WriteError> {
+        let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(self.client.clone());
+        match api.get_opt(node).await {
+            Ok(Some(object)) => NodeState::from_node(&object)
+                .map(Some)
+                .map_err(|e| WriteError::Rejected {
+                    code: 0,
+                    reason: "Unreadable".into(),
+                    message: e.to_string(),
+                }),
+            Ok(None) => Ok(None),
+            Err(kube::Error::Api(status)) if status.code == 429 || status.code >= 500 => {
+                Err(WriteError::Transient {
+                    message: format!("{} {}: {}", status.code, status.reason, status.message),
+                    retry_after: None,
+                })
+            }
+            Err(kube::Error::Api(status)) => Err(WriteError::Rejected {
+                code: status.code,
+                reason: status.reason,
+                message: status.message,
+            }),
+            Err(e) => Err(WriteError::Transient {
+                message: format!("request failed: {e}"),
+                retry_after: None,
+            }),
+        }
+    }
+
     async fn patch_node(&self, node: &str, patch: &Value, dry_run: bool) -> Result<(), WriteError> {
         let mut uri = format!("/api/v1/nodes/{node}?fieldManager={}", self.field_manager);
         if dry_run {
@@ -354,6 +475,7 @@ mod tests {
         in_flight: AtomicUsize,
         max_in_flight: AtomicUsize,
         calls: AtomicUsize,
+        live: Mutex<HashMap<String, NodeState>>,
     }
 
     impl Scripted {
@@ -368,11 +490,28 @@ mod tests {
                 in_flight: AtomicUsize::new(0),
                 max_in_flight: AtomicUsize::new(0),
                 calls: AtomicUsize::new(0),
+                live: Mutex::new(HashMap::new()),
             }
+        }
+
+        /// What a re-read of `node` returns (unset: the re-read fails).
+        fn with_live(self, node: &str, state: NodeState) -> Self {
+            self.live.lock().unwrap().insert(node.to_string(), state);
+            self
         }
     }
 
     impl NodeWriter for Scripted {
+        async fn read_node(&self, node: &str) -> Result<Option<NodeState>, WriteError> {
+            match self.live.lock().unwrap().get(node) {
+                Some(state) => Ok(Some(state.clone())),
+                None => Err(WriteError::Transient {
+                    message: "request failed: connection refused".into(),
+                    retry_after: None,
+                }),
+            }
+        }
+
         async fn patch_node(
             &self,
             node: &str,
@@ -406,7 +545,7 @@ mod tests {
             .map(|i| WriteItem {
                 node: format!("n{i}"),
                 patch: Value::Array(vec![]),
-                verify: None,
+                plan: None,
             })
             .collect()
     }
@@ -447,7 +586,7 @@ mod tests {
                 (OutcomeKind::Applied, 3),
                 (OutcomeKind::Conflict, 1),
                 (OutcomeKind::Failed, 1),
-                (OutcomeKind::Failed, 3),
+                (OutcomeKind::Unknown, 3),
             ]
         );
         assert!(
@@ -456,6 +595,79 @@ mod tests {
                 .as_deref()
                 .unwrap()
                 .contains("gave up after 3 attempts")
+        );
+    }
+
+    fn plan_for(node: &str) -> NodePlan {
+        let state = NodeState {
+            name: node.into(),
+            uid: "u".into(),
+            resource_version: "1".into(),
+            labels: [("pool".to_string(), "batch".to_string())].into(),
+            taints: vec![],
+            annotations: Default::default(),
+        };
+        crate::plan::plan_node(
+            &state,
+            &crate::plan::ChangeRequest {
+                labels: crate::syntax::parse_label_changes(&["pool=online"]).unwrap(),
+                overwrite: true,
+                ..Default::default()
+            },
+        )
+    }
+
+    fn with_pool(plan: &NodePlan, value: &str) -> NodeState {
+        let mut state = plan.before.clone();
+        state.labels.insert("pool".into(), value.into());
+        state
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reread_decides_what_the_answers_could_not() {
+        let plans: Vec<NodePlan> = (0..5).map(|i| plan_for(&format!("n{i}"))).collect();
+        let conflict = || Err(WriteError::Conflict("testing value failed".into()));
+        let writer = Scripted::new(vec![
+            // The first answer was lost, the retry found the change made.
+            ("n0", vec![transient(None), conflict()]),
+            // Every attempt failed in transit, but the first was made.
+            ("n1", vec![transient(None); 10]),
+            // Every attempt failed and the node is as read: not applied.
+            ("n2", vec![transient(None); 10]),
+            // Nothing can be read back: unknown, never "failed".
+            ("n3", vec![transient(None); 10]),
+            // A plain conflict is re-read to say what changed.
+            ("n4", vec![conflict()]),
+        ])
+        .with_live("n0", with_pool(&plans[0], "online"))
+        .with_live("n1", with_pool(&plans[1], "online"))
+        .with_live("n2", with_pool(&plans[2], "batch"))
+        .with_live("n4", with_pool(&plans[4], "h200"));
+        let config = ExecutorConfig {
+            max_attempts: 3,
+            ..Default::default()
+        };
+        let items: Vec<WriteItem> = plans.iter().map(WriteItem::from_plan).collect();
+        let stop = AtomicBool::new(false);
+        let outcomes = execute(&writer, &items, &config, None, &stop, |_| {})
+            .await
+            .unwrap();
+        let kinds: Vec<OutcomeKind> = outcomes.iter().map(|o| o.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                OutcomeKind::Applied,
+                OutcomeKind::Applied,
+                OutcomeKind::Failed,
+                OutcomeKind::Unknown,
+                OutcomeKind::Conflict,
+            ]
+        );
+        assert_eq!(
+            outcomes[4].message.as_deref(),
+            Some(
+                "changed by someone else: label pool was \"batch\" when read and is \"h200\" now (this command would set \"online\")"
+            )
         );
     }
 
@@ -538,7 +750,15 @@ mod tests {
     async fn every_outcome_is_journaled() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
-        let header = SnapshotHeader::new("t", "0", "ctx", "srv", vec![], "set", &[]);
+        let header = SnapshotHeader::new(
+            "t",
+            "0",
+            "ctx",
+            &crate::snapshot::ClusterIdentity::default(),
+            vec![],
+            "set",
+            &[],
+        );
         let mut journal = write_snapshot(&path, &header).unwrap();
         let writer = Scripted::new(vec![
             ("n0", vec![]),

@@ -429,19 +429,26 @@ pub struct AffectedPod {
     pub namespace: String,
     pub name: String,
     pub node: String,
+    /// A DaemonSet's pod: evicted by a NoExecute taint it does not tolerate like any other
+    /// (the NVIDIA device plugin tolerates only `nvidia.com/gpu`), and not recreated there.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub daemon_set: bool,
 }
 
-/// The active pods bound to `node` that do not tolerate `taint`, DaemonSet and mirror pods
-/// excluded (they are not the workloads a dedication is about).
+/// The active pods bound to `node` that do not tolerate `taint`. Mirror pods are left out
+/// (the kubelet runs their static pods whatever the taints). DaemonSet pods count only when
+/// the taint evicts: a NoSchedule taint leaves running pods alone, and node agents are not
+/// the workloads a NoSchedule dedication is about; a NoExecute taint evicts them too.
 pub fn untolerating_pods(pods: &[PodView], node: &str, taint: &Taint) -> Vec<AffectedPod> {
     pods.iter()
         .filter(|p| p.is_active() && p.spec.node_name.as_deref() == Some(node))
-        .filter(|p| !p.is_daemonset_pod() && !p.is_mirror_pod())
+        .filter(|p| !p.is_mirror_pod() && (evicts(taint) || !p.is_daemonset_pod()))
         .filter(|p| !p.spec.tolerations.iter().any(|t| tolerates(t, taint)))
         .map(|p| AffectedPod {
             namespace: p.metadata.namespace.clone(),
             name: p.metadata.name.clone(),
             node: node.to_string(),
+            daemon_set: p.is_daemonset_pod(),
         })
         .collect()
 }
@@ -550,7 +557,7 @@ mod tests {
     }
 
     #[test]
-    fn untolerating_pods_skip_daemonsets_mirrors_and_tolerating_pods() {
+    fn untolerating_pods_skip_mirrors_and_tolerating_pods_and_count_daemonsets_when_evicted() {
         let taint = Taint::new("dedicated", "llm-online", TaintEffect::NoExecute);
         let pods: Vec<PodView> = vec![
             serde_json::from_value(json!({"metadata": {"name": "a", "namespace": "x"}, "spec": {"nodeName": "n"}})).unwrap(),
@@ -562,10 +569,19 @@ mod tests {
         ];
         let affected = untolerating_pods(&pods, "n", &taint);
         assert_eq!(
-            affected.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
-            vec!["a"]
+            affected.iter().map(|p| (p.name.as_str(), p.daemon_set)).collect::<Vec<_>>(),
+            vec![("a", false), ("ds", true)],
+            "NoExecute evicts a DaemonSet's pod that does not tolerate it"
         );
         assert!(evicts(&taint));
+        let no_schedule = Taint::new("dedicated", "llm-online", TaintEffect::NoSchedule);
+        assert_eq!(
+            untolerating_pods(&pods, "n", &no_schedule)
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>(),
+            vec!["a"]
+        );
     }
 
     proptest::proptest! {

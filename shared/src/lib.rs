@@ -1,8 +1,8 @@
 //! placekit's core library: the model shared by the `kubectl nodelabel`, `kubectl gpu-taint`
 //! and `kubectl affinity-lint` plugins.
 //!
-//! Everything here except [`connect`] and [`executor::KubeNodeWriter`] is pure and
-//! unit-tested without an API server:
+//! Everything here except [`connect`], [`api`], [`executor::KubeNodeWriter`] and the async
+//! steps of [`mutation`] is pure and unit-tested without an API server:
 //!
 //! - [`validation`]: label keys and values with the API server's rules and messages;
 //! - [`syntax`]: kubectl's label-change, taint and label-selector syntax;
@@ -19,16 +19,23 @@
 //! - [`live`]: scheduler filters, drift and candidates against live nodes;
 //! - [`nfd`]: node features in node-feature-discovery's format, for `nodelabel import`;
 //! - [`ui`]: output formats, colour, confirmation and progress shared by the plugins;
-//! - [`workflow`]: the read-plan-confirm-snapshot-write-report path, rollback and history;
+//! - [`targets`]: which nodes a command acts on;
+//! - [`api`]: reading from the API server (paged lists, workloads, pods, cluster identity);
+//! - [`mutation`]: the one pipeline every node change goes through, its policy checks,
+//!   reports and undo, and the plugins' commands on top of it;
+//! - [`error`]: why a command stopped, each reason with its exit code;
 //! - [`exit`]: exit codes with fixed meanings.
 
+pub mod api;
 pub mod connect;
 pub mod dependents;
+pub mod error;
 pub mod executor;
 pub mod exit;
 pub mod gpu;
 pub mod lint;
 pub mod live;
+pub mod mutation;
 pub mod nfd;
 pub mod plan;
 pub mod policy;
@@ -36,6 +43,6 @@ pub mod rollback;
 pub mod scheduling;
 pub mod snapshot;
 pub mod syntax;
+pub mod targets;
 pub mod ui;
 pub mod validation;
-pub mod workflow;

@@ -30,9 +30,60 @@ use crate::validation::{label_value_errors, qualified_name_errors};
 pub const MAX_FEATURE_FILE_BYTES: usize = 64 * 1024;
 /// The default namespace of feature labels.
 pub const FEATURE_NAMESPACE: &str = "feature.node.kubernetes.io";
-/// The annotation recording which labels `import` set on a node, so `--prune` only ever
-/// removes labels it imported (like NFD's `nfd.node.kubernetes.io/feature-labels`).
+/// The annotation recording which labels `import` set on a node and from which source, so
+/// `--prune` only ever removes labels the same source imported (like NFD's
+/// `nfd.node.kubernetes.io/feature-labels`). Its value is a JSON object from source
+/// (`file:<name>`, `dir:<name>`, `hook:<name>`) to the sorted keys that source set; an
+/// older value, a comma-separated list of keys, is read as keys of an unknown source.
 pub const IMPORTED_LABELS_ANNOTATION: &str = "placekit.dev/imported-labels";
+
+/// The source name under which keys recorded before provenance existed are kept.
+pub const UNKNOWN_SOURCE: &str = "";
+
+/// Which source imported which label keys on one node (the annotation's content).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportRecord {
+    pub by_source: BTreeMap<String, std::collections::BTreeSet<String>>,
+}
+
+impl ImportRecord {
+    /// Reads the annotation (JSON, or the older comma-separated list).
+    pub fn parse(annotation: Option<&str>) -> Self {
+        let text = annotation.unwrap_or_default().trim();
+        if text.starts_with('{')
+            && let Ok(by_source) = serde_json::from_str(text)
+        {
+            return ImportRecord { by_source };
+        }
+        let legacy: std::collections::BTreeSet<String> = text
+            .split(',')
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .map(str::to_string)
+            .collect();
+        let mut record = ImportRecord::default();
+        if !legacy.is_empty() {
+            record.by_source.insert(UNKNOWN_SOURCE.to_string(), legacy);
+        }
+        record
+    }
+
+    /// The annotation value.
+    pub fn render(&self) -> String {
+        serde_json::to_string(&self.by_source).expect("string maps always serialise")
+    }
+
+    /// Whether any source imported `key`.
+    pub fn owns(&self, key: &str) -> bool {
+        self.by_source.values().any(|keys| keys.contains(key))
+    }
+
+    fn claimed_by_other(&self, source: &str, key: &str) -> bool {
+        self.by_source
+            .iter()
+            .any(|(s, keys)| s != source && keys.contains(key))
+    }
+}
 
 /// How keys become label names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,12 +295,15 @@ pub fn node_files(dir: &Path) -> Result<Vec<(String, std::path::PathBuf)>, Sourc
     Ok(out)
 }
 
-/// Runs a feature hook directly (no shell) with a timeout, an output cap and an environment
-/// reduced to `PATH` and `LANG`, so no credential of the caller's environment reaches it.
+/// Runs a feature hook for one node directly (no shell) with a timeout, an output cap and
+/// an environment reduced to `PATH`, `LANG` and `NODE_NAME` (the node it describes, also
+/// its first argument), so no credential of the caller's environment reaches it. NFD runs
+/// hooks on each node; placekit runs them on the admin's machine, once per target node, so
+/// a hook must describe the node it is given rather than the machine it runs on.
 /// A non-zero exit, a timeout or too much output is an error that shows its stderr.
-pub async fn run_hook(path: &Path, timeout: Duration) -> Result<String, SourceError> {
+pub async fn run_hook(path: &Path, timeout: Duration, node: &str) -> Result<String, SourceError> {
     use tokio::io::AsyncReadExt;
-    let hook = path.display().to_string();
+    let hook = format!("{} (node {node})", path.display());
     let fail = |message: String| SourceError::Hook {
         hook: hook.clone(),
         message,
@@ -258,6 +312,8 @@ pub async fn run_hook(path: &Path, timeout: Duration) -> Result<String, SourceEr
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env("LANG", "C")
+        .env("NODE_NAME", node)
+        .arg(node)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -315,21 +371,18 @@ pub fn hook_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// The label changes and annotation of an import on one node: set every feature; with
-/// `prune`, remove the labels a previous import recorded that are no longer present (never
-/// any other label); record the imported keys in [`IMPORTED_LABELS_ANNOTATION`].
+/// The label changes and annotation of one source's import on one node: set every feature;
+/// with `prune`, remove the labels this same source imported earlier that it no longer
+/// reports (never a label another source still claims, never one no import set); record
+/// the source's keys in [`IMPORTED_LABELS_ANNOTATION`].
 pub fn import_changes(
     previous_annotation: Option<&str>,
+    source: &str,
     features: &[Feature],
     prune: bool,
 ) -> (Vec<crate::syntax::LabelChange>, crate::syntax::LabelChange) {
     use crate::syntax::LabelChange;
-    let previous: Vec<&str> = previous_annotation
-        .unwrap_or_default()
-        .split(',')
-        .map(str::trim)
-        .filter(|k| !k.is_empty())
-        .collect();
+    let mut record = ImportRecord::parse(previous_annotation);
     let mut changes: Vec<LabelChange> = features
         .iter()
         .map(|f| LabelChange::Set {
@@ -337,22 +390,32 @@ pub fn import_changes(
             value: f.value.clone(),
         })
         .collect();
-    let mut recorded: BTreeMap<String, ()> = features.iter().map(|f| (f.key.clone(), ())).collect();
+    let previous = record.by_source.remove(source).unwrap_or_default();
+    let mut keys: std::collections::BTreeSet<String> =
+        features.iter().map(|f| f.key.clone()).collect();
     for key in previous {
-        if features.iter().any(|f| f.key == key) {
+        if keys.contains(&key) {
             continue;
         }
-        if prune {
-            changes.push(LabelChange::Remove {
-                key: key.to_string(),
-            });
-        } else {
-            recorded.insert(key.to_string(), ());
+        if !prune {
+            keys.insert(key);
+        } else if !record.claimed_by_other(source, &key) {
+            changes.push(LabelChange::Remove { key });
         }
+    }
+    // Keys recorded before provenance existed are claimed by the source that sets them now.
+    if let Some(unknown) = record.by_source.get_mut(UNKNOWN_SOURCE) {
+        unknown.retain(|k| !keys.contains(k));
+        if unknown.is_empty() {
+            record.by_source.remove(UNKNOWN_SOURCE);
+        }
+    }
+    if !keys.is_empty() {
+        record.by_source.insert(source.to_string(), keys);
     }
     let annotation = LabelChange::Set {
         key: IMPORTED_LABELS_ANNOTATION.to_string(),
-        value: recorded.keys().cloned().collect::<Vec<_>>().join(","),
+        value: record.render(),
     };
     (changes, annotation)
 }
@@ -476,32 +539,76 @@ mod tests {
         assert_eq!(features, vec![kv("feature.node.kubernetes.io/a", "2")]);
     }
 
-    #[test]
-    fn import_changes_prune_only_what_was_imported() {
-        use crate::syntax::LabelChange;
-        let features = vec![Feature {
-            key: "feature.node.kubernetes.io/a".into(),
+    fn feature(key: &str) -> Feature {
+        Feature {
+            key: format!("feature.node.kubernetes.io/{key}"),
             value: "1".into(),
             line: 1,
-        }];
-        let previous = "feature.node.kubernetes.io/a,feature.node.kubernetes.io/gone";
-        let (changes, annotation) = import_changes(Some(previous), &features, true);
+        }
+    }
+
+    #[test]
+    fn prune_removes_only_what_the_same_source_imported() {
+        use crate::syntax::LabelChange;
+        let key = |k: &str| format!("feature.node.kubernetes.io/{k}");
+        // hook:cpu imported cpu-model.id and old; hook:sysctl imported swappiness.
+        let previous = serde_json::json!({
+            "hook:cpu": [key("cpu-model.id"), key("old")],
+            "hook:sysctl": [key("swappiness")],
+        })
+        .to_string();
+        let (changes, annotation) =
+            import_changes(Some(&previous), "hook:sysctl", &[feature("somaxconn")], true);
         assert_eq!(
             changes,
             vec![
                 LabelChange::Set {
-                    key: "feature.node.kubernetes.io/a".into(),
+                    key: key("somaxconn"),
                     value: "1".into()
                 },
                 LabelChange::Remove {
-                    key: "feature.node.kubernetes.io/gone".into()
+                    key: key("swappiness")
                 },
-            ]
+            ],
+            "the cpu hook's keys are not the sysctl hook's to prune"
         );
-        assert_eq!(annotation.value(), Some("feature.node.kubernetes.io/a"));
-        let (changes, annotation) = import_changes(Some(previous), &features, false);
+        let record = ImportRecord::parse(annotation.value());
+        assert_eq!(record.by_source["hook:cpu"].len(), 2);
+        assert_eq!(
+            record.by_source["hook:sysctl"].iter().collect::<Vec<_>>(),
+            vec![&key("somaxconn")]
+        );
+
+        // Without --prune the source keeps its earlier keys.
+        let (changes, annotation) =
+            import_changes(Some(&previous), "hook:sysctl", &[feature("somaxconn")], false);
         assert_eq!(changes.len(), 1);
-        assert_eq!(annotation.value(), Some(previous));
+        assert!(ImportRecord::parse(annotation.value()).by_source["hook:sysctl"].contains(&key("swappiness")));
+    }
+
+    #[test]
+    fn a_key_two_sources_claim_is_kept_and_legacy_records_are_read() {
+        use crate::syntax::LabelChange;
+        let key = |k: &str| format!("feature.node.kubernetes.io/{k}");
+        let previous = serde_json::json!({"file:a": [key("shared")], "file:b": [key("shared")]}).to_string();
+        let (changes, _) = import_changes(Some(&previous), "file:a", &[], true);
+        assert!(changes.is_empty(), "file:b still claims it: {changes:?}");
+
+        // The comma-separated record of older versions: keys of an unknown source, never
+        // pruned, claimed by the source that sets them again.
+        let legacy = format!("{},{}", key("a"), key("gone"));
+        let (changes, annotation) = import_changes(Some(&legacy), "file:f", &[feature("a")], true);
+        assert_eq!(
+            changes,
+            vec![LabelChange::Set {
+                key: key("a"),
+                value: "1".into()
+            }]
+        );
+        let record = ImportRecord::parse(annotation.value());
+        assert_eq!(record.by_source[UNKNOWN_SOURCE].iter().collect::<Vec<_>>(), vec![&key("gone")]);
+        assert!(record.by_source["file:f"].contains(&key("a")));
+        assert!(record.owns(&key("gone")) && !record.owns(&key("other")));
     }
 
     #[test]
@@ -543,12 +650,12 @@ mod tests {
         // HOME (set for the test process) stands for any inherited secret: it must not reach the hook.
         std::fs::write(
             &hook,
-            "#!/bin/sh\necho \"home=${HOME:-none}\"\necho 'vm.swappiness=10'\n",
+            "#!/bin/sh\necho \"home=${HOME:-none}\"\necho \"node=$NODE_NAME arg=$1\"\necho 'vm.swappiness=10'\n",
         )
         .unwrap();
         std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let out = run_hook(&hook, Duration::from_secs(5)).await.unwrap();
-        assert_eq!(out, "home=none\nvm.swappiness=10\n");
+        let out = run_hook(&hook, Duration::from_secs(5), "gpu-1").await.unwrap();
+        assert_eq!(out, "home=none\nnode=gpu-1 arg=gpu-1\nvm.swappiness=10\n");
 
         let failing = dir.path().join("failing");
         std::fs::write(
@@ -557,7 +664,7 @@ mod tests {
         )
         .unwrap();
         std::fs::set_permissions(&failing, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let err = run_hook(&failing, Duration::from_secs(5))
+        let err = run_hook(&failing, Duration::from_secs(5), "gpu-1")
             .await
             .unwrap_err()
             .to_string();
@@ -569,7 +676,7 @@ mod tests {
         let slow = dir.path().join("slow");
         std::fs::write(&slow, "#!/bin/sh\nsleep 5\n").unwrap();
         std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let err = run_hook(&slow, Duration::from_millis(200))
+        let err = run_hook(&slow, Duration::from_millis(200), "gpu-1")
             .await
             .unwrap_err()
             .to_string();
@@ -578,7 +685,7 @@ mod tests {
         let chatty = dir.path().join("chatty");
         std::fs::write(&chatty, "#!/bin/sh\nyes a=1 | head -c 200000\n").unwrap();
         std::fs::set_permissions(&chatty, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let err = run_hook(&chatty, Duration::from_secs(5))
+        let err = run_hook(&chatty, Duration::from_secs(5), "gpu-1")
             .await
             .unwrap_err()
             .to_string();

@@ -259,34 +259,6 @@ impl NodePlan {
         Value::Array(ops)
     }
 
-    /// `test` operations that pass only when the node is in the planned state (for the
-    /// touched keys and, when they change, the taints). Sent with `dryRun=All` to find out
-    /// whether a write whose answer was lost was applied.
-    pub fn verify_patch(&self) -> Value {
-        let mut ops: Vec<Value> = Vec::new();
-        map_verify_ops(
-            &mut ops,
-            "/metadata/labels",
-            &self.labels_after(),
-            &self.label_changes,
-        );
-        map_verify_ops(
-            &mut ops,
-            "/metadata/annotations",
-            &self.annotations_after(),
-            &self.annotation_changes,
-        );
-        if self.taints_changed() {
-            let value = if self.taints_after.is_empty() {
-                Value::Null
-            } else {
-                json!(self.taints_after)
-            };
-            ops.push(json!({"op": "test", "path": "/spec/taints", "value": value}));
-        }
-        Value::Array(ops)
-    }
-
     /// A per-node diff of labels and taints (unified format, changed lines only with a
     /// little context), for the confirmation prompt and `--dry-run`.
     pub fn render_diff(&self) -> String {
@@ -387,26 +359,6 @@ fn map_patch_ops(
     }
 }
 
-/// `test` operations asserting a map's touched keys have their planned values.
-fn map_verify_ops(
-    ops: &mut Vec<Value>,
-    root: &str,
-    after: &BTreeMap<String, String>,
-    deltas: &[LabelDelta],
-) {
-    if deltas.is_empty() {
-        return;
-    }
-    if after.is_empty() {
-        ops.push(json!({"op": "test", "path": root, "value": null}));
-        return;
-    }
-    for delta in deltas {
-        let path = format!("{root}/{}", escape_pointer_token(&delta.key));
-        ops.push(json!({"op": "test", "path": path, "value": delta.after}));
-    }
-}
-
 /// The deltas that turn `current` into the requested values of `changes`.
 fn map_deltas(current: &BTreeMap<String, String>, changes: &[LabelChange]) -> Vec<LabelDelta> {
     let mut out: Vec<LabelDelta> = changes
@@ -433,6 +385,122 @@ pub fn escape_pointer_token(token: &str) -> String {
 /// Reverses [`escape_pointer_token`].
 pub fn unescape_pointer_token(token: &str) -> String {
     token.replace("~1", "/").replace("~0", "~")
+}
+
+/// One touched item whose live value is neither what the plan read nor what it wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Difference {
+    /// `label <key>`, `annotation <key>`, `taints` or `uid`.
+    pub item: String,
+    /// The value the plan was made from (`None`: absent).
+    pub read: Option<String>,
+    /// The value on the node now (`None`: absent).
+    pub now: Option<String>,
+    /// The value the plan writes (`None`: absent).
+    pub planned: Option<String>,
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let show = |v: &Option<String>| {
+            v.as_deref()
+                .map(|v| format!("{v:?}"))
+                .unwrap_or_else(|| "absent".into())
+        };
+        write!(
+            f,
+            "{} was {} when read and is {} now (this command would set {})",
+            self.item,
+            show(&self.read),
+            show(&self.now),
+            show(&self.planned)
+        )
+    }
+}
+
+/// What a fresh read of a node says about a plan's write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observed {
+    /// Every touched item has the planned value: the write was made.
+    Applied,
+    /// Every touched item still has the value read: the write was not made.
+    NotApplied,
+    /// Someone else changed a touched item (or recreated the node).
+    Changed(Vec<Difference>),
+}
+
+fn taints_text(taints: &[Taint]) -> String {
+    let mut shown: Vec<String> = taints.iter().map(ToString::to_string).collect();
+    shown.sort();
+    shown.join(",")
+}
+
+/// Compares a node as it is now with a plan: was it applied, not applied, or changed by
+/// someone else (and what)? Pure: the executor uses it after a lost answer or a conflict.
+pub fn observe(plan: &NodePlan, now: &NodeState) -> Observed {
+    if now.uid != plan.before.uid {
+        return Observed::Changed(vec![Difference {
+            item: "uid (the node was deleted and recreated)".into(),
+            read: Some(plan.before.uid.clone()),
+            now: Some(now.uid.clone()),
+            planned: Some(plan.before.uid.clone()),
+        }]);
+    }
+    let mut applied = true;
+    let mut untouched = true;
+    let mut differences = Vec::new();
+    // Items still as read while others are as planned: only a concurrent writer mixes them.
+    let mut not_planned = Vec::new();
+    let mut compare = |item: String,
+                       read: Option<String>,
+                       live: Option<String>,
+                       planned: Option<String>| {
+        applied &= live == planned;
+        untouched &= live == read;
+        let difference = Difference {
+            item,
+            read,
+            now: live,
+            planned,
+        };
+        if difference.now != difference.read && difference.now != difference.planned {
+            differences.push(difference);
+        } else if difference.now != difference.planned {
+            not_planned.push(difference);
+        }
+    };
+    for (what, deltas, live) in [
+        ("label", &plan.label_changes, &now.labels),
+        ("annotation", &plan.annotation_changes, &now.annotations),
+    ] {
+        for d in deltas {
+            compare(
+                format!("{what} {}", d.key),
+                d.before.clone(),
+                live.get(&d.key).cloned(),
+                d.after.clone(),
+            );
+        }
+    }
+    if plan.taints_changed() {
+        let text = |t: &[Taint]| Some(taints_text(t)).filter(|s| !s.is_empty());
+        compare(
+            "taints".into(),
+            text(&plan.before.taints),
+            text(&now.taints),
+            text(&plan.taints_after),
+        );
+    }
+    if applied {
+        Observed::Applied
+    } else if untouched {
+        Observed::NotApplied
+    } else if differences.is_empty() {
+        Observed::Changed(not_planned)
+    } else {
+        Observed::Changed(differences)
+    }
 }
 
 /// Plans one node. Never fails: problems are recorded as blockers so that a command can
@@ -798,14 +866,6 @@ mod tests {
         assert_eq!(after.labels, plan.labels_after());
     }
 
-    #[test]
-    fn verify_patch_passes_only_on_the_planned_state() {
-        let s = state(&[("pool", "batch")], vec![]);
-        let plan = plan_node(&s, &labels_request(&["pool=online", "gpu=a100"], true));
-        let after = apply_to_state(&s, &plan.json_patch()).unwrap();
-        assert!(apply_to_state(&after, &plan.verify_patch()).is_ok());
-        assert!(apply_to_state(&s, &plan.verify_patch()).is_err());
-    }
 
     #[test]
     fn patch_fails_when_someone_changed_the_key() {

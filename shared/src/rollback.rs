@@ -7,10 +7,16 @@
 //! - otherwise someone changed it since: a **conflict**, reported with the value found and
 //!   the value expected, and left alone unless `force`, which restores the before-value.
 //!
-//! A node whose uid changed was deleted and recreated: it is skipped. Nodes whose recorded
-//! outcome proves nothing was written (conflict, failed, skipped) are skipped too; a node
-//! without a recorded outcome (the run died mid-flight) is compared like an applied one,
-//! which is safe because every key is checked against the live value.
+//! A node whose uid changed was deleted and recreated: it is skipped.
+//!
+//! Every node of the snapshot is compared with the live node, whatever outcome the journal
+//! recorded: a lost answer can leave a change made that the journal calls failed, and the
+//! key-by-key comparison is exact, so it is safe. The recorded outcome only changes what a
+//! difference means: for a node recorded as applied, unknown or without an outcome (the
+//! run died mid-flight), a value that is neither the one set nor the one before is a
+//! conflict; for a node recorded as not written (conflict, failed, skipped, not attempted),
+//! it is someone else's change and not ours to report or to force — only the values this
+//! command would have set are restored.
 
 use serde::Serialize;
 
@@ -88,14 +94,6 @@ pub fn plan_node_rollback(
     current: Option<&NodeState>,
     force: bool,
 ) -> NodeRollback {
-    if let Some(outcome @ (OutcomeKind::Conflict | OutcomeKind::Failed | OutcomeKind::Skipped)) =
-        outcome
-    {
-        return NodeRollback::NothingApplied {
-            node: snap.name.clone(),
-            outcome,
-        };
-    }
     let Some(current) = current else {
         return NodeRollback::Missing {
             node: snap.name.clone(),
@@ -163,16 +161,42 @@ pub fn plan_node_rollback(
         }
     }
 
-    NodeRollback::Restore {
-        plan: Box::new(NodePlan {
-            before: current.clone(),
-            label_changes,
-            taints_after: taints,
-            annotation_changes,
-            blockers: Vec::new(),
-            notes: Vec::new(),
-        }),
-        conflicts,
+    let plan = NodePlan {
+        before: current.clone(),
+        label_changes,
+        taints_after: taints,
+        annotation_changes,
+        blockers: Vec::new(),
+        notes: Vec::new(),
+    };
+    match outcome {
+        Some(
+            outcome @ (OutcomeKind::Conflict
+            | OutcomeKind::Failed
+            | OutcomeKind::Skipped
+            | OutcomeKind::NotAttempted),
+        ) => {
+            // Recorded as not written: differences are someone else's. Restore only what
+            // this command evidently set (the journal was wrong), never by force.
+            if force {
+                return plan_node_rollback(snap, Some(outcome), Some(current), false);
+            }
+            if plan.is_noop() {
+                NodeRollback::NothingApplied {
+                    node: snap.name.clone(),
+                    outcome,
+                }
+            } else {
+                NodeRollback::Restore {
+                    plan: Box::new(plan),
+                    conflicts: Vec::new(),
+                }
+            }
+        }
+        _ => NodeRollback::Restore {
+            plan: Box::new(plan),
+            conflicts,
+        },
     }
 }
 
@@ -379,19 +403,38 @@ mod tests {
     }
 
     #[test]
-    fn nodes_that_were_not_written_are_skipped() {
+    fn every_node_is_compared_whatever_its_recorded_outcome() {
         let before = node(&[("pool", "batch")], vec![]);
-        let (snap, _) = run(&before, &set(&["pool=online"]));
+        let (snap, after) = run(&before, &set(&["pool=online"]));
+        let mut someone_else = before.clone();
+        someone_else.labels.insert("pool".into(), "training".into());
         for outcome in [
             OutcomeKind::Conflict,
             OutcomeKind::Failed,
             OutcomeKind::Skipped,
+            OutcomeKind::NotAttempted,
         ] {
+            // Really not written: nothing to undo.
             assert!(matches!(
                 plan_node_rollback(&snap, Some(outcome), Some(&before), false),
                 NodeRollback::NothingApplied { .. }
             ));
+            // Someone else's value is neither reported nor forced.
+            for force in [false, true] {
+                assert!(matches!(
+                    plan_node_rollback(&snap, Some(outcome), Some(&someone_else), force),
+                    NodeRollback::NothingApplied { .. }
+                ));
+            }
+            // The journal said not written, but the node has the command's value (a lost
+            // answer): restored.
+            let rb = plan_node_rollback(&snap, Some(outcome), Some(&after), false);
+            let (plan, conflicts) = restore(&rb);
+            assert_eq!(plan.labels_after()["pool"], "batch", "{outcome:?}");
+            assert!(conflicts.is_empty());
         }
+        let rb = plan_node_rollback(&snap, Some(OutcomeKind::Unknown), Some(&after), false);
+        assert_eq!(restore(&rb).0.labels_after()["pool"], "batch");
         // Unknown outcome (the run died): compared key by key; here the write never landed.
         let rb = plan_node_rollback(&snap, None, Some(&before), false);
         let (plan, conflicts) = restore(&rb);

@@ -1,20 +1,30 @@
 //! Snapshots: the before-state of every node a command changes, made durable before the
 //! first write, followed by a journal of per-node outcomes appended as the command runs.
 //!
-//! # Format (`placekit.dev/v1`, kind `Snapshot`)
+//! # Format (`placekit.dev/v2`, kind `Snapshot`)
 //!
 //! A snapshot is one UTF-8 file of JSON Lines, mode 0600:
 //!
 //! 1. line 1, the **header**: `apiVersion`, `kind: Snapshot`, `tool`, `toolVersion`,
-//!    `createdAt` (RFC 3339), `context`, `server`, `commandLine`, `operation` (`set`,
-//!    `remove`, `import`, `dedicate`, `release`, `rollback`), optional `rollbackOf` (the
-//!    snapshot a rollback undoes) and `nodes`: for each target node its `name`, `uid`,
-//!    `resourceVersion`, the full `labelsBefore` and `taintsBefore`, the planned
-//!    `labelChanges` (`key`, `before`, `after`; `null` is "absent") and `taintsAdded`,
-//!    `taintsRemoved`, `taintsAfter`;
+//!    `createdAt` (RFC 3339), `context`, `server` (without userinfo), `cluster` (the
+//!    cluster's identity: `server`, and where they could be read `caFingerprint`, the
+//!    SHA-256 of the kubeconfig's CA certificate, and `kubeSystemUid`, the uid of the
+//!    `kube-system` namespace), `commandLine`, `operation` (`set`, `remove`, `import`,
+//!    `dedicate`, `release`, `rollback`), optional `rollbackOf` (the snapshot a rollback
+//!    undoes) and `nodes`: for each target node its `name`, `uid`, `resourceVersion`, the
+//!    full `labelsBefore` and `taintsBefore`, the planned `labelChanges` (`key`, `before`,
+//!    `after`; `null` is "absent") and `taintsAdded`, `taintsRemoved`, `taintsAfter`;
 //! 2. then one **record** per line, appended as things happen: `{"kind":"Outcome",
-//!    "node":…, "outcome":"applied"|"conflict"|"failed"|"skipped"|"notAttempted",
-//!    "message":…, "at":…}` and `{"kind":"RolledBack","by":<snapshot file>,"at":…}`.
+//!    "node":…, "outcome":"applied"|"conflict"|"failed"|"unknown"|"skipped"|"notAttempted",
+//!    "message":…, "at":…}` and `{"kind":"RolledBack","by":<snapshot file>,"partial":bool,
+//!    "at":…}` (`partial`: the rollback left something of this snapshot in place).
+//!
+//! `placekit.dev/v1` snapshots (no `cluster`, no `unknown`, no `partial`) are still read;
+//! their cluster is known by its server URL only.
+//!
+//! A snapshot written elsewhere with `--backup=PATH` is indexed in the state directory by
+//! a one-line `*.snapshot-ref` file holding its absolute path, so `history` and
+//! `rollback --last` see it like any other.
 //!
 //! The header is written to a temporary file, flushed, fsync'ed and atomically renamed
 //! (and the directory fsync'ed) before [`SnapshotStore::create`] returns, so the
@@ -35,12 +45,16 @@ use serde::{Deserialize, Serialize};
 use crate::plan::{LabelDelta, NodePlan};
 use crate::syntax::Taint;
 
-/// The `apiVersion` of the snapshot format.
-pub const SNAPSHOT_API_VERSION: &str = "placekit.dev/v1";
+/// The `apiVersion` of the snapshot format written now.
+pub const SNAPSHOT_API_VERSION: &str = "placekit.dev/v2";
+/// Older versions still read.
+pub const READABLE_SNAPSHOT_VERSIONS: [&str; 2] = ["placekit.dev/v1", SNAPSHOT_API_VERSION];
 /// Journal records between two fsyncs.
 pub const JOURNAL_SYNC_EVERY: usize = 64;
 /// File name suffix of snapshots.
 pub const SNAPSHOT_SUFFIX: &str = ".snapshot.jsonl";
+/// File name suffix of the index entries of `--backup=PATH` snapshots in the state directory.
+pub const SNAPSHOT_REF_SUFFIX: &str = ".snapshot-ref";
 
 /// Errors of the snapshot store.
 #[derive(Debug, thiserror::Error)]
@@ -65,10 +79,12 @@ pub enum SnapshotError {
     },
     #[error("snapshot {path} has apiVersion {found:?}; this placekit reads {SNAPSHOT_API_VERSION}")]
     UnsupportedVersion { path: PathBuf, found: String },
-    #[error("no snapshot of {tool} for context {context:?} in {dir}")]
+    #[error(
+        "nothing to undo: no snapshot of {tool} for this cluster ({cluster}) that is not a rollback and not already rolled back, in {dir} (see `history`)"
+    )]
     NoneFound {
         tool: String,
-        context: String,
+        cluster: String,
         dir: PathBuf,
     },
 }
@@ -118,6 +134,62 @@ impl From<&NodePlan> for SnapshotNode {
     }
 }
 
+/// Which cluster a snapshot was taken on: context names are not unique (every kind cluster
+/// is `kind-kind`), so `rollback --last` and the cross-cluster guard compare these instead.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterIdentity {
+    /// The API server URL, without userinfo.
+    pub server: String,
+    /// `sha256:<hex>` of the first CA certificate the kubeconfig trusts, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_fingerprint: Option<String>,
+    /// The uid of the `kube-system` namespace, if it could be read: stable for the life of
+    /// the cluster and different for a recreated one at the same URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube_system_uid: Option<String>,
+}
+
+impl ClusterIdentity {
+    /// Whether `self` and `other` are the same cluster: the `kube-system` uid decides when
+    /// both have one; otherwise two different CA fingerprints mean different clusters, and
+    /// the server URL decides the rest.
+    pub fn same_cluster(&self, other: &ClusterIdentity) -> bool {
+        if let (Some(a), Some(b)) = (&self.kube_system_uid, &other.kube_system_uid) {
+            return a == b;
+        }
+        if let (Some(a), Some(b)) = (&self.ca_fingerprint, &other.ca_fingerprint)
+            && a != b
+        {
+            return false;
+        }
+        normalize_server(&self.server) == normalize_server(&other.server)
+    }
+}
+
+impl std::fmt::Display for ClusterIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.server)?;
+        if let Some(uid) = &self.kube_system_uid {
+            write!(f, ", kube-system uid {uid}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A server URL without userinfo and trailing slash, for comparing and recording.
+pub fn normalize_server(server: &str) -> String {
+    let without_userinfo = match server.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+            format!("{scheme}://{host}{path}")
+        }
+        None => server.to_string(),
+    };
+    without_userinfo.trim_end_matches('/').to_string()
+}
+
 /// The first line of a snapshot file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -129,6 +201,9 @@ pub struct SnapshotHeader {
     pub created_at: String,
     pub context: String,
     pub server: String,
+    /// Absent in `placekit.dev/v1` snapshots (see [`SnapshotHeader::cluster`]).
+    #[serde(default, rename = "cluster", skip_serializing_if = "Option::is_none")]
+    pub cluster_identity: Option<ClusterIdentity>,
     pub command_line: Vec<String>,
     pub operation: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -142,11 +217,15 @@ impl SnapshotHeader {
         tool: &str,
         tool_version: &str,
         context: &str,
-        server: &str,
+        cluster: &ClusterIdentity,
         command_line: Vec<String>,
         operation: &str,
         plans: &[NodePlan],
     ) -> Self {
+        let cluster = ClusterIdentity {
+            server: normalize_server(&cluster.server),
+            ..cluster.clone()
+        };
         SnapshotHeader {
             api_version: SNAPSHOT_API_VERSION.to_string(),
             kind: "Snapshot".to_string(),
@@ -154,7 +233,8 @@ impl SnapshotHeader {
             tool_version: tool_version.to_string(),
             created_at: now_rfc3339(),
             context: context.to_string(),
-            server: server.to_string(),
+            server: cluster.server.clone(),
+            cluster_identity: Some(cluster),
             command_line,
             operation: operation.to_string(),
             rollback_of: None,
@@ -164,6 +244,21 @@ impl SnapshotHeader {
                 .map(SnapshotNode::from)
                 .collect(),
         }
+    }
+
+    /// The cluster this snapshot was taken on (for v1 snapshots: its server URL only).
+    pub fn cluster(&self) -> ClusterIdentity {
+        self.cluster_identity
+            .clone()
+            .unwrap_or_else(|| ClusterIdentity {
+                server: normalize_server(&self.server),
+                ..ClusterIdentity::default()
+            })
+    }
+
+    /// Whether this snapshot records a rollback.
+    pub fn is_rollback(&self) -> bool {
+        self.rollback_of.is_some()
     }
 }
 
@@ -175,8 +270,12 @@ pub enum OutcomeKind {
     Applied,
     /// A precondition failed: someone else changed a touched key or the taints.
     Conflict,
-    /// The write failed for another reason (after retries, for transient errors).
+    /// The write failed for another reason (after retries, for transient errors) and a
+    /// re-read showed the node unchanged.
     Failed,
+    /// An attempt ended in a transport error and no re-read could tell whether the change
+    /// was made: rollback compares this node like an applied one.
+    Unknown,
     /// Nothing was sent (nothing to do, or filtered out).
     Skipped,
     /// The run stopped (Ctrl-C, fatal error) before this node was attempted.
@@ -189,6 +288,7 @@ impl OutcomeKind {
             OutcomeKind::Applied => "applied",
             OutcomeKind::Conflict => "conflict",
             OutcomeKind::Failed => "failed",
+            OutcomeKind::Unknown => "unknown",
             OutcomeKind::Skipped => "skipped",
             OutcomeKind::NotAttempted => "notAttempted",
         }
@@ -208,7 +308,14 @@ pub enum JournalRecord {
         at: String,
     },
     #[serde(rename_all = "camelCase")]
-    RolledBack { by: String, at: String },
+    RolledBack {
+        by: String,
+        /// The rollback left part of this snapshot's change in place (conflicts not forced,
+        /// failures): `rollback --last` still offers this snapshot.
+        #[serde(default)]
+        partial: bool,
+        at: String,
+    },
 }
 
 /// A loaded snapshot: header and journal.
@@ -241,12 +348,25 @@ impl Snapshot {
             .collect()
     }
 
+    /// Whether the newest rollback of this snapshot restored all of it.
+    pub fn fully_rolled_back(&self) -> bool {
+        self.records
+            .iter()
+            .rev()
+            .find_map(|r| match r {
+                JournalRecord::RolledBack { partial, .. } => Some(!partial),
+                _ => None,
+            })
+            .unwrap_or(false)
+    }
+
     /// Count of nodes per outcome, nodes without an outcome counted as `NotAttempted`.
     pub fn outcome_counts(&self) -> Vec<(OutcomeKind, usize)> {
         let kinds = [
             OutcomeKind::Applied,
             OutcomeKind::Conflict,
             OutcomeKind::Failed,
+            OutcomeKind::Unknown,
             OutcomeKind::Skipped,
             OutcomeKind::NotAttempted,
         ];
@@ -285,7 +405,7 @@ impl Snapshot {
         let version: serde_json::Value =
             serde_json::from_str(&first).map_err(|e| malformed(1, e.to_string()))?;
         let found = version["apiVersion"].as_str().unwrap_or_default();
-        if found != SNAPSHOT_API_VERSION {
+        if !READABLE_SNAPSHOT_VERSIONS.contains(&found) {
             return Err(SnapshotError::UnsupportedVersion {
                 path: path.to_path_buf(),
                 found: found.to_string(),
@@ -470,7 +590,32 @@ impl SnapshotStore {
         write_snapshot(&self.new_path(header), header)
     }
 
-    /// Every snapshot in the store, oldest first. Unreadable files are skipped.
+    /// Writes a snapshot at a path of the user's choice (`--backup=PATH`) and indexes it in
+    /// this store, so `history` and `rollback --last` find it.
+    pub fn create_at(&self, path: &Path, header: &SnapshotHeader) -> Result<Journal, SnapshotError> {
+        let journal = write_snapshot(path, header)?;
+        let absolute = std::path::absolute(journal.path()).map_err(io_err(path))?;
+        create_dir_private(&self.dir)?;
+        let name = self.new_path(header);
+        let reference = name.with_file_name(
+            name.file_name()
+                .map(|n| n.to_string_lossy().replace(SNAPSHOT_SUFFIX, SNAPSHOT_REF_SUFFIX))
+                .unwrap_or_default(),
+        );
+        let mut line = absolute.display().to_string().into_bytes();
+        line.push(b'\n');
+        let result = (|| {
+            let mut file = private_options().write(true).create_new(true).open(&reference)?;
+            file.write_all(&line)?;
+            file.sync_all()?;
+            sync_dir(&self.dir)
+        })();
+        result.map_err(io_err(&reference))?;
+        Ok(journal)
+    }
+
+    /// Every snapshot in the store and every `--backup` snapshot indexed in it, oldest
+    /// first (by the time-stamped index name). Unreadable files are skipped.
     pub fn list(&self) -> Result<Vec<Snapshot>, SnapshotError> {
         let entries = match fs::read_dir(&self.dir) {
             Ok(e) => e,
@@ -480,24 +625,58 @@ impl SnapshotStore {
         let mut paths: Vec<PathBuf> = entries
             .filter_map(Result::ok)
             .map(|e| e.path())
-            .filter(|p| p.to_string_lossy().ends_with(SNAPSHOT_SUFFIX))
+            .filter(|p| {
+                let name = p.to_string_lossy();
+                name.ends_with(SNAPSHOT_SUFFIX) || name.ends_with(SNAPSHOT_REF_SUFFIX)
+            })
             .collect();
         paths.sort();
         Ok(paths
             .iter()
-            .filter_map(|p| Snapshot::load(p).ok())
+            .filter_map(|p| {
+                if p.to_string_lossy().ends_with(SNAPSHOT_REF_SUFFIX) {
+                    let target = fs::read_to_string(p).ok()?;
+                    Snapshot::load(Path::new(target.trim_end_matches('\n'))).ok()
+                } else {
+                    Snapshot::load(p).ok()
+                }
+            })
             .collect())
     }
 
-    /// The newest snapshot of `tool` for `context`.
-    pub fn latest(&self, tool: &str, context: &str) -> Result<Snapshot, SnapshotError> {
-        self.list()?
-            .into_iter()
+    /// What `rollback --last` undoes: the newest snapshot of `tool` taken on `cluster` that
+    /// is not itself a rollback and is not (fully) rolled back — so repeated `--last` walks
+    /// back through history. A snapshot whose rollback was itself rolled back is in effect
+    /// again and counts as not rolled back.
+    pub fn last_undoable(
+        &self,
+        tool: &str,
+        cluster: &ClusterIdentity,
+    ) -> Result<Snapshot, SnapshotError> {
+        let all = self.list()?;
+        let undone = |s: &Snapshot| {
+            s.fully_rolled_back()
+                && s.records.iter().rev().find_map(|r| match r {
+                    JournalRecord::RolledBack { by, .. } => Some(by.as_str()),
+                    _ => None,
+                })
+                .is_none_or(|by| {
+                    !all.iter()
+                        .any(|r| r.path == Path::new(by) && r.fully_rolled_back())
+                })
+        };
+        all.iter()
             .rev()
-            .find(|s| s.header.tool == tool && s.header.context == context)
+            .find(|s| {
+                s.header.tool == tool
+                    && !s.header.is_rollback()
+                    && s.header.cluster().same_cluster(cluster)
+                    && !undone(s)
+            })
+            .cloned()
             .ok_or_else(|| SnapshotError::NoneFound {
                 tool: tool.to_string(),
-                context: context.to_string(),
+                cluster: cluster.to_string(),
                 dir: self.dir.clone(),
             })
     }
@@ -616,7 +795,10 @@ mod tests {
             "kubectl-nodelabel",
             "0.1.0",
             "kind-gpu/admin",
-            "https://127.0.0.1:6443",
+            &ClusterIdentity {
+                server: "https://127.0.0.1:6443".into(),
+                ..Default::default()
+            },
             vec!["kubectl-nodelabel".into(), "set".into()],
             "set",
             &plans,
@@ -660,14 +842,19 @@ mod tests {
                 (OutcomeKind::NotAttempted, 1)
             ]
         );
+        let here = ClusterIdentity {
+            server: "https://127.0.0.1:6443/".into(),
+            ..Default::default()
+        };
         assert_eq!(
-            store
-                .latest("kubectl-nodelabel", "kind-gpu/admin")
-                .unwrap()
-                .path,
+            store.last_undoable("kubectl-nodelabel", &here).unwrap().path,
             path
         );
-        assert!(store.latest("kubectl-nodelabel", "other").is_err());
+        let elsewhere = ClusterIdentity {
+            server: "https://10.0.0.1:6443".into(),
+            ..Default::default()
+        };
+        assert!(store.last_undoable("kubectl-nodelabel", &elsewhere).is_err());
     }
 
     #[cfg(unix)]
@@ -739,6 +926,66 @@ mod tests {
     }
 
     #[test]
+    fn cluster_identity_prefers_the_kube_system_uid() {
+        let id = |server: &str, ca: Option<&str>, uid: Option<&str>| ClusterIdentity {
+            server: server.into(),
+            ca_fingerprint: ca.map(Into::into),
+            kube_system_uid: uid.map(Into::into),
+        };
+        let a = id("https://127.0.0.1:6443", Some("sha256:a"), Some("u1"));
+        assert!(a.same_cluster(&id("https://127.0.0.1:6443/", Some("sha256:a"), Some("u1"))));
+        assert!(
+            !a.same_cluster(&id("https://127.0.0.1:6443", Some("sha256:a"), Some("u2"))),
+            "a recreated cluster at the same URL"
+        );
+        assert!(a.same_cluster(&id("https://lb.example:443", None, Some("u1"))));
+        assert!(!a.same_cluster(&id("https://127.0.0.1:6443", Some("sha256:b"), None)));
+        assert!(a.same_cluster(&id("https://127.0.0.1:6443", None, None)));
+        assert!(!a.same_cluster(&id("https://127.0.0.1:6444", None, None)));
+        assert_eq!(
+            normalize_server("https://user:secret@example.com:6443/"),
+            "https://example.com:6443"
+        );
+    }
+
+    #[test]
+    fn last_undoable_walks_back_and_skips_rollbacks() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SnapshotStore::new(dir.path().join("snaps"));
+        let here = header(1).cluster();
+        let first = store.create(&header(1)).unwrap().path().to_path_buf();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let backup = dir.path().join("backup.jsonl");
+        let second = store.create_at(&backup, &header(1)).unwrap().path().to_path_buf();
+        assert_eq!(store.last_undoable("kubectl-nodelabel", &here).unwrap().path, second);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let mut undo = header(1);
+        undo.rollback_of = Some(second.display().to_string());
+        let undo_path = store.create(&undo).unwrap().path().to_path_buf();
+        let mark = |of: &Path, by: &Path, partial: bool| {
+            Journal::open_existing(of)
+                .unwrap()
+                .record(&JournalRecord::RolledBack {
+                    by: by.display().to_string(),
+                    partial,
+                    at: now_rfc3339(),
+                })
+                .unwrap()
+        };
+        mark(&second, &undo_path, true);
+        assert_eq!(
+            store.last_undoable("kubectl-nodelabel", &here).unwrap().path,
+            second,
+            "a partial rollback leaves it undoable"
+        );
+        mark(&second, &undo_path, false);
+        assert_eq!(store.last_undoable("kubectl-nodelabel", &here).unwrap().path, first);
+        mark(&first, &undo_path, false);
+        assert!(store.last_undoable("kubectl-nodelabel", &here).is_err());
+        assert_eq!(store.list().unwrap().len(), 3, "the backup is indexed");
+    }
+
+    #[test]
     fn rollback_marks_are_listed() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
@@ -747,6 +994,7 @@ mod tests {
             .unwrap()
             .record(&JournalRecord::RolledBack {
                 by: "other.jsonl".into(),
+                partial: false,
                 at: now_rfc3339(),
             })
             .unwrap();

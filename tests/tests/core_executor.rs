@@ -73,7 +73,10 @@ async fn fault_on_the_third_write_fails_only_that_node_and_rollback_restores_the
         "test",
         "0",
         "placekit-test",
-        &server.url(),
+        &placekit::snapshot::ClusterIdentity {
+            server: server.url(),
+            ..Default::default()
+        },
         vec![],
         "set",
         &plans,

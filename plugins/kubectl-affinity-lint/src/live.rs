@@ -7,7 +7,9 @@ use placekit::connect::Connection;
 use placekit::exit;
 use placekit::live::{self, ConstraintsPod, Drift, FilterFailure, NodeInfo, NodeObject, PodObject};
 use placekit::ui::Ui;
-use placekit::workflow::{self, WorkflowError};
+use placekit::api;
+use placekit::error::CommandError;
+use placekit::mutation::report::REPORT_API_VERSION;
 use serde_json::{Value, json};
 
 /// Page size for node and pod lists.
@@ -19,14 +21,14 @@ const DRIFT_PAGE: u32 = 20_000;
 /// Nodes and active pods, from two paged lists; returns the node infos and the pods.
 pub async fn cluster_state(
     conn: &Connection,
-) -> Result<(Vec<NodeInfo>, Vec<PodObject>), WorkflowError> {
+) -> Result<(Vec<NodeInfo>, Vec<PodObject>), CommandError> {
     let mut nodes: Vec<NodeObject> = Vec::new();
-    workflow::for_each_page(&conn.client, "/api/v1/nodes", None, None, PAGE, |p| {
+    api::for_each_page(&conn.client, "/api/v1/nodes", None, None, PAGE, |p| {
         nodes.extend(p)
     })
     .await?;
     let mut pods: Vec<PodObject> = Vec::new();
-    workflow::for_each_page(
+    api::for_each_page(
         &conn.client,
         "/api/v1/pods",
         Some("status.phase!=Succeeded,status.phase!=Failed"),
@@ -44,9 +46,9 @@ pub async fn drift(
     ui: &Ui,
     namespace: Option<&str>,
     selector: Option<&str>,
-) -> Result<u8, WorkflowError> {
+) -> Result<u8, CommandError> {
     let mut nodes: Vec<NodeObject> = Vec::new();
-    workflow::for_each_page(&conn.client, "/api/v1/nodes", None, None, PAGE, |p| {
+    api::for_each_page(&conn.client, "/api/v1/nodes", None, None, PAGE, |p| {
         nodes.extend(p)
     })
     .await?;
@@ -58,7 +60,7 @@ pub async fn drift(
     };
     let mut drifted: Vec<Drift> = Vec::new();
     let mut checked = 0usize;
-    let requests = workflow::for_each_page(
+    let requests = api::for_each_page(
         &conn.client,
         &collection,
         Some("status.phase=Running"),
@@ -79,7 +81,7 @@ pub async fn drift(
     .await?;
     if ui.output.is_structured() {
         ui.print_structured(&json!({
-            "apiVersion": workflow::REPORT_API_VERSION,
+            "apiVersion": REPORT_API_VERSION,
             "kind": "DriftReport",
             "podsChecked": checked,
             "listRequests": requests + 1,
@@ -121,32 +123,32 @@ pub async fn why_pending(
     ui: &Ui,
     namespace: &str,
     name: &str,
-) -> Result<u8, WorkflowError> {
+) -> Result<u8, CommandError> {
     let path = format!("/api/v1/namespaces/{namespace}/pods/{name}");
     let request = http::Request::get(&path)
         .body(Vec::new())
-        .map_err(|e| WorkflowError::Input(e.to_string()))?;
+        .map_err(|e| CommandError::Input(e.to_string()))?;
     let raw: Value = match conn.client.request(request).await {
         Ok(v) => v,
         Err(kube::Error::Api(s)) if s.code == 404 => {
-            return Err(WorkflowError::Input(format!(
+            return Err(CommandError::Input(format!(
                 "pod {namespace}/{name} not found (check the name and -n)"
             )));
         }
         Err(e) => {
-            return Err(workflow::api_error(
+            return Err(CommandError::from_api(
                 e,
                 &format!("reading pod {namespace}/{name}"),
             ));
         }
     };
     let pod: PodObject = serde_json::from_value(raw.clone())
-        .map_err(|e| WorkflowError::Cluster(format!("unreadable pod: {e}")))?;
+        .map_err(|e| CommandError::Cluster(format!("unreadable pod: {e}")))?;
     let phase = pod.status.phase.clone().unwrap_or_default();
     if phase != "Pending" {
         let node = pod.spec.node_name.clone().unwrap_or_default();
         if ui.output.is_structured() {
-            ui.print_structured(&json!({"apiVersion": workflow::REPORT_API_VERSION, "kind": "PendingReport", "pod": {"namespace": namespace, "name": name, "phase": phase, "node": node}, "pending": false}));
+            ui.print_structured(&json!({"apiVersion": REPORT_API_VERSION, "kind": "PendingReport", "pod": {"namespace": namespace, "name": name, "phase": phase, "node": node}, "pending": false}));
         } else {
             println!("pod {namespace}/{name} is {phase} on node {node}: it is not Pending");
         }
@@ -156,7 +158,7 @@ pub async fn why_pending(
     // count the pod against its own node.
     if let Some(node) = pod.spec.node_name.clone().filter(|n| !n.is_empty()) {
         if ui.output.is_structured() {
-            ui.print_structured(&json!({"apiVersion": workflow::REPORT_API_VERSION, "kind": "PendingReport", "pod": {"namespace": namespace, "name": name, "phase": phase, "node": node}, "pending": true, "scheduled": true, "conditions": raw["status"]["conditions"]}));
+            ui.print_structured(&json!({"apiVersion": REPORT_API_VERSION, "kind": "PendingReport", "pod": {"namespace": namespace, "name": name, "phase": phase, "node": node}, "pending": true, "scheduled": true, "conditions": raw["status"]["conditions"]}));
         } else {
             println!(
                 "pod {namespace}/{name} is Pending but already scheduled to node {node}: it waits for that node's kubelet (image pulls, volumes, init containers), not for the scheduler"
@@ -167,7 +169,7 @@ pub async fn why_pending(
     let (nodes, _) = cluster_state(conn).await?;
     let mut events: Vec<Value> = Vec::new();
     let selector = format!("involvedObject.kind=Pod,involvedObject.name={name}");
-    workflow::for_each_page(
+    api::for_each_page(
         &conn.client,
         &format!("/api/v1/namespaces/{namespace}/events"),
         Some(&selector),
@@ -199,7 +201,7 @@ pub async fn why_pending(
         .collect();
     let verdict = filters.verdict(&nodes, &checked);
     let report = json!({
-        "apiVersion": workflow::REPORT_API_VERSION,
+        "apiVersion": REPORT_API_VERSION,
         "kind": "PendingReport",
         "pod": {"namespace": namespace, "name": name, "phase": phase},
         "pending": true,

@@ -210,7 +210,7 @@ fn main() -> ExitCode {
                 cli.connection.namespace.clone()
             };
             let selector = selector.clone();
-            return placekit::workflow::run_to_exit_code(async {
+            return placekit::error::run_to_exit_code(async {
                 let conn = cli.connection.connect().await?;
                 live::drift(&conn, &ui, namespace.as_deref(), selector.as_deref()).await
             });
@@ -221,7 +221,7 @@ fn main() -> ExitCode {
                 color: cli.color,
                 ..DisplayArgs::default()
             });
-            return placekit::workflow::run_to_exit_code(async {
+            return placekit::error::run_to_exit_code(async {
                 let conn = cli.connection.connect().await?;
                 live::why_pending(&conn, &ui, &conn.namespace, pod).await
             });
@@ -244,7 +244,7 @@ fn main() -> ExitCode {
         ..DisplayArgs::default()
     });
     let nodes = if cli.cluster {
-        let state = placekit::workflow::block_on(async {
+        let state = placekit::error::block_on(async {
             let conn = cli.connection.connect().await?;
             live::cluster_state(&conn).await.map(|(nodes, _)| nodes)
         });

@@ -2,27 +2,19 @@
 //! them with exactly the same key, value and effect, and show the GPU inventory. A thin
 //! layer over the `placekit` core library.
 
-use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use placekit::connect::{Connection, ConnectionArgs};
+use placekit::connect::ConnectionArgs;
+use placekit::error::{CommandError, run_to_exit_code};
 use placekit::exit;
-use placekit::gpu::{self, DEFAULT_RESOURCE, NodeGpu, NodeView, PodView, format_milli};
-use placekit::plan::{ChangeRequest, NodePlan, Note, plan_node};
-use placekit::syntax::{LabelChange, Taint, TaintMatcher, parse_label_changes, parse_taint};
-use placekit::ui::{DisplayArgs, MutationArgs, OutputFormat, Ui};
-use placekit::workflow::{self, MutationContext, Targets, WorkflowError};
-
-const TOOL: &str = "kubectl-gpu_taint";
-const COMMAND: &str = "kubectl gpu-taint";
-const DEFAULT_TAINT: &str = "dedicated=gpu:NoSchedule";
-/// Pods per list page for the inventory (a handful of requests for 150,000 pods).
-const POD_PAGE: u32 = 10_000;
-/// Nodes per list page (5,000 nodes in one request).
-const NODE_PAGE: u32 = 5_000;
-/// Above this many target nodes the preflight lists all pods once instead of per node.
-const PER_NODE_POD_LISTS: usize = 10;
+use placekit::gpu::DEFAULT_RESOURCE;
+use placekit::mutation::gpu::{self, COMMAND, Dedication, TOOL};
+use placekit::mutation::report::print_report;
+use placekit::mutation::undo::{self, SnapshotChoice};
+use placekit::syntax::{parse_label_changes, parse_taint};
+use placekit::targets::Targets;
+use placekit::ui::{DisplayArgs, MutationArgs, Ui};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -68,8 +60,9 @@ enum Command {
     Dedicate {
         #[command(flatten)]
         selection: Selection,
-        /// The taint: KEY=VALUE:EFFECT or KEY:EFFECT (NoSchedule, PreferNoSchedule, NoExecute).
-        #[arg(long, default_value = DEFAULT_TAINT)]
+        /// The taint, required: KEY=VALUE:EFFECT or KEY:EFFECT (NoSchedule, PreferNoSchedule,
+        /// NoExecute), e.g. dedicated=gpu:NoSchedule.
+        #[arg(long, required = true, value_name = "KEY=VALUE:EFFECT")]
         taint: String,
         /// Pool labels to set with the taint, KEY=VALUE.
         #[arg(long = "label", value_name = "KEY=VALUE")]
@@ -83,6 +76,9 @@ enum Command {
         /// Replace a taint with the same key and effect, or a label with another value.
         #[arg(long)]
         overwrite: bool,
+        /// Change pool labels that required scheduling constraints of workloads depend on.
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         mutation: MutationArgs,
     },
@@ -90,12 +86,16 @@ enum Command {
     Release {
         #[command(flatten)]
         selection: Selection,
-        /// The taint to remove: KEY=VALUE:EFFECT or KEY:EFFECT.
-        #[arg(long, default_value = DEFAULT_TAINT)]
-        taint: String,
+        /// The taint to remove, matched on key, value and effect: KEY=VALUE:EFFECT or
+        /// KEY:EFFECT. Without it, only the --label keys are removed.
+        #[arg(long, value_name = "KEY=VALUE:EFFECT", required_unless_present = "labels")]
+        taint: Option<String>,
         /// Pool labels to remove, if present.
         #[arg(long = "label", value_name = "KEY")]
         labels: Vec<String>,
+        /// Remove pool labels that required scheduling constraints of workloads depend on.
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         mutation: MutationArgs,
     },
@@ -104,6 +104,8 @@ enum Command {
         snapshot: Option<String>,
         #[arg(long)]
         last: bool,
+        /// Also restore what someone changed after the command, roll back a snapshot of
+        /// another cluster, and change labels workloads depend on.
         #[arg(long)]
         force: bool,
         #[command(flatten)]
@@ -136,36 +138,19 @@ fn main() -> ExitCode {
     // Parse first: --help and --version never build the async runtime or a client.
     let cli = Cli::parse();
     let ui = Ui::new(&cli.display);
-    workflow::run_to_exit_code(run(cli, &ui))
+    run_to_exit_code(run(cli, &ui))
 }
 
-fn targets(selection: &Selection, all_by_default: bool) -> Result<Targets, WorkflowError> {
+fn targets(selection: &Selection, all_by_default: bool) -> Result<Targets, CommandError> {
     let all = all_by_default && selection.nodes.is_empty() && selection.selector.is_none();
     Targets::from_args(selection.nodes.clone(), selection.selector.as_deref(), all)
 }
 
-fn input(e: impl std::fmt::Display) -> WorkflowError {
-    WorkflowError::Input(e.to_string())
+fn input(e: impl std::fmt::Display) -> CommandError {
+    CommandError::Input(e.to_string())
 }
 
-fn ctx<'a>(
-    operation: &'a str,
-    mutation: &'a MutationArgs,
-    warnings: Vec<String>,
-    extra: Option<String>,
-) -> MutationContext<'a> {
-    MutationContext {
-        tool: TOOL,
-        command: COMMAND,
-        operation,
-        args: mutation,
-        warnings,
-        rollback_of: None,
-        extra_confirmation: extra,
-    }
-}
-
-async fn run(cli: Cli, ui: &Ui) -> Result<u8, WorkflowError> {
+async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
     match cli.command {
         Command::Dedicate {
             selection,
@@ -174,6 +159,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, WorkflowError> {
             resource,
             allow_no_gpu,
             overwrite,
+            force,
             mutation,
         } => {
             let taint = parse_taint(&taint).map_err(input)?;
@@ -181,60 +167,40 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, WorkflowError> {
             if labels.iter().any(|l| l.value().is_none()) {
                 return Err(input("--label takes KEY=VALUE for dedicate"));
             }
-            let targets = targets(&selection, false)?;
-            let conn = cli.connection.connect().await?;
-            dedicate(
-                &conn,
-                ui,
-                &targets,
+            let dedication = Dedication {
                 taint,
                 labels,
-                &resource,
+                resource,
                 allow_no_gpu,
                 overwrite,
-                &mutation,
-            )
-            .await
+                force,
+            };
+            gpu::dedicate(&cli.connection, ui, targets(&selection, false)?, dedication, &mutation)
+                .await
         }
         Command::Release {
             selection,
             taint,
             labels,
+            force,
             mutation,
         } => {
-            let taint = parse_taint(&taint).map_err(input)?;
+            let taint = taint.as_deref().map(parse_taint).transpose().map_err(input)?;
             let specs: Vec<String> = labels
                 .iter()
                 .map(|k| format!("{}-", k.trim_end_matches('-')))
                 .collect();
             let labels = parse_label_changes(&specs).map_err(input)?;
-            let targets = targets(&selection, false)?;
-            let conn = cli.connection.connect().await?;
-            let nodes = workflow::fetch_nodes(&conn.client, &targets).await?;
-            let request = ChangeRequest {
-                labels,
-                remove_taints: vec![TaintMatcher::exact(&taint)],
-                ..Default::default()
-            };
-            let plans: Vec<NodePlan> = nodes.iter().map(|n| plan_node(n, &request)).collect();
-            let mismatches = plans
-                .iter()
-                .flat_map(|p| &p.notes)
-                .filter(|n| matches!(n, Note::TaintValueMismatch { .. }))
-                .count();
-            let report = workflow::apply_plans(
-                &conn,
+            gpu::release(
+                &cli.connection,
                 ui,
-                plans,
-                ctx("release", &mutation, Vec::new(), None),
+                targets(&selection, false)?,
+                taint,
+                labels,
+                force,
+                &mutation,
             )
-            .await?;
-            let code = workflow::print_report(ui, &report);
-            Ok(if mismatches > 0 {
-                code.max(exit::PROBLEMS)
-            } else {
-                code
-            })
+            .await
         }
         Command::Rollback {
             snapshot,
@@ -242,26 +208,16 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, WorkflowError> {
             force,
             mutation,
         } => {
+            let choice = SnapshotChoice::from_args(snapshot.as_deref(), last)?;
             let conn = cli.connection.connect().await?;
-            let snap = workflow::resolve_snapshot(snapshot.as_deref(), last, TOOL, &conn.context)?;
-            let report = workflow::rollback(
-                &conn,
-                ui,
-                &snap,
-                force,
-                ctx("rollback", &mutation, Vec::new(), None),
-            )
-            .await?;
-            Ok(workflow::print_report(ui, &report))
+            let report =
+                undo::rollback(&conn, ui, TOOL, COMMAND, choice, force, &mutation).await?;
+            Ok(print_report(ui, &report))
         }
         Command::Status {
             selection,
             resource,
-        } => {
-            let targets = targets(&selection, true)?;
-            let conn = cli.connection.connect().await?;
-            status(&conn, ui, &targets, &resource).await
-        }
+        } => gpu::status_command(&cli.connection, ui, targets(&selection, true)?, &resource).await,
         Command::Completion { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(
@@ -273,296 +229,12 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, WorkflowError> {
             Ok(exit::SUCCESS)
         }
         Command::History => {
-            workflow::print_history(ui, &workflow::history(TOOL)?);
+            undo::print_history(ui, &undo::history(TOOL)?);
             Ok(exit::SUCCESS)
         }
         Command::Show { snapshot, last } => {
-            workflow::show_command(&cli.connection, ui, TOOL, snapshot.as_deref(), last)
+            let choice = SnapshotChoice::from_args(snapshot.as_deref(), last)?;
+            undo::show(&cli.connection, ui, TOOL, choice).await
         }
     }
-}
-
-/// The active pods on `nodes`: one list per node for a few nodes, else one paged list.
-async fn pods_on(conn: &Connection, nodes: &[String]) -> Result<Vec<PodView>, WorkflowError> {
-    let mut pods = Vec::new();
-    if nodes.len() <= PER_NODE_POD_LISTS {
-        for node in nodes {
-            let selector =
-                format!("spec.nodeName={node},status.phase!=Succeeded,status.phase!=Failed");
-            workflow::for_each_page(
-                &conn.client,
-                "/api/v1/pods",
-                Some(&selector),
-                None,
-                POD_PAGE,
-                |page: Vec<PodView>| pods.extend(page),
-            )
-            .await?;
-        }
-    } else {
-        workflow::for_each_page(
-            &conn.client,
-            "/api/v1/pods",
-            Some("status.phase!=Succeeded,status.phase!=Failed"),
-            None,
-            POD_PAGE,
-            |page: Vec<PodView>| {
-                pods.extend(
-                    page.into_iter()
-                        .filter(|p| p.spec.node_name.as_ref().is_some_and(|n| nodes.contains(n))),
-                )
-            },
-        )
-        .await?;
-    }
-    Ok(pods)
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn dedicate(
-    conn: &Connection,
-    ui: &Ui,
-    targets: &Targets,
-    taint: Taint,
-    labels: Vec<LabelChange>,
-    resource: &str,
-    allow_no_gpu: bool,
-    overwrite: bool,
-    mutation: &MutationArgs,
-) -> Result<u8, WorkflowError> {
-    let objects = workflow::fetch_node_objects(&conn.client, targets).await?;
-    if objects.is_empty() {
-        return Err(input("the selector matches no node; nothing to do"));
-    }
-    let mut warnings: Vec<String> = labels
-        .iter()
-        .flat_map(|l| placekit::policy::label_warnings(l.key()))
-        .collect();
-
-    // Preflight 1: the GPU resource is registered on every node.
-    let mut without_gpu = Vec::new();
-    for node in &objects {
-        let view: NodeView =
-            serde_json::from_value(serde_json::to_value(node).map_err(input)?).map_err(input)?;
-        let row = gpu::node_gpu(&view, 0, resource);
-        match (row.capacity, row.allocatable) {
-            (None, _) => without_gpu.push(row.name.clone()),
-            (Some(c), a) => {
-                if !ui.output.is_structured() {
-                    eprintln!(
-                        "node/{}: {resource} capacity {}, allocatable {}",
-                        row.name,
-                        format_milli(c),
-                        a.map(format_milli).unwrap_or_else(|| "none".into())
-                    );
-                }
-            }
-        }
-    }
-    if !without_gpu.is_empty() {
-        let message = format!(
-            "{} ha{} no {resource} capacity: the device plugin has not registered the resource there (check the GPU device plugin DaemonSet and its logs; an empty field means the plugin is missing, not an affinity problem)",
-            without_gpu
-                .iter()
-                .map(|n| format!("node/{n}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            if without_gpu.len() == 1 { "s" } else { "ve" }
-        );
-        if allow_no_gpu {
-            warnings.push(format!("{message}; dedicating anyway (--allow-no-gpu)"));
-        } else {
-            return Err(WorkflowError::Blocked(format!(
-                "nothing was changed: {message}. Use --allow-no-gpu to dedicate anyway."
-            )));
-        }
-    }
-
-    // Preflight 2: running pods that do not tolerate the taint.
-    let names: Vec<String> = objects
-        .iter()
-        .filter_map(|n| n.metadata.name.clone())
-        .collect();
-    let pods = pods_on(conn, &names).await?;
-    let affected: Vec<gpu::AffectedPod> = names
-        .iter()
-        .flat_map(|n| gpu::untolerating_pods(&pods, n, &taint))
-        .collect();
-    let listed: Vec<String> = affected
-        .iter()
-        .map(|p| format!("{}/{} on node/{}", p.namespace, p.name, p.node))
-        .collect();
-    let mut extra = None;
-    if !affected.is_empty() {
-        if gpu::evicts(&taint) {
-            let text = format!(
-                "{taint} is NoExecute: {} running pod{} that do not tolerate it will be EVICTED: {}",
-                affected.len(),
-                if affected.len() == 1 { "" } else { "s" },
-                listed.join(", ")
-            );
-            warnings.push(text.clone());
-            extra = Some(text);
-        } else {
-            warnings.push(format!(
-                "{} running pod{} do not tolerate {taint}; they keep running ({}), but new pods without the toleration will not schedule there: {}",
-                affected.len(),
-                if affected.len() == 1 { "" } else { "s" },
-                taint.effect,
-                listed.join(", ")
-            ));
-        }
-    }
-
-    let request = ChangeRequest {
-        labels,
-        add_taints: vec![taint],
-        overwrite,
-        ..Default::default()
-    };
-    let plans: Vec<NodePlan> = objects
-        .iter()
-        .map(|n| workflow::node_state(n).map(|s| plan_node(&s, &request)))
-        .collect::<Result<_, _>>()?;
-    let report =
-        workflow::apply_plans(conn, ui, plans, ctx("dedicate", mutation, warnings, extra)).await?;
-    Ok(workflow::print_report(ui, &report))
-}
-
-async fn status(
-    conn: &Connection,
-    ui: &Ui,
-    targets: &Targets,
-    resource: &str,
-) -> Result<u8, WorkflowError> {
-    let mut nodes: Vec<NodeView> = Vec::new();
-    match targets {
-        Targets::Names(_) => {
-            for node in workflow::fetch_node_objects(&conn.client, targets).await? {
-                nodes.push(
-                    serde_json::from_value(serde_json::to_value(&node).map_err(input)?)
-                        .map_err(input)?,
-                );
-            }
-        }
-        Targets::Selector(s) => {
-            workflow::for_each_page(
-                &conn.client,
-                "/api/v1/nodes",
-                None,
-                Some(&s.to_string()),
-                NODE_PAGE,
-                |p| nodes.extend(p),
-            )
-            .await?;
-        }
-        Targets::All => {
-            workflow::for_each_page(&conn.client, "/api/v1/nodes", None, None, NODE_PAGE, |p| {
-                nodes.extend(p)
-            })
-            .await?;
-        }
-    }
-    // One pass over the active pods, keeping only per-node sums.
-    let mut requested: BTreeMap<String, i128> = BTreeMap::new();
-    workflow::for_each_page(
-        &conn.client,
-        "/api/v1/pods",
-        Some("status.phase!=Succeeded,status.phase!=Failed"),
-        None,
-        POD_PAGE,
-        |page: Vec<PodView>| {
-            for (node, r) in gpu::requested_per_node(&page, resource) {
-                *requested.entry(node).or_default() += r;
-            }
-        },
-    )
-    .await?;
-    let rows: Vec<NodeGpu> = nodes
-        .iter()
-        .map(|n| {
-            gpu::node_gpu(
-                n,
-                requested.get(&n.metadata.name).copied().unwrap_or(0),
-                resource,
-            )
-        })
-        .collect();
-    let totals = gpu::totals(&rows);
-    if ui.output.is_structured() {
-        ui.print_structured(&serde_json::json!({
-            "apiVersion": workflow::REPORT_API_VERSION,
-            "kind": "GpuInventory",
-            "resource": resource,
-            "nodes": rows,
-            "totals": totals,
-        }));
-        return Ok(exit::SUCCESS);
-    }
-    let wide = ui.output == OutputFormat::Wide;
-    let q = |v: Option<i128>| v.map(format_milli).unwrap_or_else(|| "-".into());
-    let mut header = vec![
-        "NAME",
-        "CAPACITY",
-        "ALLOCATABLE",
-        "REQUESTED",
-        "FREE",
-        "ZONE",
-        "TAINTS",
-    ];
-    if wide {
-        header.push("POOL LABELS");
-    }
-    header.push("WARNINGS");
-    let mut table_rows: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            let mut row = vec![
-                r.name.clone(),
-                q(r.capacity),
-                q(r.allocatable),
-                format_milli(r.requested),
-                if r.capacity.is_some() {
-                    format_milli(r.free)
-                } else {
-                    "-".into()
-                },
-                r.zone.clone().unwrap_or_else(|| "-".into()),
-                if r.taints.is_empty() {
-                    "-".into()
-                } else {
-                    r.taints.join(",")
-                },
-            ];
-            if wide {
-                row.push(if r.pool_labels.is_empty() {
-                    "-".into()
-                } else {
-                    r.pool_labels
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(",")
-                });
-            }
-            row.push(r.warnings.join("; "));
-            row
-        })
-        .collect();
-    let mut total = vec![
-        format!("TOTAL ({} nodes)", totals.nodes),
-        format_milli(totals.capacity),
-        format_milli(totals.allocatable),
-        format_milli(totals.requested),
-        format_milli(totals.free),
-        String::new(),
-        String::new(),
-    ];
-    if wide {
-        total.push(String::new());
-    }
-    total.push(String::new());
-    table_rows.push(total);
-    print!("{}", placekit::ui::table(&header, &table_rows));
-    Ok(exit::SUCCESS)
 }

@@ -7,17 +7,16 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use placekit::connect::{Connection, ConnectionArgs};
-use placekit::dependents::{Dependent, KeyQuery, find_dependents};
+use placekit::connect::ConnectionArgs;
+use placekit::error::{CommandError, run_to_exit_code};
 use placekit::exit;
-use placekit::nfd::{self, IMPORTED_LABELS_ANNOTATION, NamespacePolicy, Naming};
-use placekit::plan::{Blocker, ChangeRequest, NodePlan, NodeState, plan_node};
-use placekit::syntax::{LabelChange, parse_label_changes};
+use placekit::mutation::labels::{self, COMMAND, FeatureSource, ImportOptions, LabelRequest, TOOL};
+use placekit::mutation::report::print_report;
+use placekit::mutation::undo::{self, SnapshotChoice};
+use placekit::nfd::{NamespacePolicy, Naming};
+use placekit::syntax::parse_label_changes;
+use placekit::targets::Targets;
 use placekit::ui::{DisplayArgs, MutationArgs, Ui};
-use placekit::workflow::{self, MutationContext, Targets, WorkflowError};
-
-const TOOL: &str = "kubectl-nodelabel";
-const COMMAND: &str = "kubectl nodelabel";
 
 const EXAMPLES: &str = "\
 Examples:
@@ -66,7 +65,8 @@ enum Command {
         after_help = "Examples:\n  kubectl nodelabel set gpu-a100-1 gpu-a100-2 accelerator.example.com/gpu-family=a100\n  kubectl nodelabel set -l pool=online accelerator.example.com/gpu-memory=80gb power-profile- --overwrite\n  kubectl nodelabel set --all team=ml --dry-run=client"
     )]
     Set {
-        /// Node names, then KEY=VALUE to set and KEY- to remove (kubectl label syntax).
+        /// Node names (NAME or node/NAME), then KEY=VALUE to set and KEY- to remove
+        /// (kubectl label syntax).
         #[arg(required = true, value_name = "NODE|KEY=VALUE|KEY-")]
         args: Vec<String>,
         #[command(flatten)]
@@ -106,7 +106,8 @@ enum Command {
         /// The newest snapshot of this tool for the current context.
         #[arg(long)]
         last: bool,
-        /// Also restore keys someone changed after the command.
+        /// Also restore keys someone changed after the command, roll back a snapshot of
+        /// another cluster, and change labels workloads depend on.
         #[arg(long)]
         force: bool,
         #[command(flatten)]
@@ -136,7 +137,8 @@ enum Command {
         /// A directory of per-node files (<node> or <node>.features).
         #[arg(long, value_name = "DIR", group = "source")]
         dir: Option<PathBuf>,
-        /// An executable run directly (no shell) whose output is the feature list.
+        /// An executable run directly (no shell) once per target node, with NODE_NAME and
+        /// the node's name as its first argument; its output is that node's feature list.
         #[arg(long, value_name = "EXECUTABLE", group = "source")]
         hook: Option<PathBuf>,
         /// Target nodes (for --file and --hook).
@@ -149,7 +151,8 @@ enum Command {
         /// Re-allow a kubernetes.io label namespace.
         #[arg(long, value_name = "NAMESPACE")]
         extra_label_ns: Vec<String>,
-        /// Remove labels a previous import set that no longer appear.
+        /// Remove labels a previous import from the same source (file, directory or hook
+        /// name) set that no longer appear.
         #[arg(long)]
         prune: bool,
         /// Apply the valid entries and report the invalid ones instead of applying nothing.
@@ -158,6 +161,9 @@ enum Command {
         /// Change existing labels that an earlier import did not set.
         #[arg(long)]
         overwrite: bool,
+        /// Prune labels that required scheduling constraints of workloads depend on.
+        #[arg(long)]
+        force: bool,
         /// How long a hook may run.
         #[arg(long, default_value = "10s", value_name = "DURATION")]
         hook_timeout: String,
@@ -188,30 +194,18 @@ fn main() -> ExitCode {
     // Parse first: --help and --version never build the async runtime or a client.
     let cli = Cli::parse();
     let ui = Ui::new(&cli.display);
-    workflow::run_to_exit_code(run(cli, &ui))
+    run_to_exit_code(run(cli, &ui))
 }
 
-async fn connect(args: &ConnectionArgs) -> Result<Connection, WorkflowError> {
-    Ok(args.connect().await?)
+fn input(e: impl std::fmt::Display) -> CommandError {
+    CommandError::Input(e.to_string())
 }
 
-fn ctx<'a>(
-    operation: &'a str,
-    mutation: &'a MutationArgs,
-    warnings: Vec<String>,
-) -> MutationContext<'a> {
-    MutationContext {
-        tool: TOOL,
-        command: COMMAND,
-        operation,
-        args: mutation,
-        warnings,
-        rollback_of: None,
-        extra_confirmation: None,
-    }
+fn targets(names: Vec<String>, selection: &Selection) -> Result<Targets, CommandError> {
+    Targets::from_args(names, selection.selector.as_deref(), selection.all)
 }
 
-async fn run(cli: Cli, ui: &Ui) -> Result<u8, WorkflowError> {
+async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
     match cli.command {
         Command::Set {
             args,
@@ -223,25 +217,20 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, WorkflowError> {
             let (names, specs): (Vec<String>, Vec<String>) = args
                 .into_iter()
                 .partition(|a| !a.contains('=') && !a.ends_with('-'));
-            let changes =
-                parse_label_changes(&specs).map_err(|e| WorkflowError::Input(e.to_string()))?;
+            let changes = parse_label_changes(&specs).map_err(input)?;
             if changes.is_empty() {
-                return Err(WorkflowError::Input(
-                    "no label changes given: use KEY=VALUE to set and KEY- to remove".into(),
+                return Err(input(
+                    "no label changes given: use KEY=VALUE to set and KEY- to remove",
                 ));
             }
-            label_command(
-                &cli.connection,
-                ui,
-                names,
-                selection,
+            let targets = targets(names, &selection)?;
+            let request = LabelRequest {
+                operation: "set",
                 changes,
                 overwrite,
                 force,
-                "set",
-                &mutation,
-            )
-            .await
+            };
+            labels::change_labels(&cli.connection, ui, targets, request, &mutation).await
         }
         Command::Remove {
             args,
@@ -250,31 +239,29 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, WorkflowError> {
             mutation,
         } => {
             let (keys, names): (Vec<String>, Vec<String>) = args.into_iter().partition(|a| {
-                a.contains('/') || a.ends_with('-') || selection.selector.is_some() || selection.all
+                (a.contains('/') && !a.starts_with("node/") && !a.starts_with("nodes/"))
+                    || a.ends_with('-')
+                    || selection.selector.is_some()
+                    || selection.all
             });
             let specs: Vec<String> = keys
                 .iter()
                 .map(|k| format!("{}-", k.trim_end_matches('-')))
                 .collect();
-            let changes =
-                parse_label_changes(&specs).map_err(|e| WorkflowError::Input(e.to_string()))?;
+            let changes = parse_label_changes(&specs).map_err(input)?;
             if changes.is_empty() {
-                return Err(WorkflowError::Input(
-                    "no label keys given: keys contain '/' or end with '-' (e.g. pool-)".into(),
+                return Err(input(
+                    "no label keys given: keys contain '/' or end with '-' (e.g. pool-)",
                 ));
             }
-            label_command(
-                &cli.connection,
-                ui,
-                names,
-                selection,
+            let targets = targets(names, &selection)?;
+            let request = LabelRequest {
+                operation: "remove",
                 changes,
-                false,
+                overwrite: false,
                 force,
-                "remove",
-                &mutation,
-            )
-            .await
+            };
+            labels::change_labels(&cli.connection, ui, targets, request, &mutation).await
         }
         Command::Rollback {
             snapshot,
@@ -282,12 +269,11 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, WorkflowError> {
             force,
             mutation,
         } => {
-            let conn = connect(&cli.connection).await?;
-            let snap = workflow::resolve_snapshot(snapshot.as_deref(), last, TOOL, &conn.context)?;
+            let choice = SnapshotChoice::from_args(snapshot.as_deref(), last)?;
+            let conn = cli.connection.connect().await?;
             let report =
-                workflow::rollback(&conn, ui, &snap, force, ctx("rollback", &mutation, vec![]))
-                    .await?;
-            Ok(workflow::print_report(ui, &report))
+                undo::rollback(&conn, ui, TOOL, COMMAND, choice, force, &mutation).await?;
+            Ok(print_report(ui, &report))
         }
         Command::Completion { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
@@ -300,11 +286,12 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, WorkflowError> {
             Ok(exit::SUCCESS)
         }
         Command::History => {
-            workflow::print_history(ui, &workflow::history(TOOL)?);
+            undo::print_history(ui, &undo::history(TOOL)?);
             Ok(exit::SUCCESS)
         }
         Command::Show { snapshot, last } => {
-            workflow::show_command(&cli.connection, ui, TOOL, snapshot.as_deref(), last)
+            let choice = SnapshotChoice::from_args(snapshot.as_deref(), last)?;
+            undo::show(&cli.connection, ui, TOOL, choice).await
         }
         Command::Import {
             file,
@@ -317,331 +304,54 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, WorkflowError> {
             prune,
             skip_invalid,
             overwrite,
+            force,
             hook_timeout,
             mutation,
         } => {
-            let source = ImportSource {
-                file,
-                dir,
-                hook,
-                naming,
-                hook_timeout,
+            let source = match (file, dir, hook) {
+                (Some(f), None, None) => FeatureSource::File(f),
+                (None, Some(d), None) => FeatureSource::Dir(d),
+                (None, None, Some(path)) => FeatureSource::Hook {
+                    timeout: placekit::connect::parse_request_timeout(&hook_timeout)
+                        .map_err(input)?
+                        .unwrap_or(Duration::from_secs(10)),
+                    path,
+                },
+                _ => return Err(input("give one of --file, --dir or --hook")),
             };
+            let given = !nodes.is_empty() || selection.selector.is_some() || selection.all;
+            let targets = given.then(|| targets(nodes, &selection)).transpose()?;
+            let naming = naming.map(|n| match (n, &source) {
+                (NamingArg::File, _) => Naming::File,
+                (NamingArg::Hook, FeatureSource::Hook { path, .. }) => Naming::Hook {
+                    hook_name: placekit::nfd::hook_name(path),
+                },
+                (NamingArg::Hook, _) => Naming::Hook {
+                    hook_name: "local".into(),
+                },
+            });
             let options = ImportOptions {
+                naming,
                 policy: NamespacePolicy {
                     extra_allowed: extra_label_ns,
                 },
                 prune,
                 skip_invalid,
                 overwrite,
+                force,
             };
-            import(
-                &cli.connection,
-                ui,
-                source,
-                nodes,
-                selection,
-                options,
-                &mutation,
-            )
-            .await
+            labels::import(&cli.connection, ui, source, targets, options, &mutation).await
         }
         Command::Dependents {
             keys,
             all_namespaces,
         } => {
-            let conn = connect(&cli.connection).await?;
             let namespace = if all_namespaces {
                 None
             } else {
                 cli.connection.namespace.as_deref()
             };
-            let queries: Vec<KeyQuery> = keys.iter().map(|k| KeyQuery::parse(k)).collect();
-            let (workloads, warnings) = workflow::list_workloads(&conn.client, namespace).await?;
-            for w in &warnings {
-                ui.warn(w);
-            }
-            let found = find_dependents(&workloads, &queries);
-            print_dependents(ui, &found);
-            Ok(exit::SUCCESS)
+            labels::dependents(&cli.connection, ui, &keys, namespace).await
         }
     }
-}
-
-fn print_dependents(ui: &Ui, found: &[Dependent]) {
-    if ui.output.is_structured() {
-        ui.print_structured(&serde_json::json!({
-            "apiVersion": workflow::REPORT_API_VERSION, "kind": "LabelDependents", "items": found
-        }));
-        return;
-    }
-    if found.is_empty() {
-        println!("no workload depends on these labels");
-        return;
-    }
-    let rows: Vec<Vec<String>> = found
-        .iter()
-        .map(|d| {
-            vec![
-                d.namespace.clone(),
-                d.kind.clone(),
-                d.name.clone(),
-                d.constraint.as_str().to_string(),
-                d.expression.clone(),
-            ]
-        })
-        .collect();
-    print!(
-        "{}",
-        placekit::ui::table(
-            &["NAMESPACE", "KIND", "NAME", "CONSTRAINT", "EXPRESSION"],
-            &rows
-        )
-    );
-}
-
-/// Dependents of the keys these plans remove or change, and whether a removal breaks a
-/// required constraint.
-async fn dependents_of_plans(
-    conn: &Connection,
-    plans: &[NodePlan],
-) -> Result<(Vec<String>, Vec<String>), WorkflowError> {
-    let mut removed: Vec<String> = Vec::new();
-    let mut changed: Vec<String> = Vec::new();
-    for p in plans {
-        for d in &p.label_changes {
-            match (&d.before, &d.after) {
-                (Some(_), None) if !removed.contains(&d.key) => removed.push(d.key.clone()),
-                (Some(_), Some(_)) if !changed.contains(&d.key) => changed.push(d.key.clone()),
-                _ => {}
-            }
-        }
-    }
-    if removed.is_empty() && changed.is_empty() {
-        return Ok((Vec::new(), Vec::new()));
-    }
-    let (workloads, mut warnings) = workflow::list_workloads(&conn.client, None).await?;
-    let queries: Vec<KeyQuery> = removed
-        .iter()
-        .chain(&changed)
-        .map(|k| KeyQuery::parse(k))
-        .collect();
-    let mut blocking = Vec::new();
-    for d in find_dependents(&workloads, &queries) {
-        let line = format!(
-            "{}/{} in namespace {} depends on {} ({}: {}): new replicas may no longer schedule",
-            d.kind,
-            d.name,
-            d.namespace,
-            d.key,
-            d.constraint.as_str(),
-            d.expression
-        );
-        if removed.contains(&d.key) && d.constraint.is_required() {
-            blocking.push(line);
-        } else {
-            warnings.push(line);
-        }
-    }
-    Ok((warnings, blocking))
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn label_command(
-    connection: &ConnectionArgs,
-    ui: &Ui,
-    names: Vec<String>,
-    selection: Selection,
-    changes: Vec<LabelChange>,
-    overwrite: bool,
-    force: bool,
-    operation: &str,
-    mutation: &MutationArgs,
-) -> Result<u8, WorkflowError> {
-    let targets = Targets::from_args(names, selection.selector.as_deref(), selection.all)?;
-    let conn = connect(connection).await?;
-    let nodes = workflow::fetch_nodes(&conn.client, &targets).await?;
-    if nodes.is_empty() {
-        return Err(WorkflowError::Input(
-            "the selector matches no node; nothing to do".into(),
-        ));
-    }
-    let request = ChangeRequest {
-        labels: changes.clone(),
-        overwrite,
-        ..Default::default()
-    };
-    let plans: Vec<NodePlan> = nodes.iter().map(|n| plan_node(n, &request)).collect();
-    let mut warnings: Vec<String> = changes
-        .iter()
-        .filter(|c| c.value().is_some())
-        .flat_map(|c| placekit::policy::label_warnings(c.key()))
-        .collect();
-    let (dependents, blocking) = dependents_of_plans(&conn, &plans).await?;
-    warnings.extend(dependents);
-    if !blocking.is_empty() {
-        if force {
-            warnings.extend(blocking.into_iter().map(|b| format!("{b} (--force given)")));
-        } else {
-            return Err(WorkflowError::Blocked(format!(
-                "nothing was changed: required scheduling constraints depend on the label{} being removed:\n  {}\nuse --force to remove anyway",
-                if blocking.len() == 1 { "" } else { "s" },
-                blocking.join("\n  ")
-            )));
-        }
-    }
-    let report =
-        workflow::apply_plans(&conn, ui, plans, ctx(operation, mutation, warnings)).await?;
-    Ok(workflow::print_report(ui, &report))
-}
-
-struct ImportSource {
-    file: Option<PathBuf>,
-    dir: Option<PathBuf>,
-    hook: Option<PathBuf>,
-    naming: Option<NamingArg>,
-    hook_timeout: String,
-}
-
-struct ImportOptions {
-    policy: NamespacePolicy,
-    prune: bool,
-    skip_invalid: bool,
-    overwrite: bool,
-}
-
-async fn import(
-    connection: &ConnectionArgs,
-    ui: &Ui,
-    source: ImportSource,
-    names: Vec<String>,
-    selection: Selection,
-    options: ImportOptions,
-    mutation: &MutationArgs,
-) -> Result<u8, WorkflowError> {
-    let input = |e: nfd::SourceError| WorkflowError::Input(e.to_string());
-    let now = jiff::Timestamp::now();
-    let naming_for = |default_hook: Option<String>| match (source.naming, default_hook) {
-        (Some(NamingArg::File), _) | (None, None) => Naming::File,
-        (Some(NamingArg::Hook), Some(h)) | (None, Some(h)) => Naming::Hook { hook_name: h },
-        (Some(NamingArg::Hook), None) => Naming::Hook {
-            hook_name: "local".into(),
-        },
-    };
-    // (source name, content, nodes it applies to: None = the command's targets)
-    let mut sources: Vec<(String, String, Option<String>)> = Vec::new();
-    let naming;
-    if let Some(file) = &source.file {
-        sources.push((
-            file.display().to_string(),
-            nfd::read_feature_file(file).map_err(input)?,
-            None,
-        ));
-        naming = naming_for(None);
-    } else if let Some(dir) = &source.dir {
-        if !names.is_empty() || selection.selector.is_some() || selection.all {
-            return Err(WorkflowError::Input(
-                "--dir names the nodes by its files; do not give nodes or a selector".into(),
-            ));
-        }
-        for (node, path) in nfd::node_files(dir).map_err(input)? {
-            sources.push((
-                path.display().to_string(),
-                nfd::read_feature_file(&path).map_err(input)?,
-                Some(node),
-            ));
-        }
-        if sources.is_empty() {
-            return Err(WorkflowError::Input(format!(
-                "{}: no feature files (expected <node> or <node>.features)",
-                dir.display()
-            )));
-        }
-        naming = naming_for(None);
-    } else if let Some(hook) = &source.hook {
-        let timeout = placekit::connect::parse_request_timeout(&source.hook_timeout)
-            .map_err(|e| WorkflowError::Input(e.to_string()))?
-            .unwrap_or(Duration::from_secs(10));
-        let output = nfd::run_hook(hook, timeout).await.map_err(input)?;
-        sources.push((format!("hook {}", hook.display()), output, None));
-        naming = naming_for(Some(nfd::hook_name(hook)));
-    } else {
-        return Err(WorkflowError::Input(
-            "give one of --file, --dir or --hook".into(),
-        ));
-    }
-
-    let mut parsed: Vec<(Option<String>, Vec<nfd::Feature>)> = Vec::new();
-    let mut errors = Vec::new();
-    for (name, content, node) in &sources {
-        let (features, errs) = nfd::parse_features(name, content, &naming, &options.policy, now);
-        errors.extend(errs);
-        parsed.push((node.clone(), features));
-    }
-    if !errors.is_empty() {
-        let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        if options.skip_invalid {
-            for e in &listed {
-                ui.warn(&format!("skipped: {e}"));
-            }
-        } else {
-            return Err(WorkflowError::Input(format!(
-                "nothing was applied; invalid entries (use --skip-invalid to apply the rest):\n  {}",
-                listed.join("\n  ")
-            )));
-        }
-    }
-
-    let conn = connect(connection).await?;
-    let targets = match &source.dir {
-        Some(_) => Targets::Names(parsed.iter().filter_map(|(n, _)| n.clone()).collect()),
-        None => Targets::from_args(names, selection.selector.as_deref(), selection.all)?,
-    };
-    let nodes = workflow::fetch_nodes(&conn.client, &targets).await?;
-    let plans: Vec<NodePlan> = nodes
-        .iter()
-        .map(|node| {
-            let features = parsed
-                .iter()
-                .find(|(n, _)| n.as_deref().is_none_or(|n| n == node.name))
-                .map(|(_, f)| f.as_slice())
-                .unwrap_or_default();
-            import_plan(node, features, &options)
-        })
-        .collect();
-    let report =
-        workflow::apply_plans(&conn, ui, plans, ctx("import", mutation, Vec::new())).await?;
-    Ok(workflow::print_report(ui, &report))
-}
-
-/// One node's import: features set, earlier imports pruned when asked, the record updated;
-/// an existing label the import does not own is only changed with --overwrite.
-fn import_plan(node: &NodeState, features: &[nfd::Feature], options: &ImportOptions) -> NodePlan {
-    let previous = node
-        .annotations
-        .get(IMPORTED_LABELS_ANNOTATION)
-        .map(String::as_str);
-    let owned: Vec<&str> = previous.unwrap_or_default().split(',').collect();
-    let (labels, annotation) = nfd::import_changes(previous, features, options.prune);
-    let request = ChangeRequest {
-        labels,
-        annotations: vec![annotation],
-        overwrite: true,
-        ..Default::default()
-    };
-    let mut plan = plan_node(node, &request);
-    if !options.overwrite {
-        for d in &plan.label_changes {
-            if let (Some(current), Some(wanted)) = (&d.before, &d.after)
-                && !owned.contains(&d.key.as_str())
-            {
-                plan.blockers.push(Blocker::LabelHasOtherValue {
-                    key: d.key.clone(),
-                    current: current.clone(),
-                    wanted: wanted.clone(),
-                });
-            }
-        }
-    }
-    plan
 }

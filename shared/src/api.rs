@@ -1,0 +1,374 @@
+//! Reading from the API server: target nodes (one paged list, or one GET per named node),
+//! paged lists into minimal view types, workloads with node constraints, the pods on
+//! nodes, RBAC checks and the cluster's identity. Every list is paged; nothing here loops
+//! per object over the API except reading named nodes, with bounded concurrency.
+
+use futures::StreamExt;
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use k8s_openapi::api::core::v1::{Namespace, Node};
+use kube::api::{Api, ListParams, PostParams};
+
+use crate::connect::Connection;
+use crate::error::CommandError;
+use crate::gpu::PodView;
+use crate::plan::NodeState;
+use crate::snapshot::ClusterIdentity;
+use crate::targets::Targets;
+
+fn api_error(e: kube::Error, doing: &str) -> CommandError {
+    CommandError::from_api(e, doing)
+}
+
+/// Page size of node lists.
+const PAGE: u32 = 500;
+
+/// Reads the target nodes: one GET per named node (bounded concurrency) or one paged list.
+/// Named nodes that do not exist are an error listing all of them.
+pub async fn fetch_node_objects(
+    client: &kube::Client,
+    targets: &Targets,
+) -> Result<Vec<Node>, CommandError> {
+    let api: Api<Node> = Api::all(client.clone());
+    match targets {
+        Targets::Names(names) => {
+            let results: Vec<(String, Result<Option<Node>, kube::Error>)> =
+                futures::stream::iter(names.iter().cloned())
+                    .map(|name| {
+                        let api = api.clone();
+                        async move {
+                            let r = api.get_opt(&name).await;
+                            (name, r)
+                        }
+                    })
+                    .buffered(16)
+                    .collect()
+                    .await;
+            let mut found = Vec::new();
+            let mut missing = Vec::new();
+            for (name, r) in results {
+                match r.map_err(|e| api_error(e, &format!("reading node {name}")))? {
+                    Some(node) => found.push(node),
+                    None => missing.push(name),
+                }
+            }
+            if !missing.is_empty() {
+                return Err(CommandError::NodesNotFound(missing));
+            }
+            Ok(found)
+        }
+        Targets::Selector(selector) => {
+            list_all(&api, Some(&selector.to_string()), "listing nodes").await
+        }
+        Targets::All => list_all(&api, None, "listing nodes").await,
+    }
+}
+
+/// [`fetch_node_objects`], as the states plans are made from.
+pub async fn fetch_nodes(
+    client: &kube::Client,
+    targets: &Targets,
+) -> Result<Vec<NodeState>, CommandError> {
+    fetch_node_objects(client, targets)
+        .await?
+        .iter()
+        .map(node_state)
+        .collect()
+}
+
+/// A node's plan state, or an error naming the unreadable node.
+pub fn node_state(node: &Node) -> Result<NodeState, CommandError> {
+    NodeState::from_node(node).map_err(|e| {
+        CommandError::Cluster(format!(
+            "unreadable node {}: {e}",
+            node.metadata.name.as_deref().unwrap_or_default()
+        ))
+    })
+}
+
+/// Lists every object with `limit`/`continue` paging.
+pub async fn list_all<K>(
+    api: &Api<K>,
+    label_selector: Option<&str>,
+    doing: &str,
+) -> Result<Vec<K>, CommandError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut params = ListParams::default().limit(PAGE);
+    if let Some(s) = label_selector.filter(|s| !s.is_empty()) {
+        params = params.labels(s);
+    }
+    let mut out = Vec::new();
+    loop {
+        let page = api.list(&params).await.map_err(|e| api_error(e, doing))?;
+        out.extend(page.items);
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => params = params.continue_token(&c),
+            None => return Ok(out),
+        }
+    }
+}
+
+/// Asks the API server whether the current user may `verb` `resource` (SelfSubjectAccessReview).
+pub async fn check_permission(
+    client: &kube::Client,
+    verb: &str,
+    resource: &str,
+    group: &str,
+) -> Result<(), CommandError> {
+    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                verb: Some(verb.to_string()),
+                resource: Some(resource.to_string()),
+                group: Some(group.to_string()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let answer = api
+        .create(&PostParams::default(), &review)
+        .await
+        .map_err(|e| api_error(e, &format!("checking permission to {verb} {resource}")))?;
+    if answer.status.is_some_and(|s| s.allowed) {
+        Ok(())
+    } else {
+        Err(CommandError::Forbidden(format!(
+            "you are not allowed to {verb} {resource}: missing RBAC permission verb={verb:?} resource={resource:?} group={group:?}; nothing was changed"
+        )))
+    }
+}
+
+/// Lists every workload that can carry node constraints (Deployments, StatefulSets,
+/// DaemonSets, ReplicaSets, Jobs, CronJobs and bare Pods) in `namespace` or all namespaces.
+/// Objects owned by a controller are skipped (their owner is listed). A kind the user may
+/// not list is reported as a warning, not an error: the lookup shows what it can see.
+pub async fn list_workloads(
+    client: &kube::Client,
+    namespace: Option<&str>,
+) -> Result<(Vec<crate::dependents::Workload>, Vec<String>), CommandError> {
+    use crate::dependents::{Workload, has_controller};
+    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+    use k8s_openapi::api::batch::v1::{CronJob, Job};
+    use k8s_openapi::api::core::v1::Pod;
+
+    fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        match namespace {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        }
+    }
+
+    let mut workloads = Vec::new();
+    let mut warnings = Vec::new();
+    macro_rules! collect {
+        ($kind:ty, $name:literal, |$o:ident| $spec:expr) => {
+            match list_all(
+                &api::<$kind>(client, namespace),
+                None,
+                concat!("listing ", $name),
+            )
+            .await
+            {
+                Ok(items) => {
+                    for $o in items {
+                        if has_controller(&$o.metadata) {
+                            continue;
+                        }
+                        if let Some(spec) = $spec {
+                            workloads.push(Workload {
+                                kind: <$kind as k8s_openapi::Resource>::KIND.to_string(),
+                                namespace: $o.metadata.namespace.clone().unwrap_or_default(),
+                                name: $o.metadata.name.clone().unwrap_or_default(),
+                                pod_spec: spec,
+                            });
+                        }
+                    }
+                }
+                Err(CommandError::Forbidden(m)) => {
+                    warnings.push(format!("cannot list {}: {m}", $name))
+                }
+                Err(e) => return Err(e),
+            }
+        };
+    }
+    collect!(Deployment, "deployments", |o| o
+        .spec
+        .and_then(|s| s.template.spec));
+    collect!(StatefulSet, "statefulsets", |o| o
+        .spec
+        .and_then(|s| s.template.spec));
+    collect!(DaemonSet, "daemonsets", |o| o
+        .spec
+        .and_then(|s| s.template.spec));
+    collect!(ReplicaSet, "replicasets", |o| o
+        .spec
+        .and_then(|s| s.template)
+        .and_then(|t| t.spec));
+    collect!(Job, "jobs", |o| o.spec.and_then(|s| s.template.spec));
+    collect!(CronJob, "cronjobs", |o| o
+        .spec
+        .and_then(|s| s.job_template.spec)
+        .and_then(|j| j.template.spec));
+    collect!(Pod, "pods", |o| o.spec);
+    Ok((workloads, warnings))
+}
+
+/// A page of a list read into a minimal view type.
+#[derive(Debug, serde::Deserialize)]
+struct ViewList<T> {
+    #[serde(default = "Vec::new")]
+    items: Vec<T>,
+    #[serde(default)]
+    metadata: ViewListMeta,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+struct ViewListMeta {
+    #[serde(rename = "continue", default)]
+    continue_: Option<String>,
+}
+
+/// Percent-encodes a query value.
+fn encode_query(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Pages through a collection (`/api/v1/pods`, `/api/v1/nodes`...) reading each item into a
+/// minimal view type `T` and handing every page to `on_page`, so memory stays proportional
+/// to one page whatever the cluster's size. Returns the number of list requests made.
+pub async fn for_each_page<T: serde::de::DeserializeOwned>(
+    client: &kube::Client,
+    collection: &str,
+    field_selector: Option<&str>,
+    label_selector: Option<&str>,
+    page_size: u32,
+    mut on_page: impl FnMut(Vec<T>),
+) -> Result<usize, CommandError> {
+    let mut continue_token: Option<String> = None;
+    let mut requests = 0;
+    loop {
+        let mut uri = format!("{collection}?limit={page_size}");
+        if let Some(f) = field_selector.filter(|f| !f.is_empty()) {
+            uri.push_str(&format!("&fieldSelector={}", encode_query(f)));
+        }
+        if let Some(l) = label_selector.filter(|l| !l.is_empty()) {
+            uri.push_str(&format!("&labelSelector={}", encode_query(l)));
+        }
+        if let Some(c) = &continue_token {
+            uri.push_str(&format!("&continue={}", encode_query(c)));
+        }
+        let request = http::Request::get(&uri)
+            .body(Vec::new())
+            .map_err(|e| CommandError::Input(e.to_string()))?;
+        let page: ViewList<T> = client
+            .request(request)
+            .await
+            .map_err(|e| api_error(e, &format!("listing {collection}")))?;
+        requests += 1;
+        on_page(page.items);
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => continue_token = Some(c),
+            None => return Ok(requests),
+        }
+    }
+}
+
+/// Pods per list page for pod scans (a handful of requests for 150,000 pods).
+pub const POD_PAGE: u32 = 10_000;
+/// Above this many target nodes, pods are listed once for all instead of per node.
+const PER_NODE_POD_LISTS: usize = 10;
+
+/// The active (not Succeeded/Failed) pods bound to `nodes`: one field-selected list per node
+/// for a few nodes, else one paged list of all active pods.
+pub async fn active_pods_on(
+    client: &kube::Client,
+    nodes: &[String],
+) -> Result<Vec<PodView>, CommandError> {
+    let mut pods = Vec::new();
+    if nodes.len() <= PER_NODE_POD_LISTS {
+        for node in nodes {
+            let selector =
+                format!("spec.nodeName={node},status.phase!=Succeeded,status.phase!=Failed");
+            for_each_page(client, "/api/v1/pods", Some(&selector), None, POD_PAGE, |page: Vec<PodView>| {
+                pods.extend(page)
+            })
+            .await?;
+        }
+    } else {
+        for_each_page(
+            client,
+            "/api/v1/pods",
+            Some("status.phase!=Succeeded,status.phase!=Failed"),
+            None,
+            POD_PAGE,
+            |page: Vec<PodView>| {
+                pods.extend(
+                    page.into_iter()
+                        .filter(|p| p.spec.node_name.as_ref().is_some_and(|n| nodes.contains(n))),
+                )
+            },
+        )
+        .await?;
+    }
+    Ok(pods)
+}
+
+/// The connection's cluster identity completed with the `kube-system` namespace's uid when
+/// the user may read it (a recreated cluster at the same URL has another one). A refusal
+/// or an error leaves it out: the identity then rests on the server URL and CA.
+pub async fn cluster_identity(conn: &Connection) -> ClusterIdentity {
+    let api: Api<Namespace> = Api::all(conn.client.clone());
+    let uid = api
+        .get_opt("kube-system")
+        .await
+        .ok()
+        .flatten()
+        .and_then(|ns| ns.metadata.uid);
+    ClusterIdentity {
+        kube_system_uid: uid,
+        ..conn.cluster.clone()
+    }
+}
+
+/// Reads nodes by name (bounded concurrency); a node that does not exist is `None`.
+pub async fn read_nodes(
+    client: &kube::Client,
+    names: Vec<String>,
+) -> Result<Vec<(String, Option<NodeState>)>, CommandError> {
+    let api: Api<Node> = Api::all(client.clone());
+    futures::stream::iter(names)
+        .map(|name| {
+            let api = api.clone();
+            async move {
+                let node = api.get_opt(&name).await;
+                (name, node)
+            }
+        })
+        .buffered(16)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .map(|(name, r)| {
+            let node = r.map_err(|e| api_error(e, &format!("reading node {name}")))?;
+            Ok((name, node.as_ref().map(node_state).transpose()?))
+        })
+        .collect()
+}

@@ -1,0 +1,163 @@
+//! Why a command stopped, each reason with its fixed exit code, and how a plugin's `main`
+//! turns a result into that code.
+
+use crate::connect::ConnectError;
+use crate::executor::ExecutorError;
+use crate::exit;
+use crate::snapshot::SnapshotError;
+
+/// Why a command stopped. Each maps to one of the fixed exit codes ([`CommandError::exit_code`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// Bad arguments or input; nothing was changed.
+    #[error("{0}")]
+    Input(String),
+    /// Named nodes that do not exist; nothing was changed.
+    #[error("{}", missing_nodes_message(.0))]
+    NodesNotFound(Vec<String>),
+    /// Plans or policy checks blocked the change; nothing was changed.
+    #[error("{0}")]
+    Blocked(String),
+    /// No terminal to confirm on and no --yes; nothing was changed.
+    #[error(
+        "refusing to change {0} without confirmation: there is no terminal to ask on; re-run with --yes after checking the plan (or --dry-run=client to see it)"
+    )]
+    NeedsConfirmation(String),
+    /// The person answered no.
+    #[error("aborted: nothing was changed")]
+    Declined,
+    /// A snapshot of another cluster was named without `--force`.
+    #[error(
+        "{snapshot} was taken on another cluster ({taken_on}); the current context {context:?} points at {current}: nothing was changed (switch with --context, or pass --force to roll it back here anyway)"
+    )]
+    OtherCluster {
+        snapshot: String,
+        taken_on: String,
+        context: String,
+        current: String,
+    },
+    /// RBAC denies what the command needs; nothing was changed.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The API server answered with an error the command cannot go on from.
+    #[error("{0}")]
+    Cluster(String),
+    /// The request never got an answer.
+    #[error("cannot reach the cluster while {doing}: {source}")]
+    Unreachable {
+        doing: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    /// The snapshot could not be written (so nothing was changed) or read.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    #[error(transparent)]
+    Executor(#[from] ExecutorError),
+}
+
+fn missing_nodes_message(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    format!(
+        "node{} {} not found; nothing was changed (check the name with `kubectl get nodes`)",
+        if names.len() == 1 { "" } else { "s" },
+        quoted.join(", ")
+    )
+}
+
+impl CommandError {
+    /// The exit code this error stands for.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CommandError::Input(_)
+            | CommandError::NodesNotFound(_)
+            | CommandError::NeedsConfirmation(_)
+            | CommandError::OtherCluster { .. }
+            | CommandError::Snapshot(_) => exit::USAGE,
+            CommandError::Blocked(_) | CommandError::Declined | CommandError::Executor(_) => {
+                exit::PROBLEMS
+            }
+            CommandError::Forbidden(_)
+            | CommandError::Cluster(_)
+            | CommandError::Unreachable { .. }
+            | CommandError::Runtime(_)
+            | CommandError::Connect(_) => exit::CLUSTER,
+        }
+    }
+
+    /// A kube error with the verb/resource it was about.
+    pub fn from_api(e: kube::Error, doing: &str) -> CommandError {
+        match e {
+            kube::Error::Api(status) if status.code == 403 => CommandError::Forbidden(format!(
+                "forbidden while {doing}: {} (ask for the missing RBAC permission; nothing was changed)",
+                status.message
+            )),
+            kube::Error::Api(status) if status.code == 401 => CommandError::Cluster(format!(
+                "unauthorized while {doing}: {} (check the credentials of the kubeconfig context)",
+                status.message
+            )),
+            kube::Error::Api(status) if status.code == 400 => {
+                CommandError::Input(format!("while {doing}: {}", status.message))
+            }
+            kube::Error::Api(status) => CommandError::Cluster(format!(
+                "the API server answered {} {} while {doing}: {}",
+                status.code, status.reason, status.message
+            )),
+            source => CommandError::Unreachable {
+                doing: doing.to_string(),
+                source,
+            },
+        }
+    }
+}
+
+/// Runs a plugin's async work on a runtime built only now (after argument parsing, so
+/// `--help` and `--version` never build one) and turns the result into the fixed exit code,
+/// printing the error, if any, the way every plugin does.
+pub fn run_to_exit_code(
+    work: impl Future<Output = Result<u8, CommandError>>,
+) -> std::process::ExitCode {
+    match block_on(work) {
+        Ok(code) => std::process::ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// Runs async work on a multi-thread runtime built for it.
+pub fn block_on<T>(work: impl Future<Output = Result<T, CommandError>>) -> Result<T, CommandError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(CommandError::Runtime)?
+        .block_on(work)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_are_fixed() {
+        assert_eq!(
+            CommandError::NodesNotFound(vec!["x".into()]).exit_code(),
+            exit::USAGE
+        );
+        assert_eq!(CommandError::Forbidden("x".into()).exit_code(), exit::CLUSTER);
+        assert_eq!(CommandError::Blocked("x".into()).exit_code(), exit::PROBLEMS);
+        assert_eq!(
+            CommandError::NeedsConfirmation("x".into()).exit_code(),
+            exit::USAGE
+        );
+        assert_eq!(
+            CommandError::NodesNotFound(vec!["a".into(), "b".into()]).to_string(),
+            "nodes \"a\", \"b\" not found; nothing was changed (check the name with `kubectl get nodes`)"
+        );
+    }
+}

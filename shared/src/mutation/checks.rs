@@ -1,0 +1,395 @@
+//! The policy checks every change to a node goes through, whatever the command: this is
+//! where to read what happens when a label is removed or changed, or a taint added.
+//!
+//! - **Dependents** ([`dependents`]): a workload depends on a node's labels through its
+//!   `nodeSelector` and required node affinity. A change *blocks* (unless `--force`) only
+//!   when a workload's required constraint selects the node now and would not after the
+//!   change — a node that was never a candidate is not a dependent, and a change that keeps
+//!   the node matching is harmless. For a DaemonSet that means its pod there is deleted by
+//!   its controller; for other workloads, new replicas can no longer land there. A bare pod
+//!   already running on the node keeps running (required affinity is
+//!   IgnoredDuringExecution): reported, not blocking. A preferred term that stops matching
+//!   only changes scoring: reported.
+//! - **Keys** ([`key_warnings`]): a label set outside `node-restriction.kubernetes.io/` that
+//!   looks like it isolates workloads, or in a namespace kubelets and controllers own.
+//! - **Taints** ([`evictions`]): running pods that do not tolerate an added taint. NoSchedule
+//!   leaves them running (reported); NoExecute evicts them — DaemonSet pods included, which
+//!   tolerate only what their template says — and must be confirmed.
+//!
+//! All three are pure functions over plans and minimal views, so they are unit-tested
+//! without a server; [`crate::mutation::pipeline`] gathers the workloads and pods they need.
+
+use std::collections::BTreeMap;
+
+use crate::dependents::{Constraint, KeyQuery, Workload, find_dependents};
+use crate::gpu::{AffectedPod, PodView, evicts, untolerating_pods};
+use crate::plan::NodePlan;
+use crate::scheduling::{NodeFacts, pod_fits_node_affinity, terms_match};
+use crate::syntax::{Taint, TaintEffect};
+
+/// What the checks found: blocking problems stop the command before anything is written
+/// (unless forced), warnings are shown with the plan, and `confirm` must be confirmed
+/// explicitly (it is part of the prompt and of the refusal without a terminal).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Findings {
+    pub blocking: Vec<String>,
+    pub warnings: Vec<String>,
+    pub confirm: Option<String>,
+}
+
+impl Findings {
+    pub fn extend(&mut self, other: Findings) {
+        self.blocking.extend(other.blocking);
+        self.warnings.extend(other.warnings);
+        self.confirm = match (self.confirm.take(), other.confirm) {
+            (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+/// Whether any plan removes a label or changes its value (the changes that can take a node
+/// away from a workload's required constraint).
+pub fn removes_or_changes_labels(plans: &[NodePlan]) -> bool {
+    plans
+        .iter()
+        .flat_map(|p| &p.label_changes)
+        .any(|d| d.before.is_some())
+}
+
+/// The taints the plans add that can keep pods away (NoSchedule, NoExecute).
+pub fn added_restrictive_taints(plans: &[NodePlan]) -> Vec<(String, Taint)> {
+    plans
+        .iter()
+        .flat_map(|p| {
+            p.taints_added()
+                .into_iter()
+                .filter(|t| t.effect != TaintEffect::PreferNoSchedule)
+                .map(|t| (p.node().to_string(), t))
+        })
+        .collect()
+}
+
+/// Warnings about the label keys the plans set.
+pub fn key_warnings(plans: &[NodePlan]) -> Vec<String> {
+    let mut keys: Vec<&str> = plans
+        .iter()
+        .flat_map(|p| &p.label_changes)
+        .filter(|d| d.after.is_some())
+        .map(|d| d.key.as_str())
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter()
+        .flat_map(crate::policy::label_warnings)
+        .collect()
+}
+
+fn node_list(nodes: &[&str]) -> String {
+    const SHOWN: usize = 3;
+    let mut text: Vec<String> = nodes.iter().take(SHOWN).map(|n| format!("node/{n}")).collect();
+    if nodes.len() > SHOWN {
+        text.push(format!("{} more", nodes.len() - SHOWN));
+    }
+    text.join(", ")
+}
+
+/// How a workload's constraints mention the changed keys, for the message.
+fn constraint_text(workload: &Workload, keys: &[String], required: bool) -> String {
+    let queries: Vec<KeyQuery> = keys.iter().map(|k| KeyQuery::parse(k)).collect();
+    let mut parts: Vec<String> = find_dependents(std::slice::from_ref(workload), &queries)
+        .into_iter()
+        .filter(|d| d.constraint.is_required() == required)
+        .map(|d| {
+            let place = match d.constraint {
+                Constraint::NodeSelector => "nodeSelector",
+                Constraint::Required => "required node affinity",
+                Constraint::Preferred => "preferred node affinity",
+            };
+            format!("{} ({place})", d.expression)
+        })
+        .collect();
+    parts.dedup();
+    if parts.is_empty() {
+        "its node constraints".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The dependents of the plans' label changes (see the module docs for the rule).
+pub fn dependents(plans: &[NodePlan], workloads: &[Workload]) -> Findings {
+    let mut findings = Findings::default();
+    let changing: Vec<&NodePlan> = plans
+        .iter()
+        .filter(|p| !p.label_changes.is_empty())
+        .collect();
+    if changing.is_empty() {
+        return findings;
+    }
+    for w in workloads {
+        let spec = &w.pod_spec;
+        let has_required = spec.node_selector.as_ref().is_some_and(|s| !s.is_empty())
+            || crate::scheduling::required_node_terms(spec).is_some();
+        let preferred: Vec<_> = spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.node_affinity.as_ref())
+            .and_then(|na| na.preferred_during_scheduling_ignored_during_execution.as_ref())
+            .map(|p| p.iter().map(|t| t.preference.clone()).collect())
+            .unwrap_or_default();
+        if !has_required && preferred.is_empty() {
+            continue;
+        }
+        let bound_to = spec.node_name.as_deref().filter(|_| w.kind == "Pod");
+        // node -> (required lost, preferred lost)
+        let mut lost_required: Vec<&str> = Vec::new();
+        let mut kept_running: Vec<&str> = Vec::new();
+        let mut lost_preferred: Vec<&str> = Vec::new();
+        let mut keys: BTreeMap<String, ()> = BTreeMap::new();
+        for plan in &changing {
+            let name = plan.node();
+            if bound_to.is_some_and(|n| n != name) {
+                continue;
+            }
+            let before = NodeFacts {
+                name,
+                labels: &plan.before.labels,
+            };
+            let after_labels = plan.labels_after();
+            let after = NodeFacts {
+                name,
+                labels: &after_labels,
+            };
+            let mut touched = false;
+            if has_required && pod_fits_node_affinity(spec, before) && !pod_fits_node_affinity(spec, after) {
+                touched = true;
+                if bound_to.is_some() {
+                    kept_running.push(name);
+                } else {
+                    lost_required.push(name);
+                }
+            }
+            if !preferred.is_empty()
+                && preferred.iter().any(|t| terms_match(std::slice::from_ref(t), before))
+                && !preferred.iter().any(|t| terms_match(std::slice::from_ref(t), after))
+            {
+                touched = true;
+                lost_preferred.push(name);
+            }
+            if touched {
+                for d in &plan.label_changes {
+                    keys.insert(d.key.clone(), ());
+                }
+            }
+        }
+        let keys: Vec<String> = keys.into_keys().collect();
+        let who = format!("{} {}/{}", w.kind, w.namespace, w.name);
+        if !lost_required.is_empty() {
+            let consequence = if w.kind == "DaemonSet" {
+                "the DaemonSet controller would delete its pod there"
+            } else {
+                "new pods of it could no longer be scheduled there"
+            };
+            findings.blocking.push(format!(
+                "{who} requires {}: {} match{} it now and would not after this change; {consequence}",
+                constraint_text(w, &keys, true),
+                node_list(&lost_required),
+                if lost_required.len() == 1 { "es" } else { "" },
+            ));
+        }
+        if !kept_running.is_empty() {
+            findings.warnings.push(format!(
+                "{who} runs on {} and requires {}, which it would no longer match: it keeps running (required node affinity is IgnoredDuringExecution) but could not be scheduled there again",
+                node_list(&kept_running),
+                constraint_text(w, &keys, true),
+            ));
+        }
+        if !lost_preferred.is_empty() {
+            findings.warnings.push(format!(
+                "{who} prefers {}: {} would no longer match; the scheduler will favour other nodes for its new pods (running pods stay)",
+                constraint_text(w, &keys, false),
+                node_list(&lost_preferred),
+            ));
+        }
+    }
+    findings
+}
+
+fn pod_list(pods: &[AffectedPod]) -> String {
+    pods.iter()
+        .map(|p| {
+            format!(
+                "{}/{} on node/{}{}",
+                p.namespace,
+                p.name,
+                p.node,
+                if p.daemon_set { " (DaemonSet pod)" } else { "" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Running pods that do not tolerate the taints the plans add.
+pub fn evictions(added: &[(String, Taint)], pods: &[PodView]) -> Findings {
+    let mut findings = Findings::default();
+    let mut confirm = Vec::new();
+    let mut by_taint: BTreeMap<String, (Taint, Vec<AffectedPod>)> = BTreeMap::new();
+    for (node, taint) in added {
+        let entry = by_taint
+            .entry(taint.to_string())
+            .or_insert_with(|| (taint.clone(), Vec::new()));
+        entry.1.extend(untolerating_pods(pods, node, taint));
+    }
+    for (taint, affected) in by_taint.values() {
+        if affected.is_empty() {
+            continue;
+        }
+        let count = format!(
+            "{} running pod{}",
+            affected.len(),
+            if affected.len() == 1 { "" } else { "s" }
+        );
+        if evicts(taint) {
+            let text = format!(
+                "{taint} is NoExecute: {count} that do{} not tolerate it will be EVICTED: {}",
+                if affected.len() == 1 { "es" } else { "" },
+                pod_list(affected)
+            );
+            findings.warnings.push(text.clone());
+            confirm.push(text);
+        } else {
+            findings.warnings.push(format!(
+                "{count} do{} not tolerate {taint}; they keep running ({}), but new pods without the toleration will not schedule there: {}",
+                if affected.len() == 1 { "es" } else { "" },
+                taint.effect,
+                pod_list(affected)
+            ));
+        }
+    }
+    if !confirm.is_empty() {
+        findings.confirm = Some(confirm.join("\n"));
+    }
+    findings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{ChangeRequest, NodeState, plan_node};
+    use crate::syntax::parse_label_changes;
+    use serde_json::json;
+
+    fn node(name: &str, labels: &[(&str, &str)]) -> NodeState {
+        NodeState {
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            resource_version: "1".into(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            taints: vec![],
+            annotations: Default::default(),
+        }
+    }
+
+    fn plan(state: &NodeState, changes: &[&str]) -> NodePlan {
+        plan_node(
+            state,
+            &ChangeRequest {
+                labels: parse_label_changes(changes).unwrap(),
+                overwrite: true,
+                ..Default::default()
+            },
+        )
+    }
+
+    fn workload(kind: &str, name: &str, spec: serde_json::Value) -> Workload {
+        Workload {
+            kind: kind.into(),
+            namespace: "ml".into(),
+            name: name.into(),
+            pod_spec: serde_json::from_value(spec).unwrap(),
+        }
+    }
+
+    const FAMILY: &str = "accelerator.example.com/gpu-family";
+
+    fn requires_a100() -> serde_json::Value {
+        json!({"containers": [], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": FAMILY, "operator": "In", "values": ["a100"]}]}]}}}})
+    }
+
+    #[test]
+    fn blocks_only_when_a_candidate_stops_matching() {
+        let a100 = node("gpu-a100-1", &[(FAMILY, "a100")]);
+        let h100 = node("gpu-h100-1", &[(FAMILY, "h100")]);
+        let serving = workload("Deployment", "llm-serving", requires_a100());
+        let remove = |n: &NodeState| plan(n, &[&format!("{FAMILY}-")]);
+
+        let found = dependents(&[remove(&a100)], std::slice::from_ref(&serving));
+        assert_eq!(found.blocking.len(), 1, "{found:?}");
+        assert!(
+            found.blocking[0].starts_with(
+                "Deployment ml/llm-serving requires accelerator.example.com/gpu-family In [a100] (required node affinity): node/gpu-a100-1 matches it now and would not after this change"
+            ),
+            "{found:?}"
+        );
+
+        // The h100 node was never a candidate: removing its label blocks nothing.
+        assert_eq!(
+            dependents(&[remove(&h100)], std::slice::from_ref(&serving)),
+            Findings::default()
+        );
+        // A change that keeps the node matching is harmless.
+        let still = workload("Deployment", "any-gpu", json!({"containers": [], "nodeSelector": {"pool": "online"}}));
+        let pool = node("n", &[("pool", "online"), (FAMILY, "a100")]);
+        assert_eq!(
+            dependents(&[plan(&pool, &[&format!("{FAMILY}=h100")])], &[still]),
+            Findings::default()
+        );
+    }
+
+    #[test]
+    fn bound_pods_keep_running_daemonsets_lose_theirs_and_preferences_only_warn() {
+        let a100 = node("gpu-a100-1", &[(FAMILY, "a100")]);
+        let change = plan(&a100, &[&format!("{FAMILY}=h100")]);
+        let mut bare = requires_a100();
+        bare["nodeName"] = json!("gpu-a100-1");
+        let mut elsewhere = requires_a100();
+        elsewhere["nodeName"] = json!("gpu-a100-9");
+        let prefers = json!({"containers": [], "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 10, "preference": {"matchExpressions": [{"key": FAMILY, "operator": "In", "values": ["a100"]}]}}]}}});
+        let found = dependents(
+            std::slice::from_ref(&change),
+            &[
+                workload("Pod", "trainer", bare),
+                workload("Pod", "other-node", elsewhere),
+                workload("DaemonSet", "dcgm", requires_a100()),
+                workload("Deployment", "batch", prefers),
+            ],
+        );
+        assert_eq!(found.blocking.len(), 1, "{found:?}");
+        assert!(found.blocking[0].contains("the DaemonSet controller would delete its pod there"));
+        assert_eq!(found.warnings.len(), 2, "{found:?}");
+        assert!(found.warnings[0].starts_with("Pod ml/trainer runs on node/gpu-a100-1"));
+        assert!(found.warnings[0].contains("it keeps running"));
+        assert!(found.warnings[1].starts_with("Deployment ml/batch prefers"));
+    }
+
+    #[test]
+    fn no_execute_lists_daemonset_pods_and_asks() {
+        let taint = crate::syntax::parse_taint("dedicated=llm:NoExecute").unwrap();
+        let pods: Vec<PodView> = vec![
+            serde_json::from_value(json!({"metadata": {"name": "plugin", "namespace": "gpu-operator", "ownerReferences": [{"kind": "DaemonSet", "controller": true}]},
+                "spec": {"nodeName": "n", "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}})).unwrap(),
+        ];
+        let found = evictions(&[("n".into(), taint)], &pods);
+        assert_eq!(
+            found.confirm.as_deref(),
+            Some("dedicated=llm:NoExecute is NoExecute: 1 running pod that does not tolerate it will be EVICTED: gpu-operator/plugin on node/n (DaemonSet pod)")
+        );
+    }
+}

@@ -1,0 +1,347 @@
+//! `kubectl nodelabel`'s commands on top of the pipeline: set/remove, import (with
+//! provenance and per-node hooks) and the `dependents` lookup.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures::StreamExt;
+
+use crate::api;
+use crate::connect::{Connection, ConnectionArgs};
+use crate::dependents::{Dependent, KeyQuery, find_dependents};
+use crate::error::CommandError;
+use crate::exit;
+use crate::nfd::{self, IMPORTED_LABELS_ANNOTATION, ImportRecord, NamespacePolicy, Naming};
+use crate::plan::{Blocker, ChangeRequest, NodePlan, NodeState, plan_node};
+use crate::syntax::LabelChange;
+use crate::targets::Targets;
+use crate::ui::{MutationArgs, Ui};
+
+use super::pipeline::{self, Mutation};
+use super::report::{REPORT_API_VERSION, print_report};
+
+/// `kubectl nodelabel`'s name in snapshots and in printed commands.
+pub const TOOL: &str = "kubectl-nodelabel";
+pub const COMMAND: &str = "kubectl nodelabel";
+
+/// Hooks run at once during an import.
+const HOOK_CONCURRENCY: usize = 4;
+
+async fn read_targets(conn: &Connection, targets: &Targets) -> Result<Vec<NodeState>, CommandError> {
+    let nodes = api::fetch_nodes(&conn.client, targets).await?;
+    if nodes.is_empty() {
+        return Err(CommandError::Input(
+            "the selector matches no node; nothing to do".into(),
+        ));
+    }
+    Ok(nodes)
+}
+
+/// What `set` or `remove` asks.
+#[derive(Debug, Clone)]
+pub struct LabelRequest {
+    /// `set` or `remove`, recorded in the snapshot.
+    pub operation: &'static str,
+    pub changes: Vec<LabelChange>,
+    /// Change a label that has another value.
+    pub overwrite: bool,
+    /// Remove or change labels that workloads depend on.
+    pub force: bool,
+}
+
+/// `set` and `remove`: the label changes on the targets.
+pub async fn change_labels(
+    connection: &ConnectionArgs,
+    ui: &Ui,
+    targets: Targets,
+    request: LabelRequest,
+    args: &MutationArgs,
+) -> Result<u8, CommandError> {
+    let conn = connection.connect().await?;
+    let nodes = read_targets(&conn, &targets).await?;
+    let change = ChangeRequest {
+        labels: request.changes,
+        overwrite: request.overwrite,
+        ..Default::default()
+    };
+    let plans: Vec<NodePlan> = nodes.iter().map(|n| plan_node(n, &change)).collect();
+    let mut mutation = Mutation::new(TOOL, COMMAND, request.operation, args);
+    mutation.force = request.force;
+    let report = pipeline::apply(&conn, ui, plans, mutation).await?;
+    Ok(print_report(ui, &report))
+}
+
+/// Where `import` reads features.
+#[derive(Debug, Clone)]
+pub enum FeatureSource {
+    File(PathBuf),
+    Dir(PathBuf),
+    Hook { path: PathBuf, timeout: Duration },
+}
+
+impl FeatureSource {
+    /// The provenance name recorded for the keys this source sets.
+    fn provenance(&self) -> String {
+        let base = |p: &PathBuf| {
+            p.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| p.display().to_string())
+        };
+        match self {
+            FeatureSource::File(p) => format!("file:{}", base(p)),
+            FeatureSource::Dir(p) => format!("dir:{}", base(p)),
+            FeatureSource::Hook { path, .. } => format!("hook:{}", nfd::hook_name(path)),
+        }
+    }
+}
+
+/// `import`'s options besides the source and targets.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// `--naming`; `None`: `file` for files, `hook` for hooks.
+    pub naming: Option<Naming>,
+    pub policy: NamespacePolicy,
+    pub prune: bool,
+    pub skip_invalid: bool,
+    pub overwrite: bool,
+    /// Prune labels that workloads depend on.
+    pub force: bool,
+}
+
+/// (source name, content, the node it is for: `None` = every target).
+type SourceText = (String, String, Option<String>);
+
+fn read_files(source: &FeatureSource) -> Result<Vec<SourceText>, CommandError> {
+    let input = |e: nfd::SourceError| CommandError::Input(e.to_string());
+    match source {
+        FeatureSource::File(file) => Ok(vec![(
+            file.display().to_string(),
+            nfd::read_feature_file(file).map_err(input)?,
+            None,
+        )]),
+        FeatureSource::Dir(dir) => {
+            let mut out = Vec::new();
+            for (node, path) in nfd::node_files(dir).map_err(input)? {
+                out.push((
+                    path.display().to_string(),
+                    nfd::read_feature_file(&path).map_err(input)?,
+                    Some(node),
+                ));
+            }
+            if out.is_empty() {
+                return Err(CommandError::Input(format!(
+                    "{}: no feature files (expected <node> or <node>.features)",
+                    dir.display()
+                )));
+            }
+            Ok(out)
+        }
+        FeatureSource::Hook { .. } => Ok(Vec::new()),
+    }
+}
+
+/// Runs a hook once per node, a few at a time; the first failure stops the import.
+async fn run_hooks(
+    path: &std::path::Path,
+    timeout: Duration,
+    nodes: &[NodeState],
+) -> Result<Vec<SourceText>, CommandError> {
+    futures::stream::iter(nodes.iter().map(|n| n.name.clone()))
+        .map(|node| async move {
+            let output = nfd::run_hook(path, timeout, &node)
+                .await
+                .map_err(|e| CommandError::Input(e.to_string()))?;
+            Ok((format!("hook {} (node {node})", path.display()), output, Some(node)))
+        })
+        .buffered(HOOK_CONCURRENCY)
+        .collect::<Vec<Result<SourceText, CommandError>>>()
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// A warning when a hook printed the same features for several nodes: it runs on this
+/// machine, so it may describe the machine instead of the node it was given.
+fn same_output_warning(hook: &std::path::Path, texts: &[SourceText]) -> Option<String> {
+    let first = texts.first()?;
+    let same = texts.len() > 1
+        && !first.1.trim().is_empty()
+        && texts.iter().all(|(_, content, _)| *content == first.1);
+    same.then(|| {
+        format!(
+            "hook {} printed the same features for all {} nodes: it runs on this machine, not on the nodes, so check that it describes the node it is given (NODE_NAME, its first argument) rather than this machine",
+            hook.display(),
+            texts.len()
+        )
+    })
+}
+
+/// `import`: node features in NFD's local-source format, through the same pipeline as
+/// `set`, with every key's source recorded so `--prune` removes only that source's keys.
+pub async fn import(
+    connection: &ConnectionArgs,
+    ui: &Ui,
+    source: FeatureSource,
+    targets: Option<Targets>,
+    options: ImportOptions,
+    args: &MutationArgs,
+) -> Result<u8, CommandError> {
+    let now = jiff::Timestamp::now();
+    let naming = match (&options.naming, &source) {
+        (Some(n), _) => n.clone(),
+        (None, FeatureSource::Hook { path, .. }) => Naming::Hook {
+            hook_name: nfd::hook_name(path),
+        },
+        (None, _) => Naming::File,
+    };
+    // Files are read and validated before the cluster is contacted.
+    let mut texts = read_files(&source)?;
+    let targets = match (&source, targets) {
+        (FeatureSource::Dir(_), Some(_)) => {
+            return Err(CommandError::Input(
+                "--dir names the nodes by its files; do not give nodes or a selector".into(),
+            ));
+        }
+        (FeatureSource::Dir(_), None) => {
+            Targets::Names(texts.iter().filter_map(|(_, _, n)| n.clone()).collect())
+        }
+        (_, Some(t)) => t,
+        (_, None) => {
+            return Err(CommandError::Input(
+                "no nodes given: name nodes, or use -l/--selector or --all".into(),
+            ));
+        }
+    };
+    let conn = connection.connect().await?;
+    let nodes = read_targets(&conn, &targets).await?;
+    let mut findings = super::checks::Findings::default();
+    if let FeatureSource::Hook { path, timeout } = &source {
+        texts = run_hooks(path, *timeout, &nodes).await?;
+        findings.warnings.extend(same_output_warning(path, &texts));
+    }
+
+    let mut parsed: Vec<(Option<String>, Vec<nfd::Feature>)> = Vec::new();
+    let mut errors = Vec::new();
+    for (name, content, node) in &texts {
+        let (features, errs) = nfd::parse_features(name, content, &naming, &options.policy, now);
+        errors.extend(errs);
+        parsed.push((node.clone(), features));
+    }
+    if !errors.is_empty() {
+        let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        if options.skip_invalid {
+            for e in &listed {
+                ui.warn(&format!("skipped: {e}"));
+            }
+        } else {
+            return Err(CommandError::Input(format!(
+                "nothing was applied; invalid entries (use --skip-invalid to apply the rest):\n  {}",
+                listed.join("\n  ")
+            )));
+        }
+    }
+
+    let provenance = source.provenance();
+    let plans: Vec<NodePlan> = nodes
+        .iter()
+        .map(|node| {
+            let features = parsed
+                .iter()
+                .find(|(n, _)| n.as_deref().is_none_or(|n| n == node.name))
+                .map(|(_, f)| f.as_slice())
+                .unwrap_or_default();
+            import_plan(node, &provenance, features, &options)
+        })
+        .collect();
+    let mut mutation = Mutation::new(TOOL, COMMAND, "import", args);
+    mutation.force = options.force;
+    mutation.findings = findings;
+    let report = pipeline::apply(&conn, ui, plans, mutation).await?;
+    Ok(print_report(ui, &report))
+}
+
+/// One node's import: features set, the source's earlier imports pruned when asked, the
+/// record updated; an existing label no import set is only changed with `--overwrite`.
+pub fn import_plan(
+    node: &NodeState,
+    source: &str,
+    features: &[nfd::Feature],
+    options: &ImportOptions,
+) -> NodePlan {
+    let previous = node
+        .annotations
+        .get(IMPORTED_LABELS_ANNOTATION)
+        .map(String::as_str);
+    let record = ImportRecord::parse(previous);
+    let (labels, annotation) = nfd::import_changes(previous, source, features, options.prune);
+    let request = ChangeRequest {
+        labels,
+        annotations: vec![annotation],
+        overwrite: true,
+        ..Default::default()
+    };
+    let mut plan = plan_node(node, &request);
+    if !options.overwrite {
+        for d in &plan.label_changes {
+            if let (Some(current), Some(wanted)) = (&d.before, &d.after)
+                && !record.owns(&d.key)
+            {
+                plan.blockers.push(Blocker::LabelHasOtherValue {
+                    key: d.key.clone(),
+                    current: current.clone(),
+                    wanted: wanted.clone(),
+                });
+            }
+        }
+    }
+    plan
+}
+
+/// `dependents KEY[=VALUE]...`: the workloads whose node constraints mention the keys.
+pub async fn dependents(
+    connection: &ConnectionArgs,
+    ui: &Ui,
+    keys: &[String],
+    namespace: Option<&str>,
+) -> Result<u8, CommandError> {
+    let conn = connection.connect().await?;
+    let queries: Vec<KeyQuery> = keys.iter().map(|k| KeyQuery::parse(k)).collect();
+    let (workloads, warnings) = api::list_workloads(&conn.client, namespace).await?;
+    for w in &warnings {
+        ui.warn(w);
+    }
+    print_dependents(ui, &find_dependents(&workloads, &queries));
+    Ok(exit::SUCCESS)
+}
+
+fn print_dependents(ui: &Ui, found: &[Dependent]) {
+    if ui.output.is_structured() {
+        ui.print_structured(&serde_json::json!({
+            "apiVersion": REPORT_API_VERSION, "kind": "LabelDependents", "items": found
+        }));
+        return;
+    }
+    if found.is_empty() {
+        println!("no workload depends on these labels");
+        return;
+    }
+    let rows: Vec<Vec<String>> = found
+        .iter()
+        .map(|d| {
+            vec![
+                d.namespace.clone(),
+                d.kind.clone(),
+                d.name.clone(),
+                d.constraint.as_str().to_string(),
+                d.expression.clone(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        crate::ui::table(
+            &["NAMESPACE", "KIND", "NAME", "CONSTRAINT", "EXPRESSION"],
+            &rows
+        )
+    );
+}

@@ -1,0 +1,22 @@
+//! Every change placekit makes to nodes, and its undo.
+//!
+//! One pipeline ([`pipeline::apply`]) serves set, remove, import (incl. prune), dedicate,
+//! release and rollback alike:
+//!
+//! 1. targets, deduplicated ([`crate::targets`]), are read ([`crate::api`]);
+//! 2. each command plans its change per node ([`crate::plan`], [`crate::rollback`]);
+//! 3. the same policy checks run for every command ([`checks`]: dependents of removed or
+//!    changed labels, risky keys, pods kept away or evicted by added taints);
+//! 4. the plan is shown, confirmed, snapshotted ([`crate::snapshot`]) and written with
+//!    conditional patches ([`crate::executor`]);
+//! 5. the outcome of every node is reported ([`report`]).
+//!
+//! [`undo`] is rollback, history and show; [`labels`] and [`gpu`] are the two plugins'
+//! commands on top of the pipeline.
+
+pub mod checks;
+pub mod gpu;
+pub mod labels;
+pub mod pipeline;
+pub mod report;
+pub mod undo;

@@ -1,0 +1,308 @@
+//! The one path every change to nodes takes — set, remove, import, dedicate, release and
+//! rollback alike: plan blockers → policy checks ([`super::checks`]) → show → confirm →
+//! snapshot → conditional write ([`crate::executor`]) → report.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::api;
+use crate::connect::Connection;
+use crate::error::CommandError;
+use crate::executor::{ExecutorConfig, KubeNodeWriter, NodeOutcome, WriteItem, execute};
+use crate::plan::NodePlan;
+use crate::snapshot::{ClusterIdentity, SnapshotHeader, SnapshotStore};
+use crate::ui::{DryRun, MutationArgs, Ui};
+
+use super::checks::{self, Findings};
+use super::report::{NodeReport, Outcome, REPORT_API_VERSION, Report};
+
+/// What a mutating command is, besides its plans.
+#[derive(Debug, Clone)]
+pub struct Mutation<'a> {
+    /// `kubectl-nodelabel` / `kubectl-gpu_taint`: recorded in snapshots.
+    pub tool: &'a str,
+    /// How users type the tool (`kubectl nodelabel`), for the printed follow-up commands.
+    pub command: &'a str,
+    pub operation: &'a str,
+    pub args: &'a MutationArgs,
+    /// `--force`: go on despite blocking dependents (they are shown as warnings).
+    pub force: bool,
+    /// The command's own findings (a GPU preflight, a rollback's conflicts).
+    pub findings: Findings,
+    /// Reported problems that make the command exit 1 whatever the writes do.
+    pub problems: Vec<String>,
+    /// Set for a rollback: the snapshot it undoes.
+    pub rollback_of: Option<PathBuf>,
+    /// The cluster's identity, when the command already read it.
+    pub cluster: Option<ClusterIdentity>,
+}
+
+impl<'a> Mutation<'a> {
+    pub fn new(tool: &'a str, command: &'a str, operation: &'a str, args: &'a MutationArgs) -> Self {
+        Mutation {
+            tool,
+            command,
+            operation,
+            args,
+            force: false,
+            findings: Findings::default(),
+            problems: Vec::new(),
+            rollback_of: None,
+            cluster: None,
+        }
+    }
+}
+
+/// Quotes a path for a shell only when it needs it.
+pub fn shell_quote(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-:+@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Runs the policy checks that need the cluster: workloads when a label is removed or
+/// changed, pods when a restrictive taint is added.
+async fn policy(conn: &Connection, plans: &[NodePlan]) -> Result<Findings, CommandError> {
+    let mut findings = Findings {
+        warnings: checks::key_warnings(plans),
+        ..Findings::default()
+    };
+    if checks::removes_or_changes_labels(plans) {
+        let (workloads, unreadable) = api::list_workloads(&conn.client, None).await?;
+        findings.warnings.extend(unreadable);
+        findings.extend(checks::dependents(plans, &workloads));
+    }
+    let added = checks::added_restrictive_taints(plans);
+    if !added.is_empty() {
+        let mut nodes: Vec<String> = added.iter().map(|(n, _)| n.clone()).collect();
+        nodes.dedup();
+        let pods = api::active_pods_on(&conn.client, &nodes).await?;
+        findings.extend(checks::evictions(&added, &pods));
+    }
+    Ok(findings)
+}
+
+fn dry_run_name(dry_run: DryRun) -> &'static str {
+    match dry_run {
+        DryRun::None => "none",
+        DryRun::Client => "client",
+        DryRun::Server => "server",
+    }
+}
+
+/// Shows the plans, checks them, asks, snapshots, writes and reports. Blocked plans and
+/// blocking findings stop everything before any write; unchanged nodes are reported and
+/// not written.
+pub async fn apply(
+    conn: &Connection,
+    ui: &Ui,
+    plans: Vec<NodePlan>,
+    mutation: Mutation<'_>,
+) -> Result<Report, CommandError> {
+    let blocked: Vec<String> = plans
+        .iter()
+        .flat_map(|p| p.blockers.iter().map(move |b| format!("node/{}: {b}", p.node())))
+        .collect();
+    if !blocked.is_empty() {
+        return Err(CommandError::Blocked(format!(
+            "nothing was changed; {} blocking problem{}:\n  {}",
+            blocked.len(),
+            if blocked.len() == 1 { "" } else { "s" },
+            blocked.join("\n  ")
+        )));
+    }
+    let (changing, unchanged): (Vec<NodePlan>, Vec<NodePlan>) =
+        plans.into_iter().partition(|p| !p.is_noop());
+
+    let mut findings = mutation.findings.clone();
+    findings.extend(policy(conn, &changing).await?);
+    if !findings.blocking.is_empty() {
+        if mutation.force {
+            findings.warnings.extend(
+                findings
+                    .blocking
+                    .drain(..)
+                    .map(|b| format!("{b} (--force given)")),
+            );
+        } else {
+            return Err(CommandError::Blocked(format!(
+                "nothing was changed: workloads depend on the labels being changed:\n  {}\nuse --force to change them anyway",
+                findings.blocking.join("\n  ")
+            )));
+        }
+    }
+
+    let dry_run = mutation.args.dry_run;
+    let mut report = Report {
+        api_version: REPORT_API_VERSION.into(),
+        kind: "ChangeReport".into(),
+        operation: mutation.operation.into(),
+        dry_run: dry_run_name(dry_run).into(),
+        snapshot: None,
+        rollback_command: None,
+        force_command: None,
+        nodes: unchanged
+            .iter()
+            .map(|p| NodeReport::of(p, Outcome::Unchanged, None))
+            .collect(),
+        warnings: findings.warnings.clone(),
+        problems: mutation.problems.clone(),
+    };
+    for p in changing.iter().chain(&unchanged) {
+        for note in &p.notes {
+            report.warnings.push(format!("node/{}: {note}", p.node()));
+        }
+    }
+
+    if !ui.output.is_structured() {
+        show_plan(ui, &changing, unchanged.len());
+        for w in &report.warnings {
+            ui.warn(w);
+        }
+    }
+    if changing.is_empty() {
+        if !ui.output.is_structured() {
+            println!("nothing to change");
+        }
+        return Ok(report);
+    }
+    if dry_run == DryRun::Client {
+        report
+            .nodes
+            .extend(changing.iter().map(|p| NodeReport::of(p, Outcome::Planned, None)));
+        if !ui.output.is_structured() {
+            println!("dry run (client): nothing was sent to the cluster");
+        }
+        return Ok(report);
+    }
+
+    api::check_permission(&conn.client, "patch", "nodes", "").await?;
+    confirm(ui, &mutation, &findings, changing.len())?;
+
+    let mut journal = None;
+    if dry_run == DryRun::None {
+        let cluster = match &mutation.cluster {
+            Some(c) => c.clone(),
+            None => api::cluster_identity(conn).await,
+        };
+        let mut header = SnapshotHeader::new(
+            mutation.tool,
+            env!("CARGO_PKG_VERSION"),
+            &conn.context,
+            &cluster,
+            std::env::args().collect(),
+            mutation.operation,
+            &changing,
+        );
+        header.rollback_of = mutation.rollback_of.as_ref().map(|p| p.display().to_string());
+        let store = SnapshotStore::new(SnapshotStore::default_dir()?);
+        let j = match mutation.args.backup.as_deref().filter(|p| !p.is_empty()) {
+            Some(path) => store.create_at(Path::new(path), &header)?,
+            None => store.create(&header)?,
+        };
+        report.snapshot = Some(j.path().to_path_buf());
+        if !ui.output.is_structured() {
+            eprintln!("snapshot written to {}", j.path().display());
+        }
+        journal = Some(j);
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                stop.store(true, Ordering::SeqCst);
+                eprintln!("interrupted: finishing the writes in flight, starting no new ones");
+            }
+        })
+    };
+    let writer = KubeNodeWriter::new(conn.client.clone(), "placekit");
+    let items: Vec<WriteItem> = changing.iter().map(WriteItem::from_plan).collect();
+    let config = ExecutorConfig {
+        concurrency: usize::from(mutation.args.concurrency),
+        dry_run: dry_run == DryRun::Server,
+        ..ExecutorConfig::default()
+    };
+    let bar = ui.progress_bar(items.len() as u64, mutation.operation);
+    let outcomes = execute(
+        &writer,
+        &items,
+        &config,
+        journal.as_mut(),
+        &stop,
+        |_: &NodeOutcome| bar.inc(1),
+    )
+    .await;
+    bar.finish_and_clear();
+    watcher.abort();
+    let outcomes = outcomes?;
+    drop(journal);
+
+    for (plan, outcome) in changing.iter().zip(&outcomes) {
+        let reported = match (Outcome::from(outcome.kind), dry_run) {
+            (Outcome::Applied, DryRun::Server) => Outcome::Planned,
+            (o, _) => o,
+        };
+        report
+            .nodes
+            .push(NodeReport::of(plan, reported, outcome.message.clone()));
+    }
+    report.nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    // The undo command is printed only when there may be something to undo.
+    let maybe_changed = report
+        .nodes
+        .iter()
+        .any(|n| matches!(n.outcome, Outcome::Applied | Outcome::Unknown));
+    if let (true, Some(path)) = (maybe_changed && dry_run == DryRun::None, &report.snapshot) {
+        report.rollback_command = Some(format!(
+            "{} rollback {}",
+            mutation.command,
+            shell_quote(&path.display().to_string())
+        ));
+    }
+    Ok(report)
+}
+
+fn show_plan(ui: &Ui, changing: &[NodePlan], unchanged: usize) {
+    super::report::show_plan(ui, changing, unchanged);
+}
+
+/// Asks for confirmation (or refuses without a terminal and `--yes`).
+fn confirm(ui: &Ui, mutation: &Mutation<'_>, findings: &Findings, nodes: usize) -> Result<(), CommandError> {
+    if mutation.args.dry_run != DryRun::None || mutation.args.yes {
+        return Ok(());
+    }
+    let what = format!("{nodes} node{}", if nodes == 1 { "" } else { "s" });
+    if !ui.interactive {
+        return Err(CommandError::NeedsConfirmation(match &findings.confirm {
+            Some(extra) => format!("{what} ({extra})"),
+            None => what,
+        }));
+    }
+    let question = match &findings.confirm {
+        Some(extra) => format!("{extra}\nApply the change to {what}?"),
+        None => format!("Apply the change to {what}?"),
+    };
+    if ui.confirm(&question) {
+        Ok(())
+    } else {
+        Err(CommandError::Declined)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quoting() {
+        assert_eq!(shell_quote("/tmp/a-b.jsonl"), "/tmp/a-b.jsonl");
+        assert_eq!(shell_quote("/tmp/a b"), "'/tmp/a b'");
+    }
+}

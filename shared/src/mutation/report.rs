@@ -1,0 +1,259 @@
+//! What a mutating command did: the `ChangeReport` printed as text or `-o json|yaml`, with
+//! one typed outcome per node, and the plan shown before confirmation.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::exit;
+use crate::plan::{LabelDelta, NodePlan};
+use crate::rollback::RollbackConflict;
+use crate::snapshot::OutcomeKind;
+use crate::syntax::Taint;
+use crate::ui::{Color, Ui};
+
+/// The version of the report schema printed by `-o json|yaml`.
+pub const REPORT_API_VERSION: &str = "placekit.dev/v1";
+
+/// How many node diffs to print before summarising the rest.
+const DIFFS_SHOWN: usize = 10;
+
+/// What happened to one node, as reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Outcome {
+    Applied,
+    /// `--dry-run`: what would be written.
+    Planned,
+    /// Already as requested: nothing sent.
+    Unchanged,
+    Conflict,
+    Failed,
+    /// A transport error left it undecided and no re-read could decide it.
+    Unknown,
+    /// Not written on purpose (a rollback of a recreated or deleted node).
+    Skipped,
+    /// The run stopped before this node.
+    NotAttempted,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Applied => "applied",
+            Outcome::Planned => "planned",
+            Outcome::Unchanged => "unchanged",
+            Outcome::Conflict => "conflict",
+            Outcome::Failed => "failed",
+            Outcome::Unknown => "unknown",
+            Outcome::Skipped => "skipped",
+            Outcome::NotAttempted => "notAttempted",
+        }
+    }
+
+    /// Whether this outcome makes the command exit 1.
+    pub fn is_problem(self) -> bool {
+        matches!(
+            self,
+            Outcome::Conflict
+                | Outcome::Failed
+                | Outcome::Unknown
+                | Outcome::Skipped
+                | Outcome::NotAttempted
+        )
+    }
+
+    const ORDER: [Outcome; 8] = [
+        Outcome::Applied,
+        Outcome::Planned,
+        Outcome::Unchanged,
+        Outcome::Conflict,
+        Outcome::Failed,
+        Outcome::Unknown,
+        Outcome::Skipped,
+        Outcome::NotAttempted,
+    ];
+}
+
+impl From<OutcomeKind> for Outcome {
+    fn from(kind: OutcomeKind) -> Self {
+        match kind {
+            OutcomeKind::Applied => Outcome::Applied,
+            OutcomeKind::Conflict => Outcome::Conflict,
+            OutcomeKind::Failed => Outcome::Failed,
+            OutcomeKind::Unknown => Outcome::Unknown,
+            OutcomeKind::Skipped => Outcome::Skipped,
+            OutcomeKind::NotAttempted => Outcome::NotAttempted,
+        }
+    }
+}
+
+/// One node in a report.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeReport {
+    pub name: String,
+    pub outcome: Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    pub label_changes: Vec<LabelDelta>,
+    pub taints_added: Vec<Taint>,
+    pub taints_removed: Vec<Taint>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub annotation_changes: Vec<LabelDelta>,
+    /// Rollback only: keys someone changed after the original command.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<RollbackConflict>,
+}
+
+impl NodeReport {
+    pub fn of(plan: &NodePlan, outcome: Outcome, message: Option<String>) -> Self {
+        NodeReport {
+            name: plan.node().to_string(),
+            outcome,
+            message,
+            label_changes: plan.label_changes.clone(),
+            taints_added: plan.taints_added(),
+            taints_removed: plan.taints_removed(),
+            annotation_changes: plan.annotation_changes.clone(),
+            conflicts: Vec::new(),
+        }
+    }
+
+    /// A node with no plan (a rollback's skipped node).
+    pub fn without_plan(name: &str, outcome: Outcome, message: String) -> Self {
+        NodeReport {
+            name: name.to_string(),
+            outcome,
+            message: Some(message),
+            label_changes: Vec::new(),
+            taints_added: Vec::new(),
+            taints_removed: Vec::new(),
+            annotation_changes: Vec::new(),
+            conflicts: Vec::new(),
+        }
+    }
+}
+
+/// What a mutating command did: the `-o json|yaml` output (`kind: ChangeReport`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub api_version: String,
+    pub kind: String,
+    pub operation: String,
+    /// none, client or server.
+    pub dry_run: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<PathBuf>,
+    /// The exact command that undoes what was applied (absent when nothing was).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollback_command: Option<String>,
+    /// Rollback only: the exact command that also restores what was left alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub force_command: Option<String>,
+    pub nodes: Vec<NodeReport>,
+    pub warnings: Vec<String>,
+    /// What makes the command exit 1 besides a node's outcome (a taint left in place
+    /// because its value differs, a rollback that restored nothing it was asked to).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+impl Report {
+    /// 0 when every node is applied, unchanged or planned and nothing else went wrong; 1
+    /// otherwise.
+    pub fn exit_code(&self) -> u8 {
+        let bad = !self.problems.is_empty()
+            || self
+                .nodes
+                .iter()
+                .any(|n| n.outcome.is_problem() || n.conflicts.iter().any(|c| !c.forced));
+        if bad { exit::PROBLEMS } else { exit::SUCCESS }
+    }
+
+    pub fn count(&self, outcome: Outcome) -> usize {
+        self.nodes.iter().filter(|n| n.outcome == outcome).count()
+    }
+}
+
+/// Prints the plans about to be written: up to ten diffs, then a count.
+pub fn show_plan(ui: &Ui, changing: &[NodePlan], unchanged: usize) {
+    for plan in changing.iter().take(DIFFS_SHOWN) {
+        print!("{}", ui.paint_diff(&plan.render_diff()));
+    }
+    if changing.len() > DIFFS_SHOWN {
+        let more = changing.len() - DIFFS_SHOWN;
+        println!(
+            "... and {more} more node{} (see -o json for every node's plan)",
+            if more == 1 { "" } else { "s" }
+        );
+    }
+    if unchanged > 0 {
+        println!(
+            "{unchanged} node{} already as requested",
+            if unchanged == 1 { " is" } else { "s are" }
+        );
+    }
+}
+
+fn shown(v: &Option<String>) -> String {
+    v.as_deref()
+        .map(|v| format!("{v:?}"))
+        .unwrap_or_else(|| "absent".into())
+}
+
+/// Prints a report as text (or JSON/YAML) and returns the exit code.
+pub fn print_report(ui: &Ui, report: &Report) -> u8 {
+    if ui.output.is_structured() {
+        ui.print_structured(report);
+        return report.exit_code();
+    }
+    for n in &report.nodes {
+        let outcome = match n.outcome {
+            Outcome::Applied => ui.paint("applied", Color::Green),
+            Outcome::Unchanged | Outcome::Planned => n.outcome.as_str().to_string(),
+            other => ui.paint(other.as_str(), Color::Red),
+        };
+        if n.outcome == Outcome::Unchanged && report.nodes.len() > DIFFS_SHOWN {
+            continue;
+        }
+        match &n.message {
+            Some(m) => println!("node/{} {outcome}: {m}", n.name),
+            None => println!("node/{} {outcome}", n.name),
+        }
+        for c in &n.conflicts {
+            println!(
+                "  conflict: {} is {}, expected {}{}",
+                c.item,
+                shown(&c.found),
+                shown(&c.expected),
+                if c.forced {
+                    " (restored with --force)"
+                } else {
+                    " (left alone)"
+                }
+            );
+        }
+    }
+    let summary: Vec<String> = Outcome::ORDER
+        .iter()
+        .filter_map(|&o| {
+            let n = report.count(o);
+            (n > 0).then(|| format!("{n} {}", o.as_str()))
+        })
+        .collect();
+    if !summary.is_empty() {
+        println!("{}", summary.join(", "));
+    }
+    for p in &report.problems {
+        println!("{}", ui.paint(p, Color::Red));
+    }
+    if let Some(cmd) = &report.force_command {
+        println!("restore what was left alone with: {cmd}");
+    }
+    if let Some(cmd) = &report.rollback_command {
+        println!("undo with: {cmd}");
+    }
+    report.exit_code()
+}

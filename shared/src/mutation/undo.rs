@@ -1,0 +1,333 @@
+//! Undo: `rollback` (exact-match, through the same pipeline as every change), and the
+//! snapshot history it walks: `history` and `show`.
+//!
+//! Undo is a stack per cluster: `rollback --last` takes the newest snapshot of this tool
+//! taken on *this cluster* (by identity, not context name) that is not itself a rollback
+//! and not fully rolled back ([`SnapshotStore::last_undoable`]), so repeated `--last` walks
+//! back through history. A snapshot named by path that was taken on another cluster is
+//! refused unless `--force`.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::api;
+use crate::connect::{Connection, ConnectionArgs};
+use crate::error::CommandError;
+use crate::exit;
+use crate::rollback::{NodeRollback, RollbackConflict, plan_node_rollback};
+use crate::snapshot::{
+    ClusterIdentity, Journal, JournalRecord, OutcomeKind, Snapshot, SnapshotStore, now_rfc3339,
+};
+use crate::ui::{MutationArgs, Ui};
+
+use super::checks::Findings;
+use super::pipeline::{self, Mutation, shell_quote};
+use super::report::{NodeReport, Outcome, REPORT_API_VERSION, Report};
+
+/// Which snapshot a `rollback` or `show` names.
+#[derive(Debug, Clone, Copy)]
+pub enum SnapshotChoice<'a> {
+    Path(&'a str),
+    Last,
+}
+
+impl<'a> SnapshotChoice<'a> {
+    /// From `[SNAPSHOT | --last]`.
+    pub fn from_args(path: Option<&'a str>, last: bool) -> Result<Self, CommandError> {
+        match (path, last) {
+            (Some(p), false) => Ok(SnapshotChoice::Path(p)),
+            (None, true) => Ok(SnapshotChoice::Last),
+            (Some(_), true) => Err(CommandError::Input(
+                "give a SNAPSHOT path or --last, not both".into(),
+            )),
+            (None, false) => Err(CommandError::Input("give a SNAPSHOT path or --last".into())),
+        }
+    }
+
+    fn load(self, tool: &str, cluster: &ClusterIdentity) -> Result<Snapshot, CommandError> {
+        Ok(match self {
+            SnapshotChoice::Path(p) => Snapshot::load(Path::new(p))?,
+            SnapshotChoice::Last => {
+                SnapshotStore::new(SnapshotStore::default_dir()?).last_undoable(tool, cluster)?
+            }
+        })
+    }
+}
+
+fn conflict_warning(node: &str, c: &RollbackConflict, force_command: &str) -> String {
+    let shown = |v: &Option<String>| {
+        v.as_deref()
+            .map(|v| format!("{v:?}"))
+            .unwrap_or_else(|| "absent".into())
+    };
+    format!(
+        "node/{node}: {} is {}, but the snapshot's command set {}: someone changed it since{}",
+        c.item,
+        shown(&c.found),
+        shown(&c.expected),
+        if c.forced {
+            "; restoring anyway (--force)".to_string()
+        } else {
+            format!("; left alone (`{force_command}` restores it)")
+        }
+    )
+}
+
+/// `rollback [SNAPSHOT | --last] [--force]`: restores what a snapshot changed, exactly (see
+/// [`crate::rollback`]), and records in the original snapshot that (and whether fully) it
+/// was rolled back.
+pub async fn rollback(
+    conn: &Connection,
+    ui: &Ui,
+    tool: &str,
+    command: &str,
+    choice: SnapshotChoice<'_>,
+    force: bool,
+    args: &MutationArgs,
+) -> Result<Report, CommandError> {
+    let cluster = api::cluster_identity(conn).await;
+    let snapshot = choice.load(tool, &cluster)?;
+    let taken_on = snapshot.header.cluster();
+    if !force && !taken_on.same_cluster(&cluster) {
+        return Err(CommandError::OtherCluster {
+            snapshot: snapshot.path.display().to_string(),
+            taken_on: taken_on.to_string(),
+            context: conn.context.clone(),
+            current: cluster.to_string(),
+        });
+    }
+    let force_command = format!(
+        "{command} rollback {} --force",
+        shell_quote(&snapshot.path.display().to_string())
+    );
+    let names = snapshot.header.nodes.iter().map(|n| n.name.clone()).collect();
+    let current = api::read_nodes(&conn.client, names).await?;
+
+    let mut plans = Vec::new();
+    let mut conflicts_by_node: Vec<(String, Vec<RollbackConflict>)> = Vec::new();
+    let mut skipped = Vec::new();
+    let mut findings = Findings::default();
+    for (node, (_, now)) in snapshot.header.nodes.iter().zip(&current) {
+        match plan_node_rollback(node, snapshot.outcome_of(&node.name), now.as_ref(), force) {
+            NodeRollback::Restore { plan, conflicts } => {
+                for c in &conflicts {
+                    findings.warnings.push(conflict_warning(plan.node(), c, &force_command));
+                }
+                if !conflicts.is_empty() {
+                    conflicts_by_node.push((plan.node().to_string(), conflicts));
+                }
+                plans.push(*plan);
+            }
+            NodeRollback::Recreated { node, snapshot_uid, current_uid } => {
+                skipped.push(NodeReport::without_plan(
+                    &node,
+                    Outcome::Skipped,
+                    format!("deleted and recreated since the snapshot (uid {snapshot_uid} -> {current_uid}): not restored"),
+                ));
+            }
+            NodeRollback::Missing { node } => skipped.push(NodeReport::without_plan(
+                &node,
+                Outcome::Skipped,
+                "no longer exists: not restored".into(),
+            )),
+            NodeRollback::NothingApplied { node, outcome } => findings.warnings.push(format!(
+                "node/{node}: the original command did not change it (recorded {}, and the node does not have its values): nothing to undo",
+                outcome.as_str()
+            )),
+        }
+    }
+    let mut mutation = Mutation::new(tool, command, "rollback", args);
+    mutation.force = force;
+    mutation.findings = findings;
+    mutation.rollback_of = Some(snapshot.path.clone());
+    mutation.cluster = Some(cluster);
+    if !ui.output.is_structured() {
+        for s in &skipped {
+            ui.warn(&format!(
+                "node/{}: {}",
+                s.name,
+                s.message.as_deref().unwrap_or_default()
+            ));
+        }
+    }
+    let mut report = pipeline::apply(conn, ui, plans, mutation).await?;
+    for (node, conflicts) in conflicts_by_node {
+        if let Some(n) = report.nodes.iter_mut().find(|n| n.name == node) {
+            n.conflicts = conflicts;
+        }
+    }
+    report.nodes.extend(skipped);
+    report.nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    let partial = report.exit_code() != exit::SUCCESS;
+    if partial && report.nodes.iter().any(|n| n.conflicts.iter().any(|c| !c.forced)) {
+        report.force_command = Some(force_command);
+    }
+    if args.dry_run == crate::ui::DryRun::None {
+        let by = match &report.snapshot {
+            Some(path) => path.display().to_string(),
+            // Nothing had to be written: record that the undo is complete (or not).
+            None => "(nothing to write)".to_string(),
+        };
+        Journal::open_existing(&snapshot.path)?.record(&JournalRecord::RolledBack {
+            by,
+            partial,
+            at: now_rfc3339(),
+        })?;
+    }
+    Ok(report)
+}
+
+/// `show SNAPSHOT | --last`: resolves `--last` against the kubeconfig's cluster (server and
+/// CA, without contacting it) and prints the snapshot.
+pub async fn show(
+    connection: &ConnectionArgs,
+    ui: &Ui,
+    tool: &str,
+    choice: SnapshotChoice<'_>,
+) -> Result<u8, CommandError> {
+    let cluster = match choice {
+        SnapshotChoice::Last => connection.connect().await?.cluster,
+        SnapshotChoice::Path(_) => ClusterIdentity::default(),
+    };
+    print_snapshot(ui, &choice.load(tool, &cluster)?);
+    Ok(exit::SUCCESS)
+}
+
+/// One row of `history`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    pub created_at: String,
+    pub context: String,
+    pub server: String,
+    pub operation: String,
+    pub command: String,
+    pub nodes: usize,
+    pub outcome: String,
+    /// `no`, `yes` or `partly`.
+    pub rolled_back: String,
+    pub rolled_back_by: Vec<String>,
+    pub path: std::path::PathBuf,
+}
+
+/// `history`: every snapshot of `tool`, oldest first.
+pub fn history(tool: &str) -> Result<Vec<HistoryEntry>, CommandError> {
+    let store = SnapshotStore::new(SnapshotStore::default_dir()?);
+    Ok(store
+        .list()?
+        .into_iter()
+        .filter(|s| s.header.tool == tool)
+        .map(|s| HistoryEntry {
+            created_at: s.header.created_at.clone(),
+            context: s.header.context.clone(),
+            server: s.header.cluster().server,
+            operation: s.header.operation.clone(),
+            command: s
+                .header
+                .command_line
+                .iter()
+                .skip(1)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" "),
+            nodes: s.header.nodes.len(),
+            outcome: s
+                .outcome_counts()
+                .iter()
+                .map(|(k, n)| format!("{n} {}", k.as_str()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            rolled_back: if s.rolled_back_by().is_empty() {
+                "no"
+            } else if s.fully_rolled_back() {
+                "yes"
+            } else {
+                "partly"
+            }
+            .into(),
+            rolled_back_by: s.rolled_back_by().iter().map(|p| p.to_string()).collect(),
+            path: s.path.clone(),
+        })
+        .collect())
+}
+
+/// Prints `history` as a table or JSON/YAML.
+pub fn print_history(ui: &Ui, entries: &[HistoryEntry]) {
+    if ui.output.is_structured() {
+        ui.print_structured(&serde_json::json!({
+            "apiVersion": REPORT_API_VERSION, "kind": "SnapshotHistory", "items": entries
+        }));
+        return;
+    }
+    if entries.is_empty() {
+        println!("no snapshots yet");
+        return;
+    }
+    let rows: Vec<Vec<String>> = entries
+        .iter()
+        .map(|e| {
+            vec![
+                e.created_at.clone(),
+                e.context.clone(),
+                e.command.clone(),
+                e.nodes.to_string(),
+                e.outcome.clone(),
+                e.rolled_back.clone(),
+                e.path.display().to_string(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        crate::ui::table(
+            &["TIME", "CONTEXT", "COMMAND", "NODES", "OUTCOME", "ROLLED BACK", "SNAPSHOT"],
+            &rows
+        )
+    );
+}
+
+/// Prints one snapshot (`show`).
+pub fn print_snapshot(ui: &Ui, snapshot: &Snapshot) {
+    if ui.output.is_structured() {
+        ui.print_structured(
+            &serde_json::json!({"header": snapshot.header, "records": snapshot.records}),
+        );
+        return;
+    }
+    let h = &snapshot.header;
+    println!("snapshot:  {}", snapshot.path.display());
+    println!("created:   {} by {} {}", h.created_at, h.tool, h.tool_version);
+    println!("context:   {} ({})", h.context, h.cluster());
+    println!("command:   {}", h.command_line.join(" "));
+    if let Some(of) = &h.rollback_of {
+        println!("undoes:    {of}");
+    }
+    for by in snapshot.rolled_back_by() {
+        println!("undone by: {by}");
+    }
+    for node in &h.nodes {
+        let outcome = snapshot
+            .outcome_of(&node.name)
+            .map(OutcomeKind::as_str)
+            .unwrap_or("no outcome recorded");
+        println!("node/{} (uid {}): {outcome}", node.name, node.uid);
+        let show = |v: &Option<String>| {
+            v.as_deref()
+                .map(|v| format!("{v:?}"))
+                .unwrap_or_else(|| "(absent)".into())
+        };
+        for d in &node.label_changes {
+            println!("  label {}: {} -> {}", d.key, show(&d.before), show(&d.after));
+        }
+        for d in &node.annotation_changes {
+            println!("  annotation {}: {} -> {}", d.key, show(&d.before), show(&d.after));
+        }
+        for t in &node.taints_added {
+            println!("  taint added: {t}");
+        }
+        for t in &node.taints_removed {
+            println!("  taint removed: {t}");
+        }
+    }
+}
