@@ -307,9 +307,14 @@ pub async fn active_pods_on(
         for node in nodes {
             let selector =
                 format!("spec.nodeName={node},status.phase!=Succeeded,status.phase!=Failed");
-            for_each_page(client, "/api/v1/pods", Some(&selector), None, POD_PAGE, |page: Vec<PodView>| {
-                pods.extend(page)
-            })
+            for_each_page(
+                client,
+                "/api/v1/pods",
+                Some(&selector),
+                None,
+                POD_PAGE,
+                |page: Vec<PodView>| pods.extend(page),
+            )
             .await?;
         }
     } else {

@@ -8,8 +8,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use crate::snapshot::{ClusterIdentity, normalize_server};
+use kube::config::{KubeConfigOptions, Kubeconfig};
 
 /// Errors while building a client.
 #[derive(Debug, thiserror::Error)]

@@ -149,8 +149,14 @@ mod tests {
             CommandError::NodesNotFound(vec!["x".into()]).exit_code(),
             exit::USAGE
         );
-        assert_eq!(CommandError::Forbidden("x".into()).exit_code(), exit::CLUSTER);
-        assert_eq!(CommandError::Blocked("x".into()).exit_code(), exit::PROBLEMS);
+        assert_eq!(
+            CommandError::Forbidden("x".into()).exit_code(),
+            exit::CLUSTER
+        );
+        assert_eq!(
+            CommandError::Blocked("x".into()).exit_code(),
+            exit::PROBLEMS
+        );
         assert_eq!(
             CommandError::NeedsConfirmation("x".into()).exit_code(),
             exit::USAGE

@@ -140,7 +140,11 @@ const READ_ATTEMPTS: u32 = 3;
 
 /// What a re-read of the node says, retried a few times: an error of the check is never
 /// taken as "not applied".
-async fn settle<W: NodeWriter>(writer: &W, item: &WriteItem, config: &ExecutorConfig) -> Option<Observed> {
+async fn settle<W: NodeWriter>(
+    writer: &W,
+    item: &WriteItem,
+    config: &ExecutorConfig,
+) -> Option<Observed> {
     let plan = item.plan.as_ref()?;
     for attempt in 1..=READ_ATTEMPTS {
         match writer.read_node(&item.node).await {
@@ -240,8 +244,14 @@ async fn write_one<W: NodeWriter>(
                 decide(writer, item, config, uncertain, (OutcomeKind::Conflict, m)).await
             }
             Err(e @ WriteError::Rejected { .. }) => {
-                decide(writer, item, config, uncertain, (OutcomeKind::Failed, e.to_string()))
-                    .await
+                decide(
+                    writer,
+                    item,
+                    config,
+                    uncertain,
+                    (OutcomeKind::Failed, e.to_string()),
+                )
+                .await
             }
             Err(WriteError::Transient {
                 message,
@@ -257,7 +267,14 @@ async fn write_one<W: NodeWriter>(
                 if config.dry_run {
                     (OutcomeKind::Failed, Some(gave_up))
                 } else {
-                    decide(writer, item, config, uncertain, (OutcomeKind::Failed, gave_up)).await
+                    decide(
+                        writer,
+                        item,
+                        config,
+                        uncertain,
+                        (OutcomeKind::Failed, gave_up),
+                    )
+                    .await
                 }
             }
         };
@@ -390,13 +407,15 @@ impl NodeWriter for KubeNodeWriter {
     async fn read_node(&self, node: &str) -> Result<Option<NodeState>, WriteError> {
         let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(self.client.clone());
         match api.get_opt(node).await {
-            Ok(Some(object)) => NodeState::from_node(&object)
-                .map(Some)
-                .map_err(|e| WriteError::Rejected {
-                    code: 0,
-                    reason: "Unreadable".into(),
-                    message: e.to_string(),
-                }),
+            Ok(Some(object)) => {
+                NodeState::from_node(&object)
+                    .map(Some)
+                    .map_err(|e| WriteError::Rejected {
+                        code: 0,
+                        reason: "Unreadable".into(),
+                        message: e.to_string(),
+                    })
+            }
             Ok(None) => Ok(None),
             Err(kube::Error::Api(status)) if status.code == 429 || status.code >= 500 => {
                 Err(WriteError::Transient {

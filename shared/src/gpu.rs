@@ -569,7 +569,10 @@ mod tests {
         ];
         let affected = untolerating_pods(&pods, "n", &taint);
         assert_eq!(
-            affected.iter().map(|p| (p.name.as_str(), p.daemon_set)).collect::<Vec<_>>(),
+            affected
+                .iter()
+                .map(|p| (p.name.as_str(), p.daemon_set))
+                .collect::<Vec<_>>(),
             vec![("a", false), ("ds", true)],
             "NoExecute evicts a DaemonSet's pod that does not tolerate it"
         );

@@ -557,8 +557,12 @@ mod tests {
             "hook:sysctl": [key("swappiness")],
         })
         .to_string();
-        let (changes, annotation) =
-            import_changes(Some(&previous), "hook:sysctl", &[feature("somaxconn")], true);
+        let (changes, annotation) = import_changes(
+            Some(&previous),
+            "hook:sysctl",
+            &[feature("somaxconn")],
+            true,
+        );
         assert_eq!(
             changes,
             vec![
@@ -580,17 +584,25 @@ mod tests {
         );
 
         // Without --prune the source keeps its earlier keys.
-        let (changes, annotation) =
-            import_changes(Some(&previous), "hook:sysctl", &[feature("somaxconn")], false);
+        let (changes, annotation) = import_changes(
+            Some(&previous),
+            "hook:sysctl",
+            &[feature("somaxconn")],
+            false,
+        );
         assert_eq!(changes.len(), 1);
-        assert!(ImportRecord::parse(annotation.value()).by_source["hook:sysctl"].contains(&key("swappiness")));
+        assert!(
+            ImportRecord::parse(annotation.value()).by_source["hook:sysctl"]
+                .contains(&key("swappiness"))
+        );
     }
 
     #[test]
     fn a_key_two_sources_claim_is_kept_and_legacy_records_are_read() {
         use crate::syntax::LabelChange;
         let key = |k: &str| format!("feature.node.kubernetes.io/{k}");
-        let previous = serde_json::json!({"file:a": [key("shared")], "file:b": [key("shared")]}).to_string();
+        let previous =
+            serde_json::json!({"file:a": [key("shared")], "file:b": [key("shared")]}).to_string();
         let (changes, _) = import_changes(Some(&previous), "file:a", &[], true);
         assert!(changes.is_empty(), "file:b still claims it: {changes:?}");
 
@@ -606,7 +618,10 @@ mod tests {
             }]
         );
         let record = ImportRecord::parse(annotation.value());
-        assert_eq!(record.by_source[UNKNOWN_SOURCE].iter().collect::<Vec<_>>(), vec![&key("gone")]);
+        assert_eq!(
+            record.by_source[UNKNOWN_SOURCE].iter().collect::<Vec<_>>(),
+            vec![&key("gone")]
+        );
         assert!(record.by_source["file:f"].contains(&key("a")));
         assert!(record.owns(&key("gone")) && !record.owns(&key("other")));
     }
@@ -654,7 +669,9 @@ mod tests {
         )
         .unwrap();
         std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let out = run_hook(&hook, Duration::from_secs(5), "gpu-1").await.unwrap();
+        let out = run_hook(&hook, Duration::from_secs(5), "gpu-1")
+            .await
+            .unwrap();
         assert_eq!(out, "home=none\nnode=gpu-1 arg=gpu-1\nvm.swappiness=10\n");
 
         let failing = dir.path().join("failing");

@@ -452,24 +452,22 @@ pub fn observe(plan: &NodePlan, now: &NodeState) -> Observed {
     let mut differences = Vec::new();
     // Items still as read while others are as planned: only a concurrent writer mixes them.
     let mut not_planned = Vec::new();
-    let mut compare = |item: String,
-                       read: Option<String>,
-                       live: Option<String>,
-                       planned: Option<String>| {
-        applied &= live == planned;
-        untouched &= live == read;
-        let difference = Difference {
-            item,
-            read,
-            now: live,
-            planned,
+    let mut compare =
+        |item: String, read: Option<String>, live: Option<String>, planned: Option<String>| {
+            applied &= live == planned;
+            untouched &= live == read;
+            let difference = Difference {
+                item,
+                read,
+                now: live,
+                planned,
+            };
+            if difference.now != difference.read && difference.now != difference.planned {
+                differences.push(difference);
+            } else if difference.now != difference.planned {
+                not_planned.push(difference);
+            }
         };
-        if difference.now != difference.read && difference.now != difference.planned {
-            differences.push(difference);
-        } else if difference.now != difference.planned {
-            not_planned.push(difference);
-        }
-    };
     for (what, deltas, live) in [
         ("label", &plan.label_changes, &now.labels),
         ("annotation", &plan.annotation_changes, &now.annotations),
@@ -865,7 +863,6 @@ mod tests {
         let after = apply_to_state(&s, &plan.json_patch()).unwrap();
         assert_eq!(after.labels, plan.labels_after());
     }
-
 
     #[test]
     fn patch_fails_when_someone_changed_the_key() {

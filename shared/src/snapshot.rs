@@ -592,20 +592,30 @@ impl SnapshotStore {
 
     /// Writes a snapshot at a path of the user's choice (`--backup=PATH`) and indexes it in
     /// this store, so `history` and `rollback --last` find it.
-    pub fn create_at(&self, path: &Path, header: &SnapshotHeader) -> Result<Journal, SnapshotError> {
+    pub fn create_at(
+        &self,
+        path: &Path,
+        header: &SnapshotHeader,
+    ) -> Result<Journal, SnapshotError> {
         let journal = write_snapshot(path, header)?;
         let absolute = std::path::absolute(journal.path()).map_err(io_err(path))?;
         create_dir_private(&self.dir)?;
         let name = self.new_path(header);
         let reference = name.with_file_name(
             name.file_name()
-                .map(|n| n.to_string_lossy().replace(SNAPSHOT_SUFFIX, SNAPSHOT_REF_SUFFIX))
+                .map(|n| {
+                    n.to_string_lossy()
+                        .replace(SNAPSHOT_SUFFIX, SNAPSHOT_REF_SUFFIX)
+                })
                 .unwrap_or_default(),
         );
         let mut line = absolute.display().to_string().into_bytes();
         line.push(b'\n');
         let result = (|| {
-            let mut file = private_options().write(true).create_new(true).open(&reference)?;
+            let mut file = private_options()
+                .write(true)
+                .create_new(true)
+                .open(&reference)?;
             file.write_all(&line)?;
             file.sync_all()?;
             sync_dir(&self.dir)
@@ -656,14 +666,17 @@ impl SnapshotStore {
         let all = self.list()?;
         let undone = |s: &Snapshot| {
             s.fully_rolled_back()
-                && s.records.iter().rev().find_map(|r| match r {
-                    JournalRecord::RolledBack { by, .. } => Some(by.as_str()),
-                    _ => None,
-                })
-                .is_none_or(|by| {
-                    !all.iter()
-                        .any(|r| r.path == Path::new(by) && r.fully_rolled_back())
-                })
+                && s.records
+                    .iter()
+                    .rev()
+                    .find_map(|r| match r {
+                        JournalRecord::RolledBack { by, .. } => Some(by.as_str()),
+                        _ => None,
+                    })
+                    .is_none_or(|by| {
+                        !all.iter()
+                            .any(|r| r.path == Path::new(by) && r.fully_rolled_back())
+                    })
         };
         all.iter()
             .rev()
@@ -847,14 +860,21 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            store.last_undoable("kubectl-nodelabel", &here).unwrap().path,
+            store
+                .last_undoable("kubectl-nodelabel", &here)
+                .unwrap()
+                .path,
             path
         );
         let elsewhere = ClusterIdentity {
             server: "https://10.0.0.1:6443".into(),
             ..Default::default()
         };
-        assert!(store.last_undoable("kubectl-nodelabel", &elsewhere).is_err());
+        assert!(
+            store
+                .last_undoable("kubectl-nodelabel", &elsewhere)
+                .is_err()
+        );
     }
 
     #[cfg(unix)]
@@ -956,8 +976,18 @@ mod tests {
         let first = store.create(&header(1)).unwrap().path().to_path_buf();
         std::thread::sleep(std::time::Duration::from_millis(5));
         let backup = dir.path().join("backup.jsonl");
-        let second = store.create_at(&backup, &header(1)).unwrap().path().to_path_buf();
-        assert_eq!(store.last_undoable("kubectl-nodelabel", &here).unwrap().path, second);
+        let second = store
+            .create_at(&backup, &header(1))
+            .unwrap()
+            .path()
+            .to_path_buf();
+        assert_eq!(
+            store
+                .last_undoable("kubectl-nodelabel", &here)
+                .unwrap()
+                .path,
+            second
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
         let mut undo = header(1);
         undo.rollback_of = Some(second.display().to_string());
@@ -974,12 +1004,21 @@ mod tests {
         };
         mark(&second, &undo_path, true);
         assert_eq!(
-            store.last_undoable("kubectl-nodelabel", &here).unwrap().path,
+            store
+                .last_undoable("kubectl-nodelabel", &here)
+                .unwrap()
+                .path,
             second,
             "a partial rollback leaves it undoable"
         );
         mark(&second, &undo_path, false);
-        assert_eq!(store.last_undoable("kubectl-nodelabel", &here).unwrap().path, first);
+        assert_eq!(
+            store
+                .last_undoable("kubectl-nodelabel", &here)
+                .unwrap()
+                .path,
+            first
+        );
         mark(&first, &undo_path, false);
         assert!(store.last_undoable("kubectl-nodelabel", &here).is_err());
         assert_eq!(store.list().unwrap().len(), 3, "the backup is indexed");

@@ -3,13 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use placekit::api;
 use placekit::connect::Connection;
+use placekit::error::CommandError;
 use placekit::exit;
 use placekit::live::{self, ConstraintsPod, Drift, FilterFailure, NodeInfo, NodeObject, PodObject};
-use placekit::ui::Ui;
-use placekit::api;
-use placekit::error::CommandError;
 use placekit::mutation::report::REPORT_API_VERSION;
+use placekit::ui::Ui;
 use serde_json::{Value, json};
 
 /// Page size for node and pod lists.

@@ -88,7 +88,11 @@ enum Command {
         selection: Selection,
         /// The taint to remove, matched on key, value and effect: KEY=VALUE:EFFECT or
         /// KEY:EFFECT. Without it, only the --label keys are removed.
-        #[arg(long, value_name = "KEY=VALUE:EFFECT", required_unless_present = "labels")]
+        #[arg(
+            long,
+            value_name = "KEY=VALUE:EFFECT",
+            required_unless_present = "labels"
+        )]
         taint: Option<String>,
         /// Pool labels to remove, if present.
         #[arg(long = "label", value_name = "KEY")]
@@ -175,8 +179,14 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 overwrite,
                 force,
             };
-            gpu::dedicate(&cli.connection, ui, targets(&selection, false)?, dedication, &mutation)
-                .await
+            gpu::dedicate(
+                &cli.connection,
+                ui,
+                targets(&selection, false)?,
+                dedication,
+                &mutation,
+            )
+            .await
         }
         Command::Release {
             selection,
@@ -185,7 +195,11 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             force,
             mutation,
         } => {
-            let taint = taint.as_deref().map(parse_taint).transpose().map_err(input)?;
+            let taint = taint
+                .as_deref()
+                .map(parse_taint)
+                .transpose()
+                .map_err(input)?;
             let specs: Vec<String> = labels
                 .iter()
                 .map(|k| format!("{}-", k.trim_end_matches('-')))
@@ -210,8 +224,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         } => {
             let choice = SnapshotChoice::from_args(snapshot.as_deref(), last)?;
             let conn = cli.connection.connect().await?;
-            let report =
-                undo::rollback(&conn, ui, TOOL, COMMAND, choice, force, &mutation).await?;
+            let report = undo::rollback(&conn, ui, TOOL, COMMAND, choice, force, &mutation).await?;
             Ok(print_report(ui, &report))
         }
         Command::Status {

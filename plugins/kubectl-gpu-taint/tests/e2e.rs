@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use placekit_testserver::harness::{Harness, Run};
-use placekit_testserver::{ConcurrentWrite, ServerConfig};
+use placekit_testserver::{ConcurrentWrite, Fault, FaultAction, ServerConfig};
 use serde_json::json;
 
 const FIXTURE: &str = include_str!("fixtures/cluster.yaml");
@@ -77,13 +77,28 @@ async fn seed_scenario_dedicates_in_one_write_and_rollback_removes_exactly_that(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_without_the_gpu_resource_is_refused_unless_allowed() {
     let Some(h) = harness().await else { return };
-    let run = h.run(&["dedicate", "gpu-new-1", "-y"]).await;
+    let run = h
+        .run(&[
+            "dedicate",
+            "gpu-new-1",
+            "--taint",
+            "dedicated=gpu:NoSchedule",
+            "-y",
+        ])
+        .await;
     assert_code(&run, 1);
     assert!(run.stderr.contains("node/gpu-new-1 has no nvidia.com/gpu capacity: the device plugin has not registered the resource there"), "{}", run.all());
     assert!(run.stderr.contains("--allow-no-gpu"), "{}", run.all());
     assert!(h.node("gpu-new-1").await["spec"].get("taints").is_none());
     let allowed = h
-        .run(&["dedicate", "gpu-new-1", "--allow-no-gpu", "-y"])
+        .run(&[
+            "dedicate",
+            "gpu-new-1",
+            "--taint",
+            "dedicated=gpu:NoSchedule",
+            "--allow-no-gpu",
+            "-y",
+        ])
         .await;
     assert_code(&allowed, 0);
     assert_eq!(
@@ -116,6 +131,15 @@ async fn no_execute_lists_the_pods_it_would_evict_and_needs_explicit_confirmatio
     );
     assert!(
         refused.stderr.contains("ml/inference on node/gpu-a100-1"),
+        "{}",
+        refused.all()
+    );
+    // The device plugin's DaemonSet pod does not tolerate a custom taint: NoExecute evicts
+    // it like any other pod, so it is listed too.
+    assert!(
+        refused
+            .stderr
+            .contains("kube-system/gpu-plugin-x on node/gpu-a100-1 (DaemonSet pod)"),
         "{}",
         refused.all()
     );
@@ -311,7 +335,15 @@ async fn a_concurrent_taint_change_is_a_conflict_and_nothing_is_lost() {
         "gpu-a100-1",
         json!({"spec": {"taints": [{"key": "maintenance", "effect": "NoSchedule"}]}}),
     ));
-    let run = h.run(&["dedicate", "gpu-a100-1", "-y"]).await;
+    let run = h
+        .run(&[
+            "dedicate",
+            "gpu-a100-1",
+            "--taint",
+            "dedicated=gpu:NoSchedule",
+            "-y",
+        ])
+        .await;
     assert_code(&run, 1);
     assert!(
         run.stdout.contains("node/gpu-a100-1 conflict"),
@@ -350,14 +382,36 @@ async fn bad_taint_specs_are_exit_2() {
             "invalid taint spec: a=b=c:NoSchedule",
         ),
         (
-            vec!["dedicate", "gpu-a100-1", "--label", "pool", "-y"],
+            vec![
+                "dedicate",
+                "gpu-a100-1",
+                "--taint",
+                "dedicated=gpu:NoSchedule",
+                "--label",
+                "pool",
+                "-y",
+            ],
             "unknown label spec",
         ),
         (
-            vec!["dedicate", "missing-node", "-y"],
+            vec![
+                "dedicate",
+                "missing-node",
+                "--taint",
+                "dedicated=gpu:NoSchedule",
+                "-y",
+            ],
             "node \"missing-node\" not found",
         ),
-        (vec!["release", "-y"], "no nodes given"),
+        (
+            vec!["release", "--taint", "dedicated=gpu:NoSchedule", "-y"],
+            "no nodes given",
+        ),
+        // No silent default taint: the admin names the taint to add.
+        (
+            vec!["dedicate", "gpu-a100-1", "-y"],
+            "the following required arguments were not provided:\n  --taint <KEY=VALUE:EFFECT>",
+        ),
     ] {
         let run = h.run(&args).await;
         assert_eq!(run.code, 2, "{args:?}: {}", run.all());
@@ -405,4 +459,101 @@ async fn a_closed_stdout_exits_quietly() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
+
+/// A Deployment in `batch` whose nodeSelector requires the batch pool label.
+fn batch_deployment() -> serde_json::Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "batch-runner", "namespace": "batch"},
+        "spec": {"selector": {"matchLabels": {"app": "batch-runner"}}, "template": {
+            "metadata": {"labels": {"app": "batch-runner"}},
+            "spec": {"nodeSelector": {POOL: "batch"},
+                     "containers": [{"name": "c", "image": "registry.example.com/c:1"}]}}}
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_and_dedicate_check_the_dependents_of_pool_labels_like_nodelabel() {
+    let Some(h) = harness().await else { return };
+    h.create(batch_deployment()).await;
+    let release = [
+        "release",
+        "gpu-a100-2",
+        "--taint",
+        "dedicated=batch:NoSchedule",
+        "--label",
+        POOL,
+        "-y",
+    ];
+    let blocked = h.run(&release).await;
+    assert_code(&blocked, 1);
+    assert!(
+        blocked.stderr.contains("Deployment batch/batch-runner requires ops.example.com.node-restriction.kubernetes.io/llm-pool=batch (nodeSelector): node/gpu-a100-2 matches it now and would not after this change"),
+        "{}",
+        blocked.all()
+    );
+    assert_eq!(h.labels("gpu-a100-2").await[POOL], "batch");
+    assert_eq!(h.server().count("patch", "nodes"), 0);
+
+    let moved = h
+        .run(&[
+            "dedicate",
+            "gpu-a100-2",
+            "--taint",
+            "dedicated=batch:NoSchedule",
+            "--label",
+            &format!("{POOL}=online"),
+            "--overwrite",
+            "-y",
+        ])
+        .await;
+    assert_code(&moved, 1);
+    assert!(moved.stderr.contains("use --force"), "{}", moved.all());
+    assert_eq!(h.labels("gpu-a100-2").await[POOL], "batch");
+
+    let mut forced = release.to_vec();
+    forced.push("--force");
+    let run = h.run(&forced).await;
+    assert_code(&run, 0);
+    assert!(h.labels("gpu-a100-2").await.get(POOL).is_none());
+    assert!(h.node("gpu-a100-2").await["spec"].get("taints").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taint_whose_answer_was_lost_is_applied_and_rolled_back() {
+    let Some(h) = harness().await else { return };
+    h.server()
+        .inject(Fault::new("patch", "nodes", 1, FaultAction::LoseAnswer));
+    h.server().inject(Fault {
+        times: 4,
+        ..Fault::new(
+            "patch",
+            "nodes",
+            2,
+            FaultAction::Status {
+                code: 500,
+                retry_after_seconds: None,
+            },
+        )
+    });
+    let run = h
+        .run(&[
+            "dedicate",
+            "gpu-a100-1",
+            "--taint",
+            "dedicated=llm-online:NoSchedule",
+            "-y",
+        ])
+        .await;
+    assert_code(&run, 0);
+    assert!(
+        run.stdout
+            .contains("node/gpu-a100-1 applied: applied by an attempt whose answer was lost"),
+        "{}",
+        run.all()
+    );
+    let undo = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&undo, 0);
+    assert!(h.node("gpu-a100-1").await["spec"].get("taints").is_none());
 }

@@ -271,8 +271,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         } => {
             let choice = SnapshotChoice::from_args(snapshot.as_deref(), last)?;
             let conn = cli.connection.connect().await?;
-            let report =
-                undo::rollback(&conn, ui, TOOL, COMMAND, choice, force, &mutation).await?;
+            let report = undo::rollback(&conn, ui, TOOL, COMMAND, choice, force, &mutation).await?;
             Ok(print_report(ui, &report))
         }
         Command::Completion { shell } => {

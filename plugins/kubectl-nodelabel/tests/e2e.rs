@@ -55,7 +55,7 @@ async fn set_with_selector_snapshots_all_three_and_the_printed_undo_works() {
 
     let text = std::fs::read_to_string(&backup).unwrap();
     let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    assert_eq!(header["apiVersion"], "placekit.dev/v1");
+    assert_eq!(header["apiVersion"], "placekit.dev/v2");
     let nodes = header["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 3);
     assert_eq!(nodes[0]["labelsBefore"][FAMILY], "v100");
@@ -199,8 +199,10 @@ async fn rollback_last_is_exact_reports_conflicts_and_can_be_rolled_back() {
     assert_code(&forced, 0);
     assert_eq!(h.labels("gpu-a100-2").await[FAMILY], "v100");
 
-    // The last rollback can itself be rolled back.
-    let again = h.run(&["rollback", "--last", "-y"]).await;
+    // The last rollback can itself be rolled back, by naming its snapshot (`--last` never
+    // picks a rollback: repeated `--last` walks back through history instead).
+    let last_rollback = h.snapshots().last().unwrap().display().to_string();
+    let again = h.run(&["rollback", &last_rollback, "-y"]).await;
     assert_code(&again, 0);
     assert_eq!(h.labels("gpu-a100-2").await[FAMILY], "h200");
 
@@ -328,13 +330,39 @@ async fn a_transient_fault_is_retried_and_one_list_plus_one_write_per_node_is_al
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removing_a_key_a_required_constraint_needs_requires_force_and_dependents_lists_it() {
     let Some(h) = harness().await else { return };
+    // gpu-a100-2 (v100) was never a candidate of llm-inference (it requires a100): its
+    // family label is nobody's dependency.
+    let not_a_candidate = h
+        .run(&["remove", "gpu-a100-2", &format!("{FAMILY}-"), "-y"])
+        .await;
+    assert_code(&not_a_candidate, 0);
+    assert!(
+        !not_a_candidate.stderr.contains("llm-inference"),
+        "{}",
+        not_a_candidate.all()
+    );
+
+    // gpu-a100-1 becomes a candidate; then removing the family label would take it away.
+    let pool = "ops.example.com.node-restriction.kubernetes.io/llm-pool";
+    assert_code(
+        &h.run(&[
+            "set",
+            "gpu-a100-1",
+            &format!("{pool}=online"),
+            &format!("{FAMILY}=a100"),
+            "--overwrite",
+            "-y",
+        ])
+        .await,
+        0,
+    );
     let run = h
         .run(&["remove", "gpu-a100-1", &format!("{FAMILY}-"), "-y"])
         .await;
     assert_code(&run, 1);
-    assert!(run.stderr.contains("Deployment/llm-inference in namespace ml depends on accelerator.example.com/gpu-family (required: accelerator.example.com/gpu-family In [a100])"), "{}", run.all());
+    assert!(run.stderr.contains("Deployment ml/llm-inference requires accelerator.example.com/gpu-family In [a100] (required node affinity): node/gpu-a100-1 matches it now and would not after this change; new pods of it could no longer be scheduled there"), "{}", run.all());
     assert!(run.stderr.contains("--force"), "{}", run.all());
-    assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "v100");
+    assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "a100");
 
     let forced = h
         .run(&["remove", "gpu-a100-1", FAMILY, "--force", "-y"])
@@ -349,7 +377,7 @@ async fn removing_a_key_a_required_constraint_needs_requires_force_and_dependent
     assert_code(&preferred, 0);
     assert!(
         preferred.stderr.contains(
-            "warning: Deployment/llm-inference in namespace ml depends on power-profile (preferred"
+            "warning: Deployment ml/llm-inference prefers power-profile In [balanced] (preferred node affinity): node/gpu-a100-1 would no longer match"
         ),
         "{}",
         preferred.all()
@@ -448,7 +476,7 @@ async fn import_follows_the_seed_hook_scenario_and_prunes_only_its_own_labels() 
     let annotations = h.node("gpu-a100-1").await["metadata"]["annotations"].clone();
     assert_eq!(
         annotations["placekit.dev/imported-labels"],
-        "feature.node.kubernetes.io/vm.swappiness"
+        r#"{"hook:my-script":["feature.node.kubernetes.io/vm.swappiness"]}"#
     );
 
     // The import is rolled back like any change, annotation included.

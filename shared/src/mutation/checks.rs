@@ -87,7 +87,11 @@ pub fn key_warnings(plans: &[NodePlan]) -> Vec<String> {
 
 fn node_list(nodes: &[&str]) -> String {
     const SHOWN: usize = 3;
-    let mut text: Vec<String> = nodes.iter().take(SHOWN).map(|n| format!("node/{n}")).collect();
+    let mut text: Vec<String> = nodes
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("node/{n}"))
+        .collect();
     if nodes.len() > SHOWN {
         text.push(format!("{} more", nodes.len() - SHOWN));
     }
@@ -135,7 +139,10 @@ pub fn dependents(plans: &[NodePlan], workloads: &[Workload]) -> Findings {
             .affinity
             .as_ref()
             .and_then(|a| a.node_affinity.as_ref())
-            .and_then(|na| na.preferred_during_scheduling_ignored_during_execution.as_ref())
+            .and_then(|na| {
+                na.preferred_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
             .map(|p| p.iter().map(|t| t.preference.clone()).collect())
             .unwrap_or_default();
         if !has_required && preferred.is_empty() {
@@ -162,7 +169,10 @@ pub fn dependents(plans: &[NodePlan], workloads: &[Workload]) -> Findings {
                 labels: &after_labels,
             };
             let mut touched = false;
-            if has_required && pod_fits_node_affinity(spec, before) && !pod_fits_node_affinity(spec, after) {
+            if has_required
+                && pod_fits_node_affinity(spec, before)
+                && !pod_fits_node_affinity(spec, after)
+            {
                 touched = true;
                 if bound_to.is_some() {
                     kept_running.push(name);
@@ -171,8 +181,12 @@ pub fn dependents(plans: &[NodePlan], workloads: &[Workload]) -> Findings {
                 }
             }
             if !preferred.is_empty()
-                && preferred.iter().any(|t| terms_match(std::slice::from_ref(t), before))
-                && !preferred.iter().any(|t| terms_match(std::slice::from_ref(t), after))
+                && preferred
+                    .iter()
+                    .any(|t| terms_match(std::slice::from_ref(t), before))
+                && !preferred
+                    .iter()
+                    .any(|t| terms_match(std::slice::from_ref(t), after))
             {
                 touched = true;
                 lost_preferred.push(name);
@@ -344,7 +358,11 @@ mod tests {
             Findings::default()
         );
         // A change that keeps the node matching is harmless.
-        let still = workload("Deployment", "any-gpu", json!({"containers": [], "nodeSelector": {"pool": "online"}}));
+        let still = workload(
+            "Deployment",
+            "any-gpu",
+            json!({"containers": [], "nodeSelector": {"pool": "online"}}),
+        );
         let pool = node("n", &[("pool", "online"), (FAMILY, "a100")]);
         assert_eq!(
             dependents(&[plan(&pool, &[&format!("{FAMILY}=h100")])], &[still]),
@@ -389,7 +407,9 @@ mod tests {
         let found = evictions(&[("n".into(), taint)], &pods);
         assert_eq!(
             found.confirm.as_deref(),
-            Some("dedicated=llm:NoExecute is NoExecute: 1 running pod that does not tolerate it will be EVICTED: gpu-operator/plugin on node/n (DaemonSet pod)")
+            Some(
+                "dedicated=llm:NoExecute is NoExecute: 1 running pod that does not tolerate it will be EVICTED: gpu-operator/plugin on node/n (DaemonSet pod)"
+            )
         );
     }
 }

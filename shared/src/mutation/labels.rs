@@ -27,7 +27,10 @@ pub const COMMAND: &str = "kubectl nodelabel";
 /// Hooks run at once during an import.
 const HOOK_CONCURRENCY: usize = 4;
 
-async fn read_targets(conn: &Connection, targets: &Targets) -> Result<Vec<NodeState>, CommandError> {
+async fn read_targets(
+    conn: &Connection,
+    targets: &Targets,
+) -> Result<Vec<NodeState>, CommandError> {
     let nodes = api::fetch_nodes(&conn.client, targets).await?;
     if nodes.is_empty() {
         return Err(CommandError::Input(
@@ -151,7 +154,11 @@ async fn run_hooks(
             let output = nfd::run_hook(path, timeout, &node)
                 .await
                 .map_err(|e| CommandError::Input(e.to_string()))?;
-            Ok((format!("hook {} (node {node})", path.display()), output, Some(node)))
+            Ok((
+                format!("hook {} (node {node})", path.display()),
+                output,
+                Some(node),
+            ))
         })
         .buffered(HOOK_CONCURRENCY)
         .collect::<Vec<Result<SourceText, CommandError>>>()

@@ -39,7 +39,12 @@ pub struct Mutation<'a> {
 }
 
 impl<'a> Mutation<'a> {
-    pub fn new(tool: &'a str, command: &'a str, operation: &'a str, args: &'a MutationArgs) -> Self {
+    pub fn new(
+        tool: &'a str,
+        command: &'a str,
+        operation: &'a str,
+        args: &'a MutationArgs,
+    ) -> Self {
         Mutation {
             tool,
             command,
@@ -106,7 +111,11 @@ pub async fn apply(
 ) -> Result<Report, CommandError> {
     let blocked: Vec<String> = plans
         .iter()
-        .flat_map(|p| p.blockers.iter().map(move |b| format!("node/{}: {b}", p.node())))
+        .flat_map(|p| {
+            p.blockers
+                .iter()
+                .map(move |b| format!("node/{}: {b}", p.node()))
+        })
         .collect();
     if !blocked.is_empty() {
         return Err(CommandError::Blocked(format!(
@@ -172,9 +181,11 @@ pub async fn apply(
         return Ok(report);
     }
     if dry_run == DryRun::Client {
-        report
-            .nodes
-            .extend(changing.iter().map(|p| NodeReport::of(p, Outcome::Planned, None)));
+        report.nodes.extend(
+            changing
+                .iter()
+                .map(|p| NodeReport::of(p, Outcome::Planned, None)),
+        );
         if !ui.output.is_structured() {
             println!("dry run (client): nothing was sent to the cluster");
         }
@@ -199,7 +210,10 @@ pub async fn apply(
             mutation.operation,
             &changing,
         );
-        header.rollback_of = mutation.rollback_of.as_ref().map(|p| p.display().to_string());
+        header.rollback_of = mutation
+            .rollback_of
+            .as_ref()
+            .map(|p| p.display().to_string());
         let store = SnapshotStore::new(SnapshotStore::default_dir()?);
         let j = match mutation.args.backup.as_deref().filter(|p| !p.is_empty()) {
             Some(path) => store.create_at(Path::new(path), &header)?,
@@ -274,7 +288,12 @@ fn show_plan(ui: &Ui, changing: &[NodePlan], unchanged: usize) {
 }
 
 /// Asks for confirmation (or refuses without a terminal and `--yes`).
-fn confirm(ui: &Ui, mutation: &Mutation<'_>, findings: &Findings, nodes: usize) -> Result<(), CommandError> {
+fn confirm(
+    ui: &Ui,
+    mutation: &Mutation<'_>,
+    findings: &Findings,
+    nodes: usize,
+) -> Result<(), CommandError> {
     if mutation.args.dry_run != DryRun::None || mutation.args.yes {
         return Ok(());
     }

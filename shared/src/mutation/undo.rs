@@ -101,7 +101,12 @@ pub async fn rollback(
         "{command} rollback {} --force",
         shell_quote(&snapshot.path.display().to_string())
     );
-    let names = snapshot.header.nodes.iter().map(|n| n.name.clone()).collect();
+    let names = snapshot
+        .header
+        .nodes
+        .iter()
+        .map(|n| n.name.clone())
+        .collect();
     let current = api::read_nodes(&conn.client, names).await?;
 
     let mut plans = Vec::new();
@@ -160,7 +165,12 @@ pub async fn rollback(
     report.nodes.extend(skipped);
     report.nodes.sort_by(|a, b| a.name.cmp(&b.name));
     let partial = report.exit_code() != exit::SUCCESS;
-    if partial && report.nodes.iter().any(|n| n.conflicts.iter().any(|c| !c.forced)) {
+    if partial
+        && report
+            .nodes
+            .iter()
+            .any(|n| n.conflicts.iter().any(|c| !c.forced))
+    {
         report.force_command = Some(force_command);
     }
     if args.dry_run == crate::ui::DryRun::None {
@@ -281,7 +291,15 @@ pub fn print_history(ui: &Ui, entries: &[HistoryEntry]) {
     print!(
         "{}",
         crate::ui::table(
-            &["TIME", "CONTEXT", "COMMAND", "NODES", "OUTCOME", "ROLLED BACK", "SNAPSHOT"],
+            &[
+                "TIME",
+                "CONTEXT",
+                "COMMAND",
+                "NODES",
+                "OUTCOME",
+                "ROLLED BACK",
+                "SNAPSHOT"
+            ],
             &rows
         )
     );
@@ -297,7 +315,10 @@ pub fn print_snapshot(ui: &Ui, snapshot: &Snapshot) {
     }
     let h = &snapshot.header;
     println!("snapshot:  {}", snapshot.path.display());
-    println!("created:   {} by {} {}", h.created_at, h.tool, h.tool_version);
+    println!(
+        "created:   {} by {} {}",
+        h.created_at, h.tool, h.tool_version
+    );
     println!("context:   {} ({})", h.context, h.cluster());
     println!("command:   {}", h.command_line.join(" "));
     if let Some(of) = &h.rollback_of {
@@ -318,10 +339,20 @@ pub fn print_snapshot(ui: &Ui, snapshot: &Snapshot) {
                 .unwrap_or_else(|| "(absent)".into())
         };
         for d in &node.label_changes {
-            println!("  label {}: {} -> {}", d.key, show(&d.before), show(&d.after));
+            println!(
+                "  label {}: {} -> {}",
+                d.key,
+                show(&d.before),
+                show(&d.after)
+            );
         }
         for d in &node.annotation_changes {
-            println!("  annotation {}: {} -> {}", d.key, show(&d.before), show(&d.after));
+            println!(
+                "  annotation {}: {} -> {}",
+                d.key,
+                show(&d.before),
+                show(&d.after)
+            );
         }
         for t in &node.taints_added {
             println!("  taint added: {t}");

@@ -1,0 +1,429 @@
+//! End-to-end tests of the one mutation pipeline and the undo model, through `kubectl
+//! nodelabel`: deduplicated targets, dependents for every command (import --prune
+//! included), import provenance and per-node hooks, outcomes decided by re-reading after
+//! lost answers, conflict messages, and `rollback --last` as a per-cluster stack.
+//! Each test runs on the test API server, or on the real cluster with
+//! `PLACEKIT_E2E_KUBECONFIG`.
+
+use std::path::Path;
+
+use placekit_testserver::harness::{Harness, Run};
+use placekit_testserver::{ConcurrentWrite, Fault, FaultAction, ServerConfig};
+use serde_json::json;
+
+const FIXTURE: &str = include_str!("fixtures/cluster.yaml");
+const FAMILY: &str = "accelerator.example.com/gpu-family";
+
+fn binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"))
+}
+
+async fn harness() -> Harness {
+    Harness::start_any("nodelabel", binary(), FIXTURE).await
+}
+
+fn assert_code(run: &Run, code: i32) {
+    assert_eq!(run.code, code, "{}", run.all());
+}
+
+fn assert_has(run: &Run, text: &str) {
+    assert!(
+        run.all().contains(text),
+        "expected {text:?} in:\n{}",
+        run.all()
+    );
+}
+
+#[cfg(unix)]
+fn write_hook(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn feature(key: &str) -> String {
+    format!("feature.node.kubernetes.io/{key}")
+}
+
+/// Behaviour 3: a node named twice (and as node/NAME) is planned and written once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_named_twice_is_written_once_and_the_undo_works() {
+    let h = harness().await;
+    let run = h
+        .run(&[
+            "set",
+            "gpu-a100-1",
+            "gpu-a100-1",
+            "node/gpu-a100-1",
+            "team=ml",
+            "-y",
+        ])
+        .await;
+    assert_code(&run, 0);
+    assert_has(&run, "1 applied");
+    assert!(!run.all().contains("conflict"), "{}", run.all());
+    assert_eq!(h.server().count("patch", "nodes"), 1);
+    assert_eq!(h.labels("gpu-a100-1").await["team"], "ml");
+    let undo = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&undo, 0);
+    assert!(h.labels("gpu-a100-1").await.get("team").is_none());
+}
+
+/// Behaviour 1: `--prune` removes only the keys its own source imported, and a removal a
+/// workload's required constraint depends on is blocked like in `remove`.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_prune_removes_only_its_own_sources_keys_and_checks_dependents() {
+    let h = harness().await;
+    let cpu = h.dir.path().join("cpu");
+    let sysctl = h.dir.path().join("sysctl");
+    write_hook(&cpu, "echo /cpu-model.id=6\n");
+    write_hook(&sysctl, "echo /vm.swappiness=10\n");
+    for hook in [&cpu, &sysctl] {
+        let run = h
+            .run(&[
+                "import",
+                "--hook",
+                &hook.display().to_string(),
+                "gpu-a100-1",
+                "-y",
+            ])
+            .await;
+        assert_code(&run, 0);
+    }
+    h.create(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "cpu-tuned", "namespace": "ml"},
+        "spec": {"selector": {"matchLabels": {"app": "cpu-tuned"}}, "template": {
+            "metadata": {"labels": {"app": "cpu-tuned"}},
+            "spec": {"nodeSelector": {feature("cpu-model.id"): "6"},
+                     "containers": [{"name": "c", "image": "registry.example.com/c:1"}]}}}
+    }))
+    .await;
+
+    // The sysctl hook now reports another key: its old key goes, the cpu hook's stays.
+    write_hook(&sysctl, "echo /vm.overcommit=1\n");
+    let run = h
+        .run(&[
+            "import",
+            "--hook",
+            &sysctl.display().to_string(),
+            "gpu-a100-1",
+            "--prune",
+            "-y",
+        ])
+        .await;
+    assert_code(&run, 0);
+    let labels = h.labels("gpu-a100-1").await;
+    assert!(labels.get(feature("vm.swappiness")).is_none(), "{labels}");
+    assert_eq!(labels[feature("vm.overcommit")], "1");
+    assert_eq!(
+        labels[feature("cpu-model.id")],
+        "6",
+        "another source's key is kept"
+    );
+
+    // The cpu hook stops reporting cpu-model.id, which the Deployment requires: blocked.
+    write_hook(&cpu, "echo /cpu-model.family=25\n");
+    let cpu_arg = cpu.display().to_string();
+    let blocked = h
+        .run(&["import", "--hook", &cpu_arg, "gpu-a100-1", "--prune", "-y"])
+        .await;
+    assert_code(&blocked, 1);
+    assert_has(
+        &blocked,
+        "Deployment ml/cpu-tuned requires feature.node.kubernetes.io/cpu-model.id=6 (nodeSelector): node/gpu-a100-1 matches it now and would not after this change",
+    );
+    assert_has(&blocked, "use --force");
+    assert_eq!(h.labels("gpu-a100-1").await[feature("cpu-model.id")], "6");
+
+    let forced = h
+        .run(&[
+            "import",
+            "--hook",
+            &cpu_arg,
+            "gpu-a100-1",
+            "--prune",
+            "--force",
+            "-y",
+        ])
+        .await;
+    assert_code(&forced, 0);
+    assert!(
+        h.labels("gpu-a100-1")
+            .await
+            .get(feature("cpu-model.id"))
+            .is_none()
+    );
+    let record: serde_json::Value = serde_json::from_str(
+        h.node("gpu-a100-1").await["metadata"]["annotations"]["placekit.dev/imported-labels"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["hook:cpu"], json!([feature("cpu-model.family")]));
+    assert_eq!(record["hook:sysctl"], json!([feature("vm.overcommit")]));
+}
+
+/// Behaviour 8: a hook runs once per node with that node's name, and saying the same thing
+/// for every node is called out.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_runs_once_per_node_with_its_name() {
+    let h = harness().await;
+    let hook = h.dir.path().join("whoami");
+    write_hook(&hook, "echo \"/node=$NODE_NAME\"\necho \"/arg=$1\"\n");
+    let hook_arg = hook.display().to_string();
+    let run = h
+        .run(&["import", "--hook", &hook_arg, "-l", "pool=online", "-y"])
+        .await;
+    assert_code(&run, 0);
+    for node in ["gpu-a100-1", "gpu-a100-2", "gpu-a100-3"] {
+        let labels = h.labels(node).await;
+        assert_eq!(labels[feature("node")], node);
+        assert_eq!(labels[feature("arg")], node);
+    }
+    assert!(!run.stderr.contains("the same features"), "{}", run.all());
+
+    write_hook(&hook, "echo /vm.swappiness=10\n");
+    let same = h
+        .run(&["import", "--hook", &hook_arg, "-l", "pool=online", "-y"])
+        .await;
+    assert_code(&same, 0);
+    assert_has(
+        &same,
+        "printed the same features for all 3 nodes: it runs on this machine, not on the nodes",
+    );
+}
+
+/// Behaviour 10: a conflict says which key changed to what; nothing applied, no undo.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_names_the_key_and_both_values_and_offers_no_undo() {
+    let h = harness().await;
+    h.server().concurrent_write(ConcurrentWrite::new(
+        "nodes",
+        "gpu-a100-2",
+        json!({"metadata": {"labels": {FAMILY: "h200"}}}),
+    ));
+    let run = h
+        .run(&[
+            "set",
+            "gpu-a100-2",
+            &format!("{FAMILY}=a100"),
+            "--overwrite",
+            "-y",
+        ])
+        .await;
+    assert_code(&run, 1);
+    assert_has(
+        &run,
+        "node/gpu-a100-2 conflict: changed by someone else: label accelerator.example.com/gpu-family was \"v100\" when read and is \"h200\" now (this command would set \"a100\")",
+    );
+    assert!(!run.stdout.contains("undo with:"), "{}", run.all());
+    assert!(
+        !run.all().contains("the server rejected our request"),
+        "{}",
+        run.all()
+    );
+}
+
+/// Behaviour 11: an answer lost in transit, then errors on every retry: a re-read decides
+/// the change was made, so it is reported applied and rolled back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_answer_followed_by_errors_is_decided_by_reading_the_node() {
+    let h = harness().await;
+    h.server()
+        .inject(Fault::new("patch", "nodes", 1, FaultAction::LoseAnswer));
+    h.server().inject(Fault {
+        times: 4,
+        ..Fault::new(
+            "patch",
+            "nodes",
+            2,
+            FaultAction::Status {
+                code: 503,
+                retry_after_seconds: Some(0),
+            },
+        )
+    });
+    let run = h
+        .run(&[
+            "set",
+            "-l",
+            "pool=online",
+            &format!("{FAMILY}=a100"),
+            "--overwrite",
+            "--concurrency",
+            "1",
+            "-y",
+        ])
+        .await;
+    assert_code(&run, 0);
+    assert_has(&run, "3 applied");
+    assert_has(&run, "applied by an attempt whose answer was lost");
+    let undo = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&undo, 0);
+    assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "v100");
+    assert_eq!(h.labels("gpu-a100-2").await[FAMILY], "v100");
+    assert!(h.labels("gpu-a100-3").await.get(FAMILY).is_none());
+}
+
+/// Behaviour 11, when even the re-read fails: the outcome is unknown (exit 1), never
+/// "failed", and rollback still restores the node because it compares every node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecidable_write_is_unknown_and_rollback_still_restores_it() {
+    let h = harness().await;
+    h.server()
+        .inject(Fault::new("patch", "nodes", 1, FaultAction::LoseAnswer));
+    h.server().inject(Fault {
+        times: 4,
+        ..Fault::new("patch", "nodes", 2, FaultAction::Drop)
+    });
+    h.server().inject(Fault {
+        times: 3,
+        ..Fault::new("get", "nodes", 1, FaultAction::Drop)
+    });
+    let run = h.run(&["set", "-l", "pool=cpu", "team=ml", "-y"]).await;
+    assert_code(&run, 1);
+    assert_has(&run, "node/cpu-1 unknown");
+    assert_has(&run, "undo with:");
+    assert_eq!(h.labels("cpu-1").await["team"], "ml", "the change was made");
+    let undo = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&undo, 0);
+    assert!(h.labels("cpu-1").await.get("team").is_none());
+}
+
+/// Behaviours 4 and 5: `rollback --last` picks the newest snapshot of *this* cluster (two
+/// clusters with the same context name), `--backup` snapshots included; another cluster's
+/// snapshot is refused unless forced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_last_is_per_cluster_and_sees_backups() {
+    let a = harness().await;
+    let b = Harness::local(
+        "nodelabel",
+        binary(),
+        ServerConfig::default().with_fixture_yaml(FIXTURE),
+    )
+    .await;
+    // Same state directory, same context name ("placekit-test"), two clusters.
+    assert_code(&a.run(&["set", "gpu-a100-1", "team=a", "-y"]).await, 0);
+    let backup = a.dir.path().join("before-b.jsonl");
+    let on_b = a
+        .run_with(
+            &[
+                "set",
+                "gpu-a100-1",
+                "team=b",
+                &format!("--backup={}", backup.display()),
+                "-y",
+            ],
+            &b.kubeconfig,
+        )
+        .await;
+    assert_code(&on_b, 0);
+    let undo = a.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&undo, 0);
+    assert!(
+        a.labels("gpu-a100-1").await.get("team").is_none(),
+        "A's change undone"
+    );
+    assert_eq!(b.labels("gpu-a100-1").await["team"], "b", "B untouched");
+
+    // B's snapshot, named on A: refused, nothing written.
+    let backup_arg = backup.display().to_string();
+    let refused = a.run(&["rollback", &backup_arg, "-y"]).await;
+    assert_code(&refused, 2);
+    assert_has(&refused, "was taken on another cluster");
+
+    // On B, --last finds the --backup snapshot.
+    let undo_b = a
+        .run_with(&["rollback", "--last", "-y"], &b.kubeconfig)
+        .await;
+    assert_code(&undo_b, 0);
+    assert!(b.labels("gpu-a100-1").await.get("team").is_none());
+    let history = a.run(&["history", "-o", "json"]).await;
+    assert_eq!(history.json()["items"].as_array().unwrap().len(), 4);
+}
+
+/// Behaviour 6: undo is a stack. A partial rollback prints the exact command that finishes
+/// it; `rollback --last` offers the same snapshot again (never the rollback's own); once
+/// done, the next `--last` walks back to the change before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_last_walks_back_and_finishes_a_partial_rollback() {
+    let h = harness().await;
+    assert_code(
+        &h.run(&["set", "-l", "pool=online", "team=ml", "-y"]).await,
+        0,
+    );
+    assert_code(
+        &h.run(&[
+            "set",
+            "-l",
+            "pool=online",
+            &format!("{FAMILY}=a100"),
+            "--overwrite",
+            "-y",
+        ])
+        .await,
+        0,
+    );
+    let family_change = h.snapshots().last().unwrap().display().to_string();
+    h.merge_patch(
+        "nodes",
+        None,
+        "gpu-a100-2",
+        &json!({"metadata": {"labels": {FAMILY: "h200"}}}),
+    )
+    .await;
+
+    let partial = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&partial, 1);
+    assert_has(
+        &partial,
+        &format!(
+            "restore what was left alone with: kubectl nodelabel rollback {family_change} --force"
+        ),
+    );
+    assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "v100");
+    assert_eq!(h.labels("gpu-a100-2").await[FAMILY], "h200");
+
+    // The natural next step finishes the same snapshot, not the rollback's own.
+    let finished = h.run(&["rollback", "--last", "--force", "-y"]).await;
+    assert_code(&finished, 0);
+    assert_eq!(h.labels("gpu-a100-2").await[FAMILY], "v100");
+    assert_eq!(
+        h.labels("gpu-a100-1").await["team"],
+        "ml",
+        "the earlier change stays"
+    );
+
+    // Then --last walks back to the change before it.
+    let earlier = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&earlier, 0);
+    for node in ["gpu-a100-1", "gpu-a100-2", "gpu-a100-3"] {
+        assert!(h.labels(node).await.get("team").is_none(), "{node}");
+    }
+    let nothing = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&nothing, 2);
+    assert_has(&nothing, "nothing to undo");
+}
+
+/// Behaviour 10: a rollback that restores nothing it was asked to exits 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_that_restores_nothing_exits_1() {
+    let h = harness().await;
+    assert_code(&h.run(&["set", "cpu-1", "team=ml", "-y"]).await, 0);
+    // The node is deleted and recreated with the label (another uid).
+    let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(h.client());
+    api.delete("cpu-1", &Default::default()).await.unwrap();
+    h.create(json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "cpu-1", "labels": {"pool": "cpu", "team": "ml"}}}))
+        .await;
+    let run = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&run, 1);
+    assert_has(
+        &run,
+        "node/cpu-1 skipped: deleted and recreated since the snapshot",
+    );
+    assert_eq!(h.labels("cpu-1").await["team"], "ml");
+}
