@@ -33,22 +33,10 @@ pub async fn fetch_node_objects(
     let api: Api<Node> = Api::all(client.clone());
     match targets {
         Targets::Names(names) => {
-            let results: Vec<(String, Result<Option<Node>, kube::Error>)> =
-                futures::stream::iter(names.iter().cloned())
-                    .map(|name| {
-                        let api = api.clone();
-                        async move {
-                            let r = api.get_opt(&name).await;
-                            (name, r)
-                        }
-                    })
-                    .buffered(16)
-                    .collect()
-                    .await;
             let mut found = Vec::new();
             let mut missing = Vec::new();
-            for (name, r) in results {
-                match r.map_err(|e| api_error(e, &format!("reading node {name}")))? {
+            for (name, node) in get_nodes(client, names.clone()).await? {
+                match node {
                     Some(node) => found.push(node),
                     None => missing.push(name),
                 }
@@ -353,11 +341,11 @@ pub async fn cluster_identity(conn: &Connection) -> ClusterIdentity {
     }
 }
 
-/// Reads nodes by name (bounded concurrency); a node that does not exist is `None`.
-pub async fn read_nodes(
+/// GETs nodes by name, 16 at a time; a node that does not exist is `None`.
+async fn get_nodes(
     client: &kube::Client,
     names: Vec<String>,
-) -> Result<Vec<(String, Option<NodeState>)>, CommandError> {
+) -> Result<Vec<(String, Option<Node>)>, CommandError> {
     let api: Api<Node> = Api::all(client.clone());
     futures::stream::iter(names)
         .map(|name| {
@@ -373,7 +361,19 @@ pub async fn read_nodes(
         .into_iter()
         .map(|(name, r)| {
             let node = r.map_err(|e| api_error(e, &format!("reading node {name}")))?;
-            Ok((name, node.as_ref().map(node_state).transpose()?))
+            Ok((name, node))
         })
+        .collect()
+}
+
+/// Reads nodes by name as plan states; a node that does not exist is `None`.
+pub async fn read_nodes(
+    client: &kube::Client,
+    names: Vec<String>,
+) -> Result<Vec<(String, Option<NodeState>)>, CommandError> {
+    get_nodes(client, names)
+        .await?
+        .into_iter()
+        .map(|(name, node)| Ok((name, node.as_ref().map(node_state).transpose()?)))
         .collect()
 }

@@ -401,13 +401,17 @@ pub struct Difference {
     pub planned: Option<String>,
 }
 
+/// A label value for messages: quoted, or `absent`.
+pub fn quoted_or_absent(value: &Option<String>) -> String {
+    value
+        .as_deref()
+        .map(|v| format!("{v:?}"))
+        .unwrap_or_else(|| "absent".into())
+}
+
 impl std::fmt::Display for Difference {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let show = |v: &Option<String>| {
-            v.as_deref()
-                .map(|v| format!("{v:?}"))
-                .unwrap_or_else(|| "absent".into())
-        };
+        let show = quoted_or_absent;
         write!(
             f,
             "{} was {} when read and is {} now (this command would set {})",

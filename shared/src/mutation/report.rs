@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::exit;
-use crate::plan::{LabelDelta, NodePlan};
+use crate::plan::{LabelDelta, NodePlan, quoted_or_absent as shown};
 use crate::rollback::RollbackConflict;
 use crate::snapshot::OutcomeKind;
 use crate::syntax::Taint;
@@ -195,12 +195,6 @@ pub fn show_plan(ui: &Ui, changing: &[NodePlan], unchanged: usize) {
             if unchanged == 1 { " is" } else { "s are" }
         );
     }
-}
-
-fn shown(v: &Option<String>) -> String {
-    v.as_deref()
-        .map(|v| format!("{v:?}"))
-        .unwrap_or_else(|| "absent".into())
 }
 
 /// Prints a report as text (or JSON/YAML) and returns the exit code.

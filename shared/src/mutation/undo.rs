@@ -56,11 +56,7 @@ impl<'a> SnapshotChoice<'a> {
 }
 
 fn conflict_warning(node: &str, c: &RollbackConflict, force_command: &str) -> String {
-    let shown = |v: &Option<String>| {
-        v.as_deref()
-            .map(|v| format!("{v:?}"))
-            .unwrap_or_else(|| "absent".into())
-    };
+    let shown = crate::plan::quoted_or_absent;
     format!(
         "node/{node}: {} is {}, but the snapshot's command set {}: someone changed it since{}",
         c.item,
