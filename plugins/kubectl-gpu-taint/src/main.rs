@@ -30,7 +30,7 @@ Examples:
   kubectl gpu-taint status -l accelerator.example.com/gpu-family=a100
   kubectl gpu-taint status --resource nvidia.com/mig-1g.10gb -o json
 
-  # Undo the last dedicate/release in this context
+  # Undo the newest dedicate/release on this cluster (again: the one before it)
   kubectl gpu-taint rollback --last";
 
 /// Dedicate GPU nodes safely and release them exactly.
@@ -105,7 +105,10 @@ enum Command {
     },
     /// Undo a dedicate or release recorded in a snapshot, exactly.
     Rollback {
+        /// The snapshot file.
         snapshot: Option<String>,
+        /// The newest dedicate/release on the current context's cluster that is not a
+        /// rollback and not yet rolled back (repeat it to walk back through history).
         #[arg(long)]
         last: bool,
         /// Also restore what someone changed after the command, roll back a snapshot of

@@ -27,7 +27,7 @@ Examples:
   kubectl nodelabel set NODE ops.example.com.node-restriction.kubernetes.io/llm-pool=online \\
       accelerator.example.com/gpu-family=a100 accelerator.example.com/gpu-memory=80gb --overwrite
 
-  # Undo the last change in this context, exactly
+  # Undo the newest change on this cluster, exactly (again: the one before it)
   kubectl nodelabel rollback --last
 
   # Who would stop scheduling if the label went away?
@@ -103,7 +103,8 @@ enum Command {
     Rollback {
         /// The snapshot file.
         snapshot: Option<String>,
-        /// The newest snapshot of this tool for the current context.
+        /// The newest change of this tool on the current context's cluster that is not a
+        /// rollback and not yet rolled back (repeat it to walk back through history).
         #[arg(long)]
         last: bool,
         /// Also restore keys someone changed after the command, roll back a snapshot of
