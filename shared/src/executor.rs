@@ -190,9 +190,13 @@ async fn decide<W: NodeWriter>(
             OutcomeKind::Applied,
             Some("applied by an attempt whose answer was lost (confirmed by re-reading the node)".into()),
         ),
+        // Our write failed its precondition, yet the node has the planned values: someone
+        // else made the same change meanwhile. Not ours to claim (or to undo later).
         Some(Observed::Applied) => (
-            OutcomeKind::Applied,
-            Some("the node already had the planned values".into()),
+            OutcomeKind::Conflict,
+            Some(
+                "someone else set the same values meanwhile; this command wrote nothing to this node".into(),
+            ),
         ),
         Some(Observed::NotApplied) if failure.0 == OutcomeKind::Conflict => (
             OutcomeKind::Conflict,

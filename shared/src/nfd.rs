@@ -374,12 +374,15 @@ pub fn hook_name(path: &Path) -> String {
 /// The label changes and annotation of one source's import on one node: set every feature;
 /// with `prune`, remove the labels this same source imported earlier that it no longer
 /// reports (never a label another source still claims, never one no import set); record
-/// the source's keys in [`IMPORTED_LABELS_ANNOTATION`].
+/// the source's keys in [`IMPORTED_LABELS_ANNOTATION`]. Keys in `not_claimed` (labels
+/// someone set by hand that already have the imported value) are set but not recorded, so
+/// a later `--prune` of this source never removes them.
 pub fn import_changes(
     previous_annotation: Option<&str>,
     source: &str,
     features: &[Feature],
     prune: bool,
+    not_claimed: &std::collections::BTreeSet<String>,
 ) -> (Vec<crate::syntax::LabelChange>, crate::syntax::LabelChange) {
     use crate::syntax::LabelChange;
     let mut record = ImportRecord::parse(previous_annotation);
@@ -391,10 +394,13 @@ pub fn import_changes(
         })
         .collect();
     let previous = record.by_source.remove(source).unwrap_or_default();
-    let mut keys: std::collections::BTreeSet<String> =
-        features.iter().map(|f| f.key.clone()).collect();
+    let mut keys: std::collections::BTreeSet<String> = features
+        .iter()
+        .map(|f| f.key.clone())
+        .filter(|k| !not_claimed.contains(k))
+        .collect();
     for key in previous {
-        if keys.contains(&key) {
+        if keys.contains(&key) || features.iter().any(|f| f.key == key) {
             continue;
         }
         if !prune {
@@ -562,6 +568,7 @@ mod tests {
             "hook:sysctl",
             &[feature("somaxconn")],
             true,
+            &Default::default(),
         );
         assert_eq!(
             changes,
@@ -589,6 +596,7 @@ mod tests {
             "hook:sysctl",
             &[feature("somaxconn")],
             false,
+            &Default::default(),
         );
         assert_eq!(changes.len(), 1);
         assert!(
@@ -603,13 +611,20 @@ mod tests {
         let key = |k: &str| format!("feature.node.kubernetes.io/{k}");
         let previous =
             serde_json::json!({"file:a": [key("shared")], "file:b": [key("shared")]}).to_string();
-        let (changes, _) = import_changes(Some(&previous), "file:a", &[], true);
+        let (changes, _) =
+            import_changes(Some(&previous), "file:a", &[], true, &Default::default());
         assert!(changes.is_empty(), "file:b still claims it: {changes:?}");
 
         // The comma-separated record of older versions: keys of an unknown source, never
         // pruned, claimed by the source that sets them again.
         let legacy = format!("{},{}", key("a"), key("gone"));
-        let (changes, annotation) = import_changes(Some(&legacy), "file:f", &[feature("a")], true);
+        let (changes, annotation) = import_changes(
+            Some(&legacy),
+            "file:f",
+            &[feature("a")],
+            true,
+            &Default::default(),
+        );
         assert_eq!(
             changes,
             vec![LabelChange::Set {
@@ -624,6 +639,11 @@ mod tests {
         );
         assert!(record.by_source["file:f"].contains(&key("a")));
         assert!(record.owns(&key("gone")) && !record.owns(&key("other")));
+
+        // A label set by hand with the imported value is set but not claimed.
+        let by_hand: std::collections::BTreeSet<String> = [key("a")].into();
+        let (_, annotation) = import_changes(None, "file:f", &[feature("a")], true, &by_hand);
+        assert!(!ImportRecord::parse(annotation.value()).owns(&key("a")));
     }
 
     #[test]

@@ -48,13 +48,10 @@ impl Findings {
     }
 }
 
-/// Whether any plan removes a label or changes its value (the changes that can take a node
-/// away from a workload's required constraint).
-pub fn removes_or_changes_labels(plans: &[NodePlan]) -> bool {
-    plans
-        .iter()
-        .flat_map(|p| &p.label_changes)
-        .any(|d| d.before.is_some())
+/// Whether any plan changes a label: a removal or a new value can take a node away from a
+/// required constraint, and so can an added key (`NotIn`, `DoesNotExist`).
+pub fn changes_labels(plans: &[NodePlan]) -> bool {
+    plans.iter().any(|p| !p.label_changes.is_empty())
 }
 
 /// The taints the plans add that can keep pods away (NoSchedule, NoExecute).

@@ -280,7 +280,14 @@ pub fn import_plan(
         .get(IMPORTED_LABELS_ANNOTATION)
         .map(String::as_str);
     let record = ImportRecord::parse(previous);
-    let (labels, annotation) = nfd::import_changes(previous, source, features, options.prune);
+    // A label someone set by hand that already has the imported value stays theirs.
+    let not_claimed = features
+        .iter()
+        .filter(|f| node.labels.get(&f.key) == Some(&f.value) && !record.owns(&f.key))
+        .map(|f| f.key.clone())
+        .collect();
+    let (labels, annotation) =
+        nfd::import_changes(previous, source, features, options.prune, &not_claimed);
     let request = ChangeRequest {
         labels,
         annotations: vec![annotation],

@@ -77,7 +77,7 @@ async fn policy(conn: &Connection, plans: &[NodePlan]) -> Result<Findings, Comma
         warnings: checks::key_warnings(plans),
         ..Findings::default()
     };
-    if checks::removes_or_changes_labels(plans) {
+    if checks::changes_labels(plans) {
         let (workloads, unreadable) = api::list_workloads(&conn.client, None).await?;
         findings.warnings.extend(unreadable);
         findings.extend(checks::dependents(plans, &workloads));

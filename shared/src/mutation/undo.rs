@@ -7,8 +7,6 @@
 //! back through history. A snapshot named by path that was taken on another cluster is
 //! refused unless `--force`.
 
-use std::path::Path;
-
 use serde::Serialize;
 
 use crate::api;
@@ -47,7 +45,11 @@ impl<'a> SnapshotChoice<'a> {
 
     fn load(self, tool: &str, cluster: &ClusterIdentity) -> Result<Snapshot, CommandError> {
         Ok(match self {
-            SnapshotChoice::Path(p) => Snapshot::load(Path::new(p))?,
+            // Absolute, so the `RolledBack` and `rollbackOf` records match the index's paths.
+            SnapshotChoice::Path(p) => Snapshot::load(
+                &std::path::absolute(p)
+                    .map_err(|e| CommandError::Input(format!("snapshot {p}: {e}")))?,
+            )?,
             SnapshotChoice::Last => {
                 SnapshotStore::new(SnapshotStore::default_dir()?).last_undoable(tool, cluster)?
             }
@@ -160,7 +162,16 @@ pub async fn rollback(
     }
     report.nodes.extend(skipped);
     report.nodes.sort_by(|a, b| a.name.cmp(&b.name));
-    let partial = report.exit_code() != exit::SUCCESS;
+    // Left in place: open conflicts and writes that did not (surely) happen. A node deleted
+    // or recreated since has nothing left to restore, so it does not keep the snapshot on
+    // the undo stack.
+    let partial = report.nodes.iter().any(|n| {
+        n.conflicts.iter().any(|c| !c.forced)
+            || matches!(
+                n.outcome,
+                Outcome::Conflict | Outcome::Failed | Outcome::Unknown | Outcome::NotAttempted
+            )
+    });
     if partial
         && report
             .nodes
