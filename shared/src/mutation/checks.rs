@@ -1,5 +1,5 @@
 //! The policy checks every change to a node goes through, whatever the command: this is
-//! where to read what happens when a label is removed or changed, or a taint added.
+//! where to read what happens when a label is added, removed or changed, or a taint added.
 //!
 //! - **Dependents** ([`dependents`]): a workload depends on a node's labels through its
 //!   `nodeSelector` and required node affinity. A change *blocks* (unless `--force`) only
