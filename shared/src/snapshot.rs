@@ -935,6 +935,33 @@ mod tests {
     }
 
     #[test]
+    fn version_1_snapshots_are_read_with_their_server_as_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.snapshot.jsonl");
+        fs::write(
+            &path,
+            concat!(
+                r#"{"apiVersion":"placekit.dev/v1","kind":"Snapshot","tool":"kubectl-nodelabel","toolVersion":"0.1.0","createdAt":"2026-11-29T21:40:00Z","context":"gpu-prod","server":"https://10.0.0.1:6443/","commandLine":["kubectl-nodelabel","set"],"operation":"set","nodes":[]}"#,
+                "\n",
+                r#"{"kind":"RolledBack","by":"x.jsonl","at":"2026-11-29T21:41:00Z"}"#,
+                "\n"
+            ),
+        )
+        .unwrap();
+        let snap = Snapshot::load(&path).unwrap();
+        assert_eq!(snap.header.cluster().server, "https://10.0.0.1:6443");
+        assert!(snap.header.cluster().same_cluster(&ClusterIdentity {
+            server: "https://10.0.0.1:6443".into(),
+            ca_fingerprint: Some("sha256:ab".into()),
+            kube_system_uid: Some("u".into()),
+        }));
+        assert!(
+            snap.fully_rolled_back(),
+            "an old RolledBack record has no `partial`"
+        );
+    }
+
+    #[test]
     fn rejects_unknown_versions() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");

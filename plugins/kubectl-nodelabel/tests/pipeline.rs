@@ -427,3 +427,24 @@ async fn a_rollback_that_restores_nothing_exits_1() {
     );
     assert_eq!(h.labels("cpu-1").await["team"], "ml");
 }
+
+/// Snapshots written before the format's version 2 (no cluster identity) are still read
+/// and rolled back, matched to the cluster by their server URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_snapshot_is_still_rolled_back() {
+    let h = harness().await;
+    assert_code(&h.run(&["set", "cpu-1", "team=ml", "-y"]).await, 0);
+    let path = h.snapshots().last().unwrap().clone();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut header: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!(header["apiVersion"], "placekit.dev/v2");
+    header["apiVersion"] = json!("placekit.dev/v1");
+    header.as_object_mut().unwrap().remove("cluster");
+    lines[0] = header.to_string();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+
+    let undo = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&undo, 0);
+    assert!(h.labels("cpu-1").await.get("team").is_none());
+}

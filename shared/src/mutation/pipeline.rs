@@ -15,7 +15,7 @@ use crate::snapshot::{ClusterIdentity, SnapshotHeader, SnapshotStore};
 use crate::ui::{DryRun, MutationArgs, Ui};
 
 use super::checks::{self, Findings};
-use super::report::{NodeReport, Outcome, REPORT_API_VERSION, Report};
+use super::report::{NodeReport, Outcome, REPORT_API_VERSION, Report, show_plan};
 
 /// What a mutating command is, besides its plans.
 #[derive(Debug, Clone)]
@@ -70,8 +70,8 @@ pub fn shell_quote(s: &str) -> String {
     }
 }
 
-/// Runs the policy checks that need the cluster: workloads when a label is removed or
-/// changed, pods when a restrictive taint is added.
+/// Runs the policy checks that need the cluster: workloads when a label is added, removed
+/// or given a new value, pods when a restrictive taint is added.
 async fn policy(conn: &Connection, plans: &[NodePlan]) -> Result<Findings, CommandError> {
     let mut findings = Findings {
         warnings: checks::key_warnings(plans),
@@ -107,7 +107,7 @@ pub async fn apply(
     conn: &Connection,
     ui: &Ui,
     plans: Vec<NodePlan>,
-    mutation: Mutation<'_>,
+    mut mutation: Mutation<'_>,
 ) -> Result<Report, CommandError> {
     let blocked: Vec<String> = plans
         .iter()
@@ -128,7 +128,7 @@ pub async fn apply(
     let (changing, unchanged): (Vec<NodePlan>, Vec<NodePlan>) =
         plans.into_iter().partition(|p| !p.is_noop());
 
-    let mut findings = mutation.findings.clone();
+    let mut findings = std::mem::take(&mut mutation.findings);
     findings.extend(policy(conn, &changing).await?);
     if !findings.blocking.is_empty() {
         if mutation.force {
@@ -160,7 +160,7 @@ pub async fn apply(
             .map(|p| NodeReport::of(p, Outcome::Unchanged, None))
             .collect(),
         warnings: findings.warnings.clone(),
-        problems: mutation.problems.clone(),
+        problems: std::mem::take(&mut mutation.problems),
     };
     for p in changing.iter().chain(&unchanged) {
         for note in &p.notes {
@@ -281,10 +281,6 @@ pub async fn apply(
         ));
     }
     Ok(report)
-}
-
-fn show_plan(ui: &Ui, changing: &[NodePlan], unchanged: usize) {
-    super::report::show_plan(ui, changing, unchanged);
 }
 
 /// Asks for confirmation (or refuses without a terminal and `--yes`).
