@@ -378,14 +378,14 @@ pub fn hook_name(path: &Path) -> String {
 /// someone set by hand that already have the imported value) are set but not recorded, so
 /// a later `--prune` of this source never removes them.
 pub fn import_changes(
-    previous_annotation: Option<&str>,
+    previous: &ImportRecord,
     source: &str,
     features: &[Feature],
     prune: bool,
     not_claimed: &std::collections::BTreeSet<String>,
 ) -> (Vec<crate::syntax::LabelChange>, crate::syntax::LabelChange) {
     use crate::syntax::LabelChange;
-    let mut record = ImportRecord::parse(previous_annotation);
+    let mut record = previous.clone();
     let mut changes: Vec<LabelChange> = features
         .iter()
         .map(|f| LabelChange::Set {
@@ -564,7 +564,7 @@ mod tests {
         })
         .to_string();
         let (changes, annotation) = import_changes(
-            Some(&previous),
+            &ImportRecord::parse(Some(&previous)),
             "hook:sysctl",
             &[feature("somaxconn")],
             true,
@@ -592,7 +592,7 @@ mod tests {
 
         // Without --prune the source keeps its earlier keys.
         let (changes, annotation) = import_changes(
-            Some(&previous),
+            &ImportRecord::parse(Some(&previous)),
             "hook:sysctl",
             &[feature("somaxconn")],
             false,
@@ -611,15 +611,20 @@ mod tests {
         let key = |k: &str| format!("feature.node.kubernetes.io/{k}");
         let previous =
             serde_json::json!({"file:a": [key("shared")], "file:b": [key("shared")]}).to_string();
-        let (changes, _) =
-            import_changes(Some(&previous), "file:a", &[], true, &Default::default());
+        let (changes, _) = import_changes(
+            &ImportRecord::parse(Some(&previous)),
+            "file:a",
+            &[],
+            true,
+            &Default::default(),
+        );
         assert!(changes.is_empty(), "file:b still claims it: {changes:?}");
 
         // The comma-separated record of older versions: keys of an unknown source, never
         // pruned, claimed by the source that sets them again.
         let legacy = format!("{},{}", key("a"), key("gone"));
         let (changes, annotation) = import_changes(
-            Some(&legacy),
+            &ImportRecord::parse(Some(&legacy)),
             "file:f",
             &[feature("a")],
             true,
@@ -642,7 +647,13 @@ mod tests {
 
         // A label set by hand with the imported value is set but not claimed.
         let by_hand: std::collections::BTreeSet<String> = [key("a")].into();
-        let (_, annotation) = import_changes(None, "file:f", &[feature("a")], true, &by_hand);
+        let (_, annotation) = import_changes(
+            &ImportRecord::default(),
+            "file:f",
+            &[feature("a")],
+            true,
+            &by_hand,
+        );
         assert!(!ImportRecord::parse(annotation.value()).owns(&key("a")));
     }
 

@@ -275,11 +275,11 @@ pub fn import_plan(
     features: &[nfd::Feature],
     options: &ImportOptions,
 ) -> NodePlan {
-    let previous = node
-        .annotations
-        .get(IMPORTED_LABELS_ANNOTATION)
-        .map(String::as_str);
-    let record = ImportRecord::parse(previous);
+    let record = ImportRecord::parse(
+        node.annotations
+            .get(IMPORTED_LABELS_ANNOTATION)
+            .map(String::as_str),
+    );
     // A label someone set by hand that already has the imported value stays theirs.
     let not_claimed = features
         .iter()
@@ -287,7 +287,7 @@ pub fn import_plan(
         .map(|f| f.key.clone())
         .collect();
     let (labels, annotation) =
-        nfd::import_changes(previous, source, features, options.prune, &not_claimed);
+        nfd::import_changes(&record, source, features, options.prune, &not_claimed);
     let request = ChangeRequest {
         labels,
         annotations: vec![annotation],

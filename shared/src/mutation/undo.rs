@@ -165,19 +165,18 @@ pub async fn rollback(
     // Left in place: open conflicts and writes that did not (surely) happen. A node deleted
     // or recreated since has nothing left to restore, so it does not keep the snapshot on
     // the undo stack.
-    let partial = report.nodes.iter().any(|n| {
-        n.conflicts.iter().any(|c| !c.forced)
-            || matches!(
+    let open_conflicts = report
+        .nodes
+        .iter()
+        .any(|n| n.conflicts.iter().any(|c| !c.forced));
+    let partial = open_conflicts
+        || report.nodes.iter().any(|n| {
+            matches!(
                 n.outcome,
                 Outcome::Conflict | Outcome::Failed | Outcome::Unknown | Outcome::NotAttempted
             )
-    });
-    if partial
-        && report
-            .nodes
-            .iter()
-            .any(|n| n.conflicts.iter().any(|c| !c.forced))
-    {
+        });
+    if open_conflicts {
         report.force_command = Some(force_command);
     }
     if args.dry_run == crate::ui::DryRun::None {
