@@ -41,6 +41,9 @@ pub enum WriteError {
         message: String,
         /// The server's `Retry-After`, if any.
         retry_after: Option<Duration>,
+        /// The request may have been carried out although no success came back (a 5xx, a
+        /// dropped connection, a timeout); false for a 429, which is refused unprocessed.
+        maybe_applied: bool,
     },
 }
 
@@ -260,9 +263,9 @@ async fn write_one<W: NodeWriter>(
             Err(WriteError::Transient {
                 message,
                 retry_after,
+                maybe_applied,
             }) => {
-                // A 429 was refused before processing; anything else may have been made.
-                uncertain |= !message.starts_with("429");
+                uncertain |= maybe_applied;
                 if attempts < config.max_attempts {
                     tokio::time::sleep(backoff(config, attempts, retry_after)).await;
                     continue;
@@ -398,6 +401,7 @@ pub fn classify_status(code: u16, body: &[u8], retry_after: Option<Duration>) ->
         429 | 500..=599 => WriteError::Transient {
             message: format!("{code} {reason}: {message}"),
             retry_after,
+            maybe_applied: code != 429,
         },
         _ => WriteError::Rejected {
             code,
@@ -425,6 +429,7 @@ impl NodeWriter for KubeNodeWriter {
                 Err(WriteError::Transient {
                     message: format!("{} {}: {}", status.code, status.reason, status.message),
                     retry_after: None,
+                    maybe_applied: false,
                 })
             }
             Err(kube::Error::Api(status)) => Err(WriteError::Rejected {
@@ -435,6 +440,7 @@ impl NodeWriter for KubeNodeWriter {
             Err(e) => Err(WriteError::Transient {
                 message: format!("request failed: {e}"),
                 retry_after: None,
+                maybe_applied: false,
             }),
         }
     }
@@ -461,6 +467,7 @@ impl NodeWriter for KubeNodeWriter {
             .map_err(|e| WriteError::Transient {
                 message: format!("request failed: {e}"),
                 retry_after: None,
+                maybe_applied: true,
             })?;
         let code = response.status().as_u16();
         if (200..300).contains(&code) {
@@ -480,6 +487,7 @@ impl NodeWriter for KubeNodeWriter {
                 .map_err(|e| WriteError::Transient {
                     message: format!("reading the answer failed: {e}"),
                     retry_after: None,
+                    maybe_applied: true,
                 })?;
         Err(classify_status(code, &body, retry_after))
     }
@@ -531,6 +539,7 @@ mod tests {
                 None => Err(WriteError::Transient {
                     message: "request failed: connection refused".into(),
                     retry_after: None,
+                    maybe_applied: false,
                 }),
             }
         }
@@ -560,6 +569,7 @@ mod tests {
         Err(WriteError::Transient {
             message: "503".into(),
             retry_after: retry_after.map(Duration::from_secs),
+            maybe_applied: true,
         })
     }
 
