@@ -19,7 +19,7 @@
 //! All three are pure functions over plans and minimal views, so they are unit-tested
 //! without a server; [`crate::mutation::pipeline`] gathers the workloads and pods they need.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::dependents::{Constraint, KeyQuery, Workload, find_dependents};
 use crate::gpu::{AffectedPod, PodView, evicts, untolerating_pods};
@@ -146,11 +146,11 @@ pub fn dependents(plans: &[NodePlan], workloads: &[Workload]) -> Findings {
             continue;
         }
         let bound_to = spec.node_name.as_deref().filter(|_| w.kind == "Pod");
-        // node -> (required lost, preferred lost)
+        // The nodes this workload loses, by kind of loss, and the keys that cause it.
         let mut lost_required: Vec<&str> = Vec::new();
         let mut kept_running: Vec<&str> = Vec::new();
         let mut lost_preferred: Vec<&str> = Vec::new();
-        let mut keys: BTreeMap<String, ()> = BTreeMap::new();
+        let mut keys: BTreeSet<String> = BTreeSet::new();
         for plan in &changing {
             let name = plan.node();
             if bound_to.is_some_and(|n| n != name) {
@@ -190,11 +190,11 @@ pub fn dependents(plans: &[NodePlan], workloads: &[Workload]) -> Findings {
             }
             if touched {
                 for d in &plan.label_changes {
-                    keys.insert(d.key.clone(), ());
+                    keys.insert(d.key.clone());
                 }
             }
         }
-        let keys: Vec<String> = keys.into_keys().collect();
+        let keys: Vec<String> = keys.into_iter().collect();
         let who = format!("{} {}/{}", w.kind, w.namespace, w.name);
         if !lost_required.is_empty() {
             let consequence = if w.kind == "DaemonSet" {
