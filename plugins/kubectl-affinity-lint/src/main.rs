@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use placekit::connect::ConnectionArgs;
 use placekit::exit;
-use placekit::lint::engine::{Config, lint_paths};
+use placekit::lint::engine::{Config, Settings, lint_paths};
 use placekit::lint::output;
 use placekit::lint::rule::Severity;
 use placekit::lint::rules::{RULES, find};
@@ -116,6 +116,9 @@ struct Cli {
     /// Recurse into directories.
     #[arg(short = 'R', long)]
     recursive: bool,
+    /// Documents linted at once (0: one per core). The report's order does not depend on it.
+    #[arg(short = 'j', long, value_name = "N", default_value_t = 0)]
+    jobs: usize,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value = "text")]
     output: Format,
@@ -261,9 +264,12 @@ fn main() -> ExitCode {
     let outcome = lint_paths(
         &cli.files,
         cli.recursive,
-        &config,
-        cli.output == Format::Text,
-        nodes.as_deref(),
+        &Settings {
+            config: &config,
+            keep_source_lines: cli.output == Format::Text,
+            cluster: nodes.as_deref(),
+            jobs: cli.jobs,
+        },
     );
     let rendered = match cli.output {
         Format::Text => output::text_report(&outcome, &ui),

@@ -111,6 +111,8 @@ pub fn contradiction(reqs: &[(&str, &str, &[String])]) -> Option<String> {
         let (mut lower, mut upper) = (i64::MIN, i64::MAX);
         for (op, values) in &ops {
             match *op {
+                // `In` without values is a shape error (AL004), not a contradiction.
+                "In" if values.is_empty() => {}
                 "In" => {
                     exists = true;
                     let set: BTreeSet<&str> = values.iter().map(String::as_str).collect();
@@ -194,6 +196,84 @@ pub fn merged_term_yaml(reqs: &[Req<'_>]) -> String {
         }
     }
     out
+}
+
+/// A metav1.LabelSelector as written (`matchLabels` + `matchExpressions`), owned so facts
+/// about it outlive the document.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabelSelector {
+    pub match_labels: Vec<(String, String)>,
+    /// (key, operator, values).
+    pub expressions: Vec<(String, String, Vec<String>)>,
+}
+
+impl LabelSelector {
+    pub fn from_node(selector: &Node) -> Self {
+        LabelSelector {
+            match_labels: selector
+                .get("matchLabels")
+                .map(Node::string_map)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            expressions: selector
+                .get("matchExpressions")
+                .map(Node::items)
+                .unwrap_or_default()
+                .iter()
+                .map(|e| {
+                    let text = |k: &str| {
+                        e.get(k)
+                            .and_then(Node::as_str)
+                            .unwrap_or_default()
+                            .to_string()
+                    };
+                    let values = e
+                        .get("values")
+                        .map(Node::items)
+                        .unwrap_or_default()
+                        .iter()
+                        .filter_map(Node::scalar_text)
+                        .map(str::to_string)
+                        .collect();
+                    (text("key"), text("operator"), values)
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether it selects `labels`.
+    pub fn selects<K: AsRef<str>, V: AsRef<str>>(&self, labels: &[(K, V)]) -> bool {
+        let get = |k: &str| {
+            labels
+                .iter()
+                .find(|(lk, _)| lk.as_ref() == k)
+                .map(|(_, v)| v.as_ref())
+        };
+        self.match_labels
+            .iter()
+            .all(|(k, v)| get(k) == Some(v.as_str()))
+            && self.expressions.iter().all(|(key, op, values)| {
+                let value = get(key);
+                let listed = |v: &str| values.iter().any(|x| x == v);
+                match op.as_str() {
+                    "In" => value.is_some_and(listed),
+                    "NotIn" => value.is_none_or(|v| !listed(v)),
+                    "Exists" => value.is_some(),
+                    "DoesNotExist" => value.is_none(),
+                    _ => false,
+                }
+            })
+    }
+
+    /// The label keys it names.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.match_labels
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .chain(self.expressions.iter().map(|(k, _, _)| k.as_str()))
+    }
 }
 
 #[cfg(test)]

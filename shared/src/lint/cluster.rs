@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::PodSpec;
 
-use super::engine::{Finding, ObjectRef};
-use super::rule::Severity;
+use super::engine::{Finding, finding};
+use super::rule::{RawFinding, Severity};
 use super::source::Object;
 use super::yaml::Node;
 use crate::gpu::{format_milli, parse_quantity_milli};
@@ -134,21 +134,13 @@ pub fn check(
             if ignored.iter().any(|i| i == id) {
                 return;
             }
-            out.push(Finding {
-                rule: id.to_string(),
+            out.push(finding(
+                id,
                 severity,
-                file: object.file.to_string(),
-                line: at.line,
-                column: at.col,
-                object: ObjectRef {
-                    kind: object.kind.clone(),
-                    namespace: object.namespace.clone(),
-                    name: object.name.clone(),
-                },
-                message,
-                fix: None,
-                helm_template: object.helm_source.map(str::to_string),
-            });
+                object,
+                RawFinding::at(at, message),
+                false,
+            ));
         };
         let spec = pod_spec_of(spec_node);
 

@@ -1,14 +1,17 @@
 //! Running the rules over inputs: configuration (`.affinity-lint.yaml`, `--enable`,
-//! `--disable`), suppression annotations, severities, and the findings with positions.
+//! `--disable`), suppression annotations, severities, the findings with positions, and the
+//! streaming, parallel run over files.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::rule::{Context, RawFinding, Severity};
-use super::rules::RULES;
-use super::source::{self, Document, InputError, Object, SourceFile};
+use std::sync::{Mutex, mpsc};
+
+use super::rule::{Context, RawFinding, Scope, Severity};
+use super::rules::{RULES, al011};
+use super::source::{self, Chunk, InputError, InputFile, Object};
 use super::yaml::parse_document;
 
 /// The config file searched upward from the first input.
@@ -142,12 +145,18 @@ pub struct Finding {
     pub line: usize,
     pub column: usize,
     pub object: ObjectRef,
+    /// Where in the object the pod spec is (`spec.workerGroupSpecs[0].template.spec`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_spec: Option<String>,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fix: Option<String>,
     /// The Helm template the document came from (`# Source:`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub helm_template: Option<String>,
+    /// The source line, for text output (kept only when asked for).
+    #[serde(skip)]
+    pub source_line: Option<String>,
 }
 
 /// The result of a run.
@@ -158,49 +167,62 @@ pub struct Outcome {
     pub files: usize,
     pub documents: usize,
     pub objects: usize,
-    /// File name -> text, for source excerpts in text output.
-    pub sources: BTreeMap<String, String>,
 }
 
-/// Lints already-read sources; with `cluster` nodes, the `--cluster` rules run too.
-pub fn lint_sources(
-    sources: Vec<SourceFile>,
-    config: &Config,
-    keep_text: bool,
-    cluster: Option<&[crate::live::NodeInfo]>,
-) -> Outcome {
-    let mut outcome = Outcome {
-        files: sources.len(),
-        ..Outcome::default()
-    };
-    let mut parsed: Vec<(String, Vec<Document>)> = Vec::with_capacity(sources.len());
-    for file in sources {
-        let (docs, errors) = source::parse_file(&file);
-        outcome.errors.extend(errors);
-        outcome.documents += docs.len();
-        if keep_text {
-            outcome.sources.insert(file.name.clone(), file.text);
+/// How a run is set up.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings<'a> {
+    pub config: &'a Config,
+    /// Keep each finding's source line (for text output).
+    pub keep_source_lines: bool,
+    /// With the cluster's nodes, the `--cluster` rules run too.
+    pub cluster: Option<&'a [crate::live::NodeInfo]>,
+    /// Worker threads; 0 for one per core.
+    pub jobs: usize,
+}
+
+/// What linting one document yields.
+#[derive(Debug, Default)]
+struct DocumentResult {
+    findings: Vec<Finding>,
+    error: Option<InputError>,
+    documents: usize,
+    objects: usize,
+    facts: al011::Facts,
+}
+
+/// Lints one document: parse, objects, every rule on every view.
+fn lint_chunk(file: &InputFile, chunk: Chunk, settings: &Settings<'_>) -> DocumentResult {
+    let mut result = DocumentResult::default();
+    let document = match source::parse_chunk(&file.name, chunk) {
+        Ok(Some(d)) => d,
+        Ok(None) => return result,
+        Err(e) => {
+            result.error = Some(e);
+            return result;
         }
-        parsed.push((file.name, docs));
-    }
-    let objects: Vec<Object<'_>> = parsed
-        .iter()
-        .flat_map(|(name, docs)| docs.iter().flat_map(move |d| source::objects(name, d)))
-        .collect();
-    outcome.objects = objects.len();
+    };
+    result.documents = 1;
+    let objects = source::objects(&file.name, &document);
+    result.objects = objects.iter().filter(|o| o.view == 0).count();
+    let config = settings.config;
     let mut raw: Vec<RawFinding> = Vec::new();
     for object in &objects {
         let ignored = object.ignored_rules();
-        let cx = Context {
-            object,
-            all: &objects,
-        };
+        let cx = Context { object };
+        let ignores = |id: &str| ignored.iter().any(|i| i == id);
+        if object.view == 0 && !ignores(al011::META.id) {
+            al011::collect(object, &file.group, &mut result.facts);
+        }
         for rule in RULES {
             let meta = rule.meta();
+            if rule.scope() == Scope::Object && object.view != 0 {
+                continue;
+            }
             let Some(configured) = config.severity(meta.id, meta.severity) else {
                 continue;
             };
-            if ignored.iter().any(|i| i == meta.id) {
+            if ignores(meta.id) {
                 continue;
             }
             raw.clear();
@@ -211,56 +233,129 @@ pub fn lint_sources(
                     (Some(s), false) => s,
                     _ => configured,
                 };
-                outcome.findings.push(Finding {
-                    rule: meta.id.to_string(),
+                result.findings.push(finding(
+                    meta.id,
                     severity,
-                    file: object.file.to_string(),
-                    line: f.line,
-                    column: f.col,
-                    object: ObjectRef {
-                        kind: object.kind.clone(),
-                        namespace: object.namespace.clone(),
-                        name: object.name.clone(),
-                    },
-                    message: f.message,
-                    fix: f.fix,
-                    helm_template: object.helm_source.map(str::to_string),
-                });
+                    object,
+                    f,
+                    settings.keep_source_lines,
+                ));
             }
         }
     }
-    if let Some(nodes) = cluster {
-        outcome
-            .findings
-            .extend(super::cluster::check(&objects, nodes, |id, default| {
-                config.severity(id, default)
-            }));
+    if let Some(nodes) = settings.cluster {
+        let mut cluster =
+            super::cluster::check(&objects, nodes, |id, default| config.severity(id, default));
+        if settings.keep_source_lines {
+            for f in &mut cluster {
+                f.source_line = document.line(f.line).map(str::to_string);
+            }
+        }
+        result.findings.extend(cluster);
+    }
+    result
+}
+
+/// A rule's raw finding as a reported one.
+pub(crate) fn finding(
+    rule: &str,
+    severity: Severity,
+    object: &Object<'_>,
+    f: RawFinding,
+    keep_source_line: bool,
+) -> Finding {
+    Finding {
+        rule: rule.to_string(),
+        severity,
+        file: object.file.to_string(),
+        line: f.line,
+        column: f.col,
+        object: ObjectRef {
+            kind: object.kind.clone(),
+            namespace: object.namespace.clone(),
+            name: object.name.clone(),
+        },
+        pod_spec: object.pod.as_ref().map(|p| p.path.clone()),
+        message: f.message,
+        fix: f.fix,
+        helm_template: object.helm_source.map(str::to_string),
+        source_line: keep_source_line
+            .then(|| object.document.line(f.line).map(str::to_string))
+            .flatten(),
+    }
+}
+
+/// Reads every input (files, directories, stdin) and lints it, streaming: the files are
+/// read one document at a time and the documents linted by one worker per core, so memory
+/// holds a few documents, never the input. The report's order does not depend on timing.
+pub fn lint_paths(inputs: &[PathBuf], recursive: bool, settings: &Settings<'_>) -> Outcome {
+    let (paths, mut errors) = source::collect_paths(inputs, recursive);
+    let files: Vec<InputFile> = paths.into_iter().map(InputFile::new).collect();
+    let jobs = match settings.jobs {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    // (file index, document index) -> result; sorted at the end for a stable report.
+    let results: Mutex<Vec<((usize, usize), DocumentResult)>> = Mutex::new(Vec::new());
+    let mut failed_files: Vec<usize> = Vec::new();
+    let (sender, receiver) = mpsc::sync_channel::<(usize, usize, Chunk)>(jobs * 4);
+    let receiver = Mutex::new(receiver);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                loop {
+                    let next = receiver.lock().expect("no worker panics").recv();
+                    let Ok((file_index, doc_index, chunk)) = next else {
+                        return;
+                    };
+                    let result = lint_chunk(&files[file_index], chunk, settings);
+                    results
+                        .lock()
+                        .expect("no worker panics")
+                        .push(((file_index, doc_index), result));
+                }
+            });
+        }
+        for (file_index, file) in files.iter().enumerate() {
+            let mut doc_index = 0;
+            let read = source::read_chunks(file, |chunk| {
+                // The workers outlive the sends; a send fails only if they all died.
+                let _ = sender.send((file_index, doc_index, chunk));
+                doc_index += 1;
+            });
+            if let Err(e) = read {
+                errors.push(e);
+                failed_files.push(file_index);
+            }
+        }
+        drop(sender);
+    });
+    let mut results = results.into_inner().expect("no worker panics");
+    results.sort_by_key(|(at, _)| *at);
+    let mut outcome = Outcome {
+        files: files.len(),
+        ..Outcome::default()
+    };
+    let mut facts = al011::Facts::default();
+    for ((file_index, _), r) in results {
+        if failed_files.contains(&file_index) {
+            continue;
+        }
+        outcome.documents += r.documents;
+        outcome.objects += r.objects;
+        outcome.findings.extend(r.findings);
+        errors.extend(r.error);
+        facts.extend(r.facts);
+    }
+    if let Some(severity) = settings
+        .config
+        .severity(al011::META.id, al011::META.severity)
+    {
+        outcome.findings.extend(al011::judge(&facts, severity));
     }
     outcome.findings.sort_by(|a, b| {
         (&a.file, a.line, a.column, &a.rule).cmp(&(&b.file, b.line, b.column, &b.rule))
     });
-    outcome
-}
-
-/// Reads every input (files, directories, stdin) and lints it.
-pub fn lint_paths(
-    inputs: &[PathBuf],
-    recursive: bool,
-    config: &Config,
-    keep_text: bool,
-    cluster: Option<&[crate::live::NodeInfo]>,
-) -> Outcome {
-    let (paths, mut errors) = source::collect_paths(inputs, recursive);
-    let mut sources = Vec::with_capacity(paths.len());
-    for path in &paths {
-        match source::read_source(path) {
-            Ok(s) => sources.push(s),
-            Err(e) => errors.push(e),
-        }
-    }
-    let mut outcome = lint_sources(sources, config, keep_text, cluster);
-    outcome.files = paths.len();
-    errors.append(&mut outcome.errors);
     outcome.errors = errors;
     outcome
 }

@@ -5,6 +5,8 @@ pub mod affinity;
 pub mod cluster;
 pub mod engine;
 pub mod output;
+pub mod podspec;
+pub mod relax;
 pub mod rule;
 pub mod rules;
 pub mod source;

@@ -34,6 +34,14 @@ pub fn json_report(outcome: &Outcome) -> Value {
     })
 }
 
+/// Where the core kinds keep their pod spec: not worth repeating in text output.
+const CORE_POD_SPEC_PATHS: &[&str] = &[
+    "spec",
+    "spec.template.spec",
+    "spec.jobTemplate.spec.template.spec",
+    "template.spec",
+];
+
 /// Compiler-style text: `file:line:col: severity[ID]: message`, the source line with a
 /// caret, the object, and the fix.
 pub fn text_report(outcome: &Outcome, ui: &Ui) -> String {
@@ -52,11 +60,7 @@ pub fn text_report(outcome: &Outcome, ui: &Ui) -> String {
             "{}:{}:{}: {painted}: {}\n",
             f.file, f.line, f.column, f.message
         ));
-        if let Some(line) = outcome
-            .sources
-            .get(&f.file)
-            .and_then(|t| t.lines().nth(f.line.saturating_sub(1)))
-        {
+        if let Some(line) = &f.source_line {
             let gutter = f.line.to_string().len();
             out.push_str(&format!(
                 "{:gutter$} |\n{} | {}\n{:gutter$} | {}{}\n",
@@ -73,6 +77,13 @@ pub fn text_report(outcome: &Outcome, ui: &Ui) -> String {
             None => format!("{} {}", f.object.kind, f.object.name),
         };
         out.push_str(&format!("  = object: {object}"));
+        if let Some(path) = f
+            .pod_spec
+            .as_deref()
+            .filter(|p| !CORE_POD_SPEC_PATHS.contains(p))
+        {
+            out.push_str(&format!(", pod spec at {path}"));
+        }
         if let Some(t) = &f.helm_template {
             out.push_str(&format!(" (Helm template {t})"));
         }

@@ -81,15 +81,27 @@ impl RawFinding {
     }
 }
 
-/// Everything a rule may look at: the object and the whole input (for PDBs).
+/// Everything a rule may look at: one view of an object (the object and one of its pod
+/// specs). Rules that judge several objects together (AL011) collect facts per object and
+/// are judged by the engine over a whole input group.
 #[derive(Debug)]
 pub struct Context<'a> {
     pub object: &'a Object<'a>,
-    pub all: &'a [Object<'a>],
+}
+
+/// What a rule looks at, so an object with several pod specs is judged once per pod spec
+/// by pod-spec rules and once in all by object rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    PodSpec,
+    Object,
 }
 
 /// A lint rule.
 pub trait Rule: Sync {
     fn meta(&self) -> &'static RuleMeta;
     fn check(&self, cx: &Context<'_>, out: &mut Vec<RawFinding>);
+    fn scope(&self) -> Scope {
+        Scope::PodSpec
+    }
 }

@@ -1,10 +1,13 @@
-//! Inputs of the linter: files, directories, stdin; multi-document streams split at `---`
-//! so one broken document does not hide the others; `kind: List`; Helm's `# Source:`
-//! comments; and the objects found in them.
+//! Inputs of the linter: files, directories, stdin, read one document at a time;
+//! multi-document streams split at `---` so one broken document does not hide the others;
+//! `kind: List`; Helm's `# Source:` comments; and the objects found in them, one view per
+//! pod spec.
 
 use std::path::{Path, PathBuf};
 
-use super::yaml::{Node, parse_document};
+use super::podspec::{PodSpecRef, pod_specs};
+use super::relax::relax_indentation;
+use super::yaml::{DuplicateKey, Node, parse_document_with_duplicates};
 
 /// Largest input file accepted (a bigger one is an error, not an out-of-memory).
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -29,14 +32,6 @@ impl std::fmt::Display for InputError {
             _ => write!(f, "{}: {}", self.file, self.message),
         }
     }
-}
-
-/// One input file's text.
-#[derive(Debug, Clone)]
-pub struct SourceFile {
-    /// As given by the user (or `<stdin>`).
-    pub name: String,
-    pub text: String,
 }
 
 /// Expands `-f` arguments into files: a file as is, a directory's `.yaml`/`.yml`/`.json`
@@ -93,116 +88,218 @@ fn walk(dir: &Path, recursive: bool, files: &mut Vec<PathBuf>, errors: &mut Vec<
     }
 }
 
-/// Reads one input, refusing oversized, binary and non-UTF-8 files with a clear message.
-pub fn read_source(path: &Path) -> Result<SourceFile, InputError> {
-    use std::io::Read;
-    let name = if path.as_os_str() == "-" {
-        "<stdin>".to_string()
-    } else {
-        path.display().to_string()
-    };
+/// Where a file's documents come from: a path, or stdin (`-`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputFile {
+    pub path: PathBuf,
+    /// As shown in findings: the path as given, or `<stdin>`.
+    pub name: String,
+    /// Files of one group see each other's PodDisruptionBudgets: the directory a file is
+    /// in (so a kustomize base's `pdb.yaml` meets its `deployment.yaml`), or the stream.
+    pub group: String,
+}
+
+impl InputFile {
+    pub fn new(path: PathBuf) -> Self {
+        if path.as_os_str() == "-" {
+            return InputFile {
+                path,
+                name: "<stdin>".into(),
+                group: "<stdin>".into(),
+            };
+        }
+        let name = path.display().to_string();
+        let group = path
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        InputFile { path, name, group }
+    }
+}
+
+/// One `---`-separated document of a file, not yet parsed.
+#[derive(Debug, Clone)]
+pub struct Chunk {
+    pub text: String,
+    /// 0-based file line of the chunk's first line.
+    pub first_line: usize,
+}
+
+/// Reads an input one document at a time, so memory holds one document, never the file:
+/// `emit` gets each chunk as soon as its `---` (or the end) is read. Oversized, binary and
+/// non-UTF-8 input is refused with a clear message (documents already emitted must then be
+/// dropped by the caller).
+pub fn read_chunks(file: &InputFile, mut emit: impl FnMut(Chunk)) -> Result<(), InputError> {
+    use std::io::BufRead;
     let fail = |message: String| InputError {
-        file: name.clone(),
+        file: file.name.clone(),
         line: None,
         column: None,
         message,
     };
-    let mut bytes = Vec::new();
-    if path.as_os_str() == "-" {
-        std::io::stdin()
-            .take(MAX_FILE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| fail(e.to_string()))?;
+    let reader: Box<dyn BufRead> = if file.path.as_os_str() == "-" {
+        Box::new(std::io::BufReader::new(std::io::stdin()))
     } else {
-        let size = std::fs::metadata(path)
-            .map_err(|e| fail(e.to_string()))?
-            .len();
-        if size > MAX_FILE_BYTES {
+        let metadata = std::fs::metadata(&file.path).map_err(|e| fail(e.to_string()))?;
+        if metadata.is_dir() {
+            return Err(fail(
+                "is a directory (give -R to lint the files in it)".into(),
+            ));
+        }
+        // A pipe (`-f <(helm template ...)`) has no size: the byte count below limits it.
+        if metadata.is_file() && metadata.len() > MAX_FILE_BYTES {
             return Err(fail(format!(
-                "{size} bytes is over the {MAX_FILE_BYTES}-byte input limit"
+                "{} bytes is over the {MAX_FILE_BYTES}-byte input limit",
+                metadata.len()
             )));
         }
-        std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+        let f = std::fs::File::open(&file.path).map_err(|e| fail(e.to_string()))?;
+        Box::new(std::io::BufReader::with_capacity(64 * 1024, f))
+    };
+    let mut reader = reader;
+    let mut chunk = Chunk {
+        text: String::new(),
+        first_line: 0,
+    };
+    let mut bytes = Vec::new();
+    let mut offset: u64 = 0;
+    let mut line_no = 0;
+    loop {
+        bytes.clear();
+        let n = reader
+            .read_until(b'\n', &mut bytes)
             .map_err(|e| fail(e.to_string()))?;
+        if n == 0 {
+            break;
+        }
+        if let Some(i) = bytes.iter().position(|b| *b == 0) {
+            return Err(fail(format!(
+                "binary data (a NUL byte at offset {}), not YAML or JSON",
+                offset + i as u64
+            )));
+        }
+        let line = std::str::from_utf8(&bytes).map_err(|e| {
+            fail(format!(
+                "not UTF-8 text (invalid byte at offset {})",
+                offset + e.valid_up_to() as u64
+            ))
+        })?;
+        offset += n as u64;
+        if offset > MAX_FILE_BYTES {
+            return Err(fail(format!(
+                "input is over the {MAX_FILE_BYTES}-byte limit"
+            )));
+        }
+        let is_separator =
+            line.starts_with("---") && line[3..].trim().chars().next().is_none_or(|c| c == '#');
+        if is_separator {
+            if !chunk.text.trim().is_empty() {
+                emit(std::mem::replace(
+                    &mut chunk,
+                    Chunk {
+                        text: String::new(),
+                        first_line: line_no + 1,
+                    },
+                ));
+            } else {
+                chunk.text.clear();
+                chunk.first_line = line_no + 1;
+            }
+        } else {
+            if chunk.text.is_empty() {
+                chunk.first_line = line_no;
+            }
+            chunk.text.push_str(line);
+        }
+        line_no += 1;
     }
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(fail(format!(
-            "input is over the {MAX_FILE_BYTES}-byte limit"
-        )));
+    if !chunk.text.trim().is_empty() {
+        emit(chunk);
     }
-    if let Some(i) = bytes.iter().position(|b| *b == 0) {
-        return Err(fail(format!(
-            "binary data (a NUL byte at offset {i}), not YAML or JSON"
-        )));
-    }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        fail(format!(
-            "not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        ))
-    })?;
-    Ok(SourceFile { name, text })
+    Ok(())
 }
 
-/// One document of a file: where it starts and the Helm template it came from.
+/// One parsed document: its tree, the text it came from (for comments and source lines),
+/// the Helm template it was rendered from, and the duplicate keys in it.
 #[derive(Debug, Clone)]
 pub struct Document {
     pub root: Node,
     /// The `# Source: chart/templates/x.yaml` comment before it, if any.
     pub helm_source: Option<String>,
+    pub duplicates: Vec<DuplicateKey>,
+    pub text: String,
+    /// 0-based file line of the text's first line.
+    pub first_line: usize,
 }
 
-/// Splits a file into documents at `---` lines and parses each on its own, so a broken
-/// document is reported and the others are still linted.
-pub fn parse_file(file: &SourceFile) -> (Vec<Document>, Vec<InputError>) {
-    let mut docs = Vec::new();
-    let mut errors = Vec::new();
-    let mut start_line = 0;
-    let mut chunk = String::new();
-    let flush = |chunk: &mut String,
-                 start_line: usize,
-                 docs: &mut Vec<Document>,
-                 errors: &mut Vec<InputError>| {
-        if chunk.trim().is_empty() {
-            chunk.clear();
-            return;
-        }
-        let helm_source = chunk
-            .lines()
-            .map(str::trim)
-            .take_while(|l| l.is_empty() || l.starts_with('#'))
-            .find_map(|l| l.strip_prefix("# Source:").map(|s| s.trim().to_string()));
-        match parse_document(chunk, start_line) {
-            Ok(Some(root)) => docs.push(Document { root, helm_source }),
-            Ok(None) => {}
-            Err(e) => errors.push(InputError {
-                file: file.name.clone(),
+impl Document {
+    /// The text of 1-based file line `line`, if it is in this document.
+    pub fn line(&self, line: usize) -> Option<&str> {
+        let index = line.checked_sub(1)?.checked_sub(self.first_line)?;
+        self.text.lines().nth(index)
+    }
+}
+
+/// Parses a chunk. Input kubectl reads but strict YAML refuses (see [`relax_indentation`])
+/// is parsed again relaxed; an unrendered Helm or Go template is named as such.
+pub fn parse_chunk(file: &str, chunk: Chunk) -> Result<Option<Document>, InputError> {
+    let helm_source = chunk
+        .text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| l.is_empty() || l.starts_with('#'))
+        .find_map(|l| l.strip_prefix("# Source:").map(|s| s.trim().to_string()));
+    let mut duplicates = Vec::new();
+    let parsed =
+        match parse_document_with_duplicates(&chunk.text, chunk.first_line, &mut duplicates) {
+            Err(strict) => match relax_indentation(&chunk.text) {
+                Some(relaxed) => {
+                    duplicates.clear();
+                    parse_document_with_duplicates(&relaxed, chunk.first_line, &mut duplicates)
+                        .map_err(|_| strict)
+                }
+                None => Err(strict),
+            },
+            ok => ok,
+        };
+    match parsed {
+        Ok(Some(root)) => Ok(Some(Document {
+            root,
+            helm_source,
+            duplicates,
+            text: chunk.text,
+            first_line: chunk.first_line,
+        })),
+        Ok(None) => Ok(None),
+        Err(e) => {
+            let message = match template_line(&chunk.text) {
+                Some(at) => format!(
+                    "YAML: {} (this is an unrendered Helm/Go template: `{{{{` at line {}; render it first, e.g. `helm template`, and lint the output)",
+                    e.message,
+                    chunk.first_line + at + 1
+                ),
+                None => format!("YAML: {}", e.message),
+            };
+            Err(InputError {
+                file: file.to_string(),
                 line: Some(e.line),
                 column: Some(e.col),
-                message: format!("YAML: {}", e.message),
-            }),
+                message,
+            })
         }
-        chunk.clear();
-    };
-    for (i, line) in file.text.split_inclusive('\n').enumerate() {
-        let is_separator =
-            line.starts_with("---") && line[3..].trim().chars().next().is_none_or(|c| c == '#');
-        if is_separator {
-            flush(&mut chunk, start_line, &mut docs, &mut errors);
-            start_line = i + 1;
-            continue;
-        }
-        if chunk.is_empty() {
-            start_line = i;
-        }
-        chunk.push_str(line);
     }
-    flush(&mut chunk, start_line, &mut docs, &mut errors);
-    (docs, errors)
 }
 
-/// A Kubernetes object found in the input.
+/// The 0-based line of the first template action (`{{ ... }}`) outside comments.
+fn template_line(text: &str) -> Option<usize> {
+    text.lines().position(|l| {
+        let l = l.trim_start();
+        !l.starts_with('#') && l.contains("{{") && l.contains("}}")
+    })
+}
+
+/// A Kubernetes object found in the input, seen through one of its pod specs: an object
+/// with several (a RayCluster's head and workers) is linted once per pod spec.
 #[derive(Debug, Clone)]
 pub struct Object<'a> {
     pub file: &'a str,
@@ -212,6 +309,13 @@ pub struct Object<'a> {
     pub name: String,
     pub namespace: Option<String>,
     pub root: &'a Node,
+    /// The pod spec this view is about, if the object has any.
+    pub pod: Option<PodSpecRef<'a>>,
+    /// Which of the object's views this is: object-level rules run on view 0 only.
+    pub view: usize,
+    pub document: &'a Document,
+    /// Duplicate keys inside this object.
+    pub duplicates: Vec<&'a DuplicateKey>,
 }
 
 impl<'a> Object<'a> {
@@ -223,27 +327,17 @@ impl<'a> Object<'a> {
         }
     }
 
-    /// The pod template (`metadata` + `spec`) of a workload, or the Pod itself.
-    pub fn pod_template(&self) -> Option<&'a Node> {
-        let root: &'a Node = self.root;
-        match self.kind.as_str() {
-            "Pod" => Some(root),
-            "CronJob" => root.path(&["spec", "jobTemplate", "spec", "template"]),
-            _ => root
-                .path(&["spec", "template"])
-                .filter(|t| t.get("spec").is_some()),
-        }
-    }
-
-    /// The pod spec of a workload.
+    /// The pod spec of this view.
     pub fn pod_spec(&self) -> Option<&'a Node> {
-        self.pod_template().and_then(|t| t.get("spec"))
+        self.pod.as_ref().map(|p| p.spec)
     }
 
     /// The pod template's labels.
     pub fn pod_labels(&self) -> Vec<(&'a str, &'a str)> {
-        self.pod_template()
-            .and_then(|t| t.path(&["metadata", "labels"]))
+        self.pod
+            .as_ref()
+            .and_then(|p| p.metadata)
+            .and_then(|m| m.get("labels"))
             .map(Node::string_map)
             .unwrap_or_default()
     }
@@ -253,7 +347,7 @@ impl<'a> Object<'a> {
         let mut out = Vec::new();
         for meta in [
             self.root.get("metadata"),
-            self.pod_template().and_then(|t| t.get("metadata")),
+            self.pod.as_ref().and_then(|p| p.metadata),
         ]
         .into_iter()
         .flatten()
@@ -271,51 +365,94 @@ impl<'a> Object<'a> {
         }
         out
     }
+
+    /// The comments on 1-based file line `line` and on the comment-only lines right above
+    /// it: where authors say what a construct is meant to do.
+    pub fn comments_at(&self, line: usize) -> Vec<&'a str> {
+        let mut out = Vec::new();
+        if let Some(text) = self.document.line(line)
+            && let Some(i) = text.find(" #")
+        {
+            out.push(text[i + 2..].trim());
+        }
+        let mut above = line;
+        while above > 1 {
+            above -= 1;
+            match self.document.line(above).map(str::trim_start) {
+                Some(l) if l.starts_with('#') => out.push(l.trim_start_matches('#').trim()),
+                _ => break,
+            }
+        }
+        out
+    }
 }
 
 /// The suppression annotation.
 pub const IGNORE_ANNOTATION: &str = "affinity-lint.placekit.dev/ignore";
 
-/// The objects of a document (`kind: List` items included).
+/// The objects of a document (`kind: List` items included), one view per pod spec.
 pub fn objects<'a>(file: &'a str, doc: &'a Document) -> Vec<Object<'a>> {
-    let mut out = Vec::new();
-    let mut visit = |node: &'a Node| {
-        let (Some(kind), Some(name)) = (
-            node.get("kind").and_then(Node::as_str),
-            node.path(&["metadata", "name"])
-                .and_then(Node::as_str)
-                .or(Some("")),
-        ) else {
-            return;
-        };
-        out.push(Object {
-            file,
-            helm_source: doc.helm_source.as_deref(),
-            kind: kind.to_string(),
-            api_version: node
-                .get("apiVersion")
-                .and_then(Node::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            name: name.to_string(),
-            namespace: node
-                .path(&["metadata", "namespace"])
-                .and_then(Node::as_str)
-                .map(str::to_string),
-            root: node,
-        });
-    };
+    let mut roots: Vec<&'a Node> = Vec::new();
     if doc
         .root
         .get("kind")
         .and_then(Node::as_str)
         .is_some_and(|k| k == "List" || k.ends_with("List"))
     {
-        for item in doc.root.get("items").map(Node::items).unwrap_or_default() {
-            visit(item);
-        }
+        roots.extend(doc.root.get("items").map(Node::items).unwrap_or_default());
     } else {
-        visit(&doc.root);
+        roots.push(&doc.root);
+    }
+    let starts: Vec<usize> = roots.iter().map(|r| r.line).collect();
+    let mut out = Vec::new();
+    for (i, node) in roots.iter().enumerate() {
+        let Some(kind) = node.get("kind").and_then(Node::as_str) else {
+            continue;
+        };
+        let name = node
+            .path(&["metadata", "name"])
+            .and_then(Node::as_str)
+            .unwrap_or_default();
+        let api_version = node
+            .get("apiVersion")
+            .and_then(Node::as_str)
+            .unwrap_or_default();
+        // A duplicate belongs to the object whose lines it is in (items of a List follow
+        // each other).
+        let end = starts.get(i + 1).copied().unwrap_or(usize::MAX);
+        let duplicates: Vec<&DuplicateKey> = doc
+            .duplicates
+            .iter()
+            .filter(|d| (i == 0 || d.line >= node.line) && d.line < end)
+            .collect();
+        let specs = pod_specs(kind, api_version, node);
+        let views: Vec<Option<PodSpecRef<'a>>> = if specs.is_empty() {
+            vec![None]
+        } else {
+            specs.into_iter().map(Some).collect()
+        };
+        for (view, pod) in views.into_iter().enumerate() {
+            out.push(Object {
+                file,
+                helm_source: doc.helm_source.as_deref(),
+                kind: kind.to_string(),
+                api_version: api_version.to_string(),
+                name: name.to_string(),
+                namespace: node
+                    .path(&["metadata", "namespace"])
+                    .and_then(Node::as_str)
+                    .map(str::to_string),
+                root: node,
+                pod,
+                view,
+                document: doc,
+                duplicates: if view == 0 {
+                    duplicates.clone()
+                } else {
+                    Vec::new()
+                },
+            });
+        }
     }
     out
 }
@@ -324,19 +461,27 @@ pub fn objects<'a>(file: &'a str, doc: &'a Document) -> Vec<Object<'a>> {
 mod tests {
     use super::*;
 
-    fn file(text: &str) -> SourceFile {
-        SourceFile {
-            name: "x.yaml".into(),
-            text: text.into(),
-        }
+    fn chunks(text: &str) -> (Vec<Document>, Vec<InputError>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.yaml");
+        std::fs::write(&path, text).unwrap();
+        let file = InputFile::new(path);
+        let mut docs = Vec::new();
+        let mut errors = Vec::new();
+        read_chunks(&file, |c| match parse_chunk("x.yaml", c) {
+            Ok(Some(d)) => docs.push(d),
+            Ok(None) => {}
+            Err(e) => errors.push(e),
+        })
+        .unwrap();
+        (docs, errors)
     }
 
     #[test]
     fn documents_keep_file_lines_and_helm_sources() {
-        let f = file(
+        let (docs, errors) = chunks(
             "---\n# Source: chart/templates/a.yaml\nkind: Pod\nmetadata:\n  name: a\n---\nkind: Pod\nmetadata: {name: b}\n",
         );
-        let (docs, errors) = parse_file(&f);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(docs.len(), 2);
         assert_eq!(
@@ -344,45 +489,67 @@ mod tests {
             Some("chart/templates/a.yaml")
         );
         assert_eq!(docs[0].root.get("kind").unwrap().line, 3);
+        assert_eq!(docs[0].line(3), Some("kind: Pod"));
         assert_eq!(docs[1].root.get("kind").unwrap().line, 7);
     }
 
     #[test]
     fn a_broken_document_does_not_hide_the_others() {
-        let f = file(
+        let (docs, errors) = chunks(
             "kind: Pod\nmetadata: {name: a}\n---\nkind: [unclosed\n---\nkind: Pod\nmetadata: {name: c}\n",
         );
-        let (docs, errors) = parse_file(&f);
         assert_eq!(docs.len(), 2);
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].line, Some(5), "{errors:?}");
     }
 
     #[test]
-    fn lists_expand_to_objects() {
-        let f = file(
-            "kind: List\nitems:\n- kind: Pod\n  metadata: {name: a, namespace: ml}\n- kind: Deployment\n  metadata: {name: b}\n",
+    fn unrendered_templates_are_named() {
+        let (_, errors) =
+            chunks("kind: Deployment\nspec:\n  replicas: {{ .Values.replicas }}\n  x: [\n");
+        assert!(
+            errors[0].message.contains("unrendered Helm/Go template"),
+            "{errors:?}"
         );
-        let (docs, _) = parse_file(&f);
+        assert!(errors[0].message.contains("line 3"), "{errors:?}");
+    }
+
+    #[test]
+    fn lists_expand_to_objects_and_duplicates_go_to_their_item() {
+        let (docs, _) = chunks(
+            "kind: List\nitems:\n- kind: Pod\n  metadata: {name: a, namespace: ml}\n- kind: Deployment\n  metadata: {name: b}\n  spec: {replicas: 1, replicas: 2}\n",
+        );
         let objs = objects("x.yaml", &docs[0]);
         assert_eq!(
             objs.iter().map(Object::display).collect::<Vec<_>>(),
             vec!["Pod ml/a", "Deployment b"]
         );
+        assert!(objs[0].duplicates.is_empty());
+        assert_eq!(objs[1].duplicates.len(), 1);
+        assert_eq!(
+            objs[1].root.path(&["spec", "replicas"]).unwrap().as_i64(),
+            Some(2),
+            "the last wins"
+        );
     }
 
     #[test]
-    fn binary_and_oversized_input_is_refused() {
+    fn binary_and_non_utf8_input_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("x.yaml");
-        std::fs::write(&bin, b"kind: Pod\0\x01").unwrap();
-        assert!(
-            read_source(&bin)
+        let read = |bytes: &[u8]| {
+            std::fs::write(&bin, bytes).unwrap();
+            read_chunks(&InputFile::new(bin.clone()), |_| {})
                 .unwrap_err()
                 .message
-                .contains("binary data")
+        };
+        assert!(read(b"kind: Pod\0\x01").contains("binary data"));
+        assert!(read(&[b'a', b'\n', 0xc3, 0x28]).contains("offset 2"));
+        assert!(
+            read_chunks(&InputFile::new(dir.path().to_path_buf()), |_| {})
+                .unwrap_err()
+                .message
+                .contains("is a directory")
         );
-        std::fs::write(&bin, [0xc3, 0x28]).unwrap();
-        assert!(read_source(&bin).unwrap_err().message.contains("not UTF-8"));
     }
 }

@@ -1,12 +1,18 @@
 //! A span-aware YAML tree: every node keeps the line and column where it starts, so lint
 //! findings point at the offending field. Built in one pass from saphyr's event parser
-//! (JSON is read the same way). Aliases are expanded under a node budget, so an alias bomb
-//! is an error with a position, never an out-of-memory.
+//! (JSON is read the same way). Aliases are expanded under a size budget counted in bytes
+//! of the expanded tree, so an alias bomb (many small nodes, or one huge scalar repeated) is
+//! an error with a position, never an out-of-memory. Duplicate mapping keys are recorded and
+//! the last value wins, as in kubectl.
 
 use saphyr_parser::{Event, Parser, ScalarStyle};
 
-/// Nodes a single document may expand to (aliases included).
-pub const MAX_NODES: usize = 2_000_000;
+/// Bytes a single document may expand to in memory (aliases included): about 20 bytes of
+/// bookkeeping per node plus its text. Far above any real manifest, far below the memory
+/// a repeated 1 MB anchored scalar would take.
+pub const MAX_EXPANDED_BYTES: usize = 48 * 1024 * 1024;
+/// What a node costs against [`MAX_EXPANDED_BYTES`] besides its text.
+const NODE_COST: usize = size_of::<Node>();
 /// Nesting depth a document may reach.
 pub const MAX_DEPTH: usize = 256;
 
@@ -113,12 +119,14 @@ impl Node {
         }
     }
 
-    fn count(&self) -> usize {
-        1 + match &self.kind {
-            NodeKind::Scalar { .. } => 0,
-            NodeKind::Seq(items) => items.iter().map(Node::count).sum(),
-            NodeKind::Map(entries) => entries.iter().map(|(k, v)| k.count() + v.count()).sum(),
-        }
+    /// The memory this node and its children take, as counted against the budget.
+    fn cost(&self) -> usize {
+        NODE_COST
+            + match &self.kind {
+                NodeKind::Scalar { text, .. } => text.len(),
+                NodeKind::Seq(items) => items.iter().map(Node::cost).sum(),
+                NodeKind::Map(entries) => entries.iter().map(|(k, v)| k.cost() + v.cost()).sum(),
+            }
     }
 }
 
@@ -135,20 +143,76 @@ pub struct YamlError {
     pub message: String,
 }
 
+/// A mapping key written twice: kubectl keeps the last value, so that is the one linted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuplicateKey {
+    pub key: String,
+    /// Where the overridden (earlier) key is.
+    pub first_line: usize,
+    /// Where the winning (later) key is.
+    pub line: usize,
+    pub col: usize,
+}
+
+/// Finds a key among a mapping's entries: a scan while the mapping is small, a hash index
+/// once it is big, so a mapping of 100,000 keys is not quadratic.
+#[derive(Default)]
+struct KeyIndex(Option<std::collections::HashMap<String, usize>>);
+
+impl KeyIndex {
+    const SCAN_LIMIT: usize = 32;
+
+    /// The position of `key` in `entries`, recording it as the next entry when absent.
+    fn find(&mut self, entries: &[(Node, Node)], key: &Node) -> Option<usize> {
+        let text = key.scalar_text()?;
+        if self.0.is_none() && entries.len() >= Self::SCAN_LIMIT {
+            self.0 = Some(
+                entries
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, (k, _))| Some((k.scalar_text()?.to_string(), i)))
+                    .collect(),
+            );
+        }
+        match &mut self.0 {
+            Some(index) => match index.get(text) {
+                Some(i) => Some(*i),
+                None => {
+                    index.insert(text.to_string(), entries.len());
+                    None
+                }
+            },
+            None => entries
+                .iter()
+                .position(|(k, _)| k.scalar_text() == Some(text)),
+        }
+    }
+}
+
 enum Frame {
     Seq(Node, usize),
-    Map(Node, Option<Node>, usize),
+    /// The mapping, its pending key, its anchor, and an index of its keys once it is big.
+    Map(Node, Option<Node>, usize, KeyIndex),
 }
 
 /// Parses one YAML (or JSON) document. `line_offset` is added to every line, so a document
 /// split out of a multi-document file reports file lines. Returns `None` for an empty
 /// document.
 pub fn parse_document(text: &str, line_offset: usize) -> Result<Option<Node>, YamlError> {
+    parse_document_with_duplicates(text, line_offset, &mut Vec::new())
+}
+
+/// [`parse_document`], recording duplicate mapping keys in `duplicates`.
+pub fn parse_document_with_duplicates(
+    text: &str,
+    line_offset: usize,
+    duplicates: &mut Vec<DuplicateKey>,
+) -> Result<Option<Node>, YamlError> {
     let mut parser = Parser::new_from_str(text);
     let mut stack: Vec<Frame> = Vec::new();
     let mut anchors: std::collections::HashMap<usize, Node> = std::collections::HashMap::new();
     let mut root: Option<Node> = None;
-    let mut budget = MAX_NODES;
+    let mut budget = MAX_EXPANDED_BYTES;
     let err = |line: usize, col: usize, message: String| YamlError {
         line: line + line_offset,
         col: col + 1,
@@ -190,6 +254,7 @@ pub fn parse_document(text: &str, line_offset: usize) -> Result<Option<Node>, Ya
                     },
                     None,
                     anchor,
+                    KeyIndex::default(),
                 ));
                 None
             }
@@ -204,7 +269,7 @@ pub fn parse_document(text: &str, line_offset: usize) -> Result<Option<Node>, Ya
                 }
             },
             Event::MappingEnd => match stack.pop() {
-                Some(Frame::Map(node, _, anchor)) => Some((node, anchor)),
+                Some(Frame::Map(node, _, anchor, _)) => Some((node, anchor)),
                 _ => {
                     return Err(err(
                         span.start.line(),
@@ -221,13 +286,14 @@ pub fn parse_document(text: &str, line_offset: usize) -> Result<Option<Node>, Ya
                         "alias to an unknown anchor".into(),
                     )
                 })?;
-                let size = target.count();
+                let size = target.cost();
                 if size > budget {
                     return Err(err(
                         span.start.line(),
                         span.start.col(),
                         format!(
-                            "aliases expand this document beyond {MAX_NODES} nodes (a YAML alias bomb?)"
+                            "aliases expand this document beyond {} MiB (a YAML alias bomb?)",
+                            MAX_EXPANDED_BYTES >> 20
                         ),
                     ));
                 }
@@ -241,11 +307,18 @@ pub fn parse_document(text: &str, line_offset: usize) -> Result<Option<Node>, Ya
             | Event::Nothing => None,
         };
         if let Some((node, anchor)) = complete.take() {
-            budget = budget.checked_sub(1).ok_or_else(|| {
+            let own = match &node.kind {
+                NodeKind::Scalar { text, .. } => NODE_COST + text.len(),
+                _ => NODE_COST,
+            };
+            budget = budget.checked_sub(own).ok_or_else(|| {
                 err(
                     span.start.line(),
                     span.start.col(),
-                    format!("document is larger than {MAX_NODES} nodes"),
+                    format!(
+                        "document is larger than {} MiB in memory",
+                        MAX_EXPANDED_BYTES >> 20
+                    ),
                 )
             })?;
             if stack.len() > MAX_DEPTH {
@@ -273,8 +346,23 @@ pub fn parse_document(text: &str, line_offset: usize) -> Result<Option<Node>, Ya
                     },
                     pending,
                     _,
+                    index,
                 )) => match pending.take() {
-                    Some(key) => entries.push((key, node)),
+                    Some(key) => {
+                        // kubectl (sigs.k8s.io/yaml) keeps the last of duplicate keys.
+                        match index.find(entries, &key) {
+                            Some(i) => {
+                                duplicates.push(DuplicateKey {
+                                    key: key.scalar_text().unwrap_or_default().to_string(),
+                                    first_line: entries[i].0.line,
+                                    line: key.line,
+                                    col: key.col,
+                                });
+                                entries[i] = (key, node);
+                            }
+                            None => entries.push((key, node)),
+                        }
+                    }
                     None => *pending = Some(node),
                 },
                 Some(_) => unreachable!("frames hold their own kind"),

@@ -1,5 +1,7 @@
 //! AL001 split-required-terms.
-use crate::lint::affinity::{keys, merged_term_yaml, render_term, required_terms, requirements};
+use crate::lint::affinity::{
+    Req, keys, merged_term_yaml, render_term, required_terms, requirements,
+};
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
 
 pub static META: RuleMeta = RuleMeta {
@@ -14,8 +16,21 @@ different keys (at least two terms share no key).
 ## Why it matters
 Terms are OR-ed; only the expressions inside one term are AND-ed. What was meant as
 \"online pool AND A100 AND 80 GB\" becomes \"online pool OR A100 OR 80 GB\": the model lands on
-any node matching one condition, typically the wrong GPU. A deliberate OR over the same
-keys (`a100` or `h100` in two terms with the same keys) is not flagged.
+any node matching one condition, typically the wrong GPU.
+
+## When it does not fire
+- A real OR over the same keys (`a100` or `h100` in two terms with the same keys).
+- An OR of alternative evidence: every term is one presence check — `Exists`, `In` over
+  values like `\"true\"`, a `*.present` key, or a node-feature-discovery fact
+  (`feature.node.kubernetes.io/...`) — such as \"an NVIDIA PCI device OR an NVIDIA CPU OR
+  `nvidia.com/gpu.present`\". Each is enough on its own, so the OR is what was meant.
+- An OR the author marked as deliberate with a comment on the `nodeSelectorTerms:` line,
+  on a term, or on the comment lines right above them, that says so: `any of`, `either`,
+  `alternative`, `OR-ed`/`ORed`, or `OR` in capitals:
+  ```yaml
+  nodeSelectorTerms:   # any of: GPU nodes of either vendor
+  ```
+  (or the annotation `affinity-lint.placekit.dev/ignore: AL001` on the workload).
 
 ## Example
 ```yaml
@@ -59,7 +74,14 @@ impl Rule for Al001 {
                     .iter()
                     .any(|b| !b.is_empty() && a.is_disjoint(b))
         });
-        if !disjoint_pair {
+        if !disjoint_pair || alternative_evidence(terms) {
+            return;
+        }
+        let mut marked = cx.object.comments_at(key_node.line);
+        for term in terms {
+            marked.extend(cx.object.comments_at(term.line));
+        }
+        if marked.iter().any(|c| says_or(c)) {
             return;
         }
         let rendered: Vec<String> = terms
@@ -78,5 +100,74 @@ impl Rule for Al001 {
             )
             .with_fix(merged_term_yaml(&all)),
         );
+    }
+}
+
+/// Values that say "this feature is there".
+const TRUE_VALUES: &[&str] = &["true", "True", "TRUE", "1", "yes", "enabled", "present"];
+
+/// A requirement that only checks that a feature is there, not which pool or model.
+fn presence_check(req: &Req<'_>) -> bool {
+    let discovered = req.key.starts_with("feature.node.kubernetes.io/")
+        || req.key.ends_with(".present")
+        || req.key.ends_with("/present");
+    match req.op.as_str() {
+        "Exists" => true,
+        "In" => discovered || req.values.iter().all(|v| TRUE_VALUES.contains(&v.as_str())),
+        _ => false,
+    }
+}
+
+/// Every term is one presence check: alternative evidence for the same fact, OR-ed on
+/// purpose.
+fn alternative_evidence(terms: &[crate::lint::yaml::Node]) -> bool {
+    terms.iter().all(|term| {
+        let reqs = requirements(term);
+        reqs.len() == 1
+            && term.get("matchFields").is_none_or(|f| f.items().is_empty())
+            && presence_check(&reqs[0])
+    })
+}
+
+/// A comment that says the terms are alternatives.
+fn says_or(comment: &str) -> bool {
+    let words: Vec<&str> = comment
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.iter().any(|w| {
+        *w == "OR"
+            || ["ored", "or-ed", "either"].contains(&w.to_ascii_lowercase().as_str())
+            || w.to_ascii_lowercase().starts_with("alternative")
+    }) || words
+        .windows(2)
+        .any(|p| p[0].eq_ignore_ascii_case("any") && p[1].eq_ignore_ascii_case("of"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_that_mark_an_or() {
+        for yes in [
+            "any of these",
+            "Either vendor",
+            "alternative labels",
+            "terms are ORed",
+            "OR-ed on purpose",
+            "GPU OR CPU",
+        ] {
+            assert!(says_or(yes), "{yes}");
+        }
+        for no in [
+            "the model needs an A100",
+            "or",
+            "colored nodes",
+            "operator",
+            "ignored",
+        ] {
+            assert!(!says_or(no), "{no}");
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! AL004 invalid-requirement.
 use crate::lint::affinity::{Req, preferred_terms, required_terms, requirements};
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
-use crate::lint::yaml::Node;
+use crate::lint::yaml::{Node, NodeKind};
 use crate::scheduling::{RequirementField, requirement_problems};
 
 pub static META: RuleMeta = RuleMeta {
@@ -14,6 +14,10 @@ Checks every node selector requirement (required and preferred) with the API ser
 rules: `In`/`NotIn` need values, `Exists`/`DoesNotExist` take none, `Gt`/`Lt` take exactly one
 integer, the operator must be known, the key must be a valid label key; `matchFields` only
 supports `metadata.name` with `In`/`NotIn` and one value.
+
+It also checks the shape the API server expects: `requiredDuringScheduling...` is a
+mapping with `nodeSelectorTerms` (a list written there instead is rejected, not ignored),
+terms and `matchExpressions` are lists of mappings, `values` is a list (`values: x` is not).
 
 ## Why it matters
 The API server rejects the whole object: the rollout never starts.
@@ -54,6 +58,95 @@ fn report(req: &Req<'_>, field: RequirementField, out: &mut Vec<RawFinding>) {
     }
 }
 
+/// The kind of YAML node `node` is, for messages.
+fn shape(node: &Node) -> &'static str {
+    match &node.kind {
+        NodeKind::Map(_) => "a mapping",
+        NodeKind::Seq(_) => "a list",
+        NodeKind::Scalar { .. } => "a scalar",
+    }
+}
+
+fn is_list(node: &Node) -> bool {
+    matches!(node.kind, NodeKind::Seq(_))
+}
+
+fn is_map(node: &Node) -> bool {
+    matches!(node.kind, NodeKind::Map(_))
+}
+
+/// Shape errors in a node selector term's expression lists.
+fn check_term_shape(term: &Node, out: &mut Vec<RawFinding>) {
+    if !is_map(term) {
+        out.push(RawFinding::at(term, format!("a node selector term must be a mapping (matchExpressions, matchFields), not {}: the API server rejects it", shape(term))));
+        return;
+    }
+    for field in ["matchExpressions", "matchFields"] {
+        let Some((key, list)) = term.entry(field) else {
+            continue;
+        };
+        if !is_list(list) && !list.is_null() {
+            out.push(RawFinding::at(
+                key,
+                format!(
+                    "{field} must be a list, not {}: the API server rejects it",
+                    shape(list)
+                ),
+            ));
+            continue;
+        }
+        for req in list.items() {
+            if !is_map(req) {
+                out.push(RawFinding::at(req, format!("a {field} entry must be a mapping (key, operator, values), not {}: the API server rejects it", shape(req))));
+            } else if let Some((key, values)) = req.entry("values")
+                && !is_list(values)
+                && !values.is_null()
+            {
+                out.push(RawFinding::at(
+                    key,
+                    format!(
+                        "values must be a list (values: [{}]), not {}: the API server rejects it",
+                        values.scalar_text().unwrap_or("..."),
+                        shape(values)
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// Shape errors of a pod spec's node affinity: what the API server rejects outright.
+fn check_shapes(spec: &Node, out: &mut Vec<RawFinding>) {
+    let Some(affinity) = spec.path(&["affinity", "nodeAffinity"]) else {
+        return;
+    };
+    if let Some((key, required)) = affinity.entry("requiredDuringSchedulingIgnoredDuringExecution")
+    {
+        match required.entry("nodeSelectorTerms") {
+            _ if !is_map(required) && !required.is_null() => out.push(RawFinding::at(key, format!("requiredDuringSchedulingIgnoredDuringExecution must be a mapping with nodeSelectorTerms, not {}: the API server rejects it (the terms are not silently used)", shape(required)))),
+            Some((terms_key, terms)) if !is_list(terms) => out.push(RawFinding::at(terms_key, format!("nodeSelectorTerms must be a list of terms, not {}: the API server rejects it", shape(terms)))),
+            Some((_, terms)) => {
+                for term in terms.items() {
+                    check_term_shape(term, out);
+                }
+            }
+            None => {}
+        }
+    }
+    if let Some((key, preferred)) =
+        affinity.entry("preferredDuringSchedulingIgnoredDuringExecution")
+    {
+        if !is_list(preferred) && !preferred.is_null() {
+            out.push(RawFinding::at(key, format!("preferredDuringSchedulingIgnoredDuringExecution must be a list of {{weight, preference}}, not {}: the API server rejects it", shape(preferred))));
+        }
+        for entry in preferred.items() {
+            if let Some(p) = entry.get("preference") {
+                check_term_shape(p, out);
+            }
+        }
+    }
+}
+
 impl Rule for Al004 {
     fn meta(&self) -> &'static RuleMeta {
         &META
@@ -63,6 +156,12 @@ impl Rule for Al004 {
         let Some(spec) = cx.object.pod_spec() else {
             return;
         };
+        let before = out.len();
+        check_shapes(spec, out);
+        if out.len() > before {
+            // Values read from a wrong shape would only add confusing follow-up errors.
+            return;
+        }
         if let Some((_, terms)) = required_terms(spec) {
             for term in terms {
                 check_term(term, out);

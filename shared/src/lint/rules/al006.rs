@@ -38,6 +38,16 @@ fn check_weight(entry: &Node, weight: Option<&Node>, out: &mut Vec<RawFinding>) 
         )),
         Some(w) => match w.as_i64() {
             Some(1..=100) => {}
+            None if !matches!(&w.kind, crate::lint::yaml::NodeKind::Scalar { plain: true, .. }) || w.scalar_text().is_none_or(|t| t.parse::<f64>().is_err()) => out.push(RawFinding::at(
+                w,
+                format!(
+                    "weight must be an integer from 1 to 100, not {}: the API server rejects it",
+                    match w.scalar_text() {
+                        Some(t) => format!("the string {t:?}"),
+                        None => "a list or mapping".to_string(),
+                    }
+                ),
+            )),
             _ => out.push(RawFinding::at(
                 w,
                 format!(

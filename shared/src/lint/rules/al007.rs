@@ -13,6 +13,11 @@ Flags containers that request an extended resource (a domain-prefixed name outsi
 `kubernetes.io`, such as `nvidia.com/gpu`, `amd.com/gpu`, `nvidia.com/mig-1g.10gb`) without
 the same limit.
 
+## When it does not fire
+- Requests and limits that are not quantities (placeholders such as `${GPU_COUNT}`) are
+  not compared; only a missing limit is reported then.
+- `kubernetes.io` resources (`cpu`, `memory`, `hugepages-*`) are not extended resources.
+
 ## Why it matters
 Extended resources cannot be overcommitted: the API server rejects a request without an
 equal limit, and a mismatch is an error at admission.
@@ -66,12 +71,19 @@ impl Rule for Al007 {
                 let Some(resource) = key.as_str().filter(|r| is_extended(r)) else {
                     continue;
                 };
-                let requested = value.scalar_text().and_then(parse_quantity_milli);
-                let limit = limits
-                    .and_then(|l| l.get(resource))
-                    .and_then(Node::scalar_text)
-                    .and_then(parse_quantity_milli);
                 let shown = value.scalar_text().unwrap_or("?");
+                let limit_text = limits
+                    .and_then(|l| l.get(resource))
+                    .and_then(Node::scalar_text);
+                let (requested, limit) = (
+                    parse_quantity_milli(shown),
+                    limit_text.and_then(parse_quantity_milli),
+                );
+                // A placeholder (`${GPUS}`, a template) is not a quantity: equal text on
+                // both sides is fine, anything else cannot be judged offline.
+                if limit_text.is_some() && (requested.is_none() || limit.is_none()) {
+                    continue;
+                }
                 match limit {
                     None => out.push(
                         RawFinding::at(key, format!("container {name} requests {resource}: {shown} without a limit: extended resources need requests == limits"))

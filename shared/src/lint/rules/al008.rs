@@ -1,4 +1,5 @@
 //! AL008 spread-selector-mismatch.
+use crate::lint::affinity::LabelSelector;
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
 use crate::lint::yaml::Node;
 
@@ -12,6 +13,14 @@ Flags `topologySpreadConstraints` and `podAntiAffinity` terms whose `labelSelect
 select the pod template's own labels (error with `DoNotSchedule` or required anti-affinity,
 warning with `ScheduleAnyway` or preferred), and invalid combinations: `minDomains` with
 `ScheduleAnyway` or below 1, `matchLabelKeys` repeating a key of the `labelSelector`.
+
+## When it does not fire
+- An anti-affinity term for *other* applications (a router keeping away from `app: mysql`)
+  is deliberate: a podAntiAffinity term is judged only when it is evidently meant for the
+  workload itself — it names one of the pod's labels with the pod's value (and misses on
+  another key), or a value one typo away — and no other term already selects the pod.
+- DaemonSets: they have no replicas to keep apart, so their anti-affinity is not judged.
+- Pod templates without labels (nothing to compare with).
 
 ## Why it matters
 The constraint then counts other pods, not this workload's replicas: replicas pile up on
@@ -34,36 +43,45 @@ pub struct Al008;
 
 /// Whether a metav1.LabelSelector (as written) selects `labels`.
 pub fn selects(selector: &Node, labels: &[(&str, &str)]) -> bool {
-    let get = |k: &str| labels.iter().find(|(lk, _)| *lk == k).map(|(_, v)| *v);
-    let match_labels = selector
-        .get("matchLabels")
-        .map(Node::string_map)
-        .unwrap_or_default();
-    if !match_labels.iter().all(|(k, v)| get(k) == Some(*v)) {
+    LabelSelector::from_node(selector).selects(labels)
+}
+
+/// Whether an anti-affinity selector that does not select the pod was evidently still
+/// meant for it: it names one of the pod's labels with the pod's own value (and misses on
+/// another key), or a value one typo away from the pod's. A selector for another
+/// application (`app: mysql` beside the pod's `app: router`) is deliberate.
+fn meant_for_itself(selector: &LabelSelector, labels: &[(&str, &str)]) -> bool {
+    let own = |k: &str| labels.iter().find(|(lk, _)| *lk == k).map(|(_, v)| *v);
+    let written = selector
+        .match_labels
+        .iter()
+        .map(|(k, v)| (k.as_str(), std::slice::from_ref(v)))
+        .chain(
+            selector
+                .expressions
+                .iter()
+                .filter(|(_, op, _)| op == "In")
+                .map(|(k, _, values)| (k.as_str(), values.as_slice())),
+        );
+    written.into_iter().any(|(key, values)| {
+        own(key).is_some_and(|mine| values.iter().any(|v| v == mine || one_typo_apart(v, mine)))
+    })
+}
+
+/// Edit distance of at most 1 between words of four letters or more (`llm-inferenc`).
+fn one_typo_apart(a: &str, b: &str) -> bool {
+    if a.len().min(b.len()) < 4 || a.len().abs_diff(b.len()) > 1 {
         return false;
     }
-    selector
-        .get("matchExpressions")
-        .map(Node::items)
-        .unwrap_or_default()
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let suffix = a[prefix..]
         .iter()
-        .all(|e| {
-            let key = e.get("key").and_then(Node::as_str).unwrap_or_default();
-            let values: Vec<&str> = e
-                .get("values")
-                .map(Node::items)
-                .unwrap_or_default()
-                .iter()
-                .filter_map(Node::scalar_text)
-                .collect();
-            match e.get("operator").and_then(Node::as_str).unwrap_or_default() {
-                "In" => get(key).is_some_and(|v| values.contains(&v)),
-                "NotIn" => get(key).is_none_or(|v| !values.contains(&v)),
-                "Exists" => get(key).is_some(),
-                "DoesNotExist" => get(key).is_none(),
-                _ => false,
-            }
-        })
+        .rev()
+        .zip(b[prefix..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    a.len().max(b.len()) - prefix - suffix <= 1
 }
 
 impl Rule for Al008 {
@@ -128,6 +146,10 @@ impl Rule for Al008 {
                 }
             }
         }
+        // A DaemonSet has no replicas to keep apart: its anti-affinity is about others.
+        if cx.object.kind == "DaemonSet" || labels.is_empty() {
+            return;
+        }
         let anti = spec.path(&["affinity", "podAntiAffinity"]);
         let required = anti
             .and_then(|a| a.get("requiredDuringSchedulingIgnoredDuringExecution"))
@@ -137,18 +159,30 @@ impl Rule for Al008 {
             .and_then(|a| a.get("preferredDuringSchedulingIgnoredDuringExecution"))
             .map(Node::items)
             .unwrap_or_default();
-        let terms = required.iter().map(|t| (t, Severity::Error)).chain(
-            preferred
-                .iter()
-                .filter_map(|p| p.get("podAffinityTerm"))
-                .map(|t| (t, Severity::Warning)),
-        );
-        for (term, severity) in terms {
-            if let Some(sel) = term.get("labelSelector")
-                && !labels.is_empty()
-                && !selects(sel, &labels)
-            {
-                out.push(RawFinding::at(sel, "this podAntiAffinity term selects pods that are not this workload's replicas: replicas are not kept apart from each other").with_severity(severity));
+        let terms: Vec<(&Node, Severity)> = required
+            .iter()
+            .map(|t| (t, Severity::Error))
+            .chain(
+                preferred
+                    .iter()
+                    .filter_map(|p| p.get("podAffinityTerm"))
+                    .map(|t| (t, Severity::Warning)),
+            )
+            .collect();
+        let selectors: Vec<(&Node, LabelSelector, Severity)> = terms
+            .iter()
+            .filter_map(|(t, s)| {
+                let sel = t.get("labelSelector")?;
+                Some((sel, LabelSelector::from_node(sel), *s))
+            })
+            .collect();
+        // When one term keeps the replicas apart, the others keep away from other pods.
+        if selectors.iter().any(|(_, sel, _)| sel.selects(&labels)) {
+            return;
+        }
+        for (node, sel, severity) in &selectors {
+            if meant_for_itself(sel, &labels) {
+                out.push(RawFinding::at(node, "this podAntiAffinity term names this workload's labels but does not select its pods: replicas are not kept apart from each other").with_severity(*severity));
             }
         }
     }

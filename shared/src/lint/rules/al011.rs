@@ -1,6 +1,14 @@
 //! AL011 pdb-blocks-evictions.
-use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
-use crate::lint::rules::al008::selects;
+//!
+//! A PodDisruptionBudget is judged over every pod it selects, so this rule works in two
+//! steps: [`collect`] records facts about each PDB and each workload while documents are
+//! linted (in parallel, one at a time), and [`judge`] matches them once the whole input is
+//! read — only within one group (a directory, or one stream) and one namespace, so a PDB in
+//! one kustomize base never meets a workload of another.
+use super::super::affinity::LabelSelector;
+use crate::lint::engine::{Finding, ObjectRef};
+use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Scope, Severity};
+use crate::lint::source::Object;
 use crate::lint::yaml::Node;
 
 pub static META: RuleMeta = RuleMeta {
@@ -9,13 +17,21 @@ pub static META: RuleMeta = RuleMeta {
     severity: Severity::Warning,
     summary: "a PodDisruptionBudget that allows no eviction of its workload",
     doc: "## What it does
-For each PodDisruptionBudget in the input, finds the workloads it selects (same namespace,
-selector matching the pod template's labels) and warns when `minAvailable` is at least the
-replica count (or 100%), or `maxUnavailable` is 0.
+For each PodDisruptionBudget, counts every pod it selects among the workloads of the same
+input group (the files of one directory, or one stream) and namespace, and warns when no
+eviction can ever be allowed: `minAvailable` at least the number of pods (a percentage is
+rounded up, as the disruption controller does: 67% of 3 pods is 3), or `maxUnavailable: 0`.
+
+## When it does not fire
+- The selected pods cannot be counted (a DaemonSet, or a custom resource): only
+  `maxUnavailable: 0` and `minAvailable: 100%` are judged then.
+- The PDB selects no workload of its group (it may guard pods created elsewhere).
+- Every selected workload has `replicas: 0`.
+- Workloads in other directories or namespaces are never counted.
 
 ## Why it matters
 No voluntary eviction is ever allowed: node drains and cluster upgrades block on these pods.
-With one replica, `minAvailable: 1` is exactly this (the seed's warning).
+With one replica, `minAvailable: 1` is exactly this.
 
 ## Example
 ```yaml
@@ -23,85 +39,248 @@ spec: {minAvailable: 1, selector: {matchLabels: {app: llm-inference}}}   # repli
 ```
 
 ## Fix
-Run more replicas than `minAvailable`, or use `maxUnavailable: 1`.",
+Run more replicas than `minAvailable`, or use `maxUnavailable: 1`. A PDB that must block
+(a singleton database) is marked with the annotation
+`affinity-lint.placekit.dev/ignore: AL011`.",
 };
 
+/// Judged by [`judge`] over the input group; nothing to do per object.
 #[derive(Debug)]
 pub struct Al011;
-
-fn number(node: &Node) -> Option<(i64, bool)> {
-    let text = node.scalar_text()?;
-    match text.strip_suffix('%') {
-        Some(p) => p.parse().ok().map(|n| (n, true)),
-        None => text.parse().ok().map(|n| (n, false)),
-    }
-}
 
 impl Rule for Al011 {
     fn meta(&self) -> &'static RuleMeta {
         &META
     }
 
-    fn check(&self, cx: &Context<'_>, out: &mut Vec<RawFinding>) {
-        let pdb = cx.object;
-        if pdb.kind != "PodDisruptionBudget" {
-            return;
+    fn check(&self, _cx: &Context<'_>, _out: &mut Vec<RawFinding>) {}
+
+    fn scope(&self) -> Scope {
+        Scope::Object
+    }
+}
+
+/// A budget: `minAvailable` or `maxUnavailable`, as a count or a percentage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Budget {
+    MinAvailable(Amount),
+    MaxUnavailable(Amount),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Amount {
+    Count(i64),
+    Percent(i64),
+}
+
+impl Amount {
+    fn parse(node: &Node) -> Option<Self> {
+        let text = node.scalar_text()?.trim();
+        match text.strip_suffix('%') {
+            Some(p) => p.parse().ok().map(Amount::Percent),
+            None => text.parse().ok().map(Amount::Count),
         }
-        let Some(spec) = pdb.root.get("spec") else {
-            return;
-        };
-        if let Some(max) = spec.get("maxUnavailable")
-            && number(max).is_some_and(|(n, _)| n == 0)
-        {
-            out.push(RawFinding::at(
-                max,
-                "maxUnavailable: 0 allows no eviction: node drains and upgrades block",
-            ));
-            return;
+    }
+
+    /// The number of pods it stands for among `pods`, rounded up as the disruption
+    /// controller does (`GetScaledValueFromIntOrPercent(..., roundUp=true)`).
+    fn of(self, pods: i64) -> i64 {
+        match self {
+            Amount::Count(n) => n,
+            Amount::Percent(p) => (pods * p + 99) / 100,
         }
-        let (Some(min), Some(selector)) = (spec.get("minAvailable"), spec.get("selector")) else {
+    }
+}
+
+/// A PodDisruptionBudget as the judgement needs it.
+#[derive(Debug, Clone)]
+struct Pdb {
+    group: String,
+    namespace: Option<String>,
+    selector: LabelSelector,
+    budget: Budget,
+    /// The budget field's text, as written.
+    written: String,
+    file: String,
+    line: usize,
+    column: usize,
+    object: ObjectRef,
+    helm_template: Option<String>,
+    source_line: Option<String>,
+}
+
+/// A pod template and how many pods of it run (`None` when that is not known offline).
+#[derive(Debug, Clone)]
+struct Pods {
+    group: String,
+    namespace: Option<String>,
+    labels: Vec<(String, String)>,
+    count: Option<i64>,
+    display: String,
+}
+
+/// What the documents told about budgets and pods.
+#[derive(Debug, Default)]
+pub struct Facts {
+    pdbs: Vec<Pdb>,
+    pods: Vec<Pods>,
+}
+
+impl Facts {
+    pub fn extend(&mut self, other: Facts) {
+        self.pdbs.extend(other.pdbs);
+        self.pods.extend(other.pods);
+    }
+}
+
+/// How many pods of a workload run at once, when the object says.
+fn pod_count(object: &Object<'_>) -> Option<i64> {
+    let spec = object.root.get("spec");
+    let field = |name: &str, default: i64| {
+        spec.and_then(|s| s.get(name))
+            .map_or(Some(default), Node::as_i64)
+    };
+    match object.kind.as_str() {
+        "Pod" => Some(1),
+        "Deployment" | "StatefulSet" | "ReplicaSet" | "ReplicationController" => {
+            field("replicas", 1)
+        }
+        "Job" => field("parallelism", 1),
+        _ => None,
+    }
+}
+
+/// Records the facts one object gives (its view 0).
+pub fn collect(object: &Object<'_>, group: &str, facts: &mut Facts) {
+    if object.kind == "PodDisruptionBudget" {
+        let Some(spec) = object.root.get("spec") else {
             return;
         };
-        let Some((wanted, percent)) = number(min) else {
+        let (field, make): (&str, fn(Amount) -> Budget) = if spec.get("maxUnavailable").is_some() {
+            ("maxUnavailable", Budget::MaxUnavailable)
+        } else {
+            ("minAvailable", Budget::MinAvailable)
+        };
+        let Some(node) = spec.get(field) else {
             return;
         };
-        for workload in cx
-            .all
+        let Some(amount) = Amount::parse(node) else {
+            return;
+        };
+        facts.pdbs.push(Pdb {
+            group: group.to_string(),
+            namespace: object.namespace.clone(),
+            selector: spec
+                .get("selector")
+                .map(LabelSelector::from_node)
+                .unwrap_or_default(),
+            budget: make(amount),
+            written: format!("{field} {}", node.scalar_text().unwrap_or_default()),
+            file: object.file.to_string(),
+            line: node.line,
+            column: node.col,
+            object: ObjectRef {
+                kind: object.kind.clone(),
+                namespace: object.namespace.clone(),
+                name: object.name.clone(),
+            },
+            helm_template: object.helm_source.map(str::to_string),
+            source_line: object.document.line(node.line).map(str::to_string),
+        });
+        return;
+    }
+    // Every pod template of the object runs pods; one count covers the core kinds.
+    let labels = object.pod_labels();
+    if object.pod.is_none() || labels.is_empty() {
+        return;
+    }
+    facts.pods.push(Pods {
+        group: group.to_string(),
+        namespace: object.namespace.clone(),
+        labels: labels
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        count: pod_count(object),
+        display: object.display(),
+    });
+}
+
+/// The findings: every PDB against the pods of its group and namespace.
+pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for pdb in &facts.pdbs {
+        let selected: Vec<&Pods> = facts
+            .pods
             .iter()
-            .filter(|o| o.kind != "PodDisruptionBudget" && o.namespace == pdb.namespace)
-        {
-            let labels = workload.pod_labels();
-            if labels.is_empty() || !selects(selector, &labels) {
-                continue;
+            .filter(|p| {
+                p.group == pdb.group
+                    && p.namespace == pdb.namespace
+                    && pdb.selector.selects(&p.labels)
+            })
+            .collect();
+        let total: Option<i64> = selected.iter().map(|p| p.count).sum();
+        let names = selected
+            .iter()
+            .map(|p| p.display.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let message = match (&pdb.budget, total) {
+            (Budget::MaxUnavailable(a), _) if a.of(total.unwrap_or(1).max(1)) == 0 => {
+                Some(format!(
+                    "{} allows no eviction: node drains and upgrades block",
+                    pdb.written
+                ))
             }
-            let replicas = match workload.kind.as_str() {
-                "Pod" => 1,
-                _ => workload
-                    .root
-                    .path(&["spec", "replicas"])
-                    .and_then(Node::as_i64)
-                    .unwrap_or(1),
-            };
-            let blocks = if percent {
-                wanted >= 100
-            } else {
-                wanted >= replicas
-            };
-            if blocks {
-                out.push(
-                    RawFinding::at(
-                        min,
-                        format!(
-                            "minAvailable {} with {} replica{} of {}: no voluntary eviction is allowed, node drains block",
-                            min.scalar_text().unwrap_or("?"),
-                            replicas,
-                            if replicas == 1 { "" } else { "s" },
-                            workload.display()
-                        ),
+            (Budget::MinAvailable(Amount::Percent(p)), _) if *p >= 100 => Some(format!(
+                "{} allows no eviction: node drains and upgrades block",
+                pdb.written
+            )),
+            (Budget::MinAvailable(a), Some(total)) if total > 0 && !selected.is_empty() => {
+                let needed = a.of(total);
+                (needed >= total).then(|| {
+                    let rounded = match a {
+                        Amount::Percent(_) => format!(" (rounded up to {needed})"),
+                        Amount::Count(_) => String::new(),
+                    };
+                    format!(
+                        "{}{rounded} with {total} pod{} ({names}): no voluntary eviction is allowed, node drains block",
+                        pdb.written,
+                        if total == 1 { "" } else { "s" },
                     )
-                    .with_fix("run more replicas than minAvailable, or use maxUnavailable: 1"),
-                );
+                })
             }
+            _ => None,
+        };
+        if let Some(message) = message {
+            out.push(Finding {
+                rule: META.id.to_string(),
+                severity,
+                file: pdb.file.clone(),
+                line: pdb.line,
+                column: pdb.column,
+                object: pdb.object.clone(),
+                pod_spec: None,
+                message,
+                fix: Some("run more replicas than minAvailable, or use maxUnavailable: 1".into()),
+                helm_template: pdb.helm_template.clone(),
+                source_line: pdb.source_line.clone(),
+            });
         }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_round_up_like_the_disruption_controller() {
+        assert_eq!(Amount::Percent(67).of(3), 3);
+        assert_eq!(Amount::Percent(50).of(3), 2);
+        assert_eq!(Amount::Percent(10).of(3), 1);
+        assert_eq!(Amount::Percent(0).of(3), 0);
+        assert_eq!(Amount::Count(2).of(3), 2);
     }
 }

@@ -1,5 +1,5 @@
 //! AL012 no-revision-history.
-use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
+use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Scope, Severity};
 
 pub static META: RuleMeta = RuleMeta {
     id: "AL012",
@@ -11,7 +11,7 @@ Flags workloads with `spec.revisionHistoryLimit: 0`.
 
 ## Why it matters
 `kubectl rollout undo` needs the previous ReplicaSet (or revision); with 0 there is none, so
-the seed's canary-and-rollback step cannot work.
+a canary that goes wrong cannot be rolled back.
 
 ## Example
 ```yaml
@@ -28,6 +28,10 @@ pub struct Al012;
 impl Rule for Al012 {
     fn meta(&self) -> &'static RuleMeta {
         &META
+    }
+
+    fn scope(&self) -> Scope {
+        Scope::Object
     }
 
     fn check(&self, cx: &Context<'_>, out: &mut Vec<RawFinding>) {

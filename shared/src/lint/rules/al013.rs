@@ -10,6 +10,12 @@ pub static META: RuleMeta = RuleMeta {
     doc: "## What it does
 Flags tolerations with `operator: Exists` and no `key`.
 
+## When it does not fire
+- DaemonSets: cluster agents (CNI, DNS caches, CSI drivers, device plugins, log shippers)
+  must run on every node, tainted or not, so tolerating everything is right for them.
+- Pods of the `system-node-critical` or `system-cluster-critical` priority classes, for the
+  same reason.
+
 ## Why it matters
 They tolerate every taint: dedicated GPU pools, `NoExecute` evictions for unreachable nodes,
 maintenance taints. The workload lands where dedicated taints were meant to keep it out.
@@ -21,7 +27,8 @@ tolerations:
 ```
 
 ## Fix
-Tolerate the taint you mean:
+Tolerate the taint you mean (or, for an agent that is not a DaemonSet, mark it with
+`affinity-lint.placekit.dev/ignore: AL013`):
 ```yaml
 tolerations:
 - {key: dedicated, operator: Equal, value: llm-online, effect: NoSchedule}
@@ -40,6 +47,13 @@ impl Rule for Al013 {
         let Some(spec) = cx.object.pod_spec() else {
             return;
         };
+        let critical = spec
+            .get("priorityClassName")
+            .and_then(Node::as_str)
+            .is_some_and(|p| p == "system-node-critical" || p == "system-cluster-critical");
+        if cx.object.kind == "DaemonSet" || critical {
+            return;
+        }
         for t in spec.get("tolerations").map(Node::items).unwrap_or_default() {
             let key = t.get("key").and_then(Node::as_str).unwrap_or_default();
             if key.is_empty() && t.get("operator").and_then(Node::as_str) == Some("Exists") {

@@ -14,6 +14,7 @@ pub mod al011;
 pub mod al012;
 pub mod al013;
 pub mod al014;
+pub mod al015;
 
 use super::rule::Rule;
 
@@ -33,6 +34,7 @@ pub static RULES: &[&dyn Rule] = &[
     &al012::Al012,
     &al013::Al013,
     &al014::Al014,
+    &al015::Al015,
 ];
 
 /// Looks a rule up by id (case-insensitive).

@@ -1,0 +1,228 @@
+//! Precision on real-world shapes, through the binary's JSON output: each false-positive
+//! class seen on public manifests has a fixture that must lint clean of it, and each miss a
+//! fixture that must be flagged — exactly the (rule, line) pairs listed here. The fixtures
+//! are written for this test (`tests/fixtures/precision/`), not copied from any project.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_kubectl-affinity_lint")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/precision")
+        .join(name)
+}
+
+fn lint(args: &[&str]) -> (i32, Value) {
+    let out = Command::new(bin())
+        .args(args)
+        .args(["-o", "json", "--fail-on", "info"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout} {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap_or(-1), json)
+}
+
+fn findings(json: &Value) -> Vec<(String, u64)> {
+    json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap().to_string(),
+                f["line"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn assert_findings(name: &str, expected: &[(&str, u64)]) -> Value {
+    let path = fixture(name);
+    let (code, json) = lint(&["-f", path.to_str().unwrap()]);
+    assert_eq!(json["inputErrors"], serde_json::json!([]), "{name}");
+    let expected: Vec<(String, u64)> = expected.iter().map(|(r, l)| (r.to_string(), *l)).collect();
+    assert_eq!(findings(&json), expected, "{name}: {json:#}");
+    assert_eq!(code, if expected.is_empty() { 0 } else { 1 }, "{name}");
+    json
+}
+
+#[test]
+fn al001_an_or_of_alternative_evidence_or_marked_as_meant_is_not_flagged() {
+    assert_findings("fp-al001-alternative-evidence.yaml", &[]);
+}
+
+#[test]
+fn al008_anti_affinity_against_other_applications_is_not_flagged() {
+    assert_findings("fp-al008-other-applications.yaml", &[]);
+}
+
+#[test]
+fn al013_cluster_agents_may_tolerate_everything() {
+    assert_findings("fp-al013-cluster-agents.yaml", &[]);
+}
+
+#[test]
+fn al007_placeholders_are_not_said_to_lack_a_limit() {
+    assert_findings("fp-al007-placeholders.yaml", &[]);
+}
+
+#[test]
+fn al010_speaks_only_when_a_rollout_needs_free_gpus() {
+    assert_findings("fp-al010-rollouts-that-progress.yaml", &[]);
+}
+
+#[test]
+fn pod_templates_of_custom_resources_are_linted_with_their_path() {
+    let json = assert_findings(
+        "miss-custom-resources.yaml",
+        &[
+            ("AL007", 29),
+            ("AL001", 45),
+            ("AL014", 47),
+            ("AL013", 70),
+            ("AL006", 90),
+            ("AL007", 112),
+        ],
+    );
+    let paths: Vec<&str> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["podSpec"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "spec.workerGroupSpecs[1].template.spec",
+            "spec.pytorchReplicaSpecs.Worker.template.spec",
+            "spec.pytorchReplicaSpecs.Worker.template.spec",
+            "spec.leaderWorkerTemplate.workerTemplate.spec",
+            "spec.templates[1]",
+            "spec.tasks[0].template.spec",
+        ]
+    );
+    assert_eq!(json["summary"]["objects"], 5, "an object is counted once");
+}
+
+#[test]
+fn pdb_percentages_round_up_and_count_every_selected_pod() {
+    let json = assert_findings("miss-pdb-percentage.yaml", &[("AL011", 26), ("AL011", 71)]);
+    let messages: Vec<&str> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages[0].contains("67% (rounded up to 3) with 3 pods"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].contains("3 pods (Deployment infra/api-a, Deployment infra/api-b)"),
+        "{messages:?}"
+    );
+}
+
+#[test]
+fn shapes_the_api_server_rejects_are_named() {
+    let json = assert_findings(
+        "miss-shapes.yaml",
+        &[("AL004", 18), ("AL004", 48), ("AL006", 50)],
+    );
+    let text = json.to_string();
+    assert!(text.contains("must be a mapping with nodeSelectorTerms, not a list"));
+    assert!(text.contains("values must be a list"));
+    assert!(text.contains("not the string \\\"50\\\""));
+    assert!(
+        !text.contains("AL005"),
+        "no follow-up contradiction from a misread value"
+    );
+}
+
+#[test]
+fn duplicate_keys_are_reported_and_the_last_value_is_linted() {
+    let json = assert_findings(
+        "miss-duplicate-keys.yaml",
+        &[("AL015", 27), ("AL001", 30), ("AL014", 32)],
+    );
+    assert!(json.to_string().contains("first on line 17"));
+}
+
+#[test]
+fn yaml_that_kubectl_reads_is_linted() {
+    assert_findings("lenient-yaml.yaml", &[("AL013", 26)]);
+}
+
+#[test]
+fn a_pdb_meets_only_the_workloads_of_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |rel: &str, text: &str| {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: ml}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: x}]}\n";
+    let pdb = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web, namespace: ml}\nspec:\n  minAvailable: 1\n  selector: {matchLabels: {app: web}}\n";
+    write("a/deployment.yaml", deployment);
+    write("b/pdb.yaml", pdb);
+    let root = dir.path().to_str().unwrap();
+    let (_, json) = lint(&["-R", "-f", root]);
+    assert_eq!(
+        findings(&json),
+        [],
+        "another directory's workload is not this PDB's"
+    );
+    write("b/deployment.yaml", deployment);
+    let (_, json) = lint(&["-R", "-f", root]);
+    assert_eq!(
+        findings(&json),
+        [("AL011".to_string(), 5)],
+        "the same directory's is"
+    );
+    write(
+        "b/deployment.yaml",
+        &deployment.replace("namespace: ml", "namespace: other"),
+    );
+    let (_, json) = lint(&["-R", "-f", root]);
+    assert_eq!(findings(&json), [], "another namespace's is not");
+}
+
+#[test]
+fn the_report_does_not_depend_on_the_number_of_workers() {
+    let dir = fixture("");
+    let dir = dir.to_str().unwrap();
+    let one = lint(&["-R", "-f", dir, "-j", "1"]).1;
+    let three = lint(&["-R", "-f", dir, "-j", "3"]).1;
+    assert_eq!(one, three);
+    assert!(findings(&one).len() > 10);
+}
+
+#[test]
+fn a_repeated_large_anchored_scalar_is_refused_by_its_expanded_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bomb.yaml");
+    let big = "x".repeat(1 << 20);
+    let mut text = format!("kind: ConfigMap\nmetadata: {{name: bomb}}\na: &a \"{big}\"\nb: [");
+    for _ in 0..1000 {
+        text.push_str("*a, ");
+    }
+    text.push_str("*a]\n---\nkind: Pod\nmetadata: {name: ok}\nspec:\n  tolerations: [{operator: Exists}]\n  containers: [{name: c, image: x}]\n");
+    std::fs::write(&path, text).unwrap();
+    let (code, json) = lint(&["-f", path.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    let error = json["inputErrors"][0]["message"].as_str().unwrap();
+    assert!(error.contains("alias bomb"), "{error}");
+    assert_eq!(
+        findings(&json),
+        [("AL013".to_string(), 9)],
+        "the next document is still linted"
+    );
+}
