@@ -285,9 +285,22 @@ pub(crate) fn finding(
     }
 }
 
-/// Reads every input (files, directories, stdin) and lints it, streaming: the files are
-/// read one document at a time and the documents linted by one worker per core, so memory
-/// holds a few documents, never the input. The report's order does not depend on timing.
+/// Files up to this size are read by the worker that lints them; bigger ones (and
+/// stdin) are split into documents by the reading thread and shared among the workers.
+const WHOLE_FILE_BYTES: u64 = 1 << 20;
+
+/// Work for a lint worker.
+enum Job {
+    /// Read and lint a small file.
+    File(usize),
+    /// Lint one document of a big file.
+    Document(usize, usize, Chunk),
+}
+
+/// Reads every input (files, directories, stdin) and lints it, streaming: files are read
+/// one document at a time and the documents linted by one worker per core, so memory
+/// holds a few documents, never the input. Many small files are spread over the workers
+/// whole; a big file's documents are. The report's order does not depend on timing.
 pub fn lint_paths(inputs: &[PathBuf], recursive: bool, settings: &Settings<'_>) -> Outcome {
     let (paths, mut errors) = source::collect_paths(inputs, recursive);
     let files: Vec<InputFile> = paths.into_iter().map(InputFile::new).collect();
@@ -297,39 +310,68 @@ pub fn lint_paths(inputs: &[PathBuf], recursive: bool, settings: &Settings<'_>) 
     };
     // (file index, document index) -> result; sorted at the end for a stable report.
     let results: Mutex<Vec<((usize, usize), DocumentResult)>> = Mutex::new(Vec::new());
-    let mut failed_files: Vec<usize> = Vec::new();
-    let (sender, receiver) = mpsc::sync_channel::<(usize, usize, Chunk)>(jobs * 4);
+    let read_errors: Mutex<Vec<(usize, InputError)>> = Mutex::new(Vec::new());
+    let (sender, receiver) = mpsc::sync_channel::<Job>(jobs * 4);
     let receiver = Mutex::new(receiver);
+    let read = |file_index: usize, emit: &mut dyn FnMut(usize, Chunk)| {
+        let mut doc_index = 0;
+        let outcome = source::read_chunks(&files[file_index], |chunk| {
+            emit(doc_index, chunk);
+            doc_index += 1;
+        });
+        if let Err(e) = outcome {
+            read_errors
+                .lock()
+                .expect("no worker panics")
+                .push((file_index, e));
+        }
+    };
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| {
-                loop {
-                    let next = receiver.lock().expect("no worker panics").recv();
-                    let Ok((file_index, doc_index, chunk)) = next else {
-                        return;
-                    };
+                let record = |file_index: usize, doc_index: usize, chunk: Chunk| {
                     let result = lint_chunk(&files[file_index], chunk, settings);
                     results
                         .lock()
                         .expect("no worker panics")
                         .push(((file_index, doc_index), result));
+                };
+                loop {
+                    let next = receiver.lock().expect("no worker panics").recv();
+                    match next {
+                        Ok(Job::Document(file_index, doc_index, chunk)) => {
+                            record(file_index, doc_index, chunk)
+                        }
+                        Ok(Job::File(file_index)) => read(file_index, &mut |doc_index, chunk| {
+                            record(file_index, doc_index, chunk)
+                        }),
+                        Err(_) => return,
+                    }
                 }
             });
         }
         for (file_index, file) in files.iter().enumerate() {
-            let mut doc_index = 0;
-            let read = source::read_chunks(file, |chunk| {
-                // The workers outlive the sends; a send fails only if they all died.
-                let _ = sender.send((file_index, doc_index, chunk));
-                doc_index += 1;
-            });
-            if let Err(e) = read {
-                errors.push(e);
-                failed_files.push(file_index);
+            let small = file.path.as_os_str() != "-"
+                && std::fs::metadata(&file.path)
+                    .is_ok_and(|m| m.is_file() && m.len() <= WHOLE_FILE_BYTES);
+            // The workers outlive the sends; a send fails only if they all died.
+            if small {
+                let _ = sender.send(Job::File(file_index));
+            } else {
+                read(file_index, &mut |doc_index, chunk| {
+                    let _ = sender.send(Job::Document(file_index, doc_index, chunk));
+                });
             }
         }
         drop(sender);
     });
+    let mut failed_files = std::collections::HashSet::new();
+    let mut read_errors = read_errors.into_inner().expect("no worker panics");
+    read_errors.sort_by_key(|(i, _)| *i);
+    for (file_index, e) in read_errors {
+        failed_files.insert(file_index);
+        errors.push(e);
+    }
     let mut results = results.into_inner().expect("no worker panics");
     results.sort_by_key(|(at, _)| *at);
     let mut outcome = Outcome {
@@ -339,6 +381,7 @@ pub fn lint_paths(inputs: &[PathBuf], recursive: bool, settings: &Settings<'_>) 
     let mut facts = al011::Facts::default();
     for ((file_index, _), r) in results {
         if failed_files.contains(&file_index) {
+            // A file refused part-way (binary, too big) is reported, not half-linted.
             continue;
         }
         outcome.documents += r.documents;

@@ -45,6 +45,9 @@ enum Bench {
     Lint {
         #[arg(long, default_value_t = 10_000)]
         documents: usize,
+        /// Size of the large-input run, in MB.
+        #[arg(long, default_value_t = 63)]
+        large_mb: usize,
         #[arg(long)]
         plugin: Option<PathBuf>,
     },
@@ -85,11 +88,14 @@ struct Measured {
     code: Option<i32>,
 }
 
-fn measure(server: &TestServer, mut cmd: Command) -> Measured {
-    server.reset_counters();
+/// Runs a command to its end: its output, wall seconds and peak resident memory in KiB.
+fn run_watched(
+    mut cmd: Command,
+    stdout: std::process::Stdio,
+) -> (std::process::Output, f64, Option<u64>) {
     let started = Instant::now();
     let child = cmd
-        .stdout(std::process::Stdio::null())
+        .stdout(stdout)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("command runs");
@@ -115,6 +121,12 @@ fn measure(server: &TestServer, mut cmd: Command) -> Measured {
     let seconds = started.elapsed().as_secs_f64();
     let _ = watcher.join();
     let peak_kib = Some(peak.load(std::sync::atomic::Ordering::Relaxed)).filter(|p| *p > 0);
+    (output, seconds, peak_kib)
+}
+
+fn measure(server: &TestServer, cmd: Command) -> Measured {
+    server.reset_counters();
+    let (output, seconds, peak_kib) = run_watched(cmd, std::process::Stdio::null());
     if !output.status.success() {
         eprintln!("{}", String::from_utf8_lossy(&output.stderr));
     }
@@ -389,14 +401,19 @@ async fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
-        Bench::Lint { documents, plugin } => {
+        Bench::Lint {
+            documents,
+            large_mb,
+            plugin,
+        } => {
             let plugin = plugin.unwrap_or_else(|| sibling("kubectl-affinity_lint"));
             let dir = tempfile::tempdir().expect("tempdir");
             let path = dir.path().join("deployments.yaml");
             let text = lint_corpus(documents);
             std::fs::write(&path, &text).expect("corpus written");
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             println!(
-                "{documents} Deployment documents, {:.1} MB, one file ({} split into OR-ed terms)",
+                "{documents} Deployment documents, {:.1} MB ({} split into OR-ed terms), {cores} cores",
                 text.len() as f64 / 1e6,
                 documents / 10
             );
@@ -408,30 +425,79 @@ async fn main() -> ExitCode {
                 parsed += usize::from(value.is_object());
             }
             let serde_secs = started.elapsed().as_secs_f64();
-            let started = Instant::now();
-            let output = Command::new(&plugin)
-                .args(["-f", path.to_str().expect("utf-8 path"), "-o", "json"])
-                .output()
-                .expect("affinity-lint runs");
-            let lint_secs = started.elapsed().as_secs_f64();
-            let report: serde_json::Value =
-                serde_json::from_slice(&output.stdout).expect("JSON report");
-            let al001 = report["findings"]
-                .as_array()
-                .map(|f| f.iter().filter(|f| f["rule"] == "AL001").count())
-                .unwrap_or(0);
             println!(
-                "plain serde_yaml deserialization (in process): {serde_secs:.3} s ({parsed} documents)"
+                "plain serde_yaml deserialization (in process, 1 core): {serde_secs:.3} s ({parsed} documents)"
             );
+            // The same documents as one file each.
+            let split = dir.path().join("split");
+            std::fs::create_dir(&split).expect("dir");
+            for (i, doc) in text.split("---\n").filter(|d| !d.is_empty()).enumerate() {
+                std::fs::write(split.join(format!("d{i:05}.yaml")), doc).expect("file written");
+            }
+            let run = |what: &str, input: &Path, jobs: usize, format: &str| {
+                let mut cmd = Command::new(&plugin);
+                cmd.args([
+                    "-R",
+                    "-f",
+                    input.to_str().expect("utf-8 path"),
+                    "-o",
+                    format,
+                ])
+                .args(["-j", &jobs.to_string()]);
+                let (output, secs, peak) = run_watched(cmd, std::process::Stdio::piped());
+                let findings = match format {
+                    "json" => serde_json::from_slice::<serde_json::Value>(&output.stdout)
+                        .expect("JSON report")["findings"]
+                        .as_array()
+                        .map(|f| f.iter().filter(|f| f["rule"] == "AL001").count())
+                        .unwrap_or(0),
+                    _ => String::from_utf8_lossy(&output.stdout)
+                        .matches("error[AL001]")
+                        .count(),
+                };
+                println!(
+                    "{what:<34} {format:<4} -j {}: {secs:.3} s, peak {}, {findings} AL001",
+                    if jobs == 0 {
+                        "all".to_string()
+                    } else {
+                        jobs.to_string()
+                    },
+                    peak.map_or("n/a".to_string(), |k| format!(
+                        "{:.0} MiB",
+                        k as f64 / 1024.0
+                    )),
+                );
+                (secs, findings)
+            };
+            let (one_core, _) = run("one file", &path, 1, "json");
+            let (all_cores, al001) = run("one file", &path, 0, "json");
+            let (_, text_al001) = run("one file", &path, 0, "text");
+            let (files_one_core, _) = run(&format!("{documents} files"), &split, 1, "json");
+            let (files_all_cores, files_al001) =
+                run(&format!("{documents} files"), &split, 0, "json");
             println!(
-                "kubectl affinity-lint -f ... -o json:          {lint_secs:.3} s, {:.0} documents/s (target < 1 s, <= 2x serde)",
-                documents as f64 / lint_secs
+                "speed-up from {cores} cores: {:.2}x (one file), {:.2}x ({documents} files); lint/serde: {:.2}x (target < 1 s, <= 2x serde)",
+                one_core / all_cores,
+                files_one_core / files_all_cores,
+                all_cores / serde_secs,
             );
+            // A large input: peak memory must not follow its size.
+            let per_doc = text.len() / documents.max(1);
+            let large_docs = (large_mb * 1_000_000) / per_doc.max(1);
+            let large = dir.path().join("large.yaml");
+            std::fs::write(&large, lint_corpus(large_docs)).expect("large corpus written");
             println!(
-                "ratio lint/serde: {:.2}x; AL001 findings: {al001}",
-                lint_secs / serde_secs
+                "large input: {large_docs} documents, {:.1} MB (target: peak < 100 MB)",
+                std::fs::metadata(&large).map(|m| m.len()).unwrap_or(0) as f64 / 1e6
             );
-            if al001 == documents / 10 {
+            let (_, large_al001) = run("large file", &large, 0, "json");
+            run("large file", &large, 0, "text");
+            let expected = documents / 10;
+            if al001 == expected
+                && text_al001 == expected
+                && files_al001 == expected
+                && large_al001 == large_docs.div_ceil(10)
+            {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
