@@ -40,7 +40,7 @@ async fn cluster_rules_find_exactly_the_expected_problems() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|f| f["rule"].as_str().unwrap().starts_with("AL1"))
+        .filter(|f| f["rule"].as_str().unwrap().starts_with("AL1") || f["rule"] == "AL010")
         .map(|f| {
             (
                 f["object"]["name"].as_str().unwrap().to_string(),
@@ -53,6 +53,7 @@ async fn cluster_rules_find_exactly_the_expected_problems() {
         found,
         vec![
             ("no-candidate".into(), "AL101".into()),
+            ("rollout-stalls".into(), "AL010".into()),
             ("spread".into(), "AL105".into()),
             ("spread".into(), "AL105".into()),
             ("tainted".into(), "AL103".into()),
@@ -84,6 +85,13 @@ async fn cluster_rules_find_exactly_the_expected_problems() {
             .contains("5 replicas x 2 nvidia.com/gpu = 10 but the 3 candidate node(s) have 8 free"),
         "{}",
         message("too-many-gpus", "AL104")
+    );
+    assert!(
+        message("rollout-stalls", "AL010").contains(
+            "needs 12 free nvidia.com/gpu before any old pod stops (maxSurge 3 = 3 pods, maxUnavailable 0 = 0 pods), but the 1 candidate node(s) have 8"
+        ),
+        "{}",
+        message("rollout-stalls", "AL010")
     );
     let spreads: Vec<String> = report["findings"]
         .as_array()

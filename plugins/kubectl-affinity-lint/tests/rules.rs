@@ -328,33 +328,11 @@ fn al010_gpu_rollouts() {
     let l = Linter::new();
     let gpu = "containers:\n- name: c\n  image: x\n  resources: {requests: {nvidia.com/gpu: '1'}, limits: {nvidia.com/gpu: '1'}}\n";
     let with_strategy = |s: &str| deployment(gpu).replace("strategy: {type: Recreate}", s);
-    // 2 replicas, default 25%: surge 1 pod, unavailable 0 pods -> needs a free GPU.
-    let (_, f, json) = l.lint(&with_strategy("strategy: {type: RollingUpdate}"));
-    assert_eq!(rules_of(&f), vec!["AL010"]);
-    assert_eq!(json["findings"][0]["severity"], "info");
+    // Offline, a surge alone is not a finding: free GPUs are a fact of the cluster.
     assert!(
-        json["findings"][0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("needs 1 free nvidia.com/gpu before any old pod stops")
-    );
-    let tpu = with_strategy("strategy: {type: RollingUpdate}")
-        .replace("nvidia.com/gpu", "google.com/tpu");
-    let (_, _, json) = l.lint(&tpu.replace("'1'", "'4'"));
-    assert!(
-        json["findings"][0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("needs 4 free google.com/tpu"),
-        "names the resource it is about: {json}"
-    );
-    assert!(
-        l.lint(&with_strategy(
-            "strategy: {type: RollingUpdate, rollingUpdate: {maxUnavailable: 1}}"
-        ))
-        .1
-        .is_empty(),
-        "an old pod may stop first"
+        l.lint(&with_strategy("strategy: {type: RollingUpdate}"))
+            .1
+            .is_empty()
     );
     let (_, _, json) = l.lint(&with_strategy(
         "strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 0, maxUnavailable: 0}}",
@@ -456,15 +434,18 @@ fn rules_subcommand_prints_documentation() {
     let (code, out, _) = l.run(&["rules"]);
     assert_eq!(code, 0);
     assert_eq!(out.lines().count(), 21);
-    let (code, out, _) = l.run(&["rules", "AL001"]);
-    assert_eq!(code, 0);
-    for section in [
-        "## What it does",
-        "## Why it matters",
-        "## Example",
-        "## Fix",
-    ] {
-        assert!(out.contains(section), "{section}");
+    for id in (1..=15).map(|n| format!("AL{n:03}")) {
+        let (code, out, _) = l.run(&["rules", &id]);
+        assert_eq!(code, 0);
+        for section in [
+            "## What it does",
+            "## When it does not fire",
+            "## Why it matters",
+            "## Example",
+            "## Fix",
+        ] {
+            assert!(out.contains(section), "{id}: {section}");
+        }
     }
     assert_eq!(l.run(&["rules", "AL999"]).0, 2);
 }

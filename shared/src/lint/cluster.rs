@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::PodSpec;
 
 use super::engine::{Finding, finding};
 use super::rule::{RawFinding, Severity};
+use super::rules::al010;
 use super::source::Object;
 use super::yaml::Node;
 use crate::gpu::{format_milli, parse_quantity_milli};
@@ -127,6 +128,7 @@ pub fn check(
                 .iter()
                 .find(|(r, _, _)| *r == id)
                 .map(|(_, s, _)| *s)
+                .or_else(|| crate::lint::rules::find(id).map(|r| r.meta().severity))
                 .unwrap_or(Severity::Error);
             let Some(severity) = enabled(id, default) else {
                 return;
@@ -232,6 +234,7 @@ pub fn check(
         } as i128;
 
         // AL104: GPUs.
+        let mut short = false;
         for (resource, per_pod) in extended_requests(spec_node) {
             let free: i128 = tolerated
                 .iter()
@@ -242,6 +245,7 @@ pub fn check(
                 })
                 .sum();
             if per_pod * replicas > free {
+                short = true;
                 push(
                     "AL104",
                     spec_node.get("containers").unwrap_or(spec_node),
@@ -249,6 +253,33 @@ pub fn check(
                         "{replicas} replicas x {} {resource} = {} but the {} candidate node(s) have {} free: some replicas will stay Pending (Insufficient {resource})",
                         format_milli(per_pod),
                         format_milli(per_pod * replicas),
+                        tolerated.len(),
+                        format_milli(free)
+                    ),
+                );
+            }
+        }
+
+        // AL010: a rollout that needs free accelerators the candidates do not have.
+        if let Some(need) = al010::headroom(object).filter(|_| !short && object.view == 0) {
+            let free: i128 = tolerated
+                .iter()
+                .map(|n| {
+                    (n.allocatable.get(need.resource).copied().unwrap_or(0)
+                        - n.requested.get(need.resource).copied().unwrap_or(0))
+                    .max(0)
+                })
+                .sum();
+            let needed = i128::from(need.needed) * 1000;
+            if free < needed {
+                push(
+                    "AL010",
+                    need.anchor,
+                    format!(
+                        "a rollout of this Deployment needs {} free {} before any old pod stops ({}), but the {} candidate node(s) have {}: the new pods stay Pending and the rollout stalls",
+                        need.needed,
+                        need.resource,
+                        need.why,
                         tolerated.len(),
                         format_milli(free)
                     ),

@@ -10,6 +10,11 @@ pub static META: RuleMeta = RuleMeta {
     doc: "## What it does
 Flags a required node selector term that leaves out a key all the other terms constrain.
 
+## When it does not fire
+- Two terms over disjoint keys (that is AL001's case, or deliberate alternative evidence).
+- A term with no expressions (AL003).
+- Mark a deliberate asymmetric OR with `affinity-lint.placekit.dev/ignore: AL002`.
+
 ## Why it matters
 Terms are OR-ed, so the term without the key admits nodes the others exclude: a term
 `family In [h100]` next to terms `family In [a100], pool In [online]` lets H100 nodes of any

@@ -12,6 +12,9 @@ pub static META: RuleMeta = RuleMeta {
 Flags a node selector term (required, or a preferred term's preference) with neither
 `matchExpressions` nor `matchFields`, or with both empty.
 
+## When it does not fire
+A term with `matchFields` only (e.g. `metadata.name In [node-1]`) is not empty.
+
 ## Why it matters
 An empty term matches no node. As the only required term it leaves every replica Pending;
 next to other terms it is dead weight that hides a mistake.

@@ -19,6 +19,10 @@ It also checks the shape the API server expects: `requiredDuringScheduling...` i
 mapping with `nodeSelectorTerms` (a list written there instead is rejected, not ignored),
 terms and `matchExpressions` are lists of mappings, `values` is a list (`values: x` is not).
 
+## When it does not fire
+Only what the API server itself rejects is reported; unusual but valid keys and values are
+not. Shape errors are reported once, without follow-up errors from the misread values.
+
 ## Why it matters
 The API server rejects the whole object: the rollout never starts.
 

@@ -12,6 +12,11 @@ Flags a required term whose expressions contradict each other (`k In [a]` with `
 `In` and `NotIn` of the same values, `Exists` with `DoesNotExist`, an empty `Gt`/`Lt` range),
 and a `nodeSelector` that contradicts every required term.
 
+## When it does not fire
+- Requirements with a wrong shape (AL004 reports them) are not judged for contradictions.
+- A contradiction between *different* terms: terms are OR-ed, so each only needs to be
+  satisfiable on its own.
+
 ## Why it matters
 No node can ever match: every replica stays Pending with \"didn't match Pod's node affinity\".
 

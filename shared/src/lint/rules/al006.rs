@@ -12,6 +12,10 @@ pub static META: RuleMeta = RuleMeta {
 Checks that every preferred node affinity term has a `weight` from 1 to 100 (and that there
 is one). Pod affinity and anti-affinity preferred terms are checked the same way.
 
+## When it does not fire
+Weights from 1 to 100. A weight written as a string (`weight: \"50\"`) is reported as
+the wrong type, not as out of range.
+
 ## Why it matters
 The API server rejects other weights: the object is never created. Weights are scores,
 not probabilities: 80 and 20 mean \"zone-a matters four times more than power profile\".

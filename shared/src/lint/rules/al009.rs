@@ -13,6 +13,11 @@ pub static META: RuleMeta = RuleMeta {
 Flags a preferred node affinity term that contradicts every required term: no node the pod
 may run on can satisfy the preference.
 
+## When it does not fire
+- A preference that holds on some node allowed by at least one required term.
+- A preference that contradicts itself (AL005's kind of problem, reported there for
+  required terms).
+
 ## Why it matters
 The weight is wasted and the intent (prefer zone-a, prefer H100) silently never applies.
 

@@ -2,30 +2,35 @@
 use crate::gpu::parse_quantity_milli;
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Scope, Severity};
 use crate::lint::rules::al007::is_extended;
+use crate::lint::source::Object;
 use crate::lint::yaml::Node;
 
 pub static META: RuleMeta = RuleMeta {
     id: "AL010",
     name: "gpu-rollout-surge",
-    severity: Severity::Info,
-    summary: "a GPU Deployment whose rolling update cannot progress without free GPUs",
+    severity: Severity::Warning,
+    summary: "a GPU Deployment whose rolling update cannot progress (maxSurge and maxUnavailable 0; with --cluster: no free GPUs for the surge)",
     doc: "## What it does
-For Deployments whose pods request an extended resource (GPUs, TPUs), resolves the rolling
-update's `maxSurge` and `maxUnavailable` against the replica count the way the Deployment
-controller does (surge rounded up, unavailable rounded down; 25% each by default) and
-notes when no old pod may stop before a surge pod runs — so every rollout needs free
-accelerators (1 replica with the default strategy is this case). `maxSurge: 0` with
-`maxUnavailable: 0` is an error: the API server rejects it.
+For Deployments whose pods request an extended resource (GPUs, TPUs):
+- offline, reports an error when `maxSurge` and `maxUnavailable` are both 0 (the API server
+  rejects it: the rollout could never progress);
+- with `--cluster`, resolves `maxSurge` and `maxUnavailable` against the replica count the
+  way the Deployment controller does (surge rounded up, unavailable rounded down; 25% each
+  by default) and, when no old pod may stop before a surge pod runs (1 replica with the
+  default strategy is this case), warns if the candidate nodes do not have the free
+  accelerators the surge pods need.
 
 ## When it does not fire
+- Offline, a surge alone is not reported: whether a free GPU (or a node autoscaler) is
+  there is a fact of the cluster, not of the manifest. Run with `--cluster` to check it.
 - `strategy: Recreate`, `replicas: 0`, or a strategy that lets an old pod stop first
   (`maxUnavailable` of at least one pod, e.g. 4 replicas with the default 25%).
-- Partial objects (a kustomize patch without `spec.selector`).
-- Replica counts or strategies that are not literal numbers (templates).
+- Partial objects (a kustomize patch without `spec.selector`), and replica counts or
+  strategies that are not literal numbers (templates).
 
 ## Why it matters
-A surge pod needs a free accelerator: without headroom (or a node autoscaler that adds
-some) it stays Pending, and since no old pod may stop, the rollout stalls.
+A surge pod needs a free accelerator: without headroom it stays Pending, and since no old
+pod may stop, the rollout stalls.
 
 ## Example
 ```yaml
@@ -94,6 +99,56 @@ fn is_zero(node: Option<&Node>) -> bool {
         .is_some_and(|t| t == "0" || t == "0%")
 }
 
+/// What a rolling update of a GPU Deployment needs before any old pod may stop.
+#[derive(Debug)]
+pub struct Headroom<'a> {
+    /// Where to point: the strategy, or the object.
+    pub anchor: &'a Node,
+    pub resource: &'a str,
+    /// Accelerators the surge pods need, in units.
+    pub needed: i64,
+    /// `maxSurge 25% = 1 pod, maxUnavailable 25% = 0 pods`.
+    pub why: String,
+}
+
+/// The free accelerators a rollout of this Deployment needs before any old pod stops, when
+/// no old pod may stop first; `None` when the rollout can progress without headroom.
+pub fn headroom<'a>(object: &Object<'a>) -> Option<Headroom<'a>> {
+    let root = object.root;
+    if object.kind != "Deployment" || root.path(&["spec", "selector"]).is_none() {
+        return None;
+    }
+    let (resource, per_pod) = object.pod_spec().and_then(accelerator)?;
+    let strategy = root.path(&["spec", "strategy"]);
+    if strategy.and_then(|s| s.get("type")).and_then(Node::as_str) == Some("Recreate") {
+        return None;
+    }
+    let rolling = strategy.and_then(|s| s.get("rollingUpdate"));
+    let surge = rolling.and_then(|r| r.get("maxSurge"));
+    let unavailable = rolling.and_then(|r| r.get("maxUnavailable"));
+    let replicas = match root.path(&["spec", "replicas"]) {
+        None => 1,
+        Some(n) => n.as_i64()?,
+    };
+    let surge_pods = resolve(surge, replicas, true)?;
+    let unavailable_pods = resolve(unavailable, replicas, false)?;
+    if replicas <= 0 || surge_pods <= 0 || unavailable_pods > 0 {
+        return None;
+    }
+    let written = |n: Option<&Node>| n.and_then(Node::scalar_text).unwrap_or("25%").to_string();
+    Some(Headroom {
+        anchor: surge.or(rolling).or(strategy).unwrap_or(root),
+        resource,
+        needed: surge_pods * per_pod.max(1),
+        why: format!(
+            "maxSurge {} = {surge_pods} pod{}, maxUnavailable {} = 0 pods",
+            written(surge),
+            if surge_pods == 1 { "" } else { "s" },
+            written(unavailable)
+        ),
+    })
+}
+
 impl Rule for Al010 {
     fn meta(&self) -> &'static RuleMeta {
         &META
@@ -105,57 +160,19 @@ impl Rule for Al010 {
 
     fn check(&self, cx: &Context<'_>, out: &mut Vec<RawFinding>) {
         let root = cx.object.root;
-        if cx.object.kind != "Deployment" || root.path(&["spec", "selector"]).is_none() {
+        if cx.object.kind != "Deployment" || cx.object.pod_spec().and_then(accelerator).is_none() {
             return;
         }
-        let Some((resource, per_pod)) = cx.object.pod_spec().and_then(accelerator) else {
-            return;
-        };
         let strategy = root.path(&["spec", "strategy"]);
-        if strategy.and_then(|s| s.get("type")).and_then(Node::as_str) == Some("Recreate") {
-            return;
-        }
         let rolling = strategy.and_then(|s| s.get("rollingUpdate"));
         let surge = rolling.and_then(|r| r.get("maxSurge"));
         let unavailable = rolling.and_then(|r| r.get("maxUnavailable"));
-        let anchor = surge.or(rolling).or(strategy).unwrap_or(root);
         if is_zero(surge) && is_zero(unavailable) {
             out.push(
-                RawFinding::at(anchor, "maxSurge and maxUnavailable are both 0: the rollout can never progress (the API server rejects it)")
+                RawFinding::at(surge.or(rolling).unwrap_or(root), "maxSurge and maxUnavailable are both 0: the rollout can never progress (the API server rejects it)")
                     .with_severity(Severity::Error)
                     .with_fix("rollingUpdate: {maxSurge: 0, maxUnavailable: 1}"),
             );
-            return;
         }
-        let replicas = match root.path(&["spec", "replicas"]) {
-            None => 1,
-            Some(n) => match n.as_i64() {
-                Some(r) => r,
-                None => return,
-            },
-        };
-        let (Some(surge_pods), Some(unavailable_pods)) = (
-            resolve(surge, replicas, true),
-            resolve(unavailable, replicas, false),
-        ) else {
-            return;
-        };
-        if replicas <= 0 || surge_pods <= 0 || unavailable_pods > 0 {
-            return;
-        }
-        let written = |n: Option<&Node>| n.and_then(Node::scalar_text).unwrap_or("25%").to_string();
-        out.push(
-            RawFinding::at(
-                anchor,
-                format!(
-                    "a rollout of this {replicas}-replica Deployment needs {} free {resource} before any old pod stops (maxSurge {} = {surge_pods} pod{}, maxUnavailable {} = 0 pods): without that headroom the new pods stay Pending and the rollout stalls",
-                    surge_pods * per_pod.max(1),
-                    written(surge),
-                    if surge_pods == 1 { "" } else { "s" },
-                    written(unavailable),
-                ),
-            )
-            .with_fix("without headroom: rollingUpdate: {maxSurge: 0, maxUnavailable: 1}"),
-        );
     }
 }

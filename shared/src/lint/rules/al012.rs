@@ -9,6 +9,10 @@ pub static META: RuleMeta = RuleMeta {
     doc: "## What it does
 Flags workloads with `spec.revisionHistoryLimit: 0`.
 
+## When it does not fire
+Any `revisionHistoryLimit` above 0, or none (the default, 10). Mark a workload whose
+rollbacks go through git instead with `affinity-lint.placekit.dev/ignore: AL012`.
+
 ## Why it matters
 `kubectl rollout undo` needs the previous ReplicaSet (or revision); with 0 there is none, so
 a canary that goes wrong cannot be rolled back.

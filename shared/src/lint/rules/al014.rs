@@ -12,6 +12,13 @@ pub static META: RuleMeta = RuleMeta {
 Notes required node constraints (`nodeSelector`, required affinity) on isolation-like keys
 (`pool`, `dedicated`, `tenant`...) outside `node-restriction.kubernetes.io/`.
 
+## When it does not fire
+- Keys under `[*.]node-restriction.kubernetes.io/`, and keys that do not look like an
+  isolation key (`pool`, `dedicated`, `tenant`, ...).
+- Preferred terms (they do not isolate anything).
+Turn it off for clusters without the NodeRestriction admission plugin in
+`.affinity-lint.yaml`: `rules: {AL014: off}`.
+
 ## Why it matters
 A node's own kubelet may set any label outside `[*.]node-restriction.kubernetes.io/`, so a
 compromised node could label itself into the pool and attract the workload. The
