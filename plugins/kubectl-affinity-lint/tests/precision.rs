@@ -90,6 +90,7 @@ fn pod_templates_of_custom_resources_are_linted_with_their_path() {
             ("AL013", 70),
             ("AL006", 90),
             ("AL007", 112),
+            ("AL008", 135),
         ],
     );
     let paths: Vec<&str> = json["findings"]
@@ -107,9 +108,10 @@ fn pod_templates_of_custom_resources_are_linted_with_their_path() {
             "spec.leaderWorkerTemplate.workerTemplate.spec",
             "spec.templates[1]",
             "spec.tasks[0].template.spec",
+            "spec.template.spec",
         ]
     );
-    assert_eq!(json["summary"]["objects"], 5, "an object is counted once");
+    assert_eq!(json["summary"]["objects"], 7, "an object is counted once");
 }
 
 #[test]

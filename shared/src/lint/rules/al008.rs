@@ -18,7 +18,9 @@ warning with `ScheduleAnyway` or preferred), and invalid combinations: `minDomai
 - An anti-affinity term for *other* applications (a router keeping away from `app: mysql`)
   is deliberate: a podAntiAffinity term is judged only when it is evidently meant for the
   workload itself — it names one of the pod's labels with the pod's value (and misses on
-  another key), or a value one typo away — and no other term already selects the pod.
+  another key), a value one typo away, or the pod's value under a related key (`app: zk`
+  for a pod labelled `app.kubernetes.io/name: zk`) — and no other term already selects
+  the pod. Mark a deliberate case with `affinity-lint.placekit.dev/ignore: AL008`.
 - DaemonSets: they have no replicas to keep apart, so their anti-affinity is not judged.
 - Pod templates without labels (nothing to compare with).
 
@@ -64,8 +66,28 @@ fn meant_for_itself(selector: &LabelSelector, labels: &[(&str, &str)]) -> bool {
                 .map(|(k, _, values)| (k.as_str(), values.as_slice())),
         );
     written.into_iter().any(|(key, values)| {
-        own(key).is_some_and(|mine| values.iter().any(|v| v == mine || one_typo_apart(v, mine)))
+        match own(key) {
+            Some(mine) => values.iter().any(|v| v == mine || one_typo_apart(v, mine)),
+            // The pod's own value under a related key: `app: zk` for a pod labelled
+            // `app.kubernetes.io/name: zk`.
+            None => labels.iter().any(|(k, mine)| {
+                mine.len() >= 2 && values.iter().any(|v| v == mine) && related_keys(key, k)
+            }),
+        }
     })
+}
+
+/// Label keys that name the same thing: they share a word (`app`, `name`, `component`),
+/// ignoring the domain words of well-known prefixes.
+fn related_keys(a: &str, b: &str) -> bool {
+    let words = |k: &str| -> Vec<String> {
+        k.split(['.', '/', '-', '_'])
+            .map(str::to_ascii_lowercase)
+            .filter(|w| !w.is_empty() && !matches!(w.as_str(), "kubernetes" | "io" | "k8s" | "x"))
+            .collect()
+    };
+    let (a, b) = (words(a), words(b));
+    a.iter().any(|w| b.contains(w))
 }
 
 /// Edit distance of at most 1 between words of four letters or more (`llm-inferenc`).

@@ -16,6 +16,9 @@ Notes required node constraints (`nodeSelector`, required affinity) on isolation
 - Keys under `[*.]node-restriction.kubernetes.io/`, and keys that do not look like an
   isolation key (`pool`, `dedicated`, `tenant`, ...).
 - Preferred terms (they do not isolate anything).
+- Node-pool labels of cloud providers' node provisioning (`cloud.google.com/gke-nodepool`,
+  `eks.amazonaws.com/nodegroup`, `karpenter.sh/nodepool`, `kubernetes.azure.com/agentpool`):
+  the provider sets them and a workload has no protected alternative.
 Turn it off for clusters without the NodeRestriction admission plugin in
 `.affinity-lint.yaml`: `rules: {AL014: off}`.
 
@@ -38,7 +41,24 @@ NodeRestriction admission plugin forbids kubelets from setting keys under that p
 #[derive(Debug)]
 pub struct Al014;
 
+/// Label domains of cloud providers' node provisioning (GKE, EKS, AKS, Karpenter): the
+/// provider sets these on the nodes it creates, and a workload has no protected
+/// alternative to select its node pool with.
+const PROVIDER_DOMAINS: &[&str] = &[
+    "cloud.google.com",
+    "eks.amazonaws.com",
+    "karpenter.sh",
+    "karpenter.k8s.aws",
+    "kubernetes.azure.com",
+];
+
 fn isolation_warning(key: &str) -> Option<String> {
+    if key
+        .split_once('/')
+        .is_some_and(|(domain, _)| PROVIDER_DOMAINS.contains(&domain))
+    {
+        return None;
+    }
     crate::policy::label_warnings(key)
         .into_iter()
         .find(|w| w.contains("workload-isolation"))
