@@ -230,13 +230,22 @@ pub struct Document {
     pub text: String,
     /// 0-based file line of the text's first line.
     pub first_line: usize,
+    /// Byte offset of each line in `text`, so a source line is found without a scan
+    /// (text output stays linear in the findings).
+    line_starts: Vec<usize>,
 }
 
 impl Document {
     /// The text of 1-based file line `line`, if it is in this document.
     pub fn line(&self, line: usize) -> Option<&str> {
         let index = line.checked_sub(1)?.checked_sub(self.first_line)?;
-        self.text.lines().nth(index)
+        let start = *self.line_starts.get(index)?;
+        let end = self
+            .line_starts
+            .get(index + 1)
+            .copied()
+            .unwrap_or(self.text.len());
+        Some(self.text[start..end].trim_end_matches(['\n', '\r']))
     }
 }
 
@@ -267,6 +276,10 @@ pub fn parse_chunk(file: &str, chunk: Chunk) -> Result<Option<Document>, InputEr
             root,
             helm_source,
             duplicates,
+            line_starts: std::iter::once(0)
+                .chain(chunk.text.match_indices('\n').map(|(i, _)| i + 1))
+                .filter(|i| *i < chunk.text.len())
+                .collect(),
             text: chunk.text,
             first_line: chunk.first_line,
         })),
