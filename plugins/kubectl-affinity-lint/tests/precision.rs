@@ -80,6 +80,11 @@ fn al010_speaks_only_when_a_rollout_needs_free_gpus() {
 }
 
 #[test]
+fn controller_labels_revisions_policies_provider_pools_and_autoscaled_pdbs_are_not_flagged() {
+    assert_findings("fp-controller-labels-and-copies.yaml", &[]);
+}
+
+#[test]
 fn pod_templates_of_custom_resources_are_linted_with_their_path() {
     let json = assert_findings(
         "miss-custom-resources.yaml",
@@ -189,6 +194,14 @@ fn a_pdb_meets_only_the_workloads_of_its_directory() {
         [("AL011".to_string(), 5)],
         "the same directory's is"
     );
+    // The same directory however the paths are spelled.
+    let (_, json) = lint(&[
+        "-f",
+        dir.path().join("b/deployment.yaml").to_str().unwrap(),
+        "-f",
+        dir.path().join("b/./pdb.yaml").to_str().unwrap(),
+    ]);
+    assert_eq!(findings(&json), [("AL011".to_string(), 5)]);
     write(
         "b/deployment.yaml",
         &deployment.replace("namespace: ml", "namespace: other"),

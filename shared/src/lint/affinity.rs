@@ -245,26 +245,38 @@ impl LabelSelector {
 
     /// Whether it selects `labels`.
     pub fn selects<K: AsRef<str>, V: AsRef<str>>(&self, labels: &[(K, V)]) -> bool {
+        self.may_select(labels, |_| false)
+    }
+
+    /// Whether it may select pods with `labels` plus labels someone else adds under the
+    /// keys `added` accepts (a controller's `job-name`, `pod-template-hash`...): a
+    /// requirement on such a key that the labels lack is given the benefit of the doubt.
+    pub fn may_select<K: AsRef<str>, V: AsRef<str>>(
+        &self,
+        labels: &[(K, V)],
+        added: impl Fn(&str) -> bool,
+    ) -> bool {
         let get = |k: &str| {
             labels
                 .iter()
                 .find(|(lk, _)| lk.as_ref() == k)
                 .map(|(_, v)| v.as_ref())
         };
-        self.match_labels
-            .iter()
-            .all(|(k, v)| get(k) == Some(v.as_str()))
-            && self.expressions.iter().all(|(key, op, values)| {
-                let value = get(key);
-                let listed = |v: &str| values.iter().any(|x| x == v);
-                match op.as_str() {
-                    "In" => value.is_some_and(listed),
-                    "NotIn" => value.is_none_or(|v| !listed(v)),
-                    "Exists" => value.is_some(),
-                    "DoesNotExist" => value.is_none(),
-                    _ => false,
-                }
-            })
+        self.match_labels.iter().all(|(k, v)| match get(k) {
+            Some(value) => value == v,
+            None => added(k),
+        }) && self.expressions.iter().all(|(key, op, values)| {
+            let value = get(key);
+            let listed = |v: &str| values.iter().any(|x| x == v);
+            match (op.as_str(), value) {
+                ("In" | "Exists", None) => added(key),
+                ("In", Some(v)) => listed(v),
+                ("NotIn", value) => value.is_none_or(|v| !listed(v)),
+                ("Exists", Some(_)) => true,
+                ("DoesNotExist", value) => value.is_none(),
+                _ => false,
+            }
+        })
     }
 
     /// The label keys it names.

@@ -312,7 +312,6 @@ pub fn lint_paths(inputs: &[PathBuf], recursive: bool, settings: &Settings<'_>) 
     let results: Mutex<Vec<((usize, usize), DocumentResult)>> = Mutex::new(Vec::new());
     let read_errors: Mutex<Vec<(usize, InputError)>> = Mutex::new(Vec::new());
     let (sender, receiver) = mpsc::sync_channel::<Job>(jobs * 4);
-    let receiver = Mutex::new(receiver);
     let read = |file_index: usize, emit: &mut dyn FnMut(usize, Chunk)| {
         let mut doc_index = 0;
         let outcome = source::read_chunks(&files[file_index], |chunk| {
@@ -327,8 +326,13 @@ pub fn lint_paths(inputs: &[PathBuf], recursive: bool, settings: &Settings<'_>) 
         }
     };
     std::thread::scope(|scope| {
+        // Only the workers hold the receiver: should they all stop (a panic), it is dropped
+        // and the reading thread's next send fails instead of waiting forever.
+        let receiver = std::sync::Arc::new(Mutex::new(receiver));
         for _ in 0..jobs {
-            scope.spawn(|| {
+            let receiver = receiver.clone();
+            let (results, files, read) = (&results, &files, &read);
+            scope.spawn(move || {
                 let record = |file_index: usize, doc_index: usize, chunk: Chunk| {
                     let result = lint_chunk(&files[file_index], chunk, settings);
                     results
@@ -350,13 +354,17 @@ pub fn lint_paths(inputs: &[PathBuf], recursive: bool, settings: &Settings<'_>) 
                 }
             });
         }
+        drop(receiver);
         for (file_index, file) in files.iter().enumerate() {
             let small = file.path.as_os_str() != "-"
                 && std::fs::metadata(&file.path)
                     .is_ok_and(|m| m.is_file() && m.len() <= WHOLE_FILE_BYTES);
-            // The workers outlive the sends; a send fails only if they all died.
+            // A send fails only when every worker has stopped: the scope then re-raises
+            // their panic.
             if small {
-                let _ = sender.send(Job::File(file_index));
+                if sender.send(Job::File(file_index)).is_err() {
+                    break;
+                }
             } else {
                 read(file_index, &mut |doc_index, chunk| {
                     let _ = sender.send(Job::Document(file_index, doc_index, chunk));

@@ -14,6 +14,10 @@ pub struct PodSpecRef<'a> {
     /// The pod template's `metadata`, when the spec sits in a template.
     pub metadata: Option<&'a Node>,
     pub spec: &'a Node,
+    /// Found at a core kind's own place (Pod, Deployment, ...): its pods carry exactly the
+    /// template's labels plus the few its controller adds. A custom resource's controller
+    /// may add any.
+    pub core: bool,
 }
 
 /// How a path of the table ends.
@@ -159,12 +163,23 @@ const CORE: &[(&str, &[&str])] = &[
 
 /// Kinds (and API groups) that never hold a pod spec, though their data may look like one.
 const NEVER: &[(&str, &str)] = &[
+    // A DaemonSet's or StatefulSet's revision holds a copy of its template.
+    ("ControllerRevision", "apps"),
     ("ConfigMap", ""),
     ("Secret", ""),
     ("Service", ""),
     ("Namespace", ""),
     ("CustomResourceDefinition", "apiextensions.k8s.io"),
     ("PodDisruptionBudget", "policy"),
+];
+
+/// API groups of policy engines: their rules hold partial pod specs (patterns, patches),
+/// not pods.
+const POLICY_GROUPS: &[&str] = &[
+    "kyverno.io",
+    "templates.gatekeeper.sh",
+    "constraints.gatekeeper.sh",
+    "mutations.gatekeeper.sh",
 ];
 
 /// Fields of a pod spec the rules read: a spec-like node without any is not worth a look.
@@ -191,6 +206,7 @@ pub fn pod_specs<'a>(kind: &str, api_version: &str, root: &'a Node) -> Vec<PodSp
                 path: "spec".into(),
                 metadata: root.get("metadata"),
                 spec,
+                core: true,
             });
         }
         return out;
@@ -198,6 +214,9 @@ pub fn pod_specs<'a>(kind: &str, api_version: &str, root: &'a Node) -> Vec<PodSp
     if let Some((_, path)) = CORE.iter().find(|(k, _)| *k == kind).filter(|_| core_group) {
         if let Some(template) = root.path(path) {
             push_template(template, path.join("."), &mut out);
+        }
+        for spec in &mut out {
+            spec.core = true;
         }
         return out;
     }
@@ -212,6 +231,7 @@ pub fn pod_specs<'a>(kind: &str, api_version: &str, root: &'a Node) -> Vec<PodSp
                             path: at,
                             metadata: node.get("metadata"),
                             spec: node,
+                            core: false,
                         });
                     }
                 }
@@ -219,7 +239,7 @@ pub fn pod_specs<'a>(kind: &str, api_version: &str, root: &'a Node) -> Vec<PodSp
         }
         return out;
     }
-    if kind.is_empty() || NEVER.contains(&(kind, group)) {
+    if kind.is_empty() || NEVER.contains(&(kind, group)) || POLICY_GROUPS.contains(&group) {
         return out;
     }
     for (key, value) in root.entries() {
@@ -237,6 +257,7 @@ fn push_template<'a>(template: &'a Node, at: String, out: &mut Vec<PodSpecRef<'a
             path: format!("{at}.spec"),
             metadata: template.get("metadata"),
             spec,
+            core: false,
         });
     }
 }
@@ -289,6 +310,7 @@ fn walk<'a>(node: &'a Node, at: String, depth: usize, out: &mut Vec<PodSpecRef<'
             path: format!("{at}.spec"),
             metadata: node.get("metadata"),
             spec,
+            core: false,
         });
         return;
     }
@@ -297,6 +319,7 @@ fn walk<'a>(node: &'a Node, at: String, depth: usize, out: &mut Vec<PodSpecRef<'
             path: at,
             metadata: None,
             spec: node,
+            core: false,
         });
         return;
     }

@@ -23,6 +23,8 @@ pub fn relax_indentation(text: &str) -> Option<String> {
     for line in text.split_inclusive('\n') {
         let indent = line.len() - line.trim_start_matches(' ').len();
         let body = line.trim_start_matches(' ');
+        // A key after sequence dashes (`- args: [`) is as indented as its column.
+        let key_indent = indent + (body.len() - strip_dashes(body).len());
         if let Some(parent) = state.block_parent {
             if body.trim().is_empty() || indent > parent {
                 out.push_str(line);
@@ -38,7 +40,7 @@ pub fn relax_indentation(text: &str) -> Option<String> {
             }
             _ => out.push_str(line),
         }
-        state.scan_line(body, indent);
+        state.scan_line(body, key_indent);
     }
     changed.then_some(out)
 }
@@ -106,17 +108,7 @@ impl Scan {
         }
         if !self.continues() {
             self.open_indent = None;
-            let trimmed = body.trim_end();
-            let indicator =
-                trimmed.trim_end_matches(|c: char| c.is_ascii_digit() || c == '-' || c == '+');
-            if (indicator.ends_with(": |")
-                || indicator.ends_with(": >")
-                || indicator == "- |"
-                || indicator == "- >"
-                || indicator == "|"
-                || indicator == ">")
-                && !trimmed.is_empty()
-            {
+            if opens_block_scalar(body) {
                 self.block_parent = Some(indent);
             }
         }
@@ -127,6 +119,40 @@ impl Scan {
             self.open_indent.get_or_insert(indent);
         }
     }
+}
+
+/// `body` without its leading sequence dashes (`- - x` -> `x`).
+fn strip_dashes(body: &str) -> &str {
+    let mut rest = body;
+    while let Some(after) = rest.strip_prefix("- ") {
+        rest = after.trim_start_matches(' ');
+    }
+    rest
+}
+
+/// Whether the line ends with a block scalar header (`key: |`, `- >-`, `key: &a |2 # c`,
+/// `key: !!binary |`): the lines after it are text, not YAML to scan.
+fn opens_block_scalar(body: &str) -> bool {
+    let code = match body.find(" #") {
+        Some(i) => &body[..i],
+        None => body,
+    };
+    let mut tokens = code.split_whitespace().rev();
+    let Some(last) = tokens.next() else {
+        return false;
+    };
+    let is_header = |t: &str| {
+        let mut chars = t.chars();
+        matches!(chars.next(), Some('|' | '>'))
+            && chars.all(|c| c.is_ascii_digit() || c == '-' || c == '+')
+    };
+    if !is_header(last) {
+        return false;
+    }
+    // What precedes it: anchors and tags, then a key (`x:`), a dash, or nothing.
+    tokens
+        .find(|t| !t.starts_with('&') && !t.starts_with('!'))
+        .is_none_or(|t| t.ends_with(':') || t == "-")
 }
 
 #[cfg(test)]
@@ -160,6 +186,20 @@ mod tests {
         let v = reparsed("spec:\n  command: \"foo\n  bar\"\n  x: 'it''s\nfine'\n");
         assert_eq!(v["spec"]["command"], "foo bar");
         assert_eq!(v["spec"]["x"], "it's fine");
+    }
+
+    #[test]
+    fn keys_after_dashes_and_block_headers_with_comments_anchors_and_tags() {
+        let v = reparsed("- args: [\"a\",\n  \"b\"]\n  x: 1\n");
+        assert_eq!(v[0]["args"], serde_json::json!(["a", "b"]));
+        let text = "a: [1,\n2]\nb: | # JSON\n  {\n  \"k\": 1\n  }\nc: &x !!str >-\n  [text\n";
+        let v = reparsed(text);
+        assert_eq!(v["b"], "{\n\"k\": 1\n}\n", "block text unchanged");
+        assert_eq!(v["c"], "[text");
+        assert!(opens_block_scalar("- |"));
+        assert!(opens_block_scalar("key: |2-"));
+        assert!(!opens_block_scalar("key: a|"));
+        assert!(!opens_block_scalar("key: \"|\""));
     }
 
     #[test]

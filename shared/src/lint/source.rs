@@ -109,10 +109,21 @@ impl InputFile {
             };
         }
         let name = path.display().to_string();
-        let group = path
-            .parent()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
+        // A regular file's group is its directory, however the path was spelled (`a.yaml`
+        // and `./b.yaml` are together); a pipe (`<(helm template ...)`) is a group alone.
+        let group = match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => {
+                let parent = path
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."));
+                std::fs::canonicalize(parent)
+                    .unwrap_or_else(|_| parent.to_path_buf())
+                    .display()
+                    .to_string()
+            }
+            _ => name.clone(),
+        };
         InputFile { path, name, group }
     }
 }
@@ -156,7 +167,8 @@ pub fn read_chunks(file: &InputFile, mut emit: impl FnMut(Chunk)) -> Result<(), 
         let f = std::fs::File::open(&file.path).map_err(|e| fail(e.to_string()))?;
         Box::new(std::io::BufReader::with_capacity(64 * 1024, f))
     };
-    let mut reader = reader;
+    // One byte past the limit is read, so an endless line (`-f /dev/zero`) stops there.
+    let mut reader = std::io::Read::take(reader, MAX_FILE_BYTES + 1);
     let mut chunk = Chunk {
         text: String::new(),
         first_line: 0,
@@ -171,6 +183,11 @@ pub fn read_chunks(file: &InputFile, mut emit: impl FnMut(Chunk)) -> Result<(), 
             .map_err(|e| fail(e.to_string()))?;
         if n == 0 {
             break;
+        }
+        if offset + n as u64 > MAX_FILE_BYTES {
+            return Err(fail(format!(
+                "input is over the {MAX_FILE_BYTES}-byte limit"
+            )));
         }
         if let Some(i) = bytes.iter().position(|b| *b == 0) {
             return Err(fail(format!(
@@ -416,7 +433,8 @@ pub fn objects<'a>(file: &'a str, doc: &'a Document) -> Vec<Object<'a>> {
     } else {
         roots.push(&doc.root);
     }
-    let starts: Vec<usize> = roots.iter().map(|r| r.line).collect();
+    // Where each object starts (line and column: a minified JSON List is one line).
+    let starts: Vec<(usize, usize)> = roots.iter().map(|r| (r.line, r.col)).collect();
     let mut out = Vec::new();
     for (i, node) in roots.iter().enumerate() {
         let Some(kind) = node.get("kind").and_then(Node::as_str) else {
@@ -432,11 +450,11 @@ pub fn objects<'a>(file: &'a str, doc: &'a Document) -> Vec<Object<'a>> {
             .unwrap_or_default();
         // A duplicate belongs to the object whose lines it is in (items of a List follow
         // each other).
-        let end = starts.get(i + 1).copied().unwrap_or(usize::MAX);
+        let end = starts.get(i + 1).copied().unwrap_or((usize::MAX, 0));
         let duplicates: Vec<&DuplicateKey> = doc
             .duplicates
             .iter()
-            .filter(|d| (i == 0 || d.line >= node.line) && d.line < end)
+            .filter(|d| (i == 0 || (d.line, d.col) >= starts[i]) && (d.line, d.col) < end)
             .collect();
         let specs = pod_specs(kind, api_version, node);
         let views: Vec<Option<PodSpecRef<'a>>> = if specs.is_empty() {

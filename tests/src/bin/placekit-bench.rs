@@ -41,6 +41,21 @@ enum Bench {
         #[arg(long)]
         kubeconfig: Option<PathBuf>,
     },
+    /// `kubectl affinity-lint` over the precision corpus (tests/precision/): every finding
+    /// against its recorded verdict, true and false positives per rule.
+    Precision {
+        /// The corpus: the files of tests/precision/corpus.tsv, fetched at their commits.
+        #[arg(long)]
+        corpus: PathBuf,
+        /// The verdicts (default: tests/precision/verdicts.tsv of this checkout).
+        #[arg(long)]
+        verdicts: Option<PathBuf>,
+        /// Which linter the verdicts are for (`after` is this one).
+        #[arg(long, default_value = "after")]
+        linter: String,
+        #[arg(long)]
+        plugin: Option<PathBuf>,
+    },
     /// `kubectl affinity-lint` on N Deployment documents vs plain serde deserialization.
     Lint {
         #[arg(long, default_value_t = 10_000)]
@@ -282,6 +297,86 @@ fn print_scale(title: &str, m: &Measured) {
     println!("requests:    {} ({} in all)", m.requests, m.total_requests);
 }
 
+/// Lints the corpus and holds every finding against the verdicts recorded for `linter`
+/// (columns: linter, file, rule, line, object, verdict `true`/`false`, reason).
+fn precision(plugin: &Path, corpus: &Path, verdicts: &Path, linter: &str) -> ExitCode {
+    use std::collections::BTreeMap;
+    let text = std::fs::read_to_string(verdicts).expect("verdicts readable");
+    let mut judged: BTreeMap<(String, String, u64), bool> = BTreeMap::new();
+    for line in text.lines().skip(1).filter(|l| !l.trim().is_empty()) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if cols.len() < 6 || cols[0] != linter {
+            continue;
+        }
+        let line_no: u64 = cols[3].parse().expect("line number");
+        judged.insert(
+            (cols[1].to_string(), cols[2].to_string(), line_no),
+            cols[5] == "true",
+        );
+    }
+    let output = Command::new(plugin)
+        .args(["-R", "-f", corpus.to_str().expect("utf-8 path")])
+        .args(["-o", "json", "--fail-on", "info"])
+        .output()
+        .expect("affinity-lint runs");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON report");
+    // rule -> (true, false, unjudged)
+    let mut per_rule: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for f in report["findings"].as_array().into_iter().flatten() {
+        let file = Path::new(f["file"].as_str().unwrap_or_default())
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let rule = f["rule"].as_str().unwrap_or_default().to_string();
+        let key = (file, rule.clone(), f["line"].as_u64().unwrap_or(0));
+        let entry = per_rule.entry(rule).or_default();
+        match judged.get(&key) {
+            Some(true) => entry.0 += 1,
+            Some(false) => entry.1 += 1,
+            None => {
+                entry.2 += 1;
+                println!("unjudged: {} {} line {}", key.0, key.1, key.2);
+            }
+        }
+        seen.insert(key);
+    }
+    for key in judged.keys().filter(|k| !seen.contains(*k)) {
+        println!(
+            "judged but not found any more: {} {} line {}",
+            key.0, key.1, key.2
+        );
+    }
+    let summary = &report["summary"];
+    println!(
+        "{} files, {} objects, {} input errors",
+        summary["files"], summary["objects"], summary["inputErrors"]
+    );
+    println!(
+        "{:<7} {:>5} {:>6} {:>9}",
+        "RULE", "TRUE", "FALSE", "UNJUDGED"
+    );
+    let (mut t, mut f, mut u) = (0, 0, 0);
+    for (rule, (tp, fp, unjudged)) in &per_rule {
+        println!("{rule:<7} {tp:>5} {fp:>6} {unjudged:>9}");
+        (t, f, u) = (t + tp, f + fp, u + unjudged);
+    }
+    println!(
+        "{:<7} {t:>5} {f:>6} {u:>9}   precision {:.0}%",
+        "all",
+        if t + f == 0 {
+            100.0
+        } else {
+            100.0 * t as f64 / (t + f) as f64
+        }
+    );
+    if u == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 fn sibling(name: &str) -> PathBuf {
     std::env::current_exe()
         .ok()
@@ -400,6 +495,18 @@ async fn main() -> ExitCode {
             } else {
                 ExitCode::FAILURE
             }
+        }
+        Bench::Precision {
+            corpus,
+            verdicts,
+            linter,
+            plugin,
+        } => {
+            let plugin = plugin.unwrap_or_else(|| sibling("kubectl-affinity_lint"));
+            let verdicts = verdicts.unwrap_or_else(|| {
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("precision/verdicts.tsv")
+            });
+            precision(&plugin, &corpus, &verdicts, &linter)
         }
         Bench::Lint {
             documents,

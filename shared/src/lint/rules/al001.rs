@@ -135,13 +135,21 @@ fn says_or(comment: &str) -> bool {
         .split(|c: char| !c.is_ascii_alphanumeric() && c != '-')
         .filter(|w| !w.is_empty())
         .collect();
-    words.iter().any(|w| {
-        *w == "OR"
-            || ["ored", "or-ed", "either"].contains(&w.to_ascii_lowercase().as_str())
-            || w.to_ascii_lowercase().starts_with("alternative")
-    }) || words
-        .windows(2)
-        .any(|p| p[0].eq_ignore_ascii_case("any") && p[1].eq_ignore_ascii_case("of"))
+    // "no alternatives", "not OR-ed": a negation just before the word takes it back.
+    let negated = |i: usize| {
+        words[i.saturating_sub(2)..i].iter().any(|w| {
+            ["no", "not", "never", "without", "none"].contains(&w.to_ascii_lowercase().as_str())
+        })
+    };
+    words.iter().enumerate().any(|(i, w)| {
+        let lower = w.to_ascii_lowercase();
+        (*w == "OR"
+            || ["ored", "or-ed", "either"].contains(&lower.as_str())
+            || lower.starts_with("alternative"))
+            && !negated(i)
+    }) || words.windows(2).enumerate().any(|(i, p)| {
+        p[0].eq_ignore_ascii_case("any") && p[1].eq_ignore_ascii_case("of") && !negated(i)
+    })
 }
 
 #[cfg(test)]

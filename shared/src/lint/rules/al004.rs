@@ -144,7 +144,8 @@ fn check_shapes(spec: &Node, out: &mut Vec<RawFinding>) {
             out.push(RawFinding::at(key, format!("preferredDuringSchedulingIgnoredDuringExecution must be a list of {{weight, preference}}, not {}: the API server rejects it", shape(preferred))));
         }
         for entry in preferred.items() {
-            if let Some(p) = entry.get("preference") {
+            // A null preference is decoded as an empty term (AL003's concern), not refused.
+            if let Some(p) = entry.get("preference").filter(|p| !p.is_null()) {
                 check_term_shape(p, out);
             }
         }

@@ -23,6 +23,11 @@ warning with `ScheduleAnyway` or preferred), and invalid combinations: `minDomai
   the pod. Mark a deliberate case with `affinity-lint.placekit.dev/ignore: AL008`.
 - DaemonSets: they have no replicas to keep apart, so their anti-affinity is not judged.
 - Pod templates without labels (nothing to compare with).
+- Selector keys the pods get from their controller rather than the template: the core
+  controllers' own (`pod-template-hash`, `job-name`, `statefulset.kubernetes.io/pod-name`,
+  ...), and any key in a custom resource's pod template (KubeRay adds `ray.io/group`,
+  Kubeflow `training.kubeflow.org/replica-type`). A custom resource's spread constraint
+  without a labelSelector is left to its operator too.
 
 ## Why it matters
 The constraint then counts other pods, not this workload's replicas: replicas pile up on
@@ -43,10 +48,19 @@ Use the template's labels in the selector (`app: llm-inference`).",
 #[derive(Debug)]
 pub struct Al008;
 
-/// Whether a metav1.LabelSelector (as written) selects `labels`.
-pub fn selects(selector: &Node, labels: &[(&str, &str)]) -> bool {
-    LabelSelector::from_node(selector).selects(labels)
-}
+/// Label keys the core controllers put on the pods they create, beside the template's.
+const CONTROLLER_KEYS: &[&str] = &[
+    "pod-template-hash",
+    "controller-revision-hash",
+    "pod-template-generation",
+    "statefulset.kubernetes.io/pod-name",
+    "apps.kubernetes.io/pod-index",
+    "job-name",
+    "controller-uid",
+    "batch.kubernetes.io/job-name",
+    "batch.kubernetes.io/controller-uid",
+    "batch.kubernetes.io/job-completion-index",
+];
 
 /// Whether an anti-affinity selector that does not select the pod was evidently still
 /// meant for it: it names one of the pod's labels with the pod's own value (and misses on
@@ -116,6 +130,10 @@ impl Rule for Al008 {
             return;
         };
         let labels = cx.object.pod_labels();
+        // Labels the pods get besides the template's: the core controllers add a few known
+        // keys; a custom resource's controller may add any (KubeRay's `ray.io/group`).
+        let core = cx.object.pod.as_ref().is_some_and(|p| p.core);
+        let added = |key: &str| !core || CONTROLLER_KEYS.contains(&key);
         for c in spec
             .get("topologySpreadConstraints")
             .map(Node::items)
@@ -133,11 +151,18 @@ impl Rule for Al008 {
             };
             let topology = c.get("topologyKey").and_then(Node::as_str).unwrap_or("?");
             match c.get("labelSelector") {
-                Some(sel) if !labels.is_empty() && !selects(sel, &labels) => out.push(
+                Some(sel)
+                    if !labels.is_empty()
+                        && !LabelSelector::from_node(sel).may_select(&labels, added) =>
+                {
+                    out.push(
                     RawFinding::at(sel, format!("the spread constraint over {topology} selects pods that are not this workload's replicas (its labelSelector does not match the pod template's labels): it counts other pods"))
                         .with_severity(severity),
-                ),
-                None => out.push(RawFinding::at(c, format!("the spread constraint over {topology} has no labelSelector: it counts no pods and spreads nothing")).with_severity(severity)),
+                    )
+                }
+                // An operator may fill the selector in (prometheus-operator's
+                // additionalLabelSelectors), and matchLabelKeys can stand for it.
+                None if core && c.get("matchLabelKeys").is_none() => out.push(RawFinding::at(c, format!("the spread constraint over {topology} has no labelSelector: it counts no pods and spreads nothing")).with_severity(severity)),
                 _ => {}
             }
             if let Some(min) = c.get("minDomains") {
@@ -199,11 +224,14 @@ impl Rule for Al008 {
             })
             .collect();
         // When one term keeps the replicas apart, the others keep away from other pods.
-        if selectors.iter().any(|(_, sel, _)| sel.selects(&labels)) {
+        if selectors
+            .iter()
+            .any(|(_, sel, _)| sel.may_select(&labels, added))
+        {
             return;
         }
         for (node, sel, severity) in &selectors {
-            if meant_for_itself(sel, &labels) {
+            if meant_for_itself(sel, &labels) && !sel.may_select(&labels, added) {
                 out.push(RawFinding::at(node, "this podAntiAffinity term names this workload's labels but does not select its pods: replicas are not kept apart from each other").with_severity(*severity));
             }
         }

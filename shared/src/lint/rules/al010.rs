@@ -83,7 +83,7 @@ fn resolve(node: Option<&Node>, replicas: i64, round_up: bool) -> Option<i64> {
     };
     match text.strip_suffix('%') {
         Some(p) => {
-            let scaled = replicas * p.parse::<i64>().ok()?;
+            let scaled = replicas.checked_mul(p.parse::<i64>().ok()?)?;
             Some(if round_up {
                 (scaled + 99) / 100
             } else {
@@ -139,7 +139,7 @@ pub fn headroom<'a>(object: &Object<'a>) -> Option<Headroom<'a>> {
     Some(Headroom {
         anchor: surge.or(rolling).or(strategy).unwrap_or(root),
         resource,
-        needed: surge_pods * per_pod.max(1),
+        needed: surge_pods.saturating_mul(per_pod.max(1)),
         why: format!(
             "maxSurge {} = {surge_pods} pod{}, maxUnavailable {} = 0 pods",
             written(surge),

@@ -23,9 +23,11 @@ eviction can ever be allowed: `minAvailable` at least the number of pods (a perc
 rounded up, as the disruption controller does: 67% of 3 pods is 3), or `maxUnavailable: 0`.
 
 ## When it does not fire
-- The selected pods cannot be counted (a DaemonSet, or a custom resource): only
-  `maxUnavailable: 0` and `minAvailable: 100%` are judged then.
-- The PDB selects no workload of its group (it may guard pods created elsewhere).
+- The selected pods cannot be counted (a DaemonSet, a custom resource, a workload a
+  HorizontalPodAutoscaler of the group scales): only `maxUnavailable: 0` and
+  `minAvailable: 100%` are judged then.
+- The PDB selects no workload of its group (it may guard pods created elsewhere), or has
+  no selector (it then selects no pod).
 - Every selected workload has `replicas: 0`.
 - Workloads in other directories or namespaces are never counted.
 
@@ -87,7 +89,7 @@ impl Amount {
     fn of(self, pods: i64) -> i64 {
         match self {
             Amount::Count(n) => n,
-            Amount::Percent(p) => (pods * p + 99) / 100,
+            Amount::Percent(p) => pods.saturating_mul(p).saturating_add(99) / 100,
         }
     }
 }
@@ -114,6 +116,8 @@ struct Pdb {
 struct Pods {
     group: String,
     namespace: Option<String>,
+    kind: String,
+    name: String,
     labels: Vec<(String, String)>,
     count: Option<i64>,
     display: String,
@@ -124,12 +128,15 @@ struct Pods {
 pub struct Facts {
     pdbs: Vec<Pdb>,
     pods: Vec<Pods>,
+    /// Workloads a HorizontalPodAutoscaler scales: (group, namespace, kind, name).
+    autoscaled: Vec<(String, Option<String>, String, String)>,
 }
 
 impl Facts {
     pub fn extend(&mut self, other: Facts) {
         self.pdbs.extend(other.pdbs);
         self.pods.extend(other.pods);
+        self.autoscaled.extend(other.autoscaled);
     }
 }
 
@@ -152,8 +159,25 @@ fn pod_count(object: &Object<'_>) -> Option<i64> {
 
 /// Records the facts one object gives (its view 0).
 pub fn collect(object: &Object<'_>, group: &str, facts: &mut Facts) {
+    if object.kind == "HorizontalPodAutoscaler" {
+        let target = object.root.path(&["spec", "scaleTargetRef"]);
+        let field = |k: &str| target.and_then(|t| t.get(k)).and_then(Node::as_str);
+        if let (Some(kind), Some(name)) = (field("kind"), field("name")) {
+            facts.autoscaled.push((
+                group.to_string(),
+                object.namespace.clone(),
+                kind.to_string(),
+                name.to_string(),
+            ));
+        }
+        return;
+    }
     if object.kind == "PodDisruptionBudget" {
         let Some(spec) = object.root.get("spec") else {
+            return;
+        };
+        // policy/v1: a PDB without a selector selects no pod.
+        let Some(selector) = spec.get("selector").filter(|s| !s.is_null()) else {
             return;
         };
         let (field, make): (&str, fn(Amount) -> Budget) = if spec.get("maxUnavailable").is_some() {
@@ -170,10 +194,7 @@ pub fn collect(object: &Object<'_>, group: &str, facts: &mut Facts) {
         facts.pdbs.push(Pdb {
             group: group.to_string(),
             namespace: object.namespace.clone(),
-            selector: spec
-                .get("selector")
-                .map(LabelSelector::from_node)
-                .unwrap_or_default(),
+            selector: LabelSelector::from_node(selector),
             budget: make(amount),
             written: format!("{field} {}", node.scalar_text().unwrap_or_default()),
             file: object.file.to_string(),
@@ -197,6 +218,8 @@ pub fn collect(object: &Object<'_>, group: &str, facts: &mut Facts) {
     facts.pods.push(Pods {
         group: group.to_string(),
         namespace: object.namespace.clone(),
+        kind: object.kind.clone(),
+        name: object.name.clone(),
         labels: labels
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -219,7 +242,19 @@ pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
                     && pdb.selector.selects(&p.labels)
             })
             .collect();
-        let total: Option<i64> = selected.iter().map(|p| p.count).sum();
+        if selected.is_empty() {
+            continue;
+        }
+        // An autoscaled workload's replica count is the autoscaler's to choose.
+        let total: Option<i64> = selected
+            .iter()
+            .map(|p| {
+                let autoscaled = facts.autoscaled.iter().any(|(g, ns, kind, name)| {
+                    *g == p.group && *ns == p.namespace && *kind == p.kind && *name == p.name
+                });
+                if autoscaled { None } else { p.count }
+            })
+            .sum();
         let names = selected
             .iter()
             .map(|p| p.display.as_str())
@@ -236,7 +271,7 @@ pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
                 "{} allows no eviction: node drains and upgrades block",
                 pdb.written
             )),
-            (Budget::MinAvailable(a), Some(total)) if total > 0 && !selected.is_empty() => {
+            (Budget::MinAvailable(a), Some(total)) if total > 0 => {
                 let needed = a.of(total);
                 (needed >= total).then(|| {
                     let rounded = match a {

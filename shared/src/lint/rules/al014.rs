@@ -17,7 +17,8 @@ Notes required node constraints (`nodeSelector`, required affinity) on isolation
   isolation key (`pool`, `dedicated`, `tenant`, ...).
 - Preferred terms (they do not isolate anything).
 - Node-pool labels of cloud providers' node provisioning (`cloud.google.com/gke-nodepool`,
-  `eks.amazonaws.com/nodegroup`, `karpenter.sh/nodepool`, `kubernetes.azure.com/agentpool`):
+  `eks.amazonaws.com/nodegroup`, `karpenter.sh/nodepool`, `kubernetes.azure.com/agentpool`,
+  AKS's bare `agentpool`):
   the provider sets them and a workload has no protected alternative.
 Turn it off for clusters without the NodeRestriction admission plugin in
 `.affinity-lint.yaml`: `rules: {AL014: off}`.
@@ -52,10 +53,14 @@ const PROVIDER_DOMAINS: &[&str] = &[
     "kubernetes.azure.com",
 ];
 
+/// Node-pool labels providers set without a domain (AKS's `agentpool`).
+const PROVIDER_KEYS: &[&str] = &["agentpool"];
+
 fn isolation_warning(key: &str) -> Option<String> {
-    if key
-        .split_once('/')
-        .is_some_and(|(domain, _)| PROVIDER_DOMAINS.contains(&domain))
+    if PROVIDER_KEYS.contains(&key)
+        || key
+            .split_once('/')
+            .is_some_and(|(domain, _)| PROVIDER_DOMAINS.contains(&domain))
     {
         return None;
     }
