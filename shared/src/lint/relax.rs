@@ -208,4 +208,13 @@ mod tests {
         assert!(parse_document(text, 0).is_ok());
         assert_eq!(relax_indentation(text), None);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics_and_keeps_the_line_count(s in "[a-c:\\-\\[\\]{}|>#'\" \n,]{0,80}") {
+            if let Some(relaxed) = relax_indentation(&s) {
+                proptest::prop_assert_eq!(relaxed.lines().count(), s.lines().count());
+            }
+        }
+    }
 }
