@@ -67,6 +67,18 @@ fn names(nodes: &[&NodeInfo]) -> String {
     shown.join(", ")
 }
 
+/// Free allocatable `resource` (thousandths) over `nodes`.
+fn free_on(nodes: &[&NodeInfo], resource: &str) -> i128 {
+    nodes
+        .iter()
+        .map(|n| {
+            (n.allocatable.get(resource).copied().unwrap_or(0)
+                - n.requested.get(resource).copied().unwrap_or(0))
+            .max(0)
+        })
+        .sum()
+}
+
 /// The pod spec fields the cluster rules need, from the manifest.
 pub fn pod_spec_of(spec: &Node) -> PodSpec {
     let json = spec.to_json();
@@ -236,14 +248,7 @@ pub fn check(
         // AL104: GPUs.
         let mut short = false;
         for (resource, per_pod) in extended_requests(spec_node) {
-            let free: i128 = tolerated
-                .iter()
-                .map(|n| {
-                    (n.allocatable.get(&resource).copied().unwrap_or(0)
-                        - n.requested.get(&resource).copied().unwrap_or(0))
-                    .max(0)
-                })
-                .sum();
+            let free = free_on(&tolerated, &resource);
             if per_pod * replicas > free {
                 short = true;
                 push(
@@ -262,14 +267,7 @@ pub fn check(
 
         // AL010: a rollout that needs free accelerators the candidates do not have.
         if let Some(need) = al010::headroom(object).filter(|_| !short && object.view == 0) {
-            let free: i128 = tolerated
-                .iter()
-                .map(|n| {
-                    (n.allocatable.get(need.resource).copied().unwrap_or(0)
-                        - n.requested.get(need.resource).copied().unwrap_or(0))
-                    .max(0)
-                })
-                .sum();
+            let free = free_on(&tolerated, need.resource);
             let needed = i128::from(need.needed) * 1000;
             if free < needed {
                 push(
