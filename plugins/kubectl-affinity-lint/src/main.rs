@@ -10,7 +10,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use placekit::connect::ConnectionArgs;
 use placekit::exit;
-use placekit::lint::engine::{Config, Settings, lint_paths};
+use placekit::lint::engine::{Config, Fixable, Outcome, Settings, lint_paths};
+use placekit::lint::fixer::{self, FixMode};
 use placekit::lint::output;
 use placekit::lint::rule::Severity;
 use placekit::lint::rules::{RULES, find};
@@ -116,6 +117,18 @@ struct Cli {
     /// Recurse into directories.
     #[arg(short = 'R', long)]
     recursive: bool,
+    /// Apply the safe fixes in place (minimal edits: comments, order, quoting and other
+    /// documents stay as they were), then report what is left. Stdin: the fixed stream goes
+    /// to stdout, the report to stderr.
+    #[arg(long, conflicts_with = "diff")]
+    fix: bool,
+    /// Print the fixes as a unified diff instead of writing them.
+    #[arg(long)]
+    diff: bool,
+    /// With --fix/--diff, also apply fixes that change what the scheduler does (AL001's
+    /// merge, AL012).
+    #[arg(long)]
+    unsafe_fixes: bool,
     /// Documents linted at once (0: one per core). The report's order does not depend on it.
     #[arg(short = 'j', long, value_name = "N", default_value_t = 0)]
     jobs: usize,
@@ -261,35 +274,160 @@ fn main() -> ExitCode {
     } else {
         None
     };
-    let outcome = lint_paths(
-        &cli.files,
-        cli.recursive,
-        &Settings {
-            config: &config,
-            keep_source_lines: cli.output == Format::Text,
-            cluster: nodes.as_deref(),
-            jobs: cli.jobs,
-        },
-    );
-    let rendered = match cli.output {
-        Format::Text => output::text_report(&outcome, &ui),
-        Format::Json => pretty(&output::json_report(&outcome)),
-        Format::Sarif => pretty(&output::sarif_report(&outcome, env!("CARGO_PKG_VERSION"))),
-        Format::Github => output::github_report(&outcome),
+    let settings = Settings {
+        config: &config,
+        keep_source_lines: cli.output == Format::Text,
+        cluster: nodes.as_deref(),
+        jobs: cli.jobs,
+        contents: None,
     };
-    // A closed stdout (`| head`) ends the report quietly.
-    if let Err(e) = std::io::Write::write_all(&mut std::io::stdout().lock(), rendered.as_bytes())
+    if cli.fix || cli.diff {
+        return fix(&cli, &settings, &ui);
+    }
+    let outcome = lint_paths(&cli.files, cli.recursive, &settings);
+    print_report(&cli, &outcome, &ui, false);
+    exit_code(&outcome, cli.fail_on)
+}
+
+/// Renders the report in the chosen format, on stdout (or stderr when stdout carries the
+/// fixed stream).
+fn print_report(cli: &Cli, outcome: &Outcome, ui: &Ui, to_stderr: bool) {
+    let rendered = match cli.output {
+        Format::Text => output::text_report(outcome, ui),
+        Format::Json => pretty(&output::json_report(outcome)),
+        Format::Sarif => pretty(&output::sarif_report(outcome, env!("CARGO_PKG_VERSION"))),
+        Format::Github => output::github_report(outcome),
+    };
+    write_out(&rendered, to_stderr);
+}
+
+/// Writes to stdout (a closed stdout, `| head`, ends quietly) or stderr.
+fn write_out(text: &str, to_stderr: bool) {
+    use std::io::Write;
+    let result = if to_stderr {
+        std::io::stderr().lock().write_all(text.as_bytes())
+    } else {
+        std::io::stdout().lock().write_all(text.as_bytes())
+    };
+    if let Err(e) = result
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {
         eprintln!("error: writing the report: {e}");
     }
+}
+
+fn exit_code(outcome: &Outcome, fail_on: Severity) -> ExitCode {
     if !outcome.errors.is_empty() {
         ExitCode::from(exit::USAGE)
-    } else if output::failing(&outcome.findings, cli.fail_on) > 0 {
+    } else if output::failing(&outcome.findings, fail_on) > 0 {
         ExitCode::from(exit::PROBLEMS)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `--fix` / `--diff`: fix, then report what was fixed and what is left; exit codes as
+/// without them, computed on what is left (for `--diff`, 1 also when there is a diff).
+fn fix(cli: &Cli, settings: &Settings<'_>, ui: &Ui) -> ExitCode {
+    let stdin_input = cli.files.iter().any(|f| f.as_os_str() == "-");
+    let stdin = if stdin_input {
+        let mut text = String::new();
+        let limit = placekit::lint::source::MAX_FILE_BYTES;
+        match std::io::Read::read_to_string(
+            &mut std::io::Read::take(std::io::stdin(), limit),
+            &mut text,
+        ) {
+            Ok(_) => Some(text),
+            Err(e) => {
+                eprintln!("error: reading stdin: {e}");
+                return ExitCode::from(exit::USAGE);
+            }
+        }
+    } else {
+        None
+    };
+    let outcome = fixer::fix(
+        &cli.files,
+        cli.recursive,
+        settings,
+        stdin.clone(),
+        FixMode {
+            unsafe_fixes: cli.unsafe_fixes,
+            write: cli.fix,
+        },
+    );
+    let mut summary = String::new();
+    for a in &outcome.applied {
+        summary.push_str(&format!(
+            "{}:{}: {} {}: {}\n",
+            a.file,
+            a.line,
+            if cli.fix { "fixed" } else { "would fix" },
+            a.rule,
+            a.title
+        ));
+    }
+    for e in &outcome.write_errors {
+        summary.push_str(&format!("error: not fixed: {e}\n"));
+    }
+    for f in outcome
+        .remaining
+        .findings
+        .iter()
+        .filter(|f| f.fixable == Some(Fixable::Template))
+    {
+        summary.push_str(&format!(
+            "{}:{}: not edited: {} is Helm output; fix the template {}\n",
+            f.file,
+            f.line,
+            f.rule,
+            f.helm_template.as_deref().unwrap_or("?")
+        ));
+    }
+    let unsafe_left = outcome.unsafe_left();
+    summary.push_str(&format!(
+        "{} {} problem(s) in {} file(s){}\n",
+        if cli.fix { "fixed" } else { "would fix" },
+        outcome.applied.len(),
+        outcome.changed.len(),
+        if unsafe_left > 0 {
+            format!("; {unsafe_left} more with --unsafe-fixes")
+        } else {
+            String::new()
+        }
+    ));
+    let stdin_fixed = outcome
+        .changed
+        .get(fixer::STDIN)
+        .map(|(_, after)| after.clone());
+    if cli.diff {
+        write_out(&outcome.diff(), false);
+        write_out(&summary, true);
+        let code = exit_code(&outcome.remaining, cli.fail_on);
+        return if code == ExitCode::SUCCESS && !outcome.changed.is_empty() {
+            ExitCode::from(exit::PROBLEMS)
+        } else {
+            code
+        };
+    }
+    write_out(&summary, true);
+    if stdin_input {
+        // The fixed stream (or the unchanged one) on stdout; the report on stderr.
+        write_out(
+            stdin_fixed
+                .as_deref()
+                .or(stdin.as_deref())
+                .unwrap_or_default(),
+            false,
+        );
+        print_report(cli, &outcome.remaining, ui, true);
+    } else {
+        print_report(cli, &outcome.remaining, ui, false);
+    }
+    if !outcome.write_errors.is_empty() {
+        return ExitCode::from(exit::USAGE);
+    }
+    exit_code(&outcome.remaining, cli.fail_on)
 }
 
 /// The command line: `--cluster` is the live check here (SPEC §6), so kubectl's

@@ -9,9 +9,10 @@ use serde::Serialize;
 
 use std::sync::{Mutex, mpsc};
 
+use super::fix::{FileFix, TextFix};
 use super::rule::{Context, RawFinding, Scope, Severity};
 use super::rules::{RULES, al011};
-use super::source::{self, Chunk, InputError, InputFile, Object};
+use super::source::{self, Chunk, Document, InputError, InputFile, Object};
 use super::yaml::parse_document;
 
 /// The config file searched upward from the first input.
@@ -154,9 +155,25 @@ pub struct Finding {
     /// The Helm template the document came from (`# Source:`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub helm_template: Option<String>,
+    /// Whether `--fix` can apply a fix: `safe`, `unsafe` (needs `--unsafe-fixes`), or
+    /// `template` (the file is Helm output: fix the template).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixable: Option<Fixable>,
     /// The source line, for text output (kept only when asked for).
     #[serde(skip)]
     pub source_line: Option<String>,
+    /// The verified edits of the fix, in file bytes.
+    #[serde(skip)]
+    pub edit: Option<FileFix>,
+}
+
+/// What `--fix` can do about a finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fixable {
+    Safe,
+    Unsafe,
+    Template,
 }
 
 /// The result of a run.
@@ -179,6 +196,9 @@ pub struct Settings<'a> {
     pub cluster: Option<&'a [crate::live::NodeInfo]>,
     /// Worker threads; 0 for one per core.
     pub jobs: usize,
+    /// Texts to lint instead of the files (or stdin) of these names: what `--fix` has
+    /// edited so far, and stdin read once.
+    pub contents: Option<&'a BTreeMap<String, String>>,
 }
 
 /// What linting one document yields.
@@ -227,19 +247,16 @@ fn lint_chunk(file: &InputFile, chunk: Chunk, settings: &Settings<'_>) -> Docume
             }
             raw.clear();
             rule.check(&cx, &mut raw);
-            for f in raw.drain(..) {
+            for mut f in raw.drain(..) {
                 // A rule's own severity variant (AL008) applies unless the config changed it.
                 let severity = match (f.severity, config.overrides.contains_key(meta.id)) {
                     (Some(s), false) => s,
                     _ => configured,
                 };
-                result.findings.push(finding(
-                    meta.id,
-                    severity,
-                    object,
-                    f,
-                    settings.keep_source_lines,
-                ));
+                let text_fix = f.text_fix.take();
+                let mut found = finding(meta.id, severity, object, f, settings.keep_source_lines);
+                attach_fix(&mut found, &document, text_fix);
+                result.findings.push(found);
             }
         }
     }
@@ -282,6 +299,36 @@ pub(crate) fn finding(
         source_line: keep_source_line
             .then(|| object.document.line(f.line).map(str::to_string))
             .flatten(),
+        fixable: None,
+        edit: None,
+    }
+}
+
+/// Checks a rule's proposed fix against the document; a fix for Helm output is only
+/// pointed at (the template is what to edit), one for relaxed YAML is dropped.
+fn attach_fix(finding: &mut Finding, document: &Document, fix: Option<TextFix>) {
+    let Some(fix) = fix else { return };
+    if document.relaxed {
+        return;
+    }
+    if document.helm_source.is_some() {
+        finding.fixable = Some(Fixable::Template);
+        return;
+    }
+    if let Some(edits) = super::fix::verify(document, &fix) {
+        finding.fixable = Some(if fix.safe {
+            Fixable::Safe
+        } else {
+            Fixable::Unsafe
+        });
+        finding.edit = Some(FileFix {
+            safe: fix.safe,
+            title: fix.title,
+            edits: edits
+                .into_iter()
+                .map(|(s, e, t)| (s + document.byte_offset, e + document.byte_offset, t))
+                .collect(),
+        });
     }
 }
 
@@ -303,7 +350,17 @@ enum Job {
 /// whole; a big file's documents are. The report's order does not depend on timing.
 pub fn lint_paths(inputs: &[PathBuf], recursive: bool, settings: &Settings<'_>) -> Outcome {
     let (paths, mut errors) = source::collect_paths(inputs, recursive);
-    let files: Vec<InputFile> = paths.into_iter().map(InputFile::new).collect();
+    let files: Vec<InputFile> = paths
+        .into_iter()
+        .map(|path| {
+            let mut file = InputFile::new(path);
+            file.content = settings
+                .contents
+                .and_then(|c| c.get(&file.name))
+                .map(|t| std::sync::Arc::from(t.as_str()));
+            file
+        })
+        .collect();
     let jobs = match settings.jobs {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
@@ -356,9 +413,14 @@ pub fn lint_paths(inputs: &[PathBuf], recursive: bool, settings: &Settings<'_>) 
         }
         drop(receiver);
         for (file_index, file) in files.iter().enumerate() {
-            let small = file.path.as_os_str() != "-"
-                && std::fs::metadata(&file.path)
-                    .is_ok_and(|m| m.is_file() && m.len() <= WHOLE_FILE_BYTES);
+            let small = match &file.content {
+                Some(text) => text.len() as u64 <= WHOLE_FILE_BYTES,
+                None => {
+                    file.path.as_os_str() != "-"
+                        && std::fs::metadata(&file.path)
+                            .is_ok_and(|m| m.is_file() && m.len() <= WHOLE_FILE_BYTES)
+                }
+            };
             // A send fails only when every worker has stopped: the scope then re-raises
             // their panic.
             if small {

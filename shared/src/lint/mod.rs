@@ -4,6 +4,8 @@
 pub mod affinity;
 pub mod cluster;
 pub mod engine;
+pub mod fix;
+pub mod fixer;
 pub mod output;
 pub mod podspec;
 pub mod relax;

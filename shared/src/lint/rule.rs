@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use super::fix::TextFix;
 use super::source::Object;
 use super::yaml::Node;
 
@@ -57,6 +58,8 @@ pub struct RawFinding {
     pub fix: Option<String>,
     /// Overrides the rule's severity (AL008's DoNotSchedule vs ScheduleAnyway).
     pub severity: Option<Severity>,
+    /// A machine-applicable fix (`--fix`, `--diff`), checked by the engine before use.
+    pub text_fix: Option<TextFix>,
 }
 
 impl RawFinding {
@@ -67,7 +70,13 @@ impl RawFinding {
             message: message.into(),
             fix: None,
             severity: None,
+            text_fix: None,
         }
+    }
+
+    pub fn with_text_fix(mut self, fix: TextFix) -> Self {
+        self.text_fix = Some(fix);
+        self
     }
 
     pub fn with_fix(mut self, fix: impl Into<String>) -> Self {

@@ -97,6 +97,8 @@ pub struct InputFile {
     /// Files of one group see each other's PodDisruptionBudgets: the directory a file is
     /// in (so a kustomize base's `pdb.yaml` meets its `deployment.yaml`), or the stream.
     pub group: String,
+    /// The text to lint instead of reading the path (stdin read once, a file being fixed).
+    pub content: Option<std::sync::Arc<str>>,
 }
 
 impl InputFile {
@@ -106,6 +108,7 @@ impl InputFile {
                 path,
                 name: "<stdin>".into(),
                 group: "<stdin>".into(),
+                content: None,
             };
         }
         let name = path.display().to_string();
@@ -124,7 +127,12 @@ impl InputFile {
             }
             _ => name.clone(),
         };
-        InputFile { path, name, group }
+        InputFile {
+            path,
+            name,
+            group,
+            content: None,
+        }
     }
 }
 
@@ -134,6 +142,8 @@ pub struct Chunk {
     pub text: String,
     /// 0-based file line of the chunk's first line.
     pub first_line: usize,
+    /// Where the chunk starts in the file, in bytes.
+    pub byte_offset: usize,
 }
 
 /// Reads an input one document at a time, so memory holds one document, never the file:
@@ -148,7 +158,9 @@ pub fn read_chunks(file: &InputFile, mut emit: impl FnMut(Chunk)) -> Result<(), 
         column: None,
         message,
     };
-    let reader: Box<dyn BufRead> = if file.path.as_os_str() == "-" {
+    let reader: Box<dyn BufRead + '_> = if let Some(text) = &file.content {
+        Box::new(text.as_bytes())
+    } else if file.path.as_os_str() == "-" {
         Box::new(std::io::BufReader::new(std::io::stdin()))
     } else {
         let metadata = std::fs::metadata(&file.path).map_err(|e| fail(e.to_string()))?;
@@ -172,6 +184,7 @@ pub fn read_chunks(file: &InputFile, mut emit: impl FnMut(Chunk)) -> Result<(), 
     let mut chunk = Chunk {
         text: String::new(),
         first_line: 0,
+        byte_offset: 0,
     };
     let mut bytes = Vec::new();
     let mut offset: u64 = 0;
@@ -210,21 +223,20 @@ pub fn read_chunks(file: &InputFile, mut emit: impl FnMut(Chunk)) -> Result<(), 
         let is_separator =
             line.starts_with("---") && line[3..].trim().chars().next().is_none_or(|c| c == '#');
         if is_separator {
+            let next = Chunk {
+                text: String::new(),
+                first_line: line_no + 1,
+                byte_offset: offset as usize,
+            };
             if !chunk.text.trim().is_empty() {
-                emit(std::mem::replace(
-                    &mut chunk,
-                    Chunk {
-                        text: String::new(),
-                        first_line: line_no + 1,
-                    },
-                ));
+                emit(std::mem::replace(&mut chunk, next));
             } else {
-                chunk.text.clear();
-                chunk.first_line = line_no + 1;
+                chunk = next;
             }
         } else {
             if chunk.text.is_empty() {
                 chunk.first_line = line_no;
+                chunk.byte_offset = (offset - n as u64) as usize;
             }
             chunk.text.push_str(line);
         }
@@ -247,6 +259,11 @@ pub struct Document {
     pub text: String,
     /// 0-based file line of the text's first line.
     pub first_line: usize,
+    /// Where the text starts in the file, in bytes.
+    pub byte_offset: usize,
+    /// Read only after re-indenting (kubectl's leniency): positions are the relaxed
+    /// text's, so no fix edits this document.
+    pub relaxed: bool,
     /// Byte offset of each line in `text`, so a source line is found without a scan
     /// (text output stays linear in the findings).
     line_starts: Vec<usize>,
@@ -264,6 +281,26 @@ impl Document {
             .unwrap_or(self.text.len());
         Some(self.text[start..end].trim_end_matches(['\n', '\r']))
     }
+
+    /// The byte offset in `text` of 1-based file line `line`, 1-based character column
+    /// `col`; the line after the last is the end of the text.
+    pub fn byte_at(&self, line: usize, col: usize) -> Option<usize> {
+        let index = line.checked_sub(1)?.checked_sub(self.first_line)?;
+        let Some(start) = self.line_starts.get(index).copied() else {
+            return (index == self.line_starts.len() && col == 1).then_some(self.text.len());
+        };
+        let end = self
+            .line_starts
+            .get(index + 1)
+            .copied()
+            .unwrap_or(self.text.len());
+        let line_text = &self.text[start..end];
+        let chars = col.checked_sub(1)?;
+        match line_text.char_indices().nth(chars) {
+            Some((i, _)) => Some(start + i),
+            None => (line_text.chars().count() == chars).then_some(end),
+        }
+    }
 }
 
 /// Parses a chunk. Input kubectl reads but strict YAML refuses (see [`relax_indentation`])
@@ -276,12 +313,14 @@ pub fn parse_chunk(file: &str, chunk: Chunk) -> Result<Option<Document>, InputEr
         .take_while(|l| l.is_empty() || l.starts_with('#'))
         .find_map(|l| l.strip_prefix("# Source:").map(|s| s.trim().to_string()));
     let mut duplicates = Vec::new();
+    let mut relaxed = false;
     let parsed =
         match parse_document_with_duplicates(&chunk.text, chunk.first_line, &mut duplicates) {
             Err(strict) => match relax_indentation(&chunk.text) {
-                Some(relaxed) => {
+                Some(text) => {
                     duplicates.clear();
-                    parse_document_with_duplicates(&relaxed, chunk.first_line, &mut duplicates)
+                    relaxed = true;
+                    parse_document_with_duplicates(&text, chunk.first_line, &mut duplicates)
                         .map_err(|_| strict)
                 }
                 None => Err(strict),
@@ -299,6 +338,8 @@ pub fn parse_chunk(file: &str, chunk: Chunk) -> Result<Option<Document>, InputEr
                 .collect(),
             text: chunk.text,
             first_line: chunk.first_line,
+            byte_offset: chunk.byte_offset,
+            relaxed,
         })),
         Ok(None) => Ok(None),
         Err(e) => {

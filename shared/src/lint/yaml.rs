@@ -22,6 +22,11 @@ pub struct Node {
     pub kind: NodeKind,
     pub line: usize,
     pub col: usize,
+    /// Where the node's text ends (exclusive; line and 1-based column like `line`/`col`):
+    /// after a scalar's closing quote, a flow collection's bracket, or a block
+    /// collection's last value. Fixes edit the text between the two.
+    pub end_line: usize,
+    pub end_col: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -190,9 +195,90 @@ impl KeyIndex {
 }
 
 enum Frame {
-    Seq(Node, usize),
-    /// The mapping, its pending key, its anchor, and an index of its keys once it is big.
-    Map(Node, Option<Node>, usize, KeyIndex),
+    /// The sequence, its anchor, and whether it is a flow sequence.
+    Seq(Node, usize, bool),
+    /// The mapping, its pending key, its anchor, an index of its keys once it is big, and
+    /// whether it is a flow mapping.
+    Map(Node, Option<Node>, usize, KeyIndex, bool),
+}
+
+/// Reads the source text forward only (events come in text order), keeping the line and
+/// column, so looking at collections' first characters and finding quoted scalars' ends
+/// stays linear.
+struct Cursor<'t> {
+    chars: std::iter::Peekable<std::str::Chars<'t>>,
+    index: usize,
+    /// 1-based line, 0-based column (saphyr's markers).
+    line: usize,
+    col: usize,
+}
+
+impl<'t> Cursor<'t> {
+    fn new(text: &'t str) -> Self {
+        Cursor {
+            chars: text.chars().peekable(),
+            index: 0,
+            line: 1,
+            col: 0,
+        }
+    }
+
+    fn bump(&mut self) -> Option<char> {
+        let c = self.chars.next()?;
+        self.index += 1;
+        if c == '\n' {
+            self.line += 1;
+            self.col = 0;
+        } else {
+            self.col += 1;
+        }
+        Some(c)
+    }
+
+    fn char_at(&mut self, index: usize) -> Option<char> {
+        while self.index < index && self.bump().is_some() {}
+        (self.index == index)
+            .then(|| self.chars.peek().copied())
+            .flatten()
+    }
+
+    /// Where a quoted scalar starting at `index` ends (after its closing quote): its
+    /// event's span runs on over trailing blanks and comments.
+    fn quoted_end(&mut self, index: usize) -> Option<(usize, usize)> {
+        let quote = self.char_at(index)?;
+        self.bump();
+        loop {
+            let c = self.bump()?;
+            match (quote, c) {
+                ('"', '\\') => {
+                    self.bump();
+                }
+                ('\'', '\'') if self.chars.peek() == Some(&'\'') => {
+                    self.bump();
+                }
+                (q, c) if q == c => return Some((self.line, self.col)),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A collection completed by its end event: a flow collection ends after its closing
+/// bracket (the event's token); a block one after its last value.
+fn ended(mut node: Node, flow: bool, span: &saphyr_parser::Span, line_offset: usize) -> Node {
+    let last_end = match &node.kind {
+        NodeKind::Seq(items) => items.last().map(|n| (n.end_line, n.end_col)),
+        NodeKind::Map(entries) => entries.last().map(|(_, v)| (v.end_line, v.end_col)),
+        NodeKind::Scalar { .. } => None,
+    };
+    // The end event's token starts at the closing bracket (its span may run on over
+    // trailing blanks and comments).
+    (node.end_line, node.end_col) = if flow {
+        (span.start.line() + line_offset, span.start.col() + 2)
+    } else {
+        last_end.unwrap_or((node.line, node.col))
+    };
+    node
 }
 
 /// Parses one YAML (or JSON) document. `line_offset` is added to every line, so a document
@@ -213,6 +299,7 @@ pub fn parse_document_with_duplicates(
     let mut anchors: std::collections::HashMap<usize, Node> = std::collections::HashMap::new();
     let mut root: Option<Node> = None;
     let mut budget = MAX_EXPANDED_BYTES;
+    let mut cursor = Cursor::new(text);
     let err = |line: usize, col: usize, message: String| YamlError {
         line: line + line_offset,
         col: col + 1,
@@ -223,25 +310,38 @@ pub fn parse_document_with_duplicates(
             event.map_err(|e| err(e.marker().line(), e.marker().col(), e.info().to_string()))?;
         let (line, col) = (span.start.line() + line_offset, span.start.col() + 1);
         let mut complete: Option<(Node, usize)> = match event {
-            Event::Scalar(value, style, anchor, _) => Some((
-                Node {
-                    kind: NodeKind::Scalar {
-                        text: value.into_owned(),
-                        plain: style == ScalarStyle::Plain,
+            Event::Scalar(value, style, anchor, _) => {
+                let (end_line, end_col) = match style {
+                    ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => cursor
+                        .quoted_end(span.start.index())
+                        .unwrap_or((span.end.line(), span.end.col())),
+                    _ => (span.end.line(), span.end.col()),
+                };
+                Some((
+                    Node {
+                        kind: NodeKind::Scalar {
+                            text: value.into_owned(),
+                            plain: style == ScalarStyle::Plain,
+                        },
+                        line,
+                        col,
+                        end_line: end_line + line_offset,
+                        end_col: end_col + 1,
                     },
-                    line,
-                    col,
-                },
-                anchor,
-            )),
+                    anchor,
+                ))
+            }
             Event::SequenceStart(anchor, _) => {
                 stack.push(Frame::Seq(
                     Node {
                         kind: NodeKind::Seq(Vec::new()),
                         line,
                         col,
+                        end_line: line,
+                        end_col: col,
                     },
                     anchor,
+                    cursor.char_at(span.start.index()) == Some('['),
                 ));
                 None
             }
@@ -251,15 +351,20 @@ pub fn parse_document_with_duplicates(
                         kind: NodeKind::Map(Vec::new()),
                         line,
                         col,
+                        end_line: line,
+                        end_col: col,
                     },
                     None,
                     anchor,
                     KeyIndex::default(),
+                    cursor.char_at(span.start.index()) == Some('{'),
                 ));
                 None
             }
             Event::SequenceEnd => match stack.pop() {
-                Some(Frame::Seq(node, anchor)) => Some((node, anchor)),
+                Some(Frame::Seq(node, anchor, flow)) => {
+                    Some((ended(node, flow, &span, line_offset), anchor))
+                }
                 _ => {
                     return Err(err(
                         span.start.line(),
@@ -269,7 +374,9 @@ pub fn parse_document_with_duplicates(
                 }
             },
             Event::MappingEnd => match stack.pop() {
-                Some(Frame::Map(node, _, anchor, _)) => Some((node, anchor)),
+                Some(Frame::Map(node, _, anchor, _, flow)) => {
+                    Some((ended(node, flow, &span, line_offset), anchor))
+                }
                 _ => {
                     return Err(err(
                         span.start.line(),
@@ -338,6 +445,7 @@ pub fn parse_document_with_duplicates(
                         ..
                     },
                     _,
+                    _,
                 )) => items.push(node),
                 Some(Frame::Map(
                     Node {
@@ -347,6 +455,7 @@ pub fn parse_document_with_duplicates(
                     pending,
                     _,
                     index,
+                    _,
                 )) => match pending.take() {
                     Some(key) => {
                         // kubectl (sigs.k8s.io/yaml) keeps the last of duplicate keys.
@@ -446,6 +555,34 @@ mod tests {
         assert_eq!(doc.get("a").unwrap().as_i64(), Some(1));
         assert_eq!(doc.get("c").unwrap().as_bool(), Some(true));
         assert!(doc.get("d").unwrap().is_null());
+    }
+
+    #[test]
+    fn nodes_know_where_their_text_ends() {
+        let text = "a:\n  - x\n  - 'y z'\nb: [1, {c: d}]\ne: {f: g}  # c\nq: \"a \\\" #b\"  # c\nr: 'it''s'  \n";
+        let doc = parse_document(text, 0).unwrap().unwrap();
+        let end = |n: &Node| (n.end_line, n.end_col);
+        let a = doc.get("a").unwrap();
+        assert_eq!(
+            end(a),
+            (3, 10),
+            "a block list ends after its last item's quote"
+        );
+        assert_eq!(end(&a.items()[1]), (3, 10));
+        assert_eq!((a.items()[1].line, a.items()[1].col), (3, 5));
+        assert_eq!(
+            end(doc.get("b").unwrap()),
+            (4, 15),
+            "a flow list after its bracket"
+        );
+        assert_eq!(end(doc.get("e").unwrap()), (5, 10));
+        let q = doc.get("q").unwrap();
+        assert_eq!(
+            (q.col, end(q)),
+            (4, (6, 13)),
+            "after the closing quote, escapes skipped"
+        );
+        assert_eq!(end(doc.get("r").unwrap()), (7, 11));
     }
 
     #[test]

@@ -2,7 +2,10 @@
 use crate::lint::affinity::{
     Req, keys, merged_term_yaml, render_term, required_terms, requirements,
 };
+use crate::lint::fix::{TextEdit, TextFix, indentation, source};
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
+use crate::lint::source::Document;
+use crate::lint::yaml::Node;
 
 pub static META: RuleMeta = RuleMeta {
     id: "AL001",
@@ -40,7 +43,9 @@ nodeSelectorTerms:
 ```
 
 ## Fix
-Put every expression in one term:
+Put every expression in one term. `--fix --unsafe-fixes` does it, editing only the later
+terms' lines (unsafe: the scheduler then requires every condition; make sure that is what
+was meant):
 ```yaml
 nodeSelectorTerms:
 - matchExpressions:
@@ -84,13 +89,14 @@ impl Rule for Al001 {
         if marked.iter().any(|c| says_or(c)) {
             return;
         }
+        let terms_node = required_terms_node(spec);
+        let merge = terms_node.and_then(|n| merge_terms(cx.object.document, n));
         let rendered: Vec<String> = terms
             .iter()
             .map(|t| format!("({})", render_term(&requirements(t))))
             .collect();
         let all: Vec<_> = terms.iter().flat_map(requirements).collect();
-        out.push(
-            RawFinding::at(
+        let finding = RawFinding::at(
                 key_node,
                 format!(
                     "{} nodeSelectorTerms constrain different keys and are OR-ed: the scheduler accepts any node matching {}; if every condition is required, they belong in one term",
@@ -98,9 +104,111 @@ impl Rule for Al001 {
                     rendered.join(" OR ")
                 ),
             )
-            .with_fix(merged_term_yaml(&all)),
-        );
+            .with_fix(merged_term_yaml(&all));
+        out.push(match merge {
+            Some(fix) => finding.with_text_fix(fix),
+            None => finding,
+        });
     }
+}
+
+/// The `nodeSelectorTerms` list node of a pod spec.
+fn required_terms_node(spec: &Node) -> Option<&Node> {
+    spec.path(&[
+        "affinity",
+        "nodeAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+        "nodeSelectorTerms",
+    ])
+}
+
+/// Merges every term's `matchExpressions` into the first term, editing only the lines of
+/// the later terms: in block style their `- matchExpressions:` lines go and their
+/// expressions are re-indented under the first term's; in flow style their expressions
+/// move into the first term's brackets. Unsafe: the scheduler then requires every
+/// condition, where it accepted any. Terms with `matchFields`, or styles mixed between
+/// terms, get no automatic fix.
+fn merge_terms(doc: &Document, terms_node: &Node) -> Option<TextFix> {
+    let terms = terms_node.items();
+    let lists: Vec<&Node> = terms
+        .iter()
+        .map(|t| match t.entries() {
+            [(key, list)] if key.as_str() == Some("matchExpressions") => Some(list),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let is_flow = |n: &Node| doc.line(n.line).and_then(|l| l.chars().nth(n.col - 1)) == Some('[');
+    let first = lists[0];
+    let mut edits = Vec::new();
+    if lists.iter().all(|l| is_flow(l)) {
+        // Each later term alone on its line(s): `- matchExpressions: [...]`.
+        let mut moved = Vec::new();
+        for (term, list) in terms.iter().zip(&lists).skip(1) {
+            let line = doc.line(term.line)?;
+            let before: String = line.chars().take(term.col - 1).collect();
+            let tail: String = doc
+                .line(list.end_line)?
+                .chars()
+                .skip(list.end_col - 1)
+                .collect();
+            if before.trim() != "-" || !(tail.trim().is_empty() || tail.trim().starts_with('#')) {
+                return None;
+            }
+            let inner = source(doc, list)?;
+            let inner = inner[1..inner.len() - 1]
+                .trim()
+                .trim_end_matches(',')
+                .trim_end();
+            if !inner.is_empty() {
+                moved.push(inner.to_string());
+            }
+            edits.push(TextEdit::delete_lines(term.line, list.end_line));
+        }
+        edits.push(TextEdit::insert(
+            (first.end_line, first.end_col - 1),
+            format!(", {}", moved.join(", ")),
+        ));
+    } else if lists.iter().all(|l| !is_flow(l) && !l.items().is_empty()) {
+        let dash = |list: &Node| Some(indentation(doc.line(list.items()[0].line)?));
+        let target_indent = dash(first)?;
+        for (term, list) in terms.iter().zip(&lists).skip(1) {
+            let header = doc.line(term.line)?.trim();
+            let header = header.split(" #").next()?.trim_end();
+            if header != "- matchExpressions:" {
+                return None;
+            }
+            edits.push(TextEdit::delete_lines(term.line, term.line));
+            let indent = dash(list)?;
+            if indent != target_indent {
+                for line in term.line + 1..=list.end_line {
+                    let text = doc.line(line)?;
+                    if indentation(text) >= indent && !text.trim().is_empty() {
+                        edits.push(TextEdit {
+                            from: (line, 1),
+                            to: (line, indent + 1),
+                            text: " ".repeat(target_indent),
+                        });
+                    }
+                }
+            }
+        }
+    } else {
+        return None;
+    }
+    let merged: Vec<serde_json::Value> = lists
+        .iter()
+        .flat_map(|l| l.to_json().as_array().cloned().unwrap_or_default())
+        .collect();
+    Some(TextFix {
+        safe: false,
+        title: format!(
+            "merge the {} terms into one (every condition required)",
+            terms.len()
+        ),
+        edits,
+        target: terms_node,
+        expected: serde_json::json!([{ "matchExpressions": merged }]),
+    })
 }
 
 /// Values that say "this feature is there".
@@ -120,7 +228,7 @@ fn presence_check(req: &Req<'_>) -> bool {
 
 /// Every term is one presence check: alternative evidence for the same fact, OR-ed on
 /// purpose.
-fn alternative_evidence(terms: &[crate::lint::yaml::Node]) -> bool {
+fn alternative_evidence(terms: &[Node]) -> bool {
     terms.iter().all(|term| {
         let reqs = requirements(term);
         reqs.len() == 1

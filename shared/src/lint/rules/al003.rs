@@ -1,6 +1,8 @@
 //! AL003 empty-term.
 use crate::lint::affinity::{preferred_terms, required_terms};
+use crate::lint::fix::{TextEdit, TextFix};
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
+use crate::lint::source::Document;
 use crate::lint::yaml::Node;
 
 pub static META: RuleMeta = RuleMeta {
@@ -26,7 +28,8 @@ nodeSelectorTerms:
 ```
 
 ## Fix
-Add the intended expressions, or remove the term.",
+Add the intended expressions, or remove the term. `--fix` removes an empty term when other
+terms exist (safe: it matched nothing).",
 };
 
 #[derive(Debug)]
@@ -44,6 +47,37 @@ fn empty(term: &Node) -> bool {
             .is_empty()
 }
 
+/// Removes the lines of empty term `i` when other terms exist. Safe: a term that matches
+/// no node adds nothing to an OR.
+fn remove_term(doc: &Document, spec: &Node, i: usize) -> Option<TextFix> {
+    let (_, terms_node) = spec
+        .path(&[
+            "affinity",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+        ])?
+        .entry("nodeSelectorTerms")?;
+    let term = terms_node.items().get(i)?;
+    // The term must have its lines to itself: `  - matchExpressions: []  # comment`.
+    let first = doc.line(term.line)?;
+    let before: String = first.chars().take(term.col - 1).collect();
+    let last = doc.line(term.end_line)?;
+    let after: String = last.chars().skip(term.end_col - 1).collect();
+    let after = after.trim();
+    if before.trim() != "-" || !(after.is_empty() || after.starts_with('#')) {
+        return None;
+    }
+    let mut expected = terms_node.to_json();
+    expected.as_array_mut()?.remove(i);
+    Some(TextFix {
+        safe: true,
+        title: "remove the empty term".into(),
+        edits: vec![TextEdit::delete_lines(term.line, term.end_line)],
+        target: terms_node,
+        expected,
+    })
+}
+
 impl Rule for Al003 {
     fn meta(&self) -> &'static RuleMeta {
         &META
@@ -54,14 +88,17 @@ impl Rule for Al003 {
             return;
         };
         if let Some((_, terms)) = required_terms(spec) {
-            for term in terms.iter().filter(|t| empty(t)) {
-                out.push(
-                    RawFinding::at(
-                        term,
-                        "empty required node selector term: it matches no node",
-                    )
-                    .with_fix("add matchExpressions or remove the term"),
-                );
+            let all_empty = terms.iter().all(empty);
+            for (i, term) in terms.iter().enumerate().filter(|(_, t)| empty(t)) {
+                let mut finding = RawFinding::at(
+                    term,
+                    "empty required node selector term: it matches no node",
+                )
+                .with_fix("add matchExpressions or remove the term");
+                if !all_empty && let Some(fix) = remove_term(cx.object.document, spec, i) {
+                    finding = finding.with_text_fix(fix);
+                }
+                out.push(finding);
             }
         }
         for (entry, _, preference) in preferred_terms(spec) {

@@ -1,7 +1,8 @@
 //! AL006 preferred-weight-range.
 use crate::lint::affinity::preferred_terms;
+use crate::lint::fix::{TextEdit, TextFix, scalar_json};
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
-use crate::lint::yaml::Node;
+use crate::lint::yaml::{Node, NodeKind};
 
 pub static META: RuleMeta = RuleMeta {
     id: "AL006",
@@ -28,21 +29,33 @@ preferredDuringSchedulingIgnoredDuringExecution:
 ```
 
 ## Fix
-Use a weight from 1 to 100.",
+Use a weight from 1 to 100. `--fix` sets the nearest one (0 becomes 1, 150 becomes 100,
+`\"50\"` becomes 50): a safe fix, since the object was rejected as written.",
 };
 
 #[derive(Debug)]
 pub struct Al006;
 
+/// The nearest weight the API server accepts, when the written one is a whole number
+/// (quoted or not): the fix sets it.
+fn nearest_weight(w: &Node) -> Option<i64> {
+    let n: i64 = w.scalar_text()?.trim().parse().ok()?;
+    Some(n.clamp(1, 100))
+}
+
 fn check_weight(entry: &Node, weight: Option<&Node>, out: &mut Vec<RawFinding>) {
-    match weight {
-        None => out.push(RawFinding::at(
+    let Some(w) = weight else {
+        out.push(RawFinding::at(
             entry,
             "preferred term without a weight: the API server requires one from 1 to 100",
-        )),
-        Some(w) => match w.as_i64() {
-            Some(1..=100) => {}
-            None if !matches!(&w.kind, crate::lint::yaml::NodeKind::Scalar { plain: true, .. }) || w.scalar_text().is_none_or(|t| t.parse::<f64>().is_err()) => out.push(RawFinding::at(
+        ));
+        return;
+    };
+    let plain = matches!(&w.kind, NodeKind::Scalar { plain: true, .. });
+    let finding = match w.as_i64() {
+        Some(1..=100) => return,
+        None if !plain || w.scalar_text().is_none_or(|t| t.parse::<f64>().is_err()) => {
+            RawFinding::at(
                 w,
                 format!(
                     "weight must be an integer from 1 to 100, not {}: the API server rejects it",
@@ -51,16 +64,29 @@ fn check_weight(entry: &Node, weight: Option<&Node>, out: &mut Vec<RawFinding>) 
                         None => "a list or mapping".to_string(),
                     }
                 ),
-            )),
-            _ => out.push(RawFinding::at(
-                w,
-                format!(
-                    "weight {} is outside 1..100: the API server rejects it",
-                    w.scalar_text().unwrap_or("?")
-                ),
-            )),
-        },
-    }
+            )
+        }
+        _ => RawFinding::at(
+            w,
+            format!(
+                "weight {} is outside 1..100: the API server rejects it",
+                w.scalar_text().unwrap_or("?")
+            ),
+        ),
+    };
+    // The object is rejected as written, so the nearest accepted weight changes nothing
+    // that ever ran: a safe fix.
+    let finding = match nearest_weight(w).zip(scalar_json("weight", "1")) {
+        Some((n, _)) => finding.with_text_fix(TextFix {
+            safe: true,
+            title: format!("set the weight to {n}"),
+            edits: vec![TextEdit::replace(w, n.to_string())],
+            target: w,
+            expected: serde_json::Value::from(n),
+        }),
+        None => finding,
+    };
+    out.push(finding);
 }
 
 impl Rule for Al006 {

@@ -1,7 +1,9 @@
 //! AL007 extended-resource-limits.
 use crate::gpu::parse_quantity_milli;
+use crate::lint::fix::{TextEdit, TextFix, source};
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
-use crate::lint::yaml::Node;
+use crate::lint::source::Document;
+use crate::lint::yaml::{Node, NodeKind};
 
 pub static META: RuleMeta = RuleMeta {
     id: "AL007",
@@ -29,6 +31,8 @@ resources:
 ```
 
 ## Fix
+`--fix` adds the limit, equal to the request, in the style of the lines around it (safe:
+the object is refused without it):
 ```yaml
 resources:
   requests: {nvidia.com/gpu: \"1\"}
@@ -45,6 +49,76 @@ pub fn is_extended(name: &str) -> bool {
         Some((domain, _)) => !(domain == "kubernetes.io" || domain.ends_with(".kubernetes.io")),
         None => false,
     }
+}
+
+/// Adds `limits: {RESOURCE: REQUEST}` in the style around it (a line in a block mapping,
+/// an entry in a flow mapping). Safe: the API server refuses the object without it, and
+/// with it the pod asks for exactly what it requested.
+fn add_limit(doc: &Document, container: &Node, key: &Node, value: &Node) -> Option<TextFix> {
+    let resources = container.get("resources")?;
+    let entry = format!("{}: {}", source(doc, key)?, source(doc, value)?);
+    let flow = |node: &Node| {
+        doc.line(node.line)
+            .and_then(|l| l.chars().nth(node.col - 1))
+            == Some('{')
+    };
+    let after_line = |line: usize, text: String| {
+        // The last line of a document may lack its line break.
+        let text = match doc.line(line + 1) {
+            None if !doc.text.ends_with('\n') => format!("\n{text}"),
+            _ => text,
+        };
+        TextEdit::insert((line + 1, 1), text)
+    };
+    let edit = match resources.get("limits") {
+        Some(limits) if matches!(limits.kind, NodeKind::Map(_)) => {
+            if flow(limits) {
+                let separator = if limits.entries().is_empty() {
+                    ""
+                } else {
+                    ", "
+                };
+                TextEdit::insert(
+                    (limits.end_line, limits.end_col - 1),
+                    format!("{separator}{entry}"),
+                )
+            } else {
+                let indent = limits.entries().first()?.0.col - 1;
+                after_line(limits.end_line, format!("{}{entry}\n", " ".repeat(indent)))
+            }
+        }
+        Some(_) => return None,
+        None if flow(resources) => TextEdit::insert(
+            (resources.end_line, resources.end_col - 1),
+            format!(", limits: {{{entry}}}"),
+        ),
+        None => {
+            let (requests_key, requests) = resources.entry("requests")?;
+            let indent = " ".repeat(requests_key.col - 1);
+            let text = if flow(requests) {
+                format!("{indent}limits: {{{entry}}}\n")
+            } else {
+                let child = " ".repeat(requests.entries().first()?.0.col - 1);
+                format!("{indent}limits:\n{child}{entry}\n")
+            };
+            after_line(requests.end_line, text)
+        }
+    };
+    let mut expected = resources.to_json();
+    let limits = expected
+        .as_object_mut()?
+        .entry("limits")
+        .or_insert_with(|| serde_json::json!({}));
+    limits
+        .as_object_mut()?
+        .insert(key.as_str()?.to_string(), value.to_json());
+    Some(TextFix {
+        safe: true,
+        title: format!("add the {} limit, equal to the request", key.as_str()?),
+        edits: vec![edit],
+        target: resources,
+        expected,
+    })
 }
 
 impl Rule for Al007 {
@@ -85,10 +159,14 @@ impl Rule for Al007 {
                     continue;
                 }
                 match limit {
-                    None => out.push(
-                        RawFinding::at(key, format!("container {name} requests {resource}: {shown} without a limit: extended resources need requests == limits"))
-                            .with_fix(format!("limits:\n  {resource}: \"{shown}\"")),
-                    ),
+                    None => {
+                        let mut finding = RawFinding::at(key, format!("container {name} requests {resource}: {shown} without a limit: extended resources need requests == limits"))
+                            .with_fix(format!("limits:\n  {resource}: \"{shown}\""));
+                        if let Some(fix) = add_limit(cx.object.document, container, key, value) {
+                            finding = finding.with_text_fix(fix);
+                        }
+                        out.push(finding);
+                    }
                     Some(l) if Some(l) != requested => out.push(RawFinding::at(
                         key,
                         format!("container {name} requests {resource}: {shown} but its limit differs: extended resources need requests == limits"),

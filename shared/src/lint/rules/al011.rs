@@ -300,6 +300,8 @@ pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
                 fix: Some("run more replicas than minAvailable, or use maxUnavailable: 1".into()),
                 helm_template: pdb.helm_template.clone(),
                 source_line: pdb.source_line.clone(),
+                fixable: None,
+                edit: None,
             });
         }
     }

@@ -1,4 +1,5 @@
 //! AL012 no-revision-history.
+use crate::lint::fix::{TextEdit, TextFix, scalar_json};
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Scope, Severity};
 
 pub static META: RuleMeta = RuleMeta {
@@ -23,7 +24,8 @@ spec: {revisionHistoryLimit: 0}
 ```
 
 ## Fix
-Keep a few revisions (the default is 10).",
+Keep a few revisions (the default is 10). `--fix --unsafe-fixes` sets 10 (unsafe: 0 may
+have been chosen on purpose).",
 };
 
 #[derive(Debug)]
@@ -42,7 +44,19 @@ impl Rule for Al012 {
         if let Some(limit) = cx.object.root.path(&["spec", "revisionHistoryLimit"])
             && limit.as_i64() == Some(0)
         {
-            out.push(RawFinding::at(limit, "revisionHistoryLimit: 0 keeps no old revision: `kubectl rollout undo` has nothing to roll back to").with_fix("revisionHistoryLimit: 10"));
+            out.push(
+                RawFinding::at(limit, "revisionHistoryLimit: 0 keeps no old revision: `kubectl rollout undo` has nothing to roll back to")
+                    .with_fix("revisionHistoryLimit: 10")
+                    .with_text_fix(TextFix {
+                        // 0 may have been chosen to save objects: keeping revisions is the
+                        // author's call, so the fix is unsafe.
+                        safe: false,
+                        title: "keep the default 10 revisions".into(),
+                        edits: vec![TextEdit::replace(limit, "10")],
+                        target: limit,
+                        expected: scalar_json("revisionHistoryLimit", "10").unwrap_or_default(),
+                    }),
+            );
         }
     }
 }

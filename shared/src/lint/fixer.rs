@@ -1,0 +1,214 @@
+//! `--fix` and `--diff`: apply the verified fixes of a lint run, lint again, repeat while
+//! fixes apply (a merge can make room for another fix), and say what changed and what is
+//! left. Files are written only at the end, each at once (a temporary file renamed over
+//! it, its permissions kept); stdin's fixed text goes back to the caller.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::engine::{Finding, Fixable, Outcome, Settings, lint_paths};
+use super::fix::apply;
+
+/// Rounds of fix-then-lint before giving up on fixes that keep appearing.
+const MAX_ROUNDS: usize = 5;
+
+/// The name stdin's text goes by.
+pub const STDIN: &str = "<stdin>";
+
+/// Which fixes to apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FixMode {
+    pub unsafe_fixes: bool,
+    /// Write the fixed files (`--fix`), or only report (`--diff`).
+    pub write: bool,
+}
+
+/// A fix that was applied.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Applied {
+    pub file: String,
+    pub line: usize,
+    pub rule: String,
+    pub title: String,
+}
+
+/// What a fix run did.
+#[derive(Debug, Default)]
+pub struct FixOutcome {
+    /// The lint of the fixed text: what is left.
+    pub remaining: Outcome,
+    pub applied: Vec<Applied>,
+    /// File name -> (original text, fixed text), for files that changed.
+    pub changed: BTreeMap<String, (String, String)>,
+    /// Problems writing a fixed file.
+    pub write_errors: Vec<String>,
+}
+
+impl FixOutcome {
+    /// Findings left that an unsafe fix would solve (`--unsafe-fixes`).
+    pub fn unsafe_left(&self) -> usize {
+        self.remaining
+            .findings
+            .iter()
+            .filter(|f| f.fixable == Some(Fixable::Unsafe))
+            .count()
+    }
+
+    /// The unified diff of every changed file.
+    pub fn diff(&self) -> String {
+        let mut out = String::new();
+        for (name, (before, after)) in &self.changed {
+            let diff = similar::TextDiff::from_lines(before, after);
+            out.push_str(
+                &diff
+                    .unified_diff()
+                    .context_radius(3)
+                    .header(name, name)
+                    .to_string(),
+            );
+        }
+        out
+    }
+}
+
+/// Lints, fixes and lints again. `stdin` is stdin's text when `-` is an input.
+pub fn fix(
+    inputs: &[PathBuf],
+    recursive: bool,
+    settings: &Settings<'_>,
+    stdin: Option<String>,
+    mode: FixMode,
+) -> FixOutcome {
+    let mut contents: BTreeMap<String, String> = BTreeMap::new();
+    let mut originals: BTreeMap<String, String> = BTreeMap::new();
+    if let Some(text) = stdin {
+        originals.insert(STDIN.into(), text.clone());
+        contents.insert(STDIN.into(), text);
+    }
+    let mut applied = Vec::new();
+    let mut read_errors = Vec::new();
+    let mut remaining = Outcome::default();
+    for round in 0..=MAX_ROUNDS {
+        let run = Settings {
+            contents: Some(&contents),
+            ..*settings
+        };
+        remaining = lint_paths(inputs, recursive, &run);
+        if round == MAX_ROUNDS {
+            break;
+        }
+        let mut by_file: BTreeMap<&str, Vec<&Finding>> = BTreeMap::new();
+        for f in &remaining.findings {
+            if f.edit.as_ref().is_some_and(|e| e.safe || mode.unsafe_fixes) {
+                by_file.entry(f.file.as_str()).or_default().push(f);
+            }
+        }
+        if by_file.is_empty() {
+            break;
+        }
+        let mut progressed = false;
+        for (name, findings) in by_file {
+            let text = match contents.get(name) {
+                Some(t) => t.clone(),
+                None => match std::fs::read_to_string(name) {
+                    Ok(t) => {
+                        originals.insert(name.to_string(), t.clone());
+                        t
+                    }
+                    Err(e) => {
+                        read_errors.push(format!("{name}: {e}"));
+                        continue;
+                    }
+                },
+            };
+            let (edits, chosen) = non_conflicting(&findings);
+            if edits.is_empty() {
+                continue;
+            }
+            let fixed = apply(&text, &edits);
+            progressed |= fixed != text;
+            applied.extend(chosen.into_iter().map(|f| Applied {
+                file: f.file.clone(),
+                line: f.line,
+                rule: f.rule.clone(),
+                title: f.edit.as_ref().map(|e| e.title.clone()).unwrap_or_default(),
+            }));
+            contents.insert(name.to_string(), fixed);
+        }
+        if !progressed {
+            break;
+        }
+    }
+    let changed: BTreeMap<String, (String, String)> = contents
+        .into_iter()
+        .filter_map(|(name, after)| {
+            let before = originals.remove(&name)?;
+            (before != after).then_some((name, (before, after)))
+        })
+        .collect();
+    let mut write_errors = read_errors;
+    if mode.write {
+        for (name, (_, after)) in &changed {
+            if name != STDIN
+                && let Err(e) = write_in_place(Path::new(name), after)
+            {
+                write_errors.push(format!("{name}: {e}"));
+            }
+        }
+    }
+    FixOutcome {
+        remaining,
+        applied,
+        changed,
+        write_errors,
+    }
+}
+
+/// The edits of the fixes that do not touch each other (in file order; a fix loses to an
+/// earlier one it would overlap, and is retried in the next round).
+fn non_conflicting<'f>(
+    findings: &[&'f Finding],
+) -> (Vec<(usize, usize, String)>, Vec<&'f Finding>) {
+    let mut sorted: Vec<&Finding> = findings.to_vec();
+    sorted.sort_by_key(|f| f.edit.as_ref().and_then(|e| e.edits.first()).map(|e| e.0));
+    let mut taken: Vec<(usize, usize)> = Vec::new();
+    let mut edits = Vec::new();
+    let mut chosen = Vec::new();
+    for f in sorted {
+        let Some(fix) = &f.edit else { continue };
+        // Touching counts: two insertions at one place would interleave.
+        let clashes = fix
+            .edits
+            .iter()
+            .any(|(s, e, _)| taken.iter().any(|(ts, te)| s <= te && ts <= e));
+        if clashes {
+            continue;
+        }
+        taken.extend(fix.edits.iter().map(|(s, e, _)| (*s, *e)));
+        edits.extend(fix.edits.iter().cloned());
+        chosen.push(f);
+    }
+    edits.sort_by_key(|(s, e, _)| (*s, *e));
+    (edits, chosen)
+}
+
+/// Replaces a file's content at once: a temporary file beside it, with its permissions,
+/// renamed over it.
+fn write_in_place(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(".{file_name}.affinity-lint-{}", std::process::id()));
+    std::fs::write(&temp, text)?;
+    if let Ok(metadata) = std::fs::metadata(path) {
+        std::fs::set_permissions(&temp, metadata.permissions())?;
+    }
+    std::fs::rename(&temp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temp);
+    })
+}
