@@ -1,0 +1,238 @@
+//! `--fix`, `--diff` and `--unsafe-fixes` through the binary: the diffs are pinned in
+//! `tests/snapshots/` (`UPDATE_SNAPSHOTS=1` rewrites them after an intended change), the
+//! fixed files lint clean of what was fixed, and nothing but the fixed lines changes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_kubectl-affinity_lint")
+}
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// Runs in `dir`: (exit code, stdout, stderr).
+fn run(dir: &Path, args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(text) = stdin {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+fn assert_snapshot(name: &str, actual: &str) {
+    let path = fixture("tests/snapshots").join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing snapshot {}: run with UPDATE_SNAPSHOTS=1",
+            path.display()
+        )
+    });
+    assert_eq!(actual, expected, "snapshot {name} differs");
+}
+
+/// A scratch directory holding a copy of `source` as `name`.
+fn scratch(source: &Path, name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(source, dir.path().join(name)).unwrap();
+    dir
+}
+
+fn rules(dir: &Path, file: &str) -> Vec<String> {
+    let (_, out, _) = run(dir, &["-f", file, "-o", "json", "--fail-on", "info"], None);
+    let json: Value = serde_json::from_str(&out).unwrap();
+    json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_seed_split_terms_diff_is_pinned_and_needs_unsafe_fixes() {
+    let dir = scratch(
+        &fixture("../../examples/llm-inference-split-terms.yaml"),
+        "split.yaml",
+    );
+    let (code, out, err) = run(dir.path(), &["-f", "split.yaml", "--diff"], None);
+    assert_eq!(code, 1, "AL001 is still there");
+    assert_eq!(
+        out, "",
+        "the merge is unsafe: no diff without --unsafe-fixes"
+    );
+    assert!(
+        err.contains("would fix 0 problem(s) in 0 file(s); 1 more with --unsafe-fixes"),
+        "{err}"
+    );
+    let (code, out, err) = run(
+        dir.path(),
+        &["-f", "split.yaml", "--diff", "--unsafe-fixes"],
+        None,
+    );
+    assert_eq!(code, 1, "a diff is pending");
+    assert_snapshot("split-terms.diff", &out);
+    assert!(
+        err.contains("would fix AL001: merge the 3 terms into one"),
+        "{err}"
+    );
+    let original = std::fs::read_to_string(dir.path().join("split.yaml")).unwrap();
+    assert_eq!(
+        original,
+        std::fs::read_to_string(fixture("../../examples/llm-inference-split-terms.yaml")).unwrap(),
+        "--diff writes nothing"
+    );
+}
+
+#[test]
+fn fixing_the_seed_gives_the_seeds_correct_deployment() {
+    let dir = scratch(
+        &fixture("../../examples/llm-inference-split-terms.yaml"),
+        "split.yaml",
+    );
+    let (code, _, err) = run(dir.path(), &["-f", "split.yaml", "--fix"], None);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        rules(dir.path(), "split.yaml").contains(&"AL001".to_string()),
+        "unsafe: not applied"
+    );
+    let (code, _, err) = run(
+        dir.path(),
+        &["-f", "split.yaml", "--fix", "--unsafe-fixes"],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!rules(dir.path(), "split.yaml").contains(&"AL001".to_string()));
+    // The merged Deployment reads exactly as the seed's correct one.
+    let read = |p: &Path| {
+        serde_json::to_value(
+            serde_yaml::from_str::<serde_yaml::Value>(&std::fs::read_to_string(p).unwrap())
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    let fixed = read(&dir.path().join("split.yaml"));
+    let correct = read(&fixture("../../examples/llm-inference.yaml"));
+    let terms =
+        "/spec/template/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution";
+    assert_eq!(fixed.pointer(terms), correct.pointer(terms));
+}
+
+#[test]
+fn a_file_with_comments_and_documents_changes_only_in_the_fixed_lines() {
+    let source = fixture("tests/fixtures/fix/comments-and-documents.yaml");
+    let dir = scratch(&source, "multi.yaml");
+    let (code, out, _) = run(dir.path(), &["-f", "multi.yaml", "--diff"], None);
+    assert_eq!(code, 1);
+    assert_snapshot("comments-and-documents.diff", &out);
+    let (code, _, err) = run(dir.path(), &["-f", "multi.yaml", "--fix"], None);
+    assert_eq!(
+        code, 1,
+        "computed on what is left: AL001 (unsafe, not applied) {err}"
+    );
+    let before = std::fs::read_to_string(&source).unwrap();
+    let after = std::fs::read_to_string(dir.path().join("multi.yaml")).unwrap();
+    let diff = similar::TextDiff::from_lines(&before, &after);
+    let changed: Vec<String> = diff
+        .iter_all_changes()
+        .filter(|c| c.tag() != similar::ChangeTag::Equal)
+        .map(|c| format!("{}{}", c.tag(), c.value()))
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            "-            - matchExpressions: []\n",
+            "-          - weight: 0\n",
+            "+          - weight: 1\n",
+            "-          - weight: \"150\"\n",
+            "+          - weight: 100\n",
+            "-        resources: {requests: {nvidia.com/gpu: 1}}\n",
+            "+        resources: {requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 1}}\n",
+            "+            amd.com/gpu: \"2\"\n",
+            "+          limits:\n",
+            "+            nvidia.com/mig-1g.10gb: 1\n",
+        ],
+        "comments, quoting and the other documents are untouched"
+    );
+    let left = rules(dir.path(), "multi.yaml");
+    for fixed in ["AL003", "AL006", "AL007"] {
+        assert!(!left.contains(&fixed.to_string()), "{fixed} left: {left:?}");
+    }
+    assert!(
+        left.contains(&"AL001".to_string()) && left.contains(&"AL012".to_string()),
+        "unsafe ones stay: {left:?}"
+    );
+    // The second run has nothing safe left to do.
+    let (_, _, err) = run(dir.path(), &["-f", "multi.yaml", "--fix"], None);
+    assert!(
+        err.contains("fixed 0 problem(s) in 0 file(s); 2 more with --unsafe-fixes"),
+        "{err}"
+    );
+}
+
+#[test]
+fn stdin_prints_the_fixed_stream_and_reports_on_stderr() {
+    let input = "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: x\n    resources:\n      requests: {nvidia.com/gpu: 1}   # one\n";
+    let (code, out, err) = run(
+        Path::new("."),
+        &["-f", "-", "--fix", "-o", "json"],
+        Some(input),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, format!("{input}      limits: {{nvidia.com/gpu: 1}}\n"));
+    assert!(err.contains("<stdin>:8: fixed AL007"), "{err}");
+    assert!(
+        err.contains("\"findings\": []"),
+        "the report goes to stderr: {err}"
+    );
+}
+
+#[test]
+fn helm_output_is_not_edited_and_points_at_its_template() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "---\n# Source: chart/templates/deployment.yaml\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: x\n    resources: {requests: {nvidia.com/gpu: 1}}\n";
+    std::fs::write(dir.path().join("rendered.yaml"), text).unwrap();
+    let (code, _, err) = run(dir.path(), &["-f", "rendered.yaml", "--fix"], None);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(
+            "not edited: AL007 is Helm output; fix the template chart/templates/deployment.yaml"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("rendered.yaml")).unwrap(),
+        text
+    );
+}
