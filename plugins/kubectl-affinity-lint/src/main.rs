@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use placekit::connect::ConnectionArgs;
 use placekit::exit;
+use placekit::lint::admission;
 use placekit::lint::engine::{Config, Fixable, Outcome, Settings, lint_paths};
 use placekit::lint::fixer::{self, FixMode};
 use placekit::lint::output;
@@ -52,6 +53,30 @@ Exit codes:
   0  no finding at or above --fail-on
   1  findings at or above --fail-on
   2  input errors (unreadable files, YAML errors); the other documents are still linted";
+
+/// `policy --help`.
+const POLICY_ABOUT: &str = "\
+Print a ValidatingAdmissionPolicy (CEL, admissionregistration.k8s.io/v1, Kubernetes 1.30+)
+and its binding that enforce the single-object rules in the cluster: AL001 (required terms
+split over different keys, with the linter's alternative-evidence exception), AL003 (an
+empty term), AL006 (a weight outside 1..100) and AL007 (an extended resource without an
+equal limit), for Pods, PodTemplates and the pod templates of Deployments, StatefulSets,
+DaemonSets, ReplicaSets, ReplicationControllers, Jobs and CronJobs. Messages name the rule.
+A workload is exempted by the annotation the linter honours,
+affinity-lint.placekit.dev/ignore: \"AL001\", on the object or its pod template.
+
+Examples:
+  # Reject split-term workloads cluster-wide
+  kubectl affinity-lint policy | kubectl apply -f -
+
+  # Roll out gently: admit them with a warning (kubectl prints it) and an audit record
+  kubectl affinity-lint policy --action warn,audit | kubectl apply -f -
+
+  # Only in namespaces labelled policy=enforce
+  kubectl affinity-lint policy --namespace-selector policy=enforce | kubectl apply -f -
+
+  # Remove it
+  kubectl delete validatingadmissionpolicybinding,validatingadmissionpolicy affinity-lint.placekit.dev";
 
 /// `drift --help`.
 const DRIFT_ABOUT: &str = "\
@@ -186,6 +211,18 @@ enum Command {
         #[arg(short = 'o', long, value_enum, default_value = "text")]
         output: OutputFormat,
     },
+    /// Print a ValidatingAdmissionPolicy and its binding that enforce AL001, AL003, AL006
+    /// and AL007 in the cluster (apply with `| kubectl apply -f -`).
+    #[command(long_about = POLICY_ABOUT)]
+    Policy {
+        /// What the API server does with a violation: Deny, Warn, Audit (comma-separated;
+        /// Deny and Warn exclude each other).
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "deny")]
+        action: Vec<admission::Action>,
+        /// Only in namespaces matching this label selector (e.g. `policy=enforce`).
+        #[arg(long, value_name = "SELECTOR")]
+        namespace_selector: Option<String>,
+    },
     /// List the rules, or show one rule's documentation.
     Rules {
         /// A rule id, e.g. AL001.
@@ -201,6 +238,37 @@ fn main() -> ExitCode {
     };
     match &cli.command {
         Some(Command::Rules { rule }) => return rules(rule.as_deref()),
+        Some(Command::Policy {
+            action,
+            namespace_selector,
+        }) => {
+            if action.contains(&admission::Action::Deny)
+                && action.contains(&admission::Action::Warn)
+            {
+                eprintln!(
+                    "error: --action: Deny and Warn exclude each other (the API server refuses the binding)"
+                );
+                return ExitCode::from(exit::USAGE);
+            }
+            let mut actions = action.clone();
+            actions.dedup();
+            let namespaces = match namespace_selector
+                .as_deref()
+                .map(admission::namespace_selector)
+            {
+                Some(Err(e)) => {
+                    eprintln!("error: --namespace-selector: {e}");
+                    return ExitCode::from(exit::USAGE);
+                }
+                Some(Ok(s)) => Some(s),
+                None => None,
+            };
+            write_out(
+                &admission::policy_yaml(&actions, namespaces.as_deref()),
+                false,
+            );
+            return ExitCode::SUCCESS;
+        }
         Some(Command::Completion { shell }) => {
             clap_complete::generate(
                 *shell,

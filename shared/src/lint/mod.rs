@@ -1,6 +1,7 @@
 //! The affinity linter: YAML with positions, the workload model, the rule catalogue
 //! (`rules/`, one rule per file with its documentation), configuration and output formats.
 
+pub mod admission;
 pub mod affinity;
 pub mod cluster;
 pub mod engine;

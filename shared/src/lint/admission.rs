@@ -1,0 +1,242 @@
+//! `kubectl affinity-lint policy`: the single-object rules as a ValidatingAdmissionPolicy
+//! (CEL, admissionregistration.k8s.io/v1) and its binding, so a split-term Deployment that
+//! never went through the linter is still stopped at the API server.
+//!
+//! The CEL mirrors the rules' own logic (AL001 with its alternative-evidence exception,
+//! AL003, AL006, AL007) and honours the same suppression annotation, on the object or its
+//! pod template. What only the linter can see (comments marking a deliberate OR, other
+//! files) stays the linter's.
+
+use super::source::IGNORE_ANNOTATION;
+
+/// The policy's and binding's name.
+pub const POLICY_NAME: &str = "affinity-lint.placekit.dev";
+
+/// The rules the policy enforces.
+pub const POLICY_RULES: &[&str] = &["AL001", "AL003", "AL006", "AL007"];
+
+/// What the API server does with a violation (`validationActions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Action {
+    /// Reject the request.
+    Deny,
+    /// Admit it, with a warning to the client (kubectl prints it).
+    Warn,
+    /// Admit it, with an audit annotation.
+    Audit,
+}
+
+impl Action {
+    fn as_str(self) -> &'static str {
+        match self {
+            Action::Deny => "Deny",
+            Action::Warn => "Warn",
+            Action::Audit => "Audit",
+        }
+    }
+}
+
+/// One CEL validation: the rule, the condition that must hold, and what it says.
+struct Check {
+    rule: &'static str,
+    /// Holds for an object the rule does not flag.
+    expression: &'static str,
+    message: &'static str,
+}
+
+const CHECKS: &[Check] = &[
+    Check {
+        rule: "AL001",
+        expression: "variables.requiredTerms.size() < 2 || variables.alternativeEvidence || !variables.requiredTerms.exists(a, variables.requiredTerms.exists(b, a.?matchExpressions.orValue([]).size() > 0 && b.?matchExpressions.orValue([]).size() > 0 && !a.matchExpressions.exists(x, b.matchExpressions.exists(y, x.key == y.key))))",
+        message: "AL001 split-required-terms: required nodeSelectorTerms constrain different keys and are OR-ed, so any one condition admits a node; if every condition is required, put them in one term",
+    },
+    Check {
+        rule: "AL003",
+        expression: "!variables.requiredTerms.exists(t, t.?matchExpressions.orValue([]).size() == 0 && t.?matchFields.orValue([]).size() == 0) && !variables.preferredTerms.exists(p, p.?preference.?matchExpressions.orValue([]).size() == 0 && p.?preference.?matchFields.orValue([]).size() == 0)",
+        message: "AL003 empty-term: a node selector term with no expressions and no fields matches no node",
+    },
+    Check {
+        rule: "AL006",
+        expression: "variables.preferredTerms.all(p, p.?weight.orValue(0) >= 1 && p.?weight.orValue(0) <= 100)",
+        message: "AL006 preferred-weight-range: a preferred node affinity weight is outside 1..100",
+    },
+    Check {
+        rule: "AL007",
+        expression: "variables.containers.all(c, !has(c.resources) || !has(c.resources.requests) || c.resources.requests.all(r, !(r.contains('/') && !r.startsWith('kubernetes.io/') && !r.split('/')[0].endsWith('.kubernetes.io')) || (has(c.resources.limits) && r in c.resources.limits && quantity(string(c.resources.limits[r])).compareTo(quantity(string(c.resources.requests[r]))) == 0)))",
+        message: "AL007 extended-resource-limits: a container requests an extended resource (a GPU) without an equal limit",
+    },
+];
+
+/// A namespace selector (kubectl's `-l` syntax) as the binding's
+/// `matchResources.namespaceSelector` (flow YAML), so a rollout can start with a few
+/// namespaces. `Gt`/`Lt` have no metav1.LabelSelector form.
+pub fn namespace_selector(selector: &str) -> Result<String, String> {
+    use crate::syntax::{LabelSelector, SelectorOperator as Op};
+    let parsed = LabelSelector::parse(selector).map_err(|e| e.to_string())?;
+    let mut expressions = Vec::new();
+    for r in &parsed.requirements {
+        let operator = match r.operator {
+            Op::Equals | Op::DoubleEquals | Op::In => "In",
+            Op::NotEquals | Op::NotIn => "NotIn",
+            Op::Exists => "Exists",
+            Op::DoesNotExist => "DoesNotExist",
+            Op::GreaterThan | Op::LessThan => {
+                return Err(format!(
+                    "{r}: a namespace selector has no Gt/Lt (use =, !=, in, notin, exists)"
+                ));
+            }
+        };
+        let mut e = serde_json::json!({"key": r.key, "operator": operator});
+        if !r.values.is_empty() {
+            e["values"] = serde_json::json!(r.values);
+        }
+        expressions.push(e);
+    }
+    Ok(serde_json::json!({ "matchExpressions": expressions }).to_string())
+}
+
+/// The policy and its binding as YAML (two documents); `namespaces` (from
+/// [`namespace_selector`]) limits the binding to some namespaces.
+pub fn policy_yaml(actions: &[Action], namespaces: Option<&str>) -> String {
+    let actions: Vec<&str> = actions.iter().map(|a| a.as_str()).collect();
+    let mut out = format!(
+        "# kubectl affinity-lint policy: {rules} enforced by the API server.
+# Exempt one workload with the annotation {IGNORE_ANNOTATION}: \"AL001\" on the object or its
+# pod template (the linter honours the same annotation). Apply with:
+#   kubectl affinity-lint policy | kubectl apply -f -
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: {POLICY_NAME}
+  labels:
+    app.kubernetes.io/managed-by: kubectl-affinity-lint
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [\"\"]
+      apiVersions: [v1]
+      operations: [CREATE, UPDATE]
+      resources: [pods, podtemplates, replicationcontrollers]
+    - apiGroups: [apps]
+      apiVersions: [v1]
+      operations: [CREATE, UPDATE]
+      resources: [deployments, statefulsets, daemonsets, replicasets]
+    - apiGroups: [batch]
+      apiVersions: [v1]
+      operations: [CREATE, UPDATE]
+      resources: [jobs, cronjobs]
+  variables:
+  # The pod template (metadata + spec) of any of the kinds above; a Pod is its own.
+  - name: template
+    expression: >-
+      object.kind == 'Pod' ? object :
+      object.kind == 'PodTemplate' ? object.template :
+      object.kind == 'CronJob' ? object.spec.jobTemplate.spec.template :
+      object.spec.template
+  - name: spec
+    expression: variables.template.?spec.orValue({{}})
+  - name: ignored
+    expression: >-
+      object.metadata.?annotations[?'{IGNORE_ANNOTATION}'].orValue('') + ',' +
+      variables.template.?metadata.?annotations[?'{IGNORE_ANNOTATION}'].orValue('')
+  - name: requiredTerms
+    expression: >-
+      variables.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])
+  - name: preferredTerms
+    expression: >-
+      variables.spec.?affinity.?nodeAffinity.?preferredDuringSchedulingIgnoredDuringExecution.orValue([])
+  - name: containers
+    expression: >-
+      variables.spec.?containers.orValue([]) + variables.spec.?initContainers.orValue([])
+  # An OR of alternative evidence (each term one presence check) is meant, as in the linter.
+  - name: alternativeEvidence
+    expression: >-
+      variables.requiredTerms.all(t, t.?matchExpressions.orValue([]).size() == 1 &&
+        t.?matchFields.orValue([]).size() == 0 &&
+        (t.matchExpressions[0].operator == 'Exists' ||
+         (t.matchExpressions[0].operator == 'In' &&
+          (t.matchExpressions[0].key.startsWith('feature.node.kubernetes.io/') ||
+           t.matchExpressions[0].key.endsWith('.present') ||
+           t.matchExpressions[0].key.endsWith('/present') ||
+           t.matchExpressions[0].?values.orValue([]).all(v, v in ['true', 'True', 'TRUE', '1', 'yes', 'enabled', 'present'])))))
+  validations:
+",
+        rules = POLICY_RULES.join(", "),
+    );
+    for check in CHECKS {
+        let rule = check.rule;
+        out.push_str(&format!(
+            "  - expression: >-
+      variables.ignored.upperAscii().contains('{rule}') ||
+      {expression}
+    messageExpression: >-
+      '{message} (' + object.kind + ' ' + object.metadata.?name.orValue(object.metadata.?generateName.orValue('')) +
+      '; kubectl affinity-lint rules {rule}; exempt with the annotation {IGNORE_ANNOTATION}: {rule})'
+    reason: Invalid
+",
+            expression = check.expression,
+            message = check.message,
+        ));
+    }
+    out.push_str(&format!(
+        "---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: {POLICY_NAME}
+  labels:
+    app.kubernetes.io/managed-by: kubectl-affinity-lint
+spec:
+  policyName: {POLICY_NAME}
+  validationActions: [{}]
+",
+        actions.join(", ")
+    ));
+    if let Some(selector) = namespaces {
+        out.push_str(&format!(
+            "  matchResources:\n    namespaceSelector: {selector}\n"
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lint::yaml::parse_document;
+
+    #[test]
+    fn the_policy_is_two_documents_of_valid_yaml_naming_every_rule() {
+        let selector = namespace_selector("team in (ml,infra),!legacy").unwrap();
+        let text = policy_yaml(&[Action::Deny, Action::Audit], Some(&selector));
+        let docs: Vec<&str> = text.split("\n---\n").collect();
+        assert_eq!(docs.len(), 2);
+        let policy = parse_document(docs[0], 0).unwrap().unwrap().to_json();
+        let binding = parse_document(docs[1], 0).unwrap().unwrap().to_json();
+        assert_eq!(policy["kind"], "ValidatingAdmissionPolicy");
+        assert_eq!(
+            binding["spec"]["validationActions"],
+            serde_json::json!(["Deny", "Audit"])
+        );
+        assert_eq!(
+            binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"],
+            serde_json::json!([
+                {"key": "legacy", "operator": "DoesNotExist"},
+                {"key": "team", "operator": "In", "values": ["infra", "ml"]}
+            ])
+        );
+        assert!(namespace_selector("size>3").is_err());
+        let validations = policy["spec"]["validations"].as_array().unwrap();
+        assert_eq!(validations.len(), POLICY_RULES.len());
+        for (v, rule) in validations.iter().zip(POLICY_RULES) {
+            assert!(v["messageExpression"].as_str().unwrap().contains(rule));
+            assert!(
+                v["expression"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("contains('{rule}')"))
+            );
+        }
+    }
+}
