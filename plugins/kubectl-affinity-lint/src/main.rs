@@ -123,6 +123,8 @@ enum Format {
     Json,
     Sarif,
     Github,
+    /// GitLab code quality JSON (`artifacts: reports: codequality`).
+    Gitlab,
 }
 
 /// Lint Kubernetes workloads for scheduling mistakes.
@@ -139,6 +141,9 @@ struct Cli {
     /// Files, directories or - for stdin (YAML or JSON, multi-document, kind: List).
     #[arg(short = 'f', long = "filename", value_name = "PATH")]
     files: Vec<PathBuf>,
+    /// More files, as pre-commit and other tools pass them (the same as -f).
+    #[arg(value_name = "FILE")]
+    paths: Vec<PathBuf>,
     /// Recurse into directories.
     #[arg(short = 'R', long)]
     recursive: bool,
@@ -312,6 +317,9 @@ fn main() -> ExitCode {
         }
         None => {}
     }
+    let mut cli = cli;
+    let positional = std::mem::take(&mut cli.paths);
+    cli.files.extend(positional);
     if cli.files.is_empty() {
         eprintln!("error: no input: give -f PATH (a file, a directory with -R, or - for stdin)");
         return ExitCode::from(exit::USAGE);
@@ -365,6 +373,7 @@ fn print_report(cli: &Cli, outcome: &Outcome, ui: &Ui, to_stderr: bool) {
         Format::Json => pretty(&output::json_report(outcome)),
         Format::Sarif => pretty(&output::sarif_report(outcome, env!("CARGO_PKG_VERSION"))),
         Format::Github => output::github_report(outcome),
+        Format::Gitlab => pretty(&output::gitlab_report(outcome)),
     };
     write_out(&rendered, to_stderr);
 }

@@ -220,6 +220,63 @@ pub fn github_report(outcome: &Outcome) -> String {
     out
 }
 
+/// GitLab's code quality report (a JSON array; `artifacts: reports: codequality`): each
+/// finding with its description, check name, severity, path and line, and a fingerprint
+/// that stays the same when lines move (rule, file, object and message, not the line).
+pub fn gitlab_report(outcome: &Outcome) -> Value {
+    use sha2::{Digest, Sha256};
+    let fingerprint = |parts: &[&str]| {
+        let mut hash = Sha256::new();
+        for p in parts {
+            hash.update(p.as_bytes());
+            hash.update([0]);
+        }
+        hash.finalize()
+            .iter()
+            .take(16)
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let severity = |s: Severity| match s {
+        Severity::Error => "major",
+        Severity::Warning => "minor",
+        Severity::Info => "info",
+    };
+    let mut issues: Vec<Value> = outcome
+        .errors
+        .iter()
+        .map(|e| {
+            json!({
+                "type": "issue",
+                "description": format!("input error: {}", e.message),
+                "check_name": "input-error",
+                "categories": ["Bug Risk"],
+                "fingerprint": fingerprint(&["input-error", &e.file, &e.message]),
+                "severity": "blocker",
+                "location": {"path": e.file, "lines": {"begin": e.line.unwrap_or(1)}},
+            })
+        })
+        .collect();
+    for f in &outcome.findings {
+        let object = format!(
+            "{}/{}/{}",
+            f.object.kind,
+            f.object.namespace.as_deref().unwrap_or_default(),
+            f.object.name
+        );
+        issues.push(json!({
+            "type": "issue",
+            "description": format!("{} ({} {})", f.message, f.object.kind, f.object.name),
+            "check_name": f.rule,
+            "categories": ["Bug Risk"],
+            "fingerprint": fingerprint(&[&f.rule, &f.file, &object, &f.message]),
+            "severity": severity(f.severity),
+            "location": {"path": f.file, "lines": {"begin": f.line.max(1)}},
+        }));
+    }
+    Value::Array(issues)
+}
+
 /// Findings at or above `fail_on`.
 pub fn failing(findings: &[Finding], fail_on: Severity) -> usize {
     findings.iter().filter(|f| f.severity >= fail_on).count()

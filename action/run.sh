@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The GitHub Action's step (action.yml): install the affinity-lint release binary for this
+# runner, lint the given files to a SARIF report, and print GitHub annotations. Runs
+# anywhere with bash, curl (or a local archive) and tar:
+#
+#   AFFINITY_LINT_VERSION=v0.1.0 AFFINITY_LINT_FILES=deploy/ AFFINITY_LINT_SARIF=out.sarif action/run.sh
+#
+# AFFINITY_LINT_ARCHIVE, when set, is a local release archive used instead of downloading
+# (how the test runs it). Exit: affinity-lint's (0 clean, 1 findings, 2 input errors).
+set -euo pipefail
+
+version="${AFFINITY_LINT_VERSION:-v0.1.0}"
+files="${AFFINITY_LINT_FILES:-.}"
+fail_on="${AFFINITY_LINT_FAIL_ON:-error}"
+sarif="${AFFINITY_LINT_SARIF:-affinity-lint.sarif}"
+
+case "$(uname -s)" in
+  Linux) os=linux ;;
+  Darwin) os=darwin ;;
+  *) echo "affinity-lint: no release for $(uname -s)" >&2; exit 2 ;;
+esac
+case "$(uname -m)" in
+  x86_64 | amd64) arch=amd64 ;;
+  aarch64 | arm64) arch=arm64 ;;
+  *) echo "affinity-lint: no release for $(uname -m)" >&2; exit 2 ;;
+esac
+
+install_dir="$(mktemp -d)"
+trap 'rm -rf "$install_dir"' EXIT
+archive="${AFFINITY_LINT_ARCHIVE:-}"
+if [ -z "$archive" ]; then
+  archive="$install_dir/affinity-lint.tar.gz"
+  url="https://github.com/placekit/placekit/releases/download/${version}/affinity-lint_${version}_${os}_${arch}.tar.gz"
+  curl --fail --silent --show-error --location --retry 3 --output "$archive" "$url"
+fi
+tar -xzf "$archive" -C "$install_dir" kubectl-affinity_lint
+bin="$install_dir/kubectl-affinity_lint"
+
+# Word splitting of the file list is intended: several paths, space-separated.
+# shellcheck disable=SC2086
+set -- $files
+args=()
+for path in "$@"; do args+=(-f "$path"); done
+
+status=0
+"$bin" "${args[@]}" -R -o sarif --fail-on "$fail_on" > "$sarif" || status=$?
+# The same findings as annotations on the pull request's files.
+"$bin" "${args[@]}" -R -o github --fail-on "$fail_on" || true
+exit "$status"
