@@ -32,6 +32,16 @@ Examples:
   # What a rule checks, why, an example and the fix
   kubectl affinity-lint rules AL001
 
+  # Show the fixes as a diff; apply them (the merge of split terms is an unsafe fix)
+  kubectl affinity-lint -f examples/llm-inference-split-terms.yaml --diff --unsafe-fixes
+  kubectl affinity-lint -f manifests/ -R --fix
+
+  # GitLab code quality report
+  kubectl affinity-lint -f manifests/ -R -o gitlab > gl-code-quality-report.json
+
+  # Enforce the single-object rules in the cluster (ValidatingAdmissionPolicy)
+  kubectl affinity-lint policy | kubectl apply -f -
+
   # The same manifests against the live nodes (AL101-AL105: no candidate, typo'd keys,
   # tainted candidates, not enough free GPUs, impossible hostname spread)
   kubectl affinity-lint -f deploy.yaml --cluster
