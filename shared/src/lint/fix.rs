@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use super::source::Document;
-use super::yaml::{Node, NodeKind, parse_document};
+use super::yaml::{Node, NodeKind, parse_document, parse_document_with_duplicates};
 
 /// One edit: replace the text from `from` to `to` (1-based line and column, `to`
 /// exclusive; equal for an insertion) with `text`.
@@ -153,7 +153,15 @@ pub fn verify(doc: &Document, fix: &TextFix) -> Option<Vec<(usize, usize, String
         return None;
     }
     let edited = apply(&doc.text, &edits);
-    let after = parse_document(&edited, 0).ok()??.to_json();
+    // A key written twice reads as its last value: an edit must not add one that the
+    // comparison below would miss.
+    let mut duplicates = Vec::new();
+    let after = parse_document_with_duplicates(&edited, 0, &mut duplicates)
+        .ok()??
+        .to_json();
+    if duplicates.len() > doc.duplicates.len() {
+        return None;
+    }
     let mut expected = doc.root.to_json();
     let mut path = Vec::new();
     if !path_to(&doc.root, fix.target, &mut path)
