@@ -36,14 +36,30 @@ fi
 tar -xzf "$archive" -C "$install_dir" kubectl-affinity_lint
 bin="$install_dir/kubectl-affinity_lint"
 
-# Word splitting of the file list is intended: several paths, space-separated.
+# Word splitting of the file list is intended: several paths, space-separated. In
+# directories, the YAML and JSON files outside Helm charts' templates/ (not YAML until
+# rendered) and .git.
 # shellcheck disable=SC2086
 set -- $files
 args=()
-for path in "$@"; do args+=(-f "$path"); done
+for path in "$@"; do
+  if [ -d "$path" ]; then
+    while IFS= read -r -d '' file; do
+      args+=(-f "${file#./}")
+    done < <(find "$path" -type f \( -name '*.yaml' -o -name '*.yml' -o -name '*.json' \) \
+      -not -path '*/templates/*' -not -path '*/.git/*' -print0 | sort -z)
+  else
+    args+=(-f "$path")
+  fi
+done
+if [ "${#args[@]}" -eq 0 ]; then
+  echo "affinity-lint: no YAML or JSON files in: $files" >&2
+  echo '{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"affinity-lint"}},"results":[]}]}' > "$sarif"
+  exit 0
+fi
 
 status=0
-"$bin" "${args[@]}" -R -o sarif --fail-on "$fail_on" > "$sarif" || status=$?
+"$bin" "${args[@]}" -o sarif --fail-on "$fail_on" > "$sarif" || status=$?
 # The same findings as annotations on the pull request's files.
-"$bin" "${args[@]}" -R -o github --fail-on "$fail_on" || true
+"$bin" "${args[@]}" -o github --fail-on "$fail_on" || true
 exit "$status"

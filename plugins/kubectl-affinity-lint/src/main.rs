@@ -420,10 +420,17 @@ fn fix(cli: &Cli, settings: &Settings<'_>, ui: &Ui) -> ExitCode {
     let stdin = if stdin_input {
         let mut text = String::new();
         let limit = placekit::lint::source::MAX_FILE_BYTES;
+        // One byte past the limit tells an oversized stream from one that fits.
         match std::io::Read::read_to_string(
-            &mut std::io::Read::take(std::io::stdin(), limit),
+            &mut std::io::Read::take(std::io::stdin(), limit + 1),
             &mut text,
         ) {
+            Ok(_) if text.len() as u64 > limit => {
+                eprintln!(
+                    "error: <stdin>: input is over the {limit}-byte limit; nothing was fixed"
+                );
+                return ExitCode::from(exit::USAGE);
+            }
             Ok(_) => Some(text),
             Err(e) => {
                 eprintln!("error: reading stdin: {e}");

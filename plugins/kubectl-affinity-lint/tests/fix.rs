@@ -236,3 +236,99 @@ fn helm_output_is_not_edited_and_points_at_its_template() {
         text
     );
 }
+
+const GPU_POD: &str = "kind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: x\n    resources:\n      requests:\n        nvidia.com/gpu: 1\n";
+
+#[test]
+fn json_stays_json_and_crlf_stays_crlf() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = r#"{"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}}"#;
+    std::fs::write(dir.path().join("pod.json"), json).unwrap();
+    std::fs::write(dir.path().join("crlf.yaml"), GPU_POD.replace('\n', "\r\n")).unwrap();
+    let (code, _, err) = run(
+        dir.path(),
+        &["-f", "pod.json", "-f", "crlf.yaml", "--fix"],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    let fixed: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("pod.json")).unwrap())
+            .expect("still JSON");
+    assert_eq!(
+        fixed["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
+        "1"
+    );
+    let crlf = std::fs::read_to_string(dir.path().join("crlf.yaml")).unwrap();
+    assert!(
+        crlf.ends_with("      limits:\r\n        nvidia.com/gpu: 1\r\n"),
+        "{crlf:?}"
+    );
+    assert_eq!(
+        crlf.matches('\n').count(),
+        crlf.matches("\r\n").count(),
+        "no bare LF"
+    );
+}
+
+#[test]
+fn a_file_named_twice_is_fixed_once_and_a_symlink_fixes_its_target() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("real.yaml"), GPU_POD).unwrap();
+    std::os::unix::fs::symlink("real.yaml", dir.path().join("link.yaml")).unwrap();
+    let (code, _, err) = run(
+        dir.path(),
+        &[
+            "-f",
+            "link.yaml",
+            "-f",
+            "./real.yaml",
+            "-f",
+            "real.yaml",
+            "--fix",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("fixed 1 problem(s) in 1 file(s)"), "{err}");
+    assert!(
+        std::fs::symlink_metadata(dir.path().join("link.yaml"))
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link stays a link"
+    );
+    let real = std::fs::read_to_string(dir.path().join("real.yaml")).unwrap();
+    assert!(real.contains("limits:"), "{real}");
+}
+
+#[test]
+fn a_read_only_file_is_not_replaced() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ro.yaml");
+    std::fs::write(&path, GPU_POD).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let (code, _, err) = run(dir.path(), &["-f", "ro.yaml", "--fix"], None);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("not fixed: ro.yaml: the file is read-only"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), GPU_POD);
+}
+
+#[test]
+fn a_byte_order_mark_does_not_shift_columns_or_fixes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bom.yaml"), format!("\u{feff}{GPU_POD}")).unwrap();
+    let (_, out, _) = run(dir.path(), &["-f", "bom.yaml", "-o", "json"], None);
+    let json: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["findings"][0]["column"], 9, "{json}");
+    let (code, _, err) = run(dir.path(), &["-f", "bom.yaml", "--fix"], None);
+    assert_eq!(code, 0, "{err}");
+    let fixed = std::fs::read_to_string(dir.path().join("bom.yaml")).unwrap();
+    assert!(
+        fixed.starts_with('\u{feff}') && fixed.contains("limits:"),
+        "{fixed}"
+    );
+}

@@ -68,6 +68,17 @@ fn gitlab_code_quality_has_the_required_fields_and_stable_fingerprints() {
         .unwrap()
         .clone();
     assert_eq!(al001["severity"], "major");
+    let mut fingerprints: Vec<&str> = issues
+        .iter()
+        .map(|i| i["fingerprint"].as_str().unwrap())
+        .collect();
+    fingerprints.sort();
+    fingerprints.dedup();
+    assert_eq!(
+        fingerprints.len(),
+        issues.len(),
+        "each issue its own fingerprint"
+    );
     // A line added above moves the finding, not its fingerprint.
     std::fs::write(
         dir.path().join("a.yaml"),
@@ -128,8 +139,12 @@ fn run_hook(hook: &Value, repo: &Path) -> (i32, String) {
         .iter()
         .map(|t| t.as_str().unwrap())
         .collect();
+    let exclude = hook["exclude"]
+        .as_str()
+        .map(|e| regex::Regex::new(e).unwrap());
     let files: Vec<String> = String::from_utf8_lossy(&staged.stdout)
         .lines()
+        .filter(|f| exclude.as_ref().is_none_or(|e| !e.is_match(f)))
         .filter(|f| {
             let ext = Path::new(f)
                 .extension()
@@ -191,6 +206,18 @@ fn the_pre_commit_hook_lints_the_staged_manifests() {
         ("notes.md", "not a manifest"),
     ];
     let repo = git_repo(&files, &["split.yaml", "good.yaml", "notes.md"]);
+    // A chart's templates are not YAML until rendered: the hook leaves them out.
+    std::fs::create_dir_all(repo.path().join("chart/templates")).unwrap();
+    std::fs::write(
+        repo.path().join("chart/templates/deployment.yaml"),
+        "kind: Deployment\nspec:\n  replicas: {{ .Values.replicas }}\n",
+    )
+    .unwrap();
+    Command::new("git")
+        .args(["add", "chart"])
+        .current_dir(repo.path())
+        .status()
+        .unwrap();
     let (code, out) = run_hook(&hook, repo.path());
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("split.yaml:31:13: error[AL001]"), "{out}");
@@ -267,12 +294,19 @@ fn the_github_action_is_valid_and_its_script_runs() {
     let manifests = work.path().join("deploy");
     std::fs::create_dir(&manifests).unwrap();
     std::fs::write(manifests.join("split.yaml"), split_terms()).unwrap();
+    // The Action's default is the whole repository: a chart's templates are skipped.
+    std::fs::create_dir_all(work.path().join("chart/templates")).unwrap();
+    std::fs::write(
+        work.path().join("chart/templates/deployment.yaml"),
+        "kind: Deployment\nspec:\n  replicas: {{ .Values.replicas }}\n",
+    )
+    .unwrap();
     let sarif = work.path().join("out.sarif");
     let out = Command::new("bash")
         .arg(repo_file("action/run.sh"))
         .current_dir(work.path())
         .env("AFFINITY_LINT_ARCHIVE", &archive)
-        .env("AFFINITY_LINT_FILES", "deploy")
+        .env("AFFINITY_LINT_FILES", ".")
         .env("AFFINITY_LINT_FAIL_ON", "error")
         .env("AFFINITY_LINT_SARIF", &sarif)
         .output()
@@ -290,5 +324,10 @@ fn the_github_action_is_valid_and_its_script_runs() {
     );
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap();
     assert_eq!(report["version"], "2.1.0");
-    assert_eq!(report["runs"][0]["results"][0]["ruleId"], "AL001");
+    let result = &report["runs"][0]["results"][0];
+    assert_eq!(result["ruleId"], "AL001");
+    assert_eq!(
+        result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], "deploy/split.yaml",
+        "repository-relative, no ./"
+    );
 }

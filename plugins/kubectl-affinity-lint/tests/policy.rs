@@ -335,6 +335,42 @@ fn the_policy_and_the_linter_agree() {
         cases.len()
     );
 
+    // Objects that predate the policy keep working: a split Deployment (created while
+    // exempted) can lose its exemption, be scaled and be relabelled, since its template does
+    // not change; pods a controller owns are its owner's business.
+    let ns = namespace();
+    let old = deployment("predates", &required(SPLIT), "").replace(
+        "  name: predates\n",
+        "  name: predates\n  annotations: {affinity-lint.placekit.dev/ignore: AL001}\n",
+    );
+    let (code, out, err) = cluster.sh("kubectl apply -f -", Some(&old));
+    assert_eq!(code, 0, "{out}{err}");
+    for update in [
+        format!("kubectl -n {ns} annotate deployment predates affinity-lint.placekit.dev/ignore-"),
+        format!("kubectl -n {ns} scale deployment predates --replicas 3"),
+        format!("kubectl -n {ns} label deployment predates team=ml"),
+    ] {
+        let (code, out, err) = cluster.sh(&update, None);
+        assert_eq!(code, 0, "{update}: {out}{err}");
+    }
+    let (code, _, err) = cluster.sh(
+        &format!("kubectl -n {ns} patch deployment predates --type merge -p '{{\"spec\":{{\"template\":{{\"metadata\":{{\"labels\":{{\"v\":\"2\"}}}}}}}}}}'"),
+        None,
+    );
+    assert_ne!(code, 0, "a template change is judged");
+    assert!(err.contains("AL001"), "{err}");
+    let owned = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: owned\n  namespace: {ns}\n  ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: rs, uid: 6e0b4bd2-9bd5-4f8c-8e5c-0f7f8c1e9a11, controller: true}}]\nspec:\n{}",
+        required(SPLIT)
+            .lines()
+            .map(|l| format!("  {l}\n"))
+            .collect::<String>()
+    );
+    assert!(
+        cluster.admits(&owned).0,
+        "a controller's pod is not judged again"
+    );
+
     // Warn instead of Deny: admitted, and kubectl prints the rule.
     let warned = |err: &str| {
         err.contains(

@@ -47,7 +47,7 @@ struct Check {
 const CHECKS: &[Check] = &[
     Check {
         rule: "AL001",
-        expression: "variables.requiredTerms.size() < 2 || variables.alternativeEvidence || !variables.requiredTerms.exists(a, variables.requiredTerms.exists(b, a.?matchExpressions.orValue([]).size() > 0 && b.?matchExpressions.orValue([]).size() > 0 && !a.matchExpressions.exists(x, b.matchExpressions.exists(y, x.key == y.key))))",
+        expression: "variables.requiredTerms.size() < 2 || variables.alternativeEvidence || !variables.termKeys.exists(a, variables.termKeys.exists(b, a.size() > 0 && b.size() > 0 && !a.exists(k, k in b)))",
         message: "AL001 split-required-terms: required nodeSelectorTerms constrain different keys and are OR-ed, so any one condition admits a node; if every condition is required, put them in one term",
     },
     Check {
@@ -112,6 +112,21 @@ metadata:
     app.kubernetes.io/managed-by: kubectl-affinity-lint
 spec:
   failurePolicy: Fail
+  # Judged: what a user creates, and updates that change the pod template. Not judged:
+  # objects a controller owns (their owner was judged; a pre-existing workload must keep
+  # creating its pods), and updates that leave the template alone (scaling, labels,
+  # finalizers), so objects older than the policy keep working.
+  matchConditions:
+  - name: not-controller-owned
+    expression: >-
+      !object.metadata.?ownerReferences.orValue([]).exists(r, r.?controller.orValue(false))
+  - name: template-created-or-changed
+    expression: >-
+      request.operation == 'CREATE' ||
+      (object.kind == 'Pod' ? false :
+       object.kind == 'PodTemplate' ? object.template != oldObject.template :
+       object.kind == 'CronJob' ? object.spec.jobTemplate.spec.template != oldObject.spec.jobTemplate.spec.template :
+       object.spec.template != oldObject.spec.template)
   matchConstraints:
     resourceRules:
     - apiGroups: [\"\"]
@@ -143,6 +158,10 @@ spec:
   - name: requiredTerms
     expression: >-
       variables.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])
+  # The keys each required term constrains.
+  - name: termKeys
+    expression: >-
+      variables.requiredTerms.map(t, t.?matchExpressions.orValue([]).map(e, e.key))
   - name: preferredTerms
     expression: >-
       variables.spec.?affinity.?nodeAffinity.?preferredDuringSchedulingIgnoredDuringExecution.orValue([])
@@ -193,11 +212,18 @@ spec:
 ",
         actions.join(", ")
     ));
-    if let Some(selector) = namespaces {
-        out.push_str(&format!(
-            "  matchResources:\n    namespaceSelector: {selector}\n"
-        ));
-    }
+    // Without a selector, every namespace but the control plane's own.
+    let selector = namespaces.map(str::to_string).unwrap_or_else(|| {
+        serde_json::json!({"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name",
+            "operator": "NotIn",
+            "values": ["kube-system"],
+        }]})
+        .to_string()
+    });
+    out.push_str(&format!(
+        "  matchResources:\n    namespaceSelector: {selector}\n"
+    ));
     out
 }
 

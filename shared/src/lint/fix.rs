@@ -162,6 +162,12 @@ pub fn verify(doc: &Document, fix: &TextFix) -> Option<Vec<(usize, usize, String
     if duplicates.len() > doc.duplicates.len() {
         return None;
     }
+    // JSON stays JSON: kubectl reads a document that starts with `{` as JSON.
+    if serde_json::from_str::<Value>(&doc.text).is_ok()
+        && serde_json::from_str::<Value>(&edited).is_err()
+    {
+        return None;
+    }
     let mut expected = doc.root.to_json();
     let mut path = Vec::new();
     if !path_to(&doc.root, fix.target, &mut path)

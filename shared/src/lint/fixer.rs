@@ -192,23 +192,46 @@ fn non_conflicting<'f>(
     (edits, chosen)
 }
 
-/// Replaces a file's content at once: a temporary file beside it, with its permissions,
-/// renamed over it.
+/// Replaces a file's content at once: a temporary file beside it, with its permissions
+/// and owner, renamed over it. A symlink is followed (its target is fixed, the link
+/// stays); a file with other hard links is rewritten in place so they keep sharing it; a
+/// read-only file is refused.
 fn write_in_place(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let path = std::fs::canonicalize(path)?;
+    let metadata = std::fs::metadata(&path)?;
+    if metadata.permissions().readonly() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "the file is read-only",
+        ));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if metadata.nlink() > 1 {
+            return std::fs::write(&path, text);
+        }
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let temp = dir.join(format!(".{file_name}.affinity-lint-{}", std::process::id()));
-    std::fs::write(&temp, text)?;
-    if let Ok(metadata) = std::fs::metadata(path) {
+    let result = (|| {
+        std::fs::write(&temp, text)?;
         std::fs::set_permissions(&temp, metadata.permissions())?;
-    }
-    std::fs::rename(&temp, path).inspect_err(|_| {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            // Keeps the owner when allowed (root in a CI container); otherwise the file
+            // is the runner's, as any editor's save would make it.
+            let _ = std::os::unix::fs::chown(&temp, Some(metadata.uid()), Some(metadata.gid()));
+        }
+        std::fs::rename(&temp, &path)
+    })();
+    if result.is_err() {
         let _ = std::fs::remove_file(&temp);
-    })
+    }
+    result
 }

@@ -257,6 +257,8 @@ pub fn gitlab_report(outcome: &Outcome) -> Value {
             })
         })
         .collect();
+    // Identical findings (two empty terms in one object) are told apart by their order.
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for f in &outcome.findings {
         let object = format!(
             "{}/{}/{}",
@@ -264,12 +266,17 @@ pub fn gitlab_report(outcome: &Outcome) -> Value {
             f.object.namespace.as_deref().unwrap_or_default(),
             f.object.name
         );
+        let occurrence = seen
+            .entry(format!("{}\0{}\0{object}\0{}", f.rule, f.file, f.message))
+            .and_modify(|n| *n += 1)
+            .or_insert(0)
+            .to_string();
         issues.push(json!({
             "type": "issue",
             "description": format!("{} ({} {})", f.message, f.object.kind, f.object.name),
             "check_name": f.rule,
             "categories": ["Bug Risk"],
-            "fingerprint": fingerprint(&[&f.rule, &f.file, &object, &f.message]),
+            "fingerprint": fingerprint(&[&f.rule, &f.file, &object, &f.message, &occurrence]),
             "severity": severity(f.severity),
             "location": {"path": f.file, "lines": {"begin": f.line.max(1)}},
         }));

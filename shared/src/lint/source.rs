@@ -55,6 +55,12 @@ pub fn collect_paths(inputs: &[PathBuf], recursive: bool) -> (Vec<PathBuf>, Vec<
             }),
         }
     }
+    // A file named twice (`-f a.yaml -f ./a.yaml`, or inside a directory also given) is
+    // linted, and fixed, once.
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|f| {
+        f.as_os_str() == "-" || seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
+    });
     (files, errors)
 }
 
@@ -111,7 +117,14 @@ impl InputFile {
                 content: None,
             };
         }
-        let name = path.display().to_string();
+        // `./deploy/a.yaml` is shown as `deploy/a.yaml`, as code scanning and GitLab
+        // expect repository-relative paths.
+        let shown = path.strip_prefix(".").unwrap_or(&path);
+        let name = if shown.as_os_str().is_empty() {
+            path.display().to_string()
+        } else {
+            shown.display().to_string()
+        };
         // A regular file's group is its directory, however the path was spelled (`a.yaml`
         // and `./b.yaml` are together); a pipe (`<(helm template ...)`) is a group alone.
         let group = match std::fs::metadata(&path) {
@@ -208,17 +221,18 @@ pub fn read_chunks(file: &InputFile, mut emit: impl FnMut(Chunk)) -> Result<(), 
                 offset + i as u64
             )));
         }
-        let line = std::str::from_utf8(&bytes).map_err(|e| {
+        let mut line = std::str::from_utf8(&bytes).map_err(|e| {
             fail(format!(
                 "not UTF-8 text (invalid byte at offset {})",
                 offset + e.valid_up_to() as u64
             ))
         })?;
         offset += n as u64;
-        if offset > MAX_FILE_BYTES {
-            return Err(fail(format!(
-                "input is over the {MAX_FILE_BYTES}-byte limit"
-            )));
+        // A byte-order mark is not text: columns and fixes count from after it.
+        if line_no == 0
+            && let Some(rest) = line.strip_prefix('\u{feff}')
+        {
+            line = rest;
         }
         let is_separator =
             line.starts_with("---") && line[3..].trim().chars().next().is_none_or(|c| c == '#');
@@ -236,7 +250,7 @@ pub fn read_chunks(file: &InputFile, mut emit: impl FnMut(Chunk)) -> Result<(), 
         } else {
             if chunk.text.is_empty() {
                 chunk.first_line = line_no;
-                chunk.byte_offset = (offset - n as u64) as usize;
+                chunk.byte_offset = offset as usize - line.len();
             }
             chunk.text.push_str(line);
         }
@@ -280,6 +294,14 @@ impl Document {
             .copied()
             .unwrap_or(self.text.len());
         Some(self.text[start..end].trim_end_matches(['\n', '\r']))
+    }
+
+    /// The line break the document uses (`\r\n` when its first line ends so).
+    pub fn newline(&self) -> &'static str {
+        match self.text.find('\n') {
+            Some(i) if i > 0 && self.text.as_bytes()[i - 1] == b'\r' => "\r\n",
+            _ => "\n",
+        }
     }
 
     /// The byte offset in `text` of 1-based file line `line`, 1-based character column

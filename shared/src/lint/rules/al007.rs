@@ -62,13 +62,21 @@ fn add_limit(doc: &Document, container: &Node, key: &Node, value: &Node) -> Opti
             .and_then(|l| l.chars().nth(node.col - 1))
             == Some('{')
     };
+    // New lines end as the file's do (CRLF files stay CRLF).
+    let newline = doc.newline();
     let after_line = |line: usize, text: String| {
+        let text = text.replace('\n', newline);
         // The last line of a document may lack its line break.
         let text = match doc.line(line + 1) {
-            None if !doc.text.ends_with('\n') => format!("\n{text}"),
+            None if !doc.text.ends_with('\n') => format!("{newline}{text}"),
             _ => text,
         };
         TextEdit::insert((line + 1, 1), text)
+    };
+    // A key written as the keys around it are: quoted in JSON (`"limits"`), plain in YAML.
+    let limits_key = match resources.entries().first().map(|(k, _)| k) {
+        Some(k) if source(doc, k).is_some_and(|t| t.starts_with('"')) => "\"limits\"",
+        _ => "limits",
     };
     let edit = match resources.get("limits") {
         Some(limits) if matches!(limits.kind, NodeKind::Map(_)) => {
@@ -90,7 +98,7 @@ fn add_limit(doc: &Document, container: &Node, key: &Node, value: &Node) -> Opti
         Some(_) => return None,
         None if flow(resources) => TextEdit::insert(
             (resources.end_line, resources.end_col - 1),
-            format!(", limits: {{{entry}}}"),
+            format!(", {limits_key}: {{{entry}}}"),
         ),
         None => {
             let (requests_key, requests) = resources.entry("requests")?;
