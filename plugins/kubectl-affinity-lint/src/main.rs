@@ -20,7 +20,7 @@ use placekit::ui::{ColorChoice, DisplayArgs, OutputFormat, Ui};
 
 const AFTER_HELP: &str = "\
 Examples:
-  # The seed's Deployment with its three conditions split into three terms: AL001
+  # A Deployment whose three required conditions were split into three OR-ed terms: AL001
   kubectl affinity-lint -f examples/llm-inference-split-terms.yaml
 
   # A chart's rendered output, in CI, as GitHub annotations
@@ -46,8 +46,8 @@ Examples:
   # tainted candidates, not enough free GPUs, impossible hostname spread)
   kubectl affinity-lint -f deploy.yaml --cluster
 
-  # Running pods whose node no longer satisfies their affinity (the seed's drift script,
-  # in a constant number of paged list calls)
+  # Running pods whose node no longer satisfies their affinity (a constant number of
+  # paged list calls, never one call per pod)
   kubectl affinity-lint drift -A -l app=llm-inference
 
   # Why is this pod Pending? Every node through the scheduler's filters, with a verdict
@@ -103,13 +103,12 @@ drift).";
 
 /// `why-pending --help`: what is modelled, and how well it agrees with the real scheduler.
 const WHY_PENDING_ABOUT: &str = "\
-Explain why a pod is Pending: the evidence the seed's ticket script gathers (conditions,
+Explain why a pod is Pending: the evidence a pending-pod investigation gathers (conditions,
 affinity, nodeSelector, tolerations, topology spread, requests, events), every node through
 kube-scheduler's filters in the scheduler's order with each node's first failing filter,
 the FailedScheduling message the scheduler would write (predictedMessage), and a verdict
-from the seed's table with the action to take. A pod that is Pending but already bound to
-a node (spec.nodeName) is reported as scheduled: it waits for the kubelet, not the
-scheduler.
+with the action to take. A pod that is Pending but already bound to a node
+(spec.nodeName) is reported as scheduled: it waits for the kubelet, not the scheduler.
 
 Modelled, in kube-scheduler's order (v1.37 default profile): NodeAffinity's PreFilter
 (required terms that all name nodes with matchFields metadata.name), NodeUnschedulable,
