@@ -231,7 +231,13 @@ enum Command {
     Policy {
         /// What the API server does with a violation: Deny, Warn, Audit (comma-separated;
         /// Deny and Warn exclude each other).
-        #[arg(long, value_enum, value_delimiter = ',', default_value = "deny")]
+        #[arg(
+            long,
+            value_enum,
+            value_delimiter = ',',
+            default_value = "deny",
+            ignore_case = true
+        )]
         action: Vec<admission::Action>,
         /// Only in namespaces matching this label selector (e.g. `policy=enforce`).
         #[arg(long, value_name = "SELECTOR")]

@@ -331,3 +331,79 @@ fn the_github_action_is_valid_and_its_script_runs() {
         "repository-relative, no ./"
     );
 }
+
+#[test]
+fn ci_formats_carry_input_errors_templates_and_the_object() {
+    let dir = tempfile::tempdir().unwrap();
+    // A chart template that happens to parse as YAML is still a template.
+    std::fs::write(
+        dir.path().join("template.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ include \"x.fullname\" . }}\nspec:\n  replicas: {{ .Values.replicas }}\n",
+    )
+    .unwrap();
+    // Helm output on stdin: the template it came from is named in every format.
+    let rendered = format!(
+        "---\n# Source: chart/templates/deployment.yaml\n{}",
+        split_terms()
+    );
+    std::fs::write(dir.path().join("rendered.yaml"), &rendered).unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(bin())
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, sarif) = run(&["-f", "template.yaml", "-f", "rendered.yaml", "-o", "sarif"]);
+    assert_eq!(code, Some(2));
+    let sarif: Value = serde_json::from_str(&sarif).unwrap();
+    let invocation = &sarif["runs"][0]["invocations"][0];
+    assert_eq!(invocation["executionSuccessful"], false);
+    let note = &invocation["toolExecutionNotifications"][0];
+    assert!(
+        note["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("unrendered Helm/Go template"),
+        "{note}"
+    );
+    let message = sarif["runs"][0]["results"][0]["message"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        message.contains(
+            "(Deployment ml/llm-inference, Helm template chart/templates/deployment.yaml)"
+        ),
+        "{message}"
+    );
+    let (_, github) = run(&["-f", "rendered.yaml", "-o", "github"]);
+    assert!(
+        github.contains("title=AL001 Deployment ml/llm-inference::"),
+        "{github}"
+    );
+    assert!(
+        github.contains("Helm template chart/templates/deployment.yaml"),
+        "{github}"
+    );
+    // Argo's own {{...}} placeholders are not Go templates.
+    std::fs::write(
+        dir.path().join("argo.yaml"),
+        "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {generateName: x-}\nspec:\n  entrypoint: main\n  templates:\n  - name: main\n    container:\n      image: \"{{inputs.parameters.image}}\"\n",
+    )
+    .unwrap();
+    assert_eq!(run(&["-f", "argo.yaml"]).0, Some(0));
+}
+
+#[test]
+fn policy_actions_are_case_insensitive_and_exclusive() {
+    let run = |args: &[&str]| Command::new(bin()).args(args).output().unwrap();
+    let warn = run(&["policy", "--action", "Warn,Audit"]);
+    assert!(warn.status.success());
+    assert!(String::from_utf8_lossy(&warn.stdout).contains("validationActions: [Warn, Audit]"));
+    let both = run(&["policy", "--action", "deny,warn"]);
+    assert_eq!(both.status.code(), Some(2));
+}

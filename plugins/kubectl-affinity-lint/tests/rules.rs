@@ -354,6 +354,15 @@ fn al010_gpu_rollouts() {
         .is_empty(),
         "no GPU"
     );
+    let (_, f, _) = l.lint(&deployment(CONTAINER).replace(
+        "strategy: {type: Recreate}",
+        "strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 0, maxUnavailable: 0}}",
+    ));
+    assert_eq!(
+        rules_of(&f),
+        vec!["AL010"],
+        "both 0 is refused with or without GPUs"
+    );
 }
 
 #[test]

@@ -42,6 +42,31 @@ const CORE_POD_SPEC_PATHS: &[&str] = &[
     "template.spec",
 ];
 
+/// `Deployment ml/llm-inference`.
+fn object_name(f: &Finding) -> String {
+    match &f.object.namespace {
+        Some(ns) => format!("{} {ns}/{}", f.object.kind, f.object.name),
+        None => format!("{} {}", f.object.kind, f.object.name),
+    }
+}
+
+/// What the CI formats add to a message so it stands alone: the object, the pod spec of a
+/// custom resource, and the Helm template the file was rendered from.
+fn context(f: &Finding) -> String {
+    let mut parts = vec![object_name(f)];
+    if let Some(path) = f
+        .pod_spec
+        .as_deref()
+        .filter(|p| !CORE_POD_SPEC_PATHS.contains(p))
+    {
+        parts.push(format!("pod spec at {path}"));
+    }
+    if let Some(t) = &f.helm_template {
+        parts.push(format!("Helm template {t}"));
+    }
+    format!(" ({})", parts.join(", "))
+}
+
 /// Compiler-style text: `file:line:col: severity[ID]: message`, the source line with a
 /// caret, the object, and the fix.
 pub fn text_report(outcome: &Outcome, ui: &Ui) -> String {
@@ -147,7 +172,7 @@ pub fn sarif_report(outcome: &Outcome, version: &str) -> Value {
         .iter()
         .map(|f| {
             let index = RULES.iter().position(|r| r.meta().id == f.rule).unwrap_or(0);
-            let mut message = f.message.clone();
+            let mut message = format!("{}{}", f.message, context(f));
             if let Some(fix) = &f.fix {
                 message.push_str(&format!("\nFix:\n{fix}"));
             }
@@ -177,6 +202,19 @@ pub fn sarif_report(outcome: &Outcome, version: &str) -> Value {
                 "rules": rules,
             }},
             "results": results,
+            // Input errors (a broken document, an unrendered template) are not findings of a
+            // rule: SARIF carries them as the run's error notifications.
+            "invocations": [{
+                "executionSuccessful": outcome.errors.is_empty(),
+                "toolExecutionNotifications": outcome.errors.iter().map(|e| json!({
+                    "level": "error",
+                    "message": {"text": format!("input error: {}", e.message)},
+                    "locations": [{"physicalLocation": {
+                        "artifactLocation": {"uri": e.file.replace('\\', "/")},
+                        "region": {"startLine": e.line.unwrap_or(1).max(1)},
+                    }}],
+                })).collect::<Vec<_>>(),
+            }],
         }],
     })
 }
@@ -213,8 +251,8 @@ pub fn github_report(outcome: &Outcome) -> String {
             escape_property(&f.file),
             f.line,
             f.column,
-            escape_property(&format!("{} {}", f.rule, f.object.kind)),
-            escape_data(&f.message)
+            escape_property(&format!("{} {}", f.rule, object_name(f))),
+            escape_data(&format!("{}{}", f.message, context(f)))
         ));
     }
     out
@@ -273,7 +311,7 @@ pub fn gitlab_report(outcome: &Outcome) -> Value {
             .to_string();
         issues.push(json!({
             "type": "issue",
-            "description": format!("{} ({} {})", f.message, f.object.kind, f.object.name),
+            "description": format!("{}{}", f.message, context(f)),
             "check_name": f.rule,
             "categories": ["Bug Risk"],
             "fingerprint": fingerprint(&[&f.rule, &f.file, &object, &f.message, &occurrence]),

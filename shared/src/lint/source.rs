@@ -349,6 +349,18 @@ pub fn parse_chunk(file: &str, chunk: Chunk) -> Result<Option<Document>, InputEr
             },
             ok => ok,
         };
+    // It parsed, but as YAML it means nothing: the chart must be rendered first.
+    let parsed = match (parsed, go_template_line(&chunk.text)) {
+        (Ok(Some(_)), Some(at)) => {
+            return Err(InputError {
+                file: file.to_string(),
+                line: Some(chunk.first_line + at + 1),
+                column: None,
+                message: "an unrendered Helm/Go template (`{{ ... }}`): render it first, e.g. `helm template`, and lint the output".into(),
+            });
+        }
+        (parsed, _) => parsed,
+    };
     match parsed {
         Ok(Some(root)) => Ok(Some(Document {
             root,
@@ -388,6 +400,41 @@ fn template_line(text: &str) -> Option<usize> {
     text.lines().position(|l| {
         let l = l.trim_start();
         !l.starts_with('#') && l.contains("{{") && l.contains("}}")
+    })
+}
+
+/// Go template actions of Helm charts (`{{ .Values.x }}`, `{{- include "x" . }}`, `{{ end }}`):
+/// a document with one is a template even when it happens to parse as YAML. Argo's own
+/// `{{inputs.parameters.x}}` placeholders are not Go actions and stay.
+fn go_template_line(text: &str) -> Option<usize> {
+    const ACTIONS: &[&str] = &[
+        ".",
+        "$",
+        "include ",
+        "template ",
+        "if ",
+        "else",
+        "end",
+        "range ",
+        "with ",
+        "define ",
+        "toYaml",
+        "tpl ",
+        "printf ",
+        "default ",
+        "quote ",
+        "required ",
+        "/*",
+    ];
+    text.lines().position(|l| {
+        let code = l.trim_start();
+        if code.starts_with('#') {
+            return false;
+        }
+        code.match_indices("{{").any(|(i, _)| {
+            let action = code[i + 2..].trim_start_matches('-').trim_start();
+            ACTIONS.iter().any(|a| action.starts_with(a))
+        })
     })
 }
 

@@ -44,8 +44,9 @@ nodeSelectorTerms:
 
 ## Fix
 Put every expression in one term. `--fix --unsafe-fixes` does it, editing only the later
-terms' lines (unsafe: the scheduler then requires every condition; make sure that is what
-was meant):
+terms' lines and keeping the style they are written in (block lists stay block, flow lists
+become one flow list); unsafe: the scheduler then requires every condition, so make sure
+that is what was meant. In block style:
 ```yaml
 nodeSelectorTerms:
 - matchExpressions:
@@ -93,7 +94,10 @@ impl Rule for Al001 {
         let merge = terms_node.and_then(|n| merge_terms(cx.object.document, n));
         let rendered: Vec<String> = terms
             .iter()
-            .map(|t| format!("({})", render_term(&requirements(t))))
+            .map(|t| match requirements(t) {
+                reqs if reqs.is_empty() => render_term(&reqs),
+                reqs => format!("({})", render_term(&reqs)),
+            })
             .collect();
         let all: Vec<_> = terms.iter().flat_map(requirements).collect();
         let finding = RawFinding::at(

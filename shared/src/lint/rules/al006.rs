@@ -77,13 +77,15 @@ fn check_weight(entry: &Node, weight: Option<&Node>, out: &mut Vec<RawFinding>) 
     // The object is rejected as written, so the nearest accepted weight changes nothing
     // that ever ran: a safe fix.
     let finding = match nearest_weight(w).zip(scalar_json("weight", "1")) {
-        Some((n, _)) => finding.with_text_fix(TextFix {
-            safe: true,
-            title: format!("set the weight to {n}"),
-            edits: vec![TextEdit::replace(w, n.to_string())],
-            target: w,
-            expected: serde_json::Value::from(n),
-        }),
+        Some((n, _)) => finding
+            .with_fix(format!("weight: {n}"))
+            .with_text_fix(TextFix {
+                safe: true,
+                title: format!("set the weight to {n}"),
+                edits: vec![TextEdit::replace(w, n.to_string())],
+                target: w,
+                expected: serde_json::Value::from(n),
+            }),
         None => finding,
     };
     out.push(finding);

@@ -169,7 +169,10 @@ impl Rule for Al007 {
                 match limit {
                     None => {
                         let mut finding = RawFinding::at(key, format!("container {name} requests {resource}: {shown} without a limit: extended resources need requests == limits"))
-                            .with_fix(format!("limits:\n  {resource}: \"{shown}\""));
+                            .with_fix(format!(
+                                "limits:\n  {resource}: {}",
+                                source(cx.object.document, value).unwrap_or(shown)
+                            ));
                         if let Some(fix) = add_limit(cx.object.document, container, key, value) {
                             finding = finding.with_text_fix(fix);
                         }

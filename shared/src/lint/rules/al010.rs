@@ -11,9 +11,10 @@ pub static META: RuleMeta = RuleMeta {
     severity: Severity::Warning,
     summary: "a GPU Deployment whose rolling update cannot progress (maxSurge and maxUnavailable 0; with --cluster: no free GPUs for the surge)",
     doc: "## What it does
+- For any Deployment, offline: an error when `maxSurge` and `maxUnavailable` are both 0
+  (the API server rejects it: the rollout could never progress).
+
 For Deployments whose pods request an extended resource (GPUs, TPUs):
-- offline, reports an error when `maxSurge` and `maxUnavailable` are both 0 (the API server
-  rejects it: the rollout could never progress);
 - with `--cluster`, resolves `maxSurge` and `maxUnavailable` against the replica count the
   way the Deployment controller does (surge rounded up, unavailable rounded down; 25% each
   by default) and, when no old pod may stop before a surge pod runs (1 replica with the
@@ -159,8 +160,9 @@ impl Rule for Al010 {
     }
 
     fn check(&self, cx: &Context<'_>, out: &mut Vec<RawFinding>) {
+        // Both 0 is refused by the API server for any Deployment, GPUs or not.
         let root = cx.object.root;
-        if cx.object.kind != "Deployment" || cx.object.pod_spec().and_then(accelerator).is_none() {
+        if cx.object.kind != "Deployment" {
             return;
         }
         let strategy = root.path(&["spec", "strategy"]);
