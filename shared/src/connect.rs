@@ -20,6 +20,14 @@ pub enum ConnectError {
     BadTimeout(String),
     #[error("cannot load kubeconfig: {0}")]
     Kubeconfig(String),
+    /// `--context`, `--cluster` or `--user` names nothing in the kubeconfig.
+    #[error("{what} {name:?} was not found in the kubeconfig (see `kubectl config get-contexts`)")]
+    NotFound { what: &'static str, name: String },
+    /// kubectl refuses it too: skipping verification makes the CA meaningless.
+    #[error(
+        "cluster {0:?}: specifying a root certificates file with the insecure flag is not allowed (remove insecure-skip-tls-verify or the certificate authority)"
+    )]
+    InsecureWithCa(String),
     #[error("cannot create a client for {server}: {message}")]
     Client { server: String, message: String },
 }
@@ -45,6 +53,28 @@ pub struct ConnectionArgs {
     /// How long to wait for a single server request (0: no timeout), e.g. 30s, 1m.
     #[arg(long, global = true, value_name = "DURATION", default_value = "0")]
     pub request_timeout: String,
+}
+
+/// The API server of this process's connection, for messages about requests to it.
+static SERVER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The server URL (without userinfo) this process connected to, if it did.
+pub fn current_server() -> Option<String> {
+    SERVER.get().cloned()
+}
+
+impl ConnectError {
+    /// Bad flags, and a kubeconfig entry the flags name that is not there or cannot be
+    /// used as written, are the user's to fix (exit 2); an unreadable kubeconfig or a
+    /// client that cannot be built stays with the cluster errors (exit 3).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            ConnectError::BadTimeout(_)
+                | ConnectError::NotFound { .. }
+                | ConnectError::InsecureWithCa(_)
+        )
+    }
 }
 
 /// A ready client and what to show of it.
@@ -134,11 +164,65 @@ impl ConnectionArgs {
             .unwrap_or_else(|| "default".to_string())
     }
 
+    /// What kubectl checks before any request: the named context, cluster and user exist,
+    /// and a cluster does not both skip TLS verification and name a CA.
+    fn check_names_and_tls(
+        &self,
+        kubeconfig: &Kubeconfig,
+        context: &str,
+    ) -> Result<(), ConnectError> {
+        let found = kubeconfig.contexts.iter().find(|c| c.name == context);
+        if (self.context.is_some() || kubeconfig.current_context.is_some())
+            && found.is_none()
+            && !(self.cluster.is_some() && self.user.is_some())
+        {
+            return Err(ConnectError::NotFound {
+                what: "context",
+                name: context.to_string(),
+            });
+        }
+        let cluster_name = self.cluster.clone().or_else(|| {
+            found
+                .and_then(|c| c.context.as_ref())
+                .map(|c| c.cluster.clone())
+        });
+        if let Some(name) = &self.cluster
+            && !kubeconfig.clusters.iter().any(|c| &c.name == name)
+        {
+            return Err(ConnectError::NotFound {
+                what: "cluster",
+                name: name.clone(),
+            });
+        }
+        if let Some(name) = &self.user
+            && !kubeconfig.auth_infos.iter().any(|u| &u.name == name)
+        {
+            return Err(ConnectError::NotFound {
+                what: "user",
+                name: name.clone(),
+            });
+        }
+        if let Some(cluster) = cluster_name
+            .as_ref()
+            .and_then(|n| kubeconfig.clusters.iter().find(|c| &c.name == n))
+            .and_then(|c| c.cluster.as_ref())
+            && cluster.insecure_skip_tls_verify == Some(true)
+            && (cluster.certificate_authority.is_some()
+                || cluster.certificate_authority_data.is_some())
+        {
+            return Err(ConnectError::InsecureWithCa(
+                cluster_name.unwrap_or_default(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Builds the client. Nothing here touches the network: the first request does.
     pub async fn connect(&self) -> Result<Connection, ConnectError> {
         let timeout = parse_request_timeout(&self.request_timeout)?;
         let kubeconfig = self.load_kubeconfig()?;
         let context = self.context_name(&kubeconfig);
+        self.check_names_and_tls(&kubeconfig, &context)?;
         let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &self.options())
             .await
             .map_err(|e| ConnectError::Kubeconfig(e.to_string()))?;
@@ -154,6 +238,7 @@ impl ConnectionArgs {
         // journals them); kube's own retry layer would hide 429/503/504 from it.
         config.default_retry = false;
         let server = normalize_server(&config.cluster_url.to_string());
+        let _ = SERVER.set(server.clone());
         let cluster = ClusterIdentity {
             server: server.clone(),
             ca_fingerprint: config

@@ -42,12 +42,14 @@ pub enum CommandError {
     /// The API server answered with an error the command cannot go on from.
     #[error("{0}")]
     Cluster(String),
-    /// The request never got an answer.
-    #[error("cannot reach the cluster while {doing}: {source}")]
+    /// The request never got an answer: the cause in the words kubectl users know
+    /// (`connection refused`, `no such host`, `x509: certificate signed by unknown
+    /// authority`), with the server it was for.
+    #[error("cannot reach the cluster{} while {doing}: {cause}", server.as_deref().map(|s| format!(" at {s}")).unwrap_or_default())]
     Unreachable {
         doing: String,
-        #[source]
-        source: kube::Error,
+        server: Option<String>,
+        cause: String,
     },
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
@@ -73,6 +75,7 @@ impl CommandError {
     /// The exit code this error stands for.
     pub fn exit_code(&self) -> u8 {
         match self {
+            CommandError::Connect(e) if e.is_usage() => exit::USAGE,
             CommandError::Input(_)
             | CommandError::NodesNotFound(_)
             | CommandError::NeedsConfirmation(_)
@@ -109,10 +112,77 @@ impl CommandError {
             )),
             source => CommandError::Unreachable {
                 doing: doing.to_string(),
-                source,
+                server: crate::connect::current_server(),
+                cause: transport_cause(&source),
             },
         }
     }
+}
+
+/// Why a request got no answer, from the innermost causes of the error chain, in kubectl's
+/// words where there are some; never the request or the configuration (no credentials).
+pub fn transport_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = Vec::new();
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = next {
+        chain.push(e.to_string());
+        next = e.source();
+    }
+    let all = chain.join(": ").to_ascii_lowercase();
+    let known = [
+        (
+            &["connection refused"][..],
+            "connect: connection refused (is the API server running, and are the host and port right?)",
+        ),
+        (
+            &[
+                "failed to lookup address",
+                "name or service not known",
+                "nodename nor servname",
+                "no such host",
+            ][..],
+            "lookup failed: no such host (check the server address in the kubeconfig)",
+        ),
+        (
+            &[
+                "notvalidforname",
+                "not valid for name",
+                "certificate is not valid for",
+            ][..],
+            "tls: failed to verify certificate: x509: certificate is not valid for the server's name",
+        ),
+        (
+            &["expired", "notvalidyet"][..],
+            "tls: failed to verify certificate: x509: certificate has expired or is not yet valid",
+        ),
+        (
+            &["timed out", "deadline has elapsed", "timeout"][..],
+            "timeout awaiting the server's answer (Client.Timeout exceeded; see --request-timeout)",
+        ),
+        // A CA of the same name that did not sign it (BadSignature) is as unknown.
+        (
+            &[
+                "unknownissuer",
+                "unknown issuer",
+                "unknown ca",
+                "badsignature",
+                "invalid peer certificate",
+            ][..],
+            "tls: failed to verify certificate: x509: certificate signed by unknown authority (check certificate-authority in the kubeconfig)",
+        ),
+        (&["connection reset"][..], "connection reset by peer"),
+        (
+            &["uri too long"][..],
+            "the request is too long for the server (a very long selector?)",
+        ),
+    ];
+    for (needles, cause) in known {
+        if needles.iter().any(|n| all.contains(n)) {
+            return cause.to_string();
+        }
+    }
+    // The innermost cause says most; the outer ones ("client error (Connect)") wrap it.
+    chain.last().cloned().unwrap_or_default()
 }
 
 /// Runs a plugin's async work on a runtime built only now (after argument parsing, so

@@ -99,6 +99,9 @@ impl fmt::Display for Requirement {
 }
 
 /// A parsed label selector. The empty selector matches everything.
+/// The longest label selector accepted.
+pub const MAX_SELECTOR_BYTES: usize = 32 * 1024;
+
 #[derive(Debug, Clone, PartialEq, Eq, Default, Hash)]
 pub struct LabelSelector {
     /// Sorted by key, as upstream does.
@@ -108,6 +111,17 @@ pub struct LabelSelector {
 impl LabelSelector {
     /// Parses a selector string; errors carry the API server's message.
     pub fn parse(selector: &str) -> Result<Self, SyntaxError> {
+        // It travels in the request URL: far longer than any real selector, far shorter
+        // than the URI limit (64 KiB) that would turn bad input into a transport error.
+        if selector.len() > MAX_SELECTOR_BYTES {
+            return Err(SyntaxError::InvalidSelector {
+                selector: format!("{}...", selector.chars().take(40).collect::<String>()),
+                message: format!(
+                    "the selector is {} bytes; at most {MAX_SELECTOR_BYTES} are accepted",
+                    selector.len()
+                ),
+            });
+        }
         Parser::new(selector)
             .parse()
             .map(|mut requirements| {

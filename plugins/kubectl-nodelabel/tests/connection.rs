@@ -1,0 +1,164 @@
+//! Connection problems in the words kubectl users know, with the server named, the exit
+//! code of the README's table, and never a credential: refused port, unknown host, a CA
+//! that does not sign the server's certificate, a server that never answers; and the
+//! mistakes that are the user's to fix (exit 2): an unknown --context/--cluster/--user,
+//! insecure-skip-tls-verify together with a CA, a selector too long for a request.
+
+use std::path::Path;
+use std::process::Command;
+
+use placekit_testserver::{ServerConfig, TestServer, kubeconfig_yaml};
+
+const TOKEN: &str = "placekit-secret-token-7f3a";
+
+fn run(kubeconfig: &Path, args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"))
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!all.contains(TOKEN), "the token leaked: {all}");
+    (out.status.code().unwrap_or(-1), all)
+}
+
+fn write(dir: &Path, name: &str, yaml: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+#[test]
+fn unreachable_servers_are_described_like_kubectl_does() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let refused = write(
+        dir.path(),
+        "refused",
+        &kubeconfig_yaml(&format!("https://127.0.0.1:{port}"), TOKEN, None),
+    );
+    let (code, out) = run(&refused, &["dependents", "pool"]);
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains(&format!(
+            "cannot reach the cluster at https://127.0.0.1:{port} while"
+        )) && out.contains("connect: connection refused"),
+        "{out}"
+    );
+
+    let unknown = write(
+        dir.path(),
+        "unknown",
+        &kubeconfig_yaml("https://placekit-nowhere.invalid:6443", TOKEN, None),
+    );
+    let (code, out) = run(&unknown, &["dependents", "pool"]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("no such host"), "{out}");
+
+    // A server that accepts and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    let hold = std::thread::spawn(move || {
+        let held: Vec<_> = silent.incoming().take(8).collect();
+        std::thread::sleep(std::time::Duration::from_secs(5));
+        drop(held);
+    });
+    let timeout = write(
+        dir.path(),
+        "silent",
+        &kubeconfig_yaml(&format!("https://127.0.0.1:{silent_port}"), TOKEN, None),
+    );
+    let started = std::time::Instant::now();
+    let (code, out) = run(&timeout, &["--request-timeout", "1s", "dependents", "pool"]);
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains("timeout awaiting the server's answer"),
+        "{out}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "it gave up in time"
+    );
+    drop(hold);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ca_that_did_not_sign_the_server_is_named() {
+    let tls = || ServerConfig {
+        tls: true,
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start(tls()).await.unwrap();
+    let other = TestServer::start(tls()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // The other server's CA, this server's URL.
+    let yaml = other
+        .kubeconfig_yaml(TOKEN)
+        .replace(&other.url(), &server.url());
+    let path = write(dir.path(), "wrong-ca", &yaml);
+    let result = tokio::task::spawn_blocking(move || run(&path, &["dependents", "pool"]))
+        .await
+        .unwrap();
+    let (code, out) = result;
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains("x509: certificate signed by unknown authority"),
+        "{out}"
+    );
+}
+
+#[test]
+fn configuration_mistakes_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "config",
+        &kubeconfig_yaml(
+            "https://127.0.0.1:1",
+            TOKEN,
+            Some("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),
+        ),
+    );
+    for (flag, what) in [
+        ("--context", "context"),
+        ("--cluster", "cluster"),
+        ("--user", "user"),
+    ] {
+        let (code, out) = run(&config, &[flag, "nope", "dependents", "pool"]);
+        assert_eq!(code, 2, "{flag}: {out}");
+        assert!(
+            out.contains(&format!("{what} \"nope\" was not found in the kubeconfig")),
+            "{out}"
+        );
+    }
+    let insecure = std::fs::read_to_string(&config).unwrap().replace(
+        "    server: https://127.0.0.1:1",
+        "    server: https://127.0.0.1:1\n    insecure-skip-tls-verify: true",
+    );
+    let insecure = write(dir.path(), "insecure", &insecure);
+    let (code, out) = run(&insecure, &["dependents", "pool"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("specifying a root certificates file with the insecure flag is not allowed"),
+        "{out}"
+    );
+    let long = format!("pool={}", "x".repeat(130_000));
+    let (code, out) = run(&config, &["set", "-l", &long, "k=v"]);
+    assert_eq!(code, 2, "{}", &out[..out.len().min(300)]);
+    assert!(
+        out.contains("the selector is 130005 bytes"),
+        "{}",
+        &out[..out.len().min(300)]
+    );
+}
