@@ -2,15 +2,12 @@
 //! `tests/snapshots/` (`UPDATE_SNAPSHOTS=1` rewrites them after an intended change), the
 //! fixed files lint clean of what was fixed, and nothing but the fixed lines changes.
 
-use std::io::Write;
+mod common;
+
+use common::{assert_snapshot, run_in};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use serde_json::Value;
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_kubectl-affinity_lint")
-}
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
@@ -18,48 +15,7 @@ fn fixture(rel: &str) -> PathBuf {
 
 /// Runs in `dir`: (exit code, stdout, stderr).
 fn run(dir: &Path, args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
-    let mut child = Command::new(bin())
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(text) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
-
-fn assert_snapshot(name: &str, actual: &str) {
-    let path = fixture("tests/snapshots").join(name);
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "missing snapshot {}: run with UPDATE_SNAPSHOTS=1",
-            path.display()
-        )
-    });
-    assert_eq!(actual, expected, "snapshot {name} differs");
+    run_in(dir, args, stdin.map(str::as_bytes))
 }
 
 /// A scratch directory holding a copy of `source` as `name`.
