@@ -125,6 +125,9 @@ pub enum SourceError {
     },
     #[error("{path}: not UTF-8 text")]
     NotText { path: String },
+    /// A FIFO or device would block or never end, a directory is `--dir`'s.
+    #[error("{path}: {what}, not a regular file")]
+    NotAFile { path: String, what: &'static str },
     #[error("hook {hook}: {message}")]
     Hook { hook: String, message: String },
 }
@@ -256,7 +259,18 @@ pub fn read_feature_file(path: &Path) -> Result<String, SourceError> {
         path: shown.clone(),
         source,
     };
-    let size = std::fs::metadata(path).map_err(io)?.len();
+    let metadata = std::fs::metadata(path).map_err(io)?;
+    if !metadata.is_file() {
+        return Err(SourceError::NotAFile {
+            path: shown,
+            what: if metadata.is_dir() {
+                "a directory (use --dir for a directory of node files)"
+            } else {
+                "a FIFO, socket or device"
+            },
+        });
+    }
+    let size = metadata.len();
     if size > MAX_FEATURE_FILE_BYTES as u64 {
         return Err(SourceError::TooLarge { path: shown, size });
     }
@@ -745,6 +759,22 @@ mod tests {
         fn never_panics(content in "\\PC{0,200}", hook in proptest::bool::ANY) {
             let naming = if hook { Naming::Hook { hook_name: "h".into() } } else { Naming::File };
             let _ = parse_features("s", &content, &naming, &NamespacePolicy::default(), now());
+        }
+    }
+
+    #[test]
+    fn a_fifo_or_a_directory_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = read_feature_file(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("a directory (use --dir"), "{err}");
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let err = read_feature_file(&fifo).unwrap_err().to_string();
+            assert!(
+                err.contains("a FIFO, socket or device, not a regular file"),
+                "{err}"
+            );
         }
     }
 }

@@ -235,6 +235,35 @@ fn restore_map(
     out
 }
 
+/// What a rollback of `node` would write that the API server refuses — a snapshot edited
+/// by hand — as `node/NAME: ...` messages, checked before anything is written.
+pub fn restore_problems(node: &SnapshotNode) -> Vec<String> {
+    let restored = node
+        .label_changes
+        .iter()
+        .filter_map(|d| Some((d.key.as_str(), d.before.as_deref()?)));
+    let taints = node
+        .taints_before
+        .iter()
+        .map(|t| (t.key.as_str(), t.value_str()));
+    crate::validation::label_map_errors("metadata.labels", restored)
+        .into_iter()
+        .chain(crate::validation::label_map_errors("spec.taints", taints))
+        .map(|e| format!("node/{}: {e}", node.name))
+        .collect()
+}
+
+/// The warnings `set` gives for the keys a rollback restores (a `kubernetes.io/hostname`
+/// put back by hand, an isolation key outside node-restriction...).
+pub fn restore_warnings(node: &SnapshotNode) -> Vec<String> {
+    node.label_changes
+        .iter()
+        .filter(|d| d.before.is_some())
+        .flat_map(|d| crate::policy::label_warnings(&d.key))
+        .map(|w| format!("node/{}: {w}", node.name))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

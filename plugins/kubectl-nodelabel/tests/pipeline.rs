@@ -448,3 +448,43 @@ async fn a_version_1_snapshot_is_still_rolled_back() {
     assert_code(&undo, 0);
     assert!(h.labels("cpu-1").await.get("team").is_none());
 }
+
+/// A snapshot edited by hand is checked before the rollback writes anything: a value the
+/// API server refuses stops it whole (exit 2, nothing changed), and a restored key that
+/// `set` warns about is warned about.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_edited_snapshot_is_validated_before_any_write() {
+    let h = harness().await;
+    assert_code(
+        &h.run(&["set", "cpu-1", "pool=gpu", "--overwrite", "-y"])
+            .await,
+        0,
+    );
+    let path = h.snapshots().last().unwrap().clone();
+    let original = std::fs::read_to_string(&path).unwrap();
+    let edit = |from: &str, to: &str| {
+        let mut lines: Vec<String> = original.lines().map(str::to_string).collect();
+        let mut header: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+        let delta = header["nodes"][0]["labelChanges"][0].clone();
+        assert_eq!(delta["before"], from, "{header}");
+        header["nodes"][0]["labelChanges"][0] =
+            json!({"key": delta["key"], "before": to, "after": delta["after"]});
+        lines[0] = header.to_string();
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    };
+    edit("cpu", "not a valid value!");
+    let run = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&run, 2);
+    assert_has(
+        &run,
+        "holds values the API server refuses (edited by hand?)",
+    );
+    assert_has(&run, "nothing was changed");
+    assert_eq!(h.labels("cpu-1").await["pool"], "gpu", "not written");
+
+    edit("cpu", "cpu");
+    let run = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&run, 0);
+    assert_has(&run, "workload-isolation");
+    assert_eq!(h.labels("cpu-1").await["pool"], "cpu");
+}

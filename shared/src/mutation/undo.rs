@@ -13,7 +13,9 @@ use crate::api;
 use crate::connect::{Connection, ConnectionArgs};
 use crate::error::CommandError;
 use crate::exit;
-use crate::rollback::{NodeRollback, RollbackConflict, plan_node_rollback};
+use crate::rollback::{
+    NodeRollback, RollbackConflict, plan_node_rollback, restore_problems, restore_warnings,
+};
 use crate::snapshot::{
     ClusterIdentity, Journal, JournalRecord, OutcomeKind, Snapshot, SnapshotStore, now_rfc3339,
 };
@@ -86,6 +88,20 @@ pub async fn rollback(
 ) -> Result<Report, CommandError> {
     let cluster = api::cluster_identity(conn).await;
     let snapshot = choice.load(tool, &cluster)?;
+    // A hand-edited snapshot is refused before any write, not half restored.
+    let problems: Vec<String> = snapshot
+        .header
+        .nodes
+        .iter()
+        .flat_map(restore_problems)
+        .collect();
+    if !problems.is_empty() {
+        return Err(CommandError::Input(format!(
+            "the snapshot {} holds values the API server refuses (edited by hand?): {}; nothing was changed",
+            snapshot.path.display(),
+            problems.join("; ")
+        )));
+    }
     let taken_on = snapshot.header.cluster();
     if !force && !taken_on.same_cluster(&cluster) {
         return Err(CommandError::OtherCluster {
@@ -111,6 +127,9 @@ pub async fn rollback(
     let mut conflicts_by_node: Vec<(String, Vec<RollbackConflict>)> = Vec::new();
     let mut skipped = Vec::new();
     let mut findings = Findings::default();
+    findings
+        .warnings
+        .extend(snapshot.header.nodes.iter().flat_map(restore_warnings));
     for (node, (_, now)) in snapshot.header.nodes.iter().zip(&current) {
         match plan_node_rollback(node, snapshot.outcome_of(&node.name), now.as_ref(), force) {
             NodeRollback::Restore { plan, conflicts } => {
