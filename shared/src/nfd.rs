@@ -322,7 +322,8 @@ pub async fn run_hook(path: &Path, timeout: Duration, node: &str) -> Result<Stri
         hook: hook.clone(),
         message,
     };
-    let mut child = tokio::process::Command::new(path)
+    let mut command = tokio::process::Command::new(path);
+    command
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env("LANG", "C")
@@ -331,39 +332,89 @@ pub async fn run_hook(path: &Path, timeout: Duration, node: &str) -> Result<Stri
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    // Its own process group, so what it starts in the background is stopped with it.
+    #[cfg(unix)]
+    command.process_group(0);
+    let mut child = command
         .spawn()
         .map_err(|e| fail(format!("cannot run it: {e}")))?;
+    let group = ProcessGroup(child.id());
     let mut stdout = child.stdout.take().expect("piped");
     let mut stderr = child.stderr.take().expect("piped");
     let cap = MAX_FEATURE_FILE_BYTES as u64 + 1;
-    let work = async {
-        // stderr is drained on its own task so a chatty hook never blocks on a full pipe.
-        let stderr_task = tokio::spawn(async move {
-            let mut err = Vec::new();
-            let _ = (&mut stderr).take(cap).read_to_end(&mut err).await;
-            err
-        });
+    // Both pipes are drained on their own tasks so a chatty hook never blocks on a full
+    // pipe, and a background child that keeps them open cannot hold the import up.
+    let stdout_task = tokio::spawn(async move {
         let mut out = Vec::new();
-        (&mut stdout).take(cap).read_to_end(&mut out).await?;
-        if out.len() > MAX_FEATURE_FILE_BYTES {
-            let _ = child.kill().await;
-            return Ok(None);
-        }
-        let status = child.wait().await?;
-        let err = stderr_task.await.unwrap_or_default();
-        Ok::<_, std::io::Error>(Some((status, out, err)))
+        let _ = (&mut stdout).take(cap).read_to_end(&mut out).await;
+        out
+    });
+    let stderr_task = tokio::spawn(async move {
+        let mut err = Vec::new();
+        let _ = (&mut stderr).take(cap).read_to_end(&mut err).await;
+        err
+    });
+    let deadline = tokio::time::Instant::now() + timeout;
+    let timed_out = || {
+        // Not reaped: the group id cannot have been reused.
+        group.kill();
+        fail(format!("timed out after {timeout:?}"))
     };
-    let (status, out, err) = match tokio::time::timeout(timeout, work).await {
-        Ok(Ok(Some(result))) => result,
-        Ok(Ok(None)) => {
-            return Err(fail(format!(
-                "printed more than {MAX_FEATURE_FILE_BYTES} bytes"
-            )));
+    let mut stdout_task = stdout_task;
+    // Whichever comes first: the hook's exit, or the end (or overflow) of its output.
+    let (status, early_out) = tokio::select! {
+        status = tokio::time::timeout_at(deadline, child.wait()) => match status {
+            Ok(Ok(status)) => (status, None),
+            Ok(Err(e)) => return Err(fail(e.to_string())),
+            Err(_) => return Err(timed_out()),
+        },
+        out = &mut stdout_task => {
+            let out = out.unwrap_or_default();
+            if out.len() > MAX_FEATURE_FILE_BYTES {
+                group.kill();
+                return Err(fail(format!("printed more than {MAX_FEATURE_FILE_BYTES} bytes")));
+            }
+            match tokio::time::timeout_at(deadline, child.wait()).await {
+                Ok(Ok(status)) => (status, Some(out)),
+                Ok(Err(e)) => return Err(fail(e.to_string())),
+                Err(_) => return Err(timed_out()),
+            }
         }
-        Ok(Err(e)) => return Err(fail(e.to_string())),
-        Err(_) => return Err(fail(format!("timed out after {timeout:?}"))),
     };
+    // The hook has exited: what it printed is its output. A background child still holding
+    // the pipes gets a moment, then the group is stopped (closing them); the group still
+    // has members then, so its id is still theirs.
+    let grace = Duration::from_secs(1);
+    let out = match early_out {
+        Some(out) => out,
+        None => {
+            let mut stdout_task = stdout_task;
+            match tokio::time::timeout(grace, &mut stdout_task).await {
+                Ok(out) => out.unwrap_or_default(),
+                Err(_) => {
+                    // Killing the holders closes the pipe: the reader ends with what the
+                    // hook printed.
+                    group.kill();
+                    tokio::time::timeout(grace, stdout_task)
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                        .unwrap_or_default()
+                }
+            }
+        }
+    };
+    let err = tokio::time::timeout(grace, stderr_task)
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    if out.len() > MAX_FEATURE_FILE_BYTES {
+        return Err(fail(format!(
+            "printed more than {MAX_FEATURE_FILE_BYTES} bytes"
+        )));
+    }
     let stderr_text = String::from_utf8_lossy(&err).trim().to_string();
     if !status.success() {
         return Err(fail(format!(
@@ -376,6 +427,26 @@ pub async fn run_hook(path: &Path, timeout: Duration, node: &str) -> Result<Stri
         )));
     }
     String::from_utf8(out).map_err(|_| fail("printed something that is not UTF-8 text".into()))
+}
+
+/// A hook's process group (its leader's pid): killed whole, so the hook's background
+/// children do not outlive it.
+#[derive(Debug, Clone, Copy)]
+struct ProcessGroup(Option<u32>);
+
+impl ProcessGroup {
+    /// Sends SIGKILL to the group (through `kill(1)`: no unsafe code here). A group that is
+    /// already gone is fine.
+    fn kill(self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.0 {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", "--", &format!("-{pid}")])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
 }
 
 /// The hook name NFD uses for naming: the executable's file name.
@@ -752,6 +823,48 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("more than 65536 bytes"), "{err}");
+
+        // A hook that leaves a background child holding its stdout: its own output counts,
+        // it is not "timed out", and the child is stopped.
+        let marker = dir.path().join("still-running");
+        let background = dir.path().join("background");
+        std::fs::write(
+            &background,
+            format!(
+                "#!/bin/sh\necho 'a=1'\n(sleep 3; touch {}) &\nexit 0\n",
+                marker.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&background, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let started = std::time::Instant::now();
+        let out = run_hook(&background, Duration::from_secs(10), "gpu-1")
+            .await
+            .unwrap();
+        assert_eq!(out, "a=1\n");
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "did not wait for the child"
+        );
+
+        // A timed-out hook's grandchildren are stopped with it.
+        let slow_tree = dir.path().join("slow-tree");
+        std::fs::write(
+            &slow_tree,
+            format!(
+                "#!/bin/sh\n(sleep 2; touch {}) &\nsleep 10\n",
+                marker.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&slow_tree, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = run_hook(&slow_tree, Duration::from_millis(300), "gpu-1")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("timed out"), "{err}");
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert!(!marker.exists(), "a background child outlived its hook");
     }
 
     proptest! {
