@@ -12,7 +12,7 @@
 //! tested without a server; [`KubeNodeWriter`] is the real one.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -77,6 +77,9 @@ pub struct ExecutorConfig {
     pub max_backoff: Duration,
     /// Send `dryRun=All`.
     pub dry_run: bool,
+    /// Nodes in a row that may exhaust their retries before the run stops: the server is
+    /// gone, and every further node would only wait out its own retries.
+    pub breaker: usize,
 }
 
 impl Default for ExecutorConfig {
@@ -87,6 +90,7 @@ impl Default for ExecutorConfig {
             base_backoff: Duration::from_millis(200),
             max_backoff: Duration::from_secs(30),
             dry_run: false,
+            breaker: 3,
         }
     }
 }
@@ -227,6 +231,7 @@ async fn write_one<W: NodeWriter>(
     writer: &W,
     item: &WriteItem,
     config: &ExecutorConfig,
+    broken: &AtomicBool,
 ) -> NodeOutcome {
     let mut attempts = 0;
     // Set once an attempt may have reached the server without its answer reaching us.
@@ -266,7 +271,8 @@ async fn write_one<W: NodeWriter>(
                 maybe_applied,
             }) => {
                 uncertain |= maybe_applied;
-                if attempts < config.max_attempts {
+                // Once the breaker is open, writes in flight stop retrying too.
+                if attempts < config.max_attempts && !broken.load(Ordering::SeqCst) {
                     tokio::time::sleep(backoff(config, attempts, retry_after)).await;
                     continue;
                 }
@@ -316,22 +322,46 @@ pub async fn execute<W: NodeWriter>(
         Ok(())
     };
     let mut results: Vec<Option<NodeOutcome>> = vec![None; items.len()];
+    // The circuit breaker: nodes in a row that gave up on an unanswering server.
+    let exhausted_in_a_row = AtomicUsize::new(0);
+    let broken = AtomicBool::new(false);
+    let (broken, exhausted_in_a_row) = (&broken, &exhausted_in_a_row);
     let mut stream = futures::stream::iter(items.iter().enumerate())
         .map(|(i, item)| async move {
+            let not_attempted = |why: String| NodeOutcome {
+                node: item.node.clone(),
+                kind: OutcomeKind::NotAttempted,
+                message: Some(why),
+                attempts: 0,
+            };
             let outcome = if stop.load(Ordering::SeqCst) {
-                NodeOutcome {
-                    node: item.node.clone(),
-                    kind: OutcomeKind::NotAttempted,
-                    message: Some("the run was interrupted before this node".into()),
-                    attempts: 0,
-                }
+                not_attempted("the run was interrupted before this node".into())
+            } else if broken.load(Ordering::SeqCst) {
+                not_attempted(format!(
+                    "not attempted: the API server stopped answering ({} nodes in a row gave up after their retries)",
+                    config.breaker
+                ))
             } else {
-                write_one(writer, item, config).await
+                write_one(writer, item, config, broken).await
             };
             (i, outcome)
         })
         .buffer_unordered(config.concurrency.max(1));
     while let Some((i, outcome)) = stream.next().await {
+        if outcome.attempts > 0 {
+            let gave_up = outcome
+                .message
+                .as_deref()
+                .is_some_and(|m| m.contains("gave up after"));
+            if gave_up {
+                let n = exhausted_in_a_row.fetch_add(1, Ordering::SeqCst) + 1;
+                if config.breaker > 0 && n >= config.breaker {
+                    broken.store(true, Ordering::SeqCst);
+                }
+            } else {
+                exhausted_in_a_row.store(0, Ordering::SeqCst);
+            }
+        }
         record(&outcome)?;
         on_outcome(&outcome);
         results[i] = Some(outcome);
@@ -777,6 +807,52 @@ mod tests {
                 .all(|o| o.kind == OutcomeKind::NotAttempted)
         );
         assert_eq!(writer.calls.load(Ordering::SeqCst), applied);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_server_that_stopped_answering_opens_the_breaker() {
+        let unreachable = || -> Vec<Result<(), WriteError>> {
+            (0..5)
+                .map(|_| {
+                    Err(WriteError::Transient {
+                        message: "connection refused".into(),
+                        retry_after: None,
+                        maybe_applied: false,
+                    })
+                })
+                .collect()
+        };
+        let writer = Scripted::new(
+            (0..10)
+                .map(|i| {
+                    (
+                        Box::leak(format!("n{i}").into_boxed_str()) as &str,
+                        unreachable(),
+                    )
+                })
+                .collect(),
+        );
+        let config = ExecutorConfig {
+            concurrency: 1,
+            ..Default::default()
+        };
+        let stop = AtomicBool::new(false);
+        let outcomes = execute(&writer, &items(10), &config, None, &stop, |_| {})
+            .await
+            .unwrap();
+        let gave_up = outcomes.iter().filter(|o| o.attempts > 0).count();
+        assert_eq!(gave_up, 3, "{outcomes:?}");
+        assert!(outcomes[3..].iter().all(|o| {
+            o.kind == OutcomeKind::NotAttempted
+                && o.message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("stopped answering"))
+        }));
+        assert_eq!(
+            writer.calls.load(Ordering::SeqCst),
+            15,
+            "3 nodes x 5 attempts, then none"
+        );
     }
 
     #[tokio::test(start_paused = true)]
