@@ -58,6 +58,72 @@ pub struct ConnectionArgs {
 /// The API server of this process's connection, for messages about requests to it.
 static SERVER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
+/// What an exec credential plugin of this process's kubeconfig user must never have shown
+/// of it: its command (shown) and its arguments and environment values (never shown).
+#[derive(Debug, Default)]
+struct ExecPlugin {
+    command: String,
+    secrets: Vec<String>,
+}
+
+static EXEC: std::sync::OnceLock<ExecPlugin> = std::sync::OnceLock::new();
+
+/// An error text with the exec plugin's details taken out, in kubectl's words: kube
+/// quotes the plugin's command line (arguments, environment values) and its whole output
+/// (the token on stdout); kubectl says `getting credentials: exec: executable X failed
+/// with exit code N` and shows only the plugin's stderr. That stderr is shown too, with
+/// the arguments and environment values blanked.
+pub fn redact_exec(message: &str) -> String {
+    let plugin = EXEC.get();
+    let blank = |text: &str| {
+        plugin.map_or(text.to_string(), |p| {
+            p.secrets
+                .iter()
+                .filter(|s| s.len() >= 3)
+                .fold(text.to_string(), |t, secret| {
+                    t.replace(secret.as_str(), "[redacted]")
+                })
+        })
+    };
+    let Some(at) = message.find("auth exec command") else {
+        return blank(message);
+    };
+    let command = plugin.map_or("the credential plugin", |p| p.command.as_str());
+    let prefix = &message[..at];
+    let code = message
+        .split("exit status: ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .filter(|c| !c.is_empty());
+    let Some(code) = code else {
+        return format!(
+            "{prefix}getting credentials: exec: the output of {command} is not a valid ExecCredential (not shown: it may hold credentials)"
+        );
+    };
+    let stderr = message
+        .rfind("stderr: \"")
+        .map(|i| &message[i + 9..])
+        .and_then(|rest| rest.rfind('"').map(|end| &rest[..end]))
+        .map(|escaped| {
+            escaped
+                .replace("\\n", "\n")
+                .replace("\\\"", "\"")
+                .replace("\\\\", "\\")
+        })
+        .map(|text| blank(text.trim()))
+        .unwrap_or_default();
+    let mut out = format!(
+        "{prefix}getting credentials: exec: executable {command} failed with exit code {code}"
+    );
+    if !stderr.is_empty() {
+        out.push_str(&format!(
+            ": {}",
+            stderr.chars().take(2000).collect::<String>()
+        ));
+    }
+    out
+}
+
 /// The server URL (without userinfo) this process connected to, if it did.
 pub fn current_server() -> Option<String> {
     SERVER.get().cloned()
@@ -164,6 +230,34 @@ impl ConnectionArgs {
             .unwrap_or_else(|| "default".to_string())
     }
 
+    /// Notes the user's exec plugin, so errors can leave its arguments and environment out.
+    fn remember_exec_plugin(&self, kubeconfig: &Kubeconfig, context: &str) {
+        let user = self.user.clone().or_else(|| {
+            kubeconfig
+                .contexts
+                .iter()
+                .find(|c| c.name == context)
+                .and_then(|c| c.context.as_ref())
+                .and_then(|c| c.user.clone())
+        });
+        let exec = user
+            .and_then(|u| kubeconfig.auth_infos.iter().find(|a| a.name == u))
+            .and_then(|a| a.auth_info.as_ref())
+            .and_then(|a| a.exec.as_ref());
+        if let Some(exec) = exec {
+            let mut secrets: Vec<String> = exec.args.clone().unwrap_or_default();
+            for pair in exec.env.iter().flatten() {
+                secrets.extend(pair.get("value").cloned());
+            }
+            // Longest first, so a secret containing another is blanked whole.
+            secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+            let _ = EXEC.set(ExecPlugin {
+                command: exec.command.clone().unwrap_or_default(),
+                secrets,
+            });
+        }
+    }
+
     /// What kubectl checks before any request: the named context, cluster and user exist,
     /// and a cluster does not both skip TLS verification and name a CA.
     fn check_names_and_tls(
@@ -223,9 +317,10 @@ impl ConnectionArgs {
         let kubeconfig = self.load_kubeconfig()?;
         let context = self.context_name(&kubeconfig);
         self.check_names_and_tls(&kubeconfig, &context)?;
+        self.remember_exec_plugin(&kubeconfig, &context);
         let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &self.options())
             .await
-            .map_err(|e| ConnectError::Kubeconfig(e.to_string()))?;
+            .map_err(|e| ConnectError::Kubeconfig(redact_exec(&e.to_string())))?;
         if let Some(t) = timeout {
             config.read_timeout = Some(t);
             config.write_timeout = Some(t);
@@ -251,7 +346,7 @@ impl ConnectionArgs {
         let namespace = config.default_namespace.clone();
         let client = kube::Client::try_from(config).map_err(|e| ConnectError::Client {
             server: server.clone(),
-            message: e.to_string(),
+            message: redact_exec(&e.to_string()),
         })?;
         Ok(Connection {
             client,

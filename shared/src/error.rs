@@ -125,7 +125,7 @@ pub fn transport_cause(error: &(dyn std::error::Error + 'static)) -> String {
     let mut chain = Vec::new();
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(e) = next {
-        chain.push(e.to_string());
+        chain.push(crate::connect::redact_exec(&e.to_string()));
         next = e.source();
     }
     let all = chain.join(": ").to_ascii_lowercase();

@@ -162,3 +162,33 @@ fn configuration_mistakes_are_usage_errors() {
         &out[..out.len().min(300)]
     );
 }
+
+#[test]
+fn a_failing_exec_plugin_shows_no_credential() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = dir.path().join("credential-plugin");
+    std::fs::write(
+        &plugin,
+        "#!/bin/sh\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"STDOUT-TOKEN-5ec\"}}'\necho \"login expired; vault token $VAULT_TOKEN\" >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster: {{server: \"https://127.0.0.1:1\"}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\nusers:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {}\n      args: [\"--password=ARG-SECRET-9\"]\n      env: [{{name: VAULT_TOKEN, value: ENV-SECRET-7}}]\n      interactiveMode: Never\n",
+        plugin.display()
+    );
+    let path = write(dir.path(), "exec", &config);
+    let (code, out) = run(&path, &["dependents", "pool"]);
+    assert_eq!(code, 3, "{out}");
+    for secret in ["STDOUT-TOKEN-5ec", "ARG-SECRET-9", "ENV-SECRET-7"] {
+        assert!(!out.contains(secret), "{secret} leaked: {out}");
+    }
+    assert!(
+        out.contains(&format!(
+            "getting credentials: exec: executable {} failed with exit code 1",
+            plugin.display()
+        )) && out.contains("login expired; vault token [redacted]"),
+        "{out}"
+    );
+}
