@@ -251,40 +251,40 @@ impl LabelSelector {
     /// Whether it may select pods with `labels` plus labels someone else adds under the
     /// keys `added` accepts (a controller's `job-name`, `pod-template-hash`...): a
     /// requirement on such a key that the labels lack is given the benefit of the doubt.
+    /// The matching itself is the scheduler's ([`crate::scheduling::label_selector_matches`]).
     pub fn may_select<K: AsRef<str>, V: AsRef<str>>(
         &self,
         labels: &[(K, V)],
         added: impl Fn(&str) -> bool,
     ) -> bool {
-        let get = |k: &str| {
-            labels
-                .iter()
-                .find(|(lk, _)| lk.as_ref() == k)
-                .map(|(_, v)| v.as_ref())
-        };
-        self.match_labels.iter().all(|(k, v)| match get(k) {
-            Some(value) => value == v,
-            None => added(k),
-        }) && self.expressions.iter().all(|(key, op, values)| {
-            let value = get(key);
-            let listed = |v: &str| values.iter().any(|x| x == v);
-            match (op.as_str(), value) {
-                ("In" | "Exists", None) => added(key),
-                ("In", Some(v)) => listed(v),
-                ("NotIn", value) => value.is_none_or(|v| !listed(v)),
-                ("Exists", Some(_)) => true,
-                ("DoesNotExist", value) => value.is_none(),
-                _ => false,
-            }
-        })
-    }
-
-    /// The label keys it names.
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.match_labels
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+        let labels: std::collections::BTreeMap<String, String> = labels
             .iter()
-            .map(|(k, _)| k.as_str())
-            .chain(self.expressions.iter().map(|(k, _, _)| k.as_str()))
+            .map(|(k, v)| (k.as_ref().to_string(), v.as_ref().to_string()))
+            .collect();
+        let judged = |key: &str| labels.contains_key(key) || !added(key);
+        let selector = meta::LabelSelector {
+            match_labels: Some(
+                self.match_labels
+                    .iter()
+                    .filter(|(k, _)| judged(k))
+                    .cloned()
+                    .collect(),
+            ),
+            match_expressions: Some(
+                self.expressions
+                    .iter()
+                    // `NotIn`/`DoesNotExist` hold without the key anyway.
+                    .filter(|(k, op, _)| judged(k) || !matches!(op.as_str(), "In" | "Exists"))
+                    .map(|(key, operator, values)| meta::LabelSelectorRequirement {
+                        key: key.clone(),
+                        operator: operator.clone(),
+                        values: (!values.is_empty()).then(|| values.clone()),
+                    })
+                    .collect(),
+            ),
+        };
+        crate::scheduling::label_selector_matches(Some(&selector), &labels)
     }
 }
 

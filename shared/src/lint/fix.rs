@@ -87,6 +87,25 @@ pub fn source<'d>(doc: &'d Document, node: &Node) -> Option<&'d str> {
     doc.text.get(start..end)
 }
 
+/// Whether a collection node is written in flow style (`[...]`, `{...}`).
+pub fn is_flow(doc: &Document, node: &Node) -> bool {
+    doc.line(node.line)
+        .and_then(|l| l.chars().nth(node.col.saturating_sub(1)))
+        .is_some_and(|c| c == '[' || c == '{')
+}
+
+/// Whether a list item has its lines to itself — only its `- ` before it, only blanks or
+/// a comment after `end` — so deleting those lines removes exactly the item.
+pub fn alone_on_lines(doc: &Document, item: &Node, end: &Node) -> bool {
+    let (Some(first), Some(last)) = (doc.line(item.line), doc.line(end.end_line)) else {
+        return false;
+    };
+    let before: String = first.chars().take(item.col.saturating_sub(1)).collect();
+    let after: String = last.chars().skip(end.end_col.saturating_sub(1)).collect();
+    let after = after.trim();
+    before.trim() == "-" && (after.is_empty() || after.starts_with('#'))
+}
+
 /// Leading spaces of a line.
 pub fn indentation(line: &str) -> usize {
     line.len() - line.trim_start_matches(' ').len()

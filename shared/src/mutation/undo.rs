@@ -363,21 +363,19 @@ pub fn print_snapshot(ui: &Ui, snapshot: &Snapshot) {
                 .map(|v| format!("{v:?}"))
                 .unwrap_or_else(|| "(absent)".into())
         };
-        for d in &node.label_changes {
-            println!(
-                "  label {}: {} -> {}",
-                d.key,
-                show(&d.before),
-                show(&d.after)
-            );
-        }
-        for d in &node.annotation_changes {
-            println!(
-                "  annotation {}: {} -> {}",
-                d.key,
-                show(&d.before),
-                show(&d.after)
-            );
+        let changes = [
+            ("label", &node.label_changes),
+            ("annotation", &node.annotation_changes),
+        ];
+        for (what, deltas) in changes {
+            for d in deltas {
+                println!(
+                    "  {what} {}: {} -> {}",
+                    d.key,
+                    show(&d.before),
+                    show(&d.after)
+                );
+            }
         }
         for t in &node.taints_added {
             println!("  taint added: {t}");

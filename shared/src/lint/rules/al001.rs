@@ -2,7 +2,7 @@
 use crate::lint::affinity::{
     Req, keys, merged_term_yaml, render_term, required_terms, requirements,
 };
-use crate::lint::fix::{TextEdit, TextFix, indentation, source};
+use crate::lint::fix::{TextEdit, TextFix, alone_on_lines, indentation, is_flow, source};
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
 use crate::lint::source::Document;
 use crate::lint::yaml::Node;
@@ -141,21 +141,13 @@ fn merge_terms(doc: &Document, terms_node: &Node) -> Option<TextFix> {
             _ => None,
         })
         .collect::<Option<_>>()?;
-    let is_flow = |n: &Node| doc.line(n.line).and_then(|l| l.chars().nth(n.col - 1)) == Some('[');
     let first = lists[0];
     let mut edits = Vec::new();
-    if lists.iter().all(|l| is_flow(l)) {
+    if lists.iter().all(|l| is_flow(doc, l)) {
         // Each later term alone on its line(s): `- matchExpressions: [...]`.
         let mut moved = Vec::new();
         for (term, list) in terms.iter().zip(&lists).skip(1) {
-            let line = doc.line(term.line)?;
-            let before: String = line.chars().take(term.col - 1).collect();
-            let tail: String = doc
-                .line(list.end_line)?
-                .chars()
-                .skip(list.end_col - 1)
-                .collect();
-            if before.trim() != "-" || !(tail.trim().is_empty() || tail.trim().starts_with('#')) {
+            if !alone_on_lines(doc, term, list) {
                 return None;
             }
             let inner = source(doc, list)?;
@@ -172,7 +164,10 @@ fn merge_terms(doc: &Document, terms_node: &Node) -> Option<TextFix> {
             (first.end_line, first.end_col - 1),
             format!(", {}", moved.join(", ")),
         ));
-    } else if lists.iter().all(|l| !is_flow(l) && !l.items().is_empty()) {
+    } else if lists
+        .iter()
+        .all(|l| !is_flow(doc, l) && !l.items().is_empty())
+    {
         let dash = |list: &Node| Some(indentation(doc.line(list.items()[0].line)?));
         let target_indent = dash(first)?;
         for (term, list) in terms.iter().zip(&lists).skip(1) {

@@ -1,6 +1,6 @@
 //! AL003 empty-term.
 use crate::lint::affinity::{preferred_terms, required_terms};
-use crate::lint::fix::{TextEdit, TextFix};
+use crate::lint::fix::{TextEdit, TextFix, alone_on_lines};
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
 use crate::lint::source::Document;
 use crate::lint::yaml::Node;
@@ -59,12 +59,7 @@ fn remove_term(doc: &Document, spec: &Node, i: usize) -> Option<TextFix> {
         .entry("nodeSelectorTerms")?;
     let term = terms_node.items().get(i)?;
     // The term must have its lines to itself: `  - matchExpressions: []  # comment`.
-    let first = doc.line(term.line)?;
-    let before: String = first.chars().take(term.col - 1).collect();
-    let last = doc.line(term.end_line)?;
-    let after: String = last.chars().skip(term.end_col - 1).collect();
-    let after = after.trim();
-    if before.trim() != "-" || !(after.is_empty() || after.starts_with('#')) {
+    if !alone_on_lines(doc, term, term) {
         return None;
     }
     let mut expected = terms_node.to_json();

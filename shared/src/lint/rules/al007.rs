@@ -1,6 +1,6 @@
 //! AL007 extended-resource-limits.
 use crate::gpu::parse_quantity_milli;
-use crate::lint::fix::{TextEdit, TextFix, source};
+use crate::lint::fix::{TextEdit, TextFix, is_flow, source};
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
 use crate::lint::source::Document;
 use crate::lint::yaml::{Node, NodeKind};
@@ -57,11 +57,7 @@ pub fn is_extended(name: &str) -> bool {
 fn add_limit(doc: &Document, container: &Node, key: &Node, value: &Node) -> Option<TextFix> {
     let resources = container.get("resources")?;
     let entry = format!("{}: {}", source(doc, key)?, source(doc, value)?);
-    let flow = |node: &Node| {
-        doc.line(node.line)
-            .and_then(|l| l.chars().nth(node.col - 1))
-            == Some('{')
-    };
+    let flow = |node: &Node| is_flow(doc, node);
     // New lines end as the file's do (CRLF files stay CRLF).
     let newline = doc.newline();
     let after_line = |line: usize, text: String| {
