@@ -58,37 +58,51 @@ pub struct ConnectionArgs {
 /// The API server of this process's connection, for messages about requests to it.
 static SERVER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
-/// What an exec credential plugin of this process's kubeconfig user must never have shown
-/// of it: its command (shown) and its arguments and environment values (never shown).
+/// What this process's kubeconfig user and cluster hold that must never be shown: the exec
+/// credential plugin's arguments and environment values, the token, the password, the
+/// client key (inline or the contents of its file), auth-provider settings and the
+/// userinfo of the server URL. The exec plugin's command is kept to name it.
 #[derive(Debug, Default)]
-struct ExecPlugin {
-    command: String,
-    secrets: Vec<String>,
+struct Secrets {
+    exec_command: Option<String>,
+    values: Vec<String>,
 }
 
-static EXEC: std::sync::OnceLock<ExecPlugin> = std::sync::OnceLock::new();
+static SECRETS: std::sync::OnceLock<Secrets> = std::sync::OnceLock::new();
 
-/// An error text with the exec plugin's details taken out, in kubectl's words: kube
-/// quotes the plugin's command line (arguments, environment values) and its whole output
-/// (the token on stdout); kubectl says `getting credentials: exec: executable X failed
-/// with exit code N` and shows only the plugin's stderr. That stderr is shown too, with
-/// the arguments and environment values blanked.
+/// Every occurrence of a configured secret in `text` replaced by `[redacted]`.
+pub fn redact(text: &str) -> String {
+    SECRETS.get().map_or(text.to_string(), |s| {
+        s.values
+            .iter()
+            .filter(|v| v.len() >= 3)
+            .fold(text.to_string(), |t, secret| {
+                t.replace(secret.as_str(), "[redacted]")
+            })
+    })
+}
+
+/// An error text with every configured secret taken out ([`redact`]), and an exec plugin's
+/// failure in kubectl's words: kube quotes the plugin's command line (arguments,
+/// environment values) and its whole output (the token on stdout); kubectl says `getting
+/// credentials: exec: executable X failed with exit code N` and shows only the plugin's
+/// stderr. That stderr is shown too, redacted.
 pub fn redact_exec(message: &str) -> String {
-    let plugin = EXEC.get();
-    let blank = |text: &str| {
-        plugin.map_or(text.to_string(), |p| {
-            p.secrets
-                .iter()
-                .filter(|s| s.len() >= 3)
-                .fold(text.to_string(), |t, secret| {
-                    t.replace(secret.as_str(), "[redacted]")
-                })
-        })
-    };
+    let blank = redact;
+    let command = SECRETS
+        .get()
+        .and_then(|s| s.exec_command.as_deref())
+        .unwrap_or("the credential plugin");
+    // The plugin's output did not parse: kube quotes it, token and all.
+    if let Some(at) = message.find("failed to parse auth exec output") {
+        return format!(
+            "{}getting credentials: exec: the output of {command} is not a valid ExecCredential (not shown: it may hold credentials)",
+            blank(&message[..at])
+        );
+    }
     let Some(at) = message.find("auth exec command") else {
         return blank(message);
     };
-    let command = plugin.map_or("the credential plugin", |p| p.command.as_str());
     let prefix = &message[..at];
     let code = message
         .split("exit status: ")
@@ -230,32 +244,107 @@ impl ConnectionArgs {
             .unwrap_or_else(|| "default".to_string())
     }
 
-    /// Notes the user's exec plugin, so errors can leave its arguments and environment out.
-    fn remember_exec_plugin(&self, kubeconfig: &Kubeconfig, context: &str) {
-        let user = self.user.clone().or_else(|| {
-            kubeconfig
-                .contexts
-                .iter()
-                .find(|c| c.name == context)
-                .and_then(|c| c.context.as_ref())
-                .and_then(|c| c.user.clone())
-        });
-        let exec = user
+    /// The cluster and user names the context (and `--cluster`/`--user`) select.
+    fn selected(&self, kubeconfig: &Kubeconfig, context: &str) -> (Option<String>, Option<String>) {
+        let found = kubeconfig
+            .contexts
+            .iter()
+            .find(|c| c.name == context)
+            .and_then(|c| c.context.as_ref());
+        (
+            self.cluster
+                .clone()
+                .or_else(|| found.map(|c| c.cluster.clone())),
+            self.user
+                .clone()
+                .or_else(|| found.and_then(|c| c.user.clone())),
+        )
+    }
+
+    /// Notes every secret of the selected user and cluster, so no message shows them.
+    fn remember_secrets(&self, kubeconfig: &Kubeconfig, context: &str) {
+        use secrecy::ExposeSecret;
+        let (cluster, user) = self.selected(kubeconfig, context);
+        let mut secrets = Secrets::default();
+        let auth = user
             .and_then(|u| kubeconfig.auth_infos.iter().find(|a| a.name == u))
-            .and_then(|a| a.auth_info.as_ref())
-            .and_then(|a| a.exec.as_ref());
-        if let Some(exec) = exec {
-            let mut secrets: Vec<String> = exec.args.clone().unwrap_or_default();
-            for pair in exec.env.iter().flatten() {
-                secrets.extend(pair.get("value").cloned());
+            .and_then(|a| a.auth_info.as_ref());
+        if let Some(auth) = auth {
+            if let Some(exec) = &auth.exec {
+                secrets.exec_command = exec.command.clone();
+                secrets.values.extend(exec.args.clone().unwrap_or_default());
+                for pair in exec.env.iter().flatten() {
+                    secrets.values.extend(pair.get("value").cloned());
+                }
             }
-            // Longest first, so a secret containing another is blanked whole.
-            secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-            let _ = EXEC.set(ExecPlugin {
-                command: exec.command.clone().unwrap_or_default(),
-                secrets,
-            });
+            for secret in [&auth.token, &auth.password, &auth.client_key_data]
+                .into_iter()
+                .flatten()
+            {
+                secrets.values.push(secret.expose_secret().to_string());
+            }
+            if let Some(provider) = &auth.auth_provider {
+                secrets.values.extend(provider.config.values().cloned());
+            }
+            // A key file's contents, line by line (PEM bodies), in case some error quotes it.
+            let key_file = auth
+                .client_key
+                .as_ref()
+                .and_then(|path| std::fs::read_to_string(path).ok());
+            secrets.values.extend(
+                key_file
+                    .iter()
+                    .flat_map(|text| text.lines())
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty() && !l.starts_with("-----"))
+                    .map(str::to_string),
+            );
         }
+        let server = cluster
+            .and_then(|c| kubeconfig.clusters.iter().find(|n| n.name == c))
+            .and_then(|c| c.cluster.as_ref())
+            .and_then(|c| c.server.clone());
+        if let Some(userinfo) = server.as_deref().and_then(url_userinfo) {
+            secrets.values.push(userinfo.to_string());
+            if let Some((_, password)) = userinfo.split_once(':') {
+                secrets.values.push(password.to_string());
+            }
+        }
+        // Longest first, so a secret containing another is blanked whole.
+        secrets.values.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        let _ = SECRETS.set(secrets);
+    }
+
+    /// Leaves the selected user's credentials out when the server is plain `http://`, as
+    /// kubectl does (client-go reads a user's identity only for TLS transports): a bearer
+    /// token or password must not cross the network in clear text. Returns the user whose
+    /// credentials were left out.
+    fn drop_credentials_over_plain_http(
+        &self,
+        kubeconfig: &mut Kubeconfig,
+        context: &str,
+    ) -> Option<String> {
+        let (cluster, user) = self.selected(kubeconfig, context);
+        let plain_http = cluster
+            .and_then(|c| kubeconfig.clusters.iter().find(|n| n.name == c))
+            .and_then(|c| c.cluster.as_ref())
+            .and_then(|c| c.server.as_deref())
+            .is_some_and(|s| s.to_ascii_lowercase().starts_with("http://"));
+        if !plain_http {
+            return None;
+        }
+        let user = user?;
+        let entry = kubeconfig.auth_infos.iter_mut().find(|a| a.name == user)?;
+        let auth = entry.auth_info.as_mut()?;
+        let has_credentials = auth.token.is_some()
+            || auth.token_file.is_some()
+            || auth.password.is_some()
+            || auth.client_key.is_some()
+            || auth.client_key_data.is_some()
+            || auth.exec.is_some()
+            || auth.auth_provider.is_some();
+        *auth = kube::config::AuthInfo::default();
+        has_credentials.then_some(user)
     }
 
     /// What kubectl checks before any request: the named context, cluster and user exist,
@@ -317,7 +406,13 @@ impl ConnectionArgs {
         let kubeconfig = self.load_kubeconfig()?;
         let context = self.context_name(&kubeconfig);
         self.check_names_and_tls(&kubeconfig, &context)?;
-        self.remember_exec_plugin(&kubeconfig, &context);
+        self.remember_secrets(&kubeconfig, &context);
+        let mut kubeconfig = kubeconfig;
+        if let Some(user) = self.drop_credentials_over_plain_http(&mut kubeconfig, &context) {
+            eprintln!(
+                "warning: the server is plain http://, so the credentials of user {user:?} are not sent (as kubectl does); requests go unauthenticated"
+            );
+        }
         let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &self.options())
             .await
             .map_err(|e| ConnectError::Kubeconfig(redact_exec(&e.to_string())))?;
@@ -356,6 +451,13 @@ impl ConnectionArgs {
             namespace,
         })
     }
+}
+
+/// The `user:password` part of a URL, if any.
+fn url_userinfo(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+    authority.rsplit_once('@').map(|(userinfo, _)| userinfo)
 }
 
 /// `sha256:<hex>` of a DER certificate.

@@ -2,7 +2,6 @@
 //! turns a result into that code.
 
 use crate::connect::ConnectError;
-use crate::executor::ExecutorError;
 use crate::exit;
 use crate::snapshot::SnapshotError;
 
@@ -58,8 +57,6 @@ pub enum CommandError {
     /// The snapshot could not be written (so nothing was changed) or read.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
-    #[error(transparent)]
-    Executor(#[from] ExecutorError),
 }
 
 fn missing_nodes_message(names: &[String]) -> String {
@@ -81,9 +78,7 @@ impl CommandError {
             | CommandError::NeedsConfirmation(_)
             | CommandError::OtherCluster { .. }
             | CommandError::Snapshot(_) => exit::USAGE,
-            CommandError::Blocked(_) | CommandError::Declined | CommandError::Executor(_) => {
-                exit::PROBLEMS
-            }
+            CommandError::Blocked(_) | CommandError::Declined => exit::PROBLEMS,
             CommandError::Forbidden(_)
             | CommandError::Cluster(_)
             | CommandError::Unreachable { .. }

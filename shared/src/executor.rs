@@ -18,8 +18,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::Value;
 
+use crate::interrupt::Interrupt;
 use crate::plan::{NodePlan, NodeState, Observed, observe};
-use crate::snapshot::{Journal, OutcomeKind, SnapshotError};
+use crate::snapshot::{Journal, OutcomeKind};
 
 /// How a single write attempt failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -128,11 +129,25 @@ impl WriteItem {
     }
 }
 
-/// Errors that stop the executor itself (not per-node failures).
-#[derive(Debug, thiserror::Error)]
-pub enum ExecutorError {
-    #[error("cannot record the outcome in the snapshot journal: {0}")]
-    Journal(#[from] SnapshotError),
+/// What a run did: every node's outcome, and whether the journal kept up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execution {
+    /// One outcome per item, in the order of the items.
+    pub outcomes: Vec<NodeOutcome>,
+    /// Set when the journal could not be written (a full disk): the run stopped starting
+    /// writes at the first failure, and these are the nodes whose outcome is missing
+    /// from the journal.
+    pub journal_failure: Option<JournalFailure>,
+}
+
+/// The snapshot journal stopped accepting records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalFailure {
+    /// The first write error.
+    pub error: String,
+    /// Nodes whose outcome is not in the journal (rollback compares them with the live
+    /// node instead of trusting a record).
+    pub unrecorded: Vec<String>,
 }
 
 fn backoff(config: &ExecutorConfig, attempt: u32, retry_after: Option<Duration>) -> Duration {
@@ -232,11 +247,15 @@ async fn write_one<W: NodeWriter>(
     item: &WriteItem,
     config: &ExecutorConfig,
     broken: &AtomicBool,
+    interrupt: &Interrupt,
 ) -> NodeOutcome {
     let mut attempts = 0;
     // Set once an attempt may have reached the server without its answer reaching us.
     let mut uncertain = false;
+    // Once interrupted, a write gets one more attempt, not the rest of its retries.
+    let mut attempted_after_interrupt = false;
     loop {
+        let interrupted_before = interrupt.is_set();
         attempts += 1;
         let result = writer
             .patch_node(&item.node, &item.patch, config.dry_run)
@@ -271,9 +290,17 @@ async fn write_one<W: NodeWriter>(
                 maybe_applied,
             }) => {
                 uncertain |= maybe_applied;
+                attempted_after_interrupt |= interrupted_before;
                 // Once the breaker is open, writes in flight stop retrying too.
-                if attempts < config.max_attempts && !broken.load(Ordering::SeqCst) {
-                    tokio::time::sleep(backoff(config, attempts, retry_after)).await;
+                if attempts < config.max_attempts
+                    && !broken.load(Ordering::SeqCst)
+                    && !attempted_after_interrupt
+                {
+                    // An interrupt cuts the backoff short: the one attempt left is made now.
+                    tokio::select! {
+                        () = tokio::time::sleep(backoff(config, attempts, retry_after)) => {}
+                        () = interrupt.reached(1) => {}
+                    }
                     continue;
                 }
                 let gave_up = format!("{message} (gave up after {attempts} attempts)");
@@ -303,29 +330,47 @@ async fn write_one<W: NodeWriter>(
 /// Applies `items` with at most `config.concurrency` writes in flight.
 ///
 /// Every outcome is appended to `journal` (when given) as soon as it is known, then passed
-/// to `on_outcome` (progress bars, live output). Once `stop` is set (Ctrl-C), no new write
-/// starts; writes in flight finish and the rest are reported `NotAttempted`.
+/// to `on_outcome` (progress bars, live output). After the first `interrupt` no new write
+/// starts, writes in flight get one more attempt at most, and the rest are reported
+/// `NotAttempted`; after the second, writes still in flight are abandoned and reported
+/// `Unknown`. A journal that cannot be written (a full disk) stops new writes the same way;
+/// the outcomes are all returned, with the nodes the journal is missing.
 /// Returns the outcomes in the order of `items`.
 pub async fn execute<W: NodeWriter>(
     writer: &W,
     items: &[WriteItem],
     config: &ExecutorConfig,
     journal: Option<&mut Journal>,
-    stop: &AtomicBool,
+    interrupt: &Interrupt,
     mut on_outcome: impl FnMut(&NodeOutcome),
-) -> Result<Vec<NodeOutcome>, ExecutorError> {
+) -> Execution {
     let journal = Mutex::new(journal);
-    let record = |outcome: &NodeOutcome| -> Result<(), ExecutorError> {
-        if let Some(j) = journal.lock().expect("journal lock").as_mut() {
-            j.record_outcome(&outcome.node, outcome.kind, outcome.message.clone())?;
+    let journal_broken = AtomicBool::new(false);
+    let mut journal_failure: Option<JournalFailure> = None;
+    // Records an outcome; after the first failure each later outcome is still tried (the
+    // failed write was cut back, so a record that fits lands), and the misses are listed.
+    let mut record = |outcome: &NodeOutcome| {
+        if let Some(j) = journal.lock().expect("journal lock").as_mut()
+            && let Err(e) = j.record_outcome(&outcome.node, outcome.kind, outcome.message.clone())
+        {
+            journal_broken.store(true, Ordering::SeqCst);
+            journal_failure
+                .get_or_insert_with(|| JournalFailure {
+                    error: e.to_string(),
+                    unrecorded: Vec::new(),
+                })
+                .unrecorded
+                .push(outcome.node.clone());
         }
-        Ok(())
     };
     let mut results: Vec<Option<NodeOutcome>> = vec![None; items.len()];
     // The circuit breaker: nodes in a row that gave up on an unanswering server.
     let exhausted_in_a_row = AtomicUsize::new(0);
     let broken = AtomicBool::new(false);
-    let (broken, exhausted_in_a_row) = (&broken, &exhausted_in_a_row);
+    // Which writes were sent: after a second interrupt they are the ones left undecided.
+    let started: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(false)).collect();
+    let (broken, exhausted_in_a_row, journal_broken, started) =
+        (&broken, &exhausted_in_a_row, &journal_broken, &started);
     let mut stream = futures::stream::iter(items.iter().enumerate())
         .map(|(i, item)| async move {
             let not_attempted = |why: String| NodeOutcome {
@@ -334,20 +379,32 @@ pub async fn execute<W: NodeWriter>(
                 message: Some(why),
                 attempts: 0,
             };
-            let outcome = if stop.load(Ordering::SeqCst) {
-                not_attempted("the run was interrupted before this node".into())
+            let outcome = if let Some(signal) = interrupt.signal() {
+                not_attempted(format!("the run was interrupted ({signal}) before this node"))
+            } else if journal_broken.load(Ordering::SeqCst) {
+                not_attempted(
+                    "the snapshot journal could not be written, so no further write was started"
+                        .into(),
+                )
             } else if broken.load(Ordering::SeqCst) {
                 not_attempted(format!(
                     "not attempted: the API server stopped answering ({} nodes in a row gave up after their retries)",
                     config.breaker
                 ))
             } else {
-                write_one(writer, item, config, broken).await
+                started[i].store(true, Ordering::SeqCst);
+                write_one(writer, item, config, broken, interrupt).await
             };
             (i, outcome)
         })
         .buffer_unordered(config.concurrency.max(1));
-    while let Some((i, outcome)) = stream.next().await {
+    loop {
+        let next = tokio::select! {
+            next = stream.next() => next,
+            // The second interrupt: stop waiting for the writes in flight.
+            () = interrupt.reached(2) => break,
+        };
+        let Some((i, outcome)) = next else { break };
         if outcome.attempts > 0 {
             let gave_up = outcome
                 .message
@@ -362,17 +419,57 @@ pub async fn execute<W: NodeWriter>(
                 exhausted_in_a_row.store(0, Ordering::SeqCst);
             }
         }
-        record(&outcome)?;
+        record(&outcome);
         on_outcome(&outcome);
         results[i] = Some(outcome);
     }
-    if let Some(j) = journal.lock().expect("journal lock").as_mut() {
-        j.sync()?;
+    drop(stream);
+    // Left without an outcome only by a second interrupt: in flight (perhaps applied) or
+    // never started.
+    for ((item, slot), started) in items.iter().zip(results.iter_mut()).zip(started) {
+        if slot.is_none() {
+            let outcome = if started.load(Ordering::SeqCst) {
+                NodeOutcome {
+                    node: item.node.clone(),
+                    kind: OutcomeKind::Unknown,
+                    message: Some(
+                        "interrupted twice while this write was in flight: it may or may not have been made (rollback checks it)"
+                            .into(),
+                    ),
+                    attempts: 1,
+                }
+            } else {
+                NodeOutcome {
+                    node: item.node.clone(),
+                    kind: OutcomeKind::NotAttempted,
+                    message: Some(format!(
+                        "the run was interrupted ({}) before this node",
+                        interrupt.signal().unwrap_or("SIGINT")
+                    )),
+                    attempts: 0,
+                }
+            };
+            record(&outcome);
+            on_outcome(&outcome);
+            *slot = Some(outcome);
+        }
     }
-    Ok(results
-        .into_iter()
-        .map(|o| o.expect("every item yields an outcome"))
-        .collect())
+    if let Some(j) = journal.lock().expect("journal lock").as_mut()
+        && let Err(e) = j.sync()
+        && journal_failure.is_none()
+    {
+        journal_failure = Some(JournalFailure {
+            error: e.to_string(),
+            unrecorded: Vec::new(),
+        });
+    }
+    Execution {
+        outcomes: results
+            .into_iter()
+            .map(|o| o.expect("every item yields an outcome"))
+            .collect(),
+        journal_failure,
+    }
 }
 
 /// Writes nodes through a `kube::Client` with JSON Patch, reading status and `Retry-After`
@@ -526,7 +623,7 @@ impl NodeWriter for KubeNodeWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::{Snapshot, SnapshotHeader, write_snapshot};
+    use crate::snapshot::{JournalRecord, Snapshot, SnapshotHeader, write_snapshot};
     use std::collections::HashMap;
     use std::sync::atomic::AtomicUsize;
 
@@ -637,10 +734,10 @@ mod tests {
             max_attempts: 3,
             ..Default::default()
         };
-        let stop = AtomicBool::new(false);
+        let stop = Interrupt::default();
         let outcomes = execute(&writer, &items(4), &config, None, &stop, |_| {})
             .await
-            .unwrap();
+            .outcomes;
         let kinds: Vec<(OutcomeKind, u32)> =
             outcomes.iter().map(|o| (o.kind, o.attempts)).collect();
         assert_eq!(
@@ -711,10 +808,10 @@ mod tests {
             ..Default::default()
         };
         let items: Vec<WriteItem> = plans.iter().map(WriteItem::from_plan).collect();
-        let stop = AtomicBool::new(false);
+        let stop = Interrupt::default();
         let outcomes = execute(&writer, &items, &config, None, &stop, |_| {})
             .await
-            .unwrap();
+            .outcomes;
         let kinds: Vec<OutcomeKind> = outcomes.iter().map(|o| o.kind).collect();
         assert_eq!(
             kinds,
@@ -738,7 +835,7 @@ mod tests {
     async fn honours_retry_after() {
         let writer = Scripted::new(vec![("n0", vec![transient(Some(7)), Ok(())])]);
         let start = tokio::time::Instant::now();
-        let stop = AtomicBool::new(false);
+        let stop = Interrupt::default();
         execute(
             &writer,
             &items(1),
@@ -747,8 +844,7 @@ mod tests {
             &stop,
             |_| {},
         )
-        .await
-        .unwrap();
+        .await;
         assert!(
             start.elapsed() >= Duration::from_secs(7),
             "{:?}",
@@ -767,11 +863,9 @@ mod tests {
             concurrency: 4,
             ..Default::default()
         };
-        let stop = AtomicBool::new(false);
+        let stop = Interrupt::default();
         let mut seen = 0;
-        execute(&writer, &items(40), &config, None, &stop, |_| seen += 1)
-            .await
-            .unwrap();
+        execute(&writer, &items(40), &config, None, &stop, |_| seen += 1).await;
         assert_eq!(seen, 40);
         assert_eq!(writer.max_in_flight.load(Ordering::SeqCst), 4);
     }
@@ -787,14 +881,14 @@ mod tests {
             concurrency: 1,
             ..Default::default()
         };
-        let stop = AtomicBool::new(false);
+        let stop = Interrupt::default();
         let outcomes = execute(&writer, &items(10), &config, None, &stop, |o| {
             if o.node == "n2" {
-                stop.store(true, Ordering::SeqCst);
+                stop.trigger("SIGINT");
             }
         })
         .await
-        .unwrap();
+        .outcomes;
         let applied = outcomes
             .iter()
             .filter(|o| o.kind == OutcomeKind::Applied)
@@ -836,10 +930,10 @@ mod tests {
             concurrency: 1,
             ..Default::default()
         };
-        let stop = AtomicBool::new(false);
+        let stop = Interrupt::default();
         let outcomes = execute(&writer, &items(10), &config, None, &stop, |_| {})
             .await
-            .unwrap();
+            .outcomes;
         let gave_up = outcomes.iter().filter(|o| o.attempts > 0).count();
         assert_eq!(gave_up, 3, "{outcomes:?}");
         assert!(outcomes[3..].iter().all(|o| {
@@ -874,7 +968,7 @@ mod tests {
             ("n1", vec![Err(WriteError::Conflict("x".into()))]),
             ("n2", vec![]),
         ]);
-        let stop = AtomicBool::new(false);
+        let stop = Interrupt::default();
         execute(
             &writer,
             &items(3),
@@ -883,13 +977,183 @@ mod tests {
             &stop,
             |_| {},
         )
-        .await
-        .unwrap();
+        .await;
         drop(journal);
         let snap = Snapshot::load(&path).unwrap();
         assert_eq!(snap.outcome_of("n0"), Some(OutcomeKind::Applied));
         assert_eq!(snap.outcome_of("n1"), Some(OutcomeKind::Conflict));
         assert_eq!(snap.outcome_of("n2"), Some(OutcomeKind::Applied));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_interrupt_leaves_one_quick_attempt_and_starts_nothing_new() {
+        let throttled = || (0..5).map(|_| transient(Some(20))).collect::<Vec<_>>();
+        let writer = Scripted::new(vec![("n0", throttled()), ("n1", vec![]), ("n2", vec![])]);
+        let config = ExecutorConfig {
+            concurrency: 1,
+            ..Default::default()
+        };
+        let interrupt = std::sync::Arc::new(Interrupt::default());
+        let start = tokio::time::Instant::now();
+        let signal = {
+            let interrupt = interrupt.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                interrupt.trigger("SIGINT");
+            })
+        };
+        let run = execute(&writer, &items(3), &config, None, &interrupt, |_| {}).await;
+        signal.await.unwrap();
+        // Without the interrupt: 4 waits of 20 s (Retry-After). With it: the wait in
+        // progress is cut short and one last attempt made.
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            start.elapsed()
+        );
+        assert_eq!(run.outcomes[0].attempts, 2, "{:?}", run.outcomes[0]);
+        assert_eq!(run.outcomes[0].kind, OutcomeKind::Unknown);
+        for o in &run.outcomes[1..] {
+            assert_eq!(o.kind, OutcomeKind::NotAttempted);
+            assert!(o.message.as_deref().unwrap().contains("SIGINT"), "{o:?}");
+        }
+        assert_eq!(writer.calls.load(Ordering::SeqCst), 2);
+    }
+
+    /// Never answers: a write that hangs until the run gives up on it.
+    struct Hanging;
+
+    impl NodeWriter for Hanging {
+        async fn patch_node(&self, _: &str, _: &Value, _: bool) -> Result<(), WriteError> {
+            std::future::pending().await
+        }
+
+        async fn read_node(&self, _: &str) -> Result<Option<NodeState>, WriteError> {
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_second_interrupt_records_writes_in_flight_as_unknown_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut journal = write_snapshot(&path, &journal_header()).unwrap();
+        let interrupt = std::sync::Arc::new(Interrupt::default());
+        let signals = {
+            let interrupt = interrupt.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                interrupt.trigger("SIGTERM");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                interrupt.trigger("SIGINT");
+            })
+        };
+        let config = ExecutorConfig {
+            concurrency: 2,
+            ..Default::default()
+        };
+        let run = execute(
+            &Hanging,
+            &items(3),
+            &config,
+            Some(&mut journal),
+            &interrupt,
+            |_| {},
+        )
+        .await;
+        signals.await.unwrap();
+        drop(journal);
+        let kinds: Vec<OutcomeKind> = run.outcomes.iter().map(|o| o.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                OutcomeKind::Unknown,
+                OutcomeKind::Unknown,
+                OutcomeKind::NotAttempted
+            ]
+        );
+        assert_eq!(interrupt.signal(), Some("SIGTERM"));
+        // The journal has every outcome, the in-flight ones as unknown.
+        let snap = Snapshot::load(&path).unwrap();
+        assert_eq!(snap.outcome_of("n0"), Some(OutcomeKind::Unknown));
+        assert_eq!(snap.outcome_of("n1"), Some(OutcomeKind::Unknown));
+        assert_eq!(snap.outcome_of("n2"), Some(OutcomeKind::NotAttempted));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_journal_stops_new_writes_and_names_what_it_misses() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut journal = write_snapshot(&path, &journal_header()).unwrap();
+        let header_len = std::fs::metadata(&path).unwrap().len();
+        // Room for two records and part of a third.
+        journal.limit_size(header_len + 150);
+        let writer = Scripted::new(
+            (0..6)
+                .map(|i| (["n0", "n1", "n2", "n3", "n4", "n5"][i], vec![]))
+                .collect(),
+        );
+        let config = ExecutorConfig {
+            concurrency: 1,
+            ..Default::default()
+        };
+        let run = execute(
+            &writer,
+            &items(6),
+            &config,
+            Some(&mut journal),
+            &Interrupt::default(),
+            |_| {},
+        )
+        .await;
+        drop(journal);
+        let failure = run.journal_failure.expect("the journal filled up");
+        assert!(
+            failure.error.contains("No space left on device"),
+            "{failure:?}"
+        );
+        let snap = Snapshot::load(&path).unwrap();
+        let recorded: Vec<&str> = snap
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                JournalRecord::Outcome { node, .. } => Some(node.as_str()),
+                _ => None,
+            })
+            .collect();
+        // What the journal misses is exactly what the failure names, and no write
+        // started after the first failure.
+        let applied: Vec<&str> = run
+            .outcomes
+            .iter()
+            .filter(|o| o.kind == OutcomeKind::Applied)
+            .map(|o| o.node.as_str())
+            .collect();
+        assert_eq!(applied.len(), writer.calls.load(Ordering::SeqCst));
+        assert!(applied.len() < 6, "{applied:?}");
+        let all: Vec<&str> = run.outcomes.iter().map(|o| o.node.as_str()).collect();
+        let missing: Vec<&str> = all
+            .iter()
+            .copied()
+            .filter(|n| !recorded.contains(n))
+            .collect();
+        assert_eq!(missing, failure.unrecorded);
+        assert!(!missing.is_empty());
+        // The file is whole lines only: the torn record was cut back.
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.ends_with('\n'));
+    }
+
+    fn journal_header() -> SnapshotHeader {
+        SnapshotHeader::new(
+            "kubectl-nodelabel",
+            "0.1.0",
+            "ctx",
+            &crate::snapshot::ClusterIdentity::default(),
+            vec![],
+            "set",
+            &[],
+        )
     }
 
     #[test]

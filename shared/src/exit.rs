@@ -10,11 +10,15 @@ pub const PROBLEMS: u8 = 1;
 pub const USAGE: u8 = 2;
 /// The cluster was unreachable or the request was forbidden; nothing was changed.
 pub const CLUSTER: u8 = 3;
+/// Interrupted (Ctrl-C, SIGTERM or SIGHUP) while writing: what was written is recorded
+/// and reported; the rest was not attempted. 128 + SIGINT, as shells report Ctrl-C.
+pub const INTERRUPTED: u8 = 130;
 
 /// The text every plugin's `--help` ends with.
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
-  0  success
-  1  the command ran and found problems, or some targets failed (conflicts, partial failure)
-  2  usage or input error; nothing was changed
-  3  cluster unreachable or forbidden; nothing was changed";
+    0  success
+    1  the command ran and found problems, or some targets failed (conflicts, partial failure)
+    2  usage or input error; nothing was changed
+    3  cluster unreachable or forbidden; nothing was changed
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP) while writing; the report says what was done";

@@ -11,6 +11,7 @@
 //! - [`snapshot`]: the durable before-state and outcome journal of every mutating command;
 //! - [`rollback`]: the exact-match rollback planner;
 //! - [`executor`]: bounded-concurrency writes with retries and journaling;
+//! - [`interrupt`]: Ctrl-C, SIGTERM and SIGHUP while writes are in flight;
 //! - [`connect`]: kubectl's cluster-access flags, building a `kube::Client`;
 //! - [`dependents`]: workloads whose node constraints mention a label;
 //! - [`policy`]: warnings about risky node label keys;
@@ -33,6 +34,7 @@ pub mod error;
 pub mod executor;
 pub mod exit;
 pub mod gpu;
+pub mod interrupt;
 pub mod lint;
 pub mod live;
 pub mod mutation;

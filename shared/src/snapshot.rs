@@ -34,10 +34,14 @@
 //! outcomes, which rollback tolerates because it compares every key with the live node
 //! rather than trusting the journal.
 //!
-//! A truncated last line (the process died mid-write) is ignored when loading.
+//! A truncated last line (the process died mid-write) is ignored when loading, and cut off
+//! (or terminated, if it is a whole record without its newline) before anything is appended
+//! to the file again, so a later record never lands glued to a torn one. A record that
+//! cannot be written whole (a full disk) is cut back at once, so the file stays a sequence
+//! of complete lines.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -55,6 +59,10 @@ pub const JOURNAL_SYNC_EVERY: usize = 64;
 pub const SNAPSHOT_SUFFIX: &str = ".snapshot.jsonl";
 /// File name suffix of the index entries of `--backup=PATH` snapshots in the state directory.
 pub const SNAPSHOT_REF_SUFFIX: &str = ".snapshot-ref";
+/// For tests of a full disk: a journal may grow by this many bytes once opened; the write
+/// that would cross the limit writes what fits and fails with "No space left on device",
+/// as a write to a full file system does. Unset in normal use.
+pub const JOURNAL_LIMIT_ENV: &str = "PLACEKIT_TEST_JOURNAL_BYTES";
 
 /// Errors of the snapshot store.
 #[derive(Debug, thiserror::Error)]
@@ -360,15 +368,23 @@ impl Snapshot {
             .unwrap_or(false)
     }
 
-    /// Count of nodes per outcome, nodes without an outcome counted as `NotAttempted`.
-    pub fn outcome_counts(&self) -> Vec<(OutcomeKind, usize)> {
+    /// Count of nodes per last recorded outcome, in a fixed order, then (`None`) the nodes
+    /// with no outcome recorded (the run died or its journal could not be written).
+    pub fn outcome_counts(&self) -> Vec<(Option<OutcomeKind>, usize)> {
+        let mut last = std::collections::HashMap::new();
+        for r in &self.records {
+            if let JournalRecord::Outcome { node, outcome, .. } = r {
+                last.insert(node.as_str(), *outcome);
+            }
+        }
         let kinds = [
-            OutcomeKind::Applied,
-            OutcomeKind::Conflict,
-            OutcomeKind::Failed,
-            OutcomeKind::Unknown,
-            OutcomeKind::Skipped,
-            OutcomeKind::NotAttempted,
+            Some(OutcomeKind::Applied),
+            Some(OutcomeKind::Conflict),
+            Some(OutcomeKind::Failed),
+            Some(OutcomeKind::Unknown),
+            Some(OutcomeKind::Skipped),
+            Some(OutcomeKind::NotAttempted),
+            None,
         ];
         kinds
             .iter()
@@ -377,11 +393,7 @@ impl Snapshot {
                     .header
                     .nodes
                     .iter()
-                    .filter(|node| {
-                        self.outcome_of(&node.name)
-                            .unwrap_or(OutcomeKind::NotAttempted)
-                            == k
-                    })
+                    .filter(|node| last.get(node.name.as_str()).copied() == k)
                     .count();
                 (k, n)
             })
@@ -440,6 +452,11 @@ pub struct Journal {
     path: PathBuf,
     file: File,
     unsynced: usize,
+    /// The file's length up to its last complete line: where the next record goes, and
+    /// where a record that could not be written whole is cut back to.
+    len: u64,
+    /// [`JOURNAL_LIMIT_ENV`]: the size at which writes fail as on a full disk.
+    limit: Option<u64>,
 }
 
 impl Journal {
@@ -447,29 +464,63 @@ impl Journal {
         &self.path
     }
 
-    /// Opens an existing snapshot's journal for appending (used to mark it rolled back).
+    /// Opens an existing snapshot's journal for appending (used to mark it rolled back),
+    /// first repairing a torn last line.
     pub fn open_existing(path: &Path) -> Result<Self, SnapshotError> {
-        let file = OpenOptions::new()
-            .append(true)
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
             .open(path)
             .map_err(io_err(path))?;
+        let len = repair_tail(&mut file).map_err(io_err(path))?;
         Ok(Journal {
             path: path.to_path_buf(),
             file,
             unsynced: 0,
+            len,
+            limit: std::env::var(JOURNAL_LIMIT_ENV)
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .map(|room| len + room),
         })
     }
 
     /// Appends one record with a single write; fsyncs every [`JOURNAL_SYNC_EVERY`] records.
+    /// A record that cannot be written whole is cut back off the file before the error is
+    /// returned.
     pub fn record(&mut self, record: &JournalRecord) -> Result<(), SnapshotError> {
         let mut line = serde_json::to_vec(record).expect("journal records always serialise");
         line.push(b'\n');
-        self.file.write_all(&line).map_err(io_err(&self.path))?;
+        if let Err(e) = self.write_line(&line) {
+            // Cutting back frees the space the torn piece took; should even that fail, the
+            // next open repairs the tail.
+            let _ = self.file.set_len(self.len);
+            let _ = self.file.seek(SeekFrom::Start(self.len));
+            return Err(io_err(&self.path)(e));
+        }
+        self.len += line.len() as u64;
         self.unsynced += 1;
         if self.unsynced >= JOURNAL_SYNC_EVERY {
             self.sync()?;
         }
         Ok(())
+    }
+
+    /// Lets the file grow to `limit` bytes only, as [`JOURNAL_LIMIT_ENV`] does.
+    #[cfg(test)]
+    pub(crate) fn limit_size(&mut self, limit: u64) {
+        self.limit = Some(limit);
+    }
+
+    fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
+        if let Some(limit) = self.limit
+            && self.len + line.len() as u64 > limit
+        {
+            let fits = usize::try_from(limit.saturating_sub(self.len)).unwrap_or(0);
+            self.file.write_all(&line[..fits.min(line.len())])?;
+            return Err(std::io::Error::from_raw_os_error(28)); // ENOSPC
+        }
+        self.file.write_all(line)
     }
 
     /// Records a node's outcome now.
@@ -508,6 +559,13 @@ impl Drop for Journal {
 pub struct SnapshotSummary {
     pub path: PathBuf,
     pub snapshot: Snapshot,
+}
+
+/// A snapshot file `history` could not read.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unreadable {
+    pub path: PathBuf,
+    pub reason: String,
 }
 
 /// A directory of snapshots.
@@ -625,11 +683,19 @@ impl SnapshotStore {
     }
 
     /// Every snapshot in the store and every `--backup` snapshot indexed in it, oldest
-    /// first (by the time-stamped index name). Unreadable files are skipped.
+    /// first (by the time-stamped index name). Unreadable files are skipped; see
+    /// [`SnapshotStore::list_all`] for them.
     pub fn list(&self) -> Result<Vec<Snapshot>, SnapshotError> {
+        Ok(self.list_all()?.0)
+    }
+
+    /// Like [`SnapshotStore::list`], and the files that could not be read, with why.
+    pub fn list_all(&self) -> Result<(Vec<Snapshot>, Vec<Unreadable>), SnapshotError> {
         let entries = match fs::read_dir(&self.dir) {
             Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((Vec::new(), Vec::new()));
+            }
             Err(e) => return Err(io_err(&self.dir)(e)),
         };
         let mut paths: Vec<PathBuf> = entries
@@ -641,17 +707,30 @@ impl SnapshotStore {
             })
             .collect();
         paths.sort();
-        Ok(paths
-            .iter()
-            .filter_map(|p| {
-                if p.to_string_lossy().ends_with(SNAPSHOT_REF_SUFFIX) {
-                    let target = fs::read_to_string(p).ok()?;
-                    Snapshot::load(Path::new(target.trim_end_matches('\n'))).ok()
-                } else {
-                    Snapshot::load(p).ok()
+        let (mut snapshots, mut unreadable) = (Vec::new(), Vec::new());
+        for p in paths {
+            let (path, loaded) = if p.to_string_lossy().ends_with(SNAPSHOT_REF_SUFFIX) {
+                match fs::read_to_string(&p) {
+                    Ok(target) => {
+                        let target = PathBuf::from(target.trim_end_matches('\n'));
+                        let loaded = Snapshot::load(&target);
+                        (target, loaded)
+                    }
+                    Err(e) => (p.clone(), Err(io_err(&p)(e))),
                 }
-            })
-            .collect())
+            } else {
+                let loaded = Snapshot::load(&p);
+                (p, loaded)
+            };
+            match loaded {
+                Ok(s) => snapshots.push(s),
+                Err(e) => unreadable.push(Unreadable {
+                    path,
+                    reason: e.to_string(),
+                }),
+            }
+        }
+        Ok((snapshots, unreadable))
     }
 
     /// What `rollback --last` undoes: the newest snapshot of `tool` taken on `cluster` that
@@ -693,6 +772,49 @@ impl SnapshotStore {
                 dir: self.dir.clone(),
             })
     }
+}
+
+/// Makes `file` end with a complete line and leaves it positioned at its end: a torn last
+/// line is cut off, or, when it is a whole record that only lacks its newline, terminated.
+/// Returns the file's length afterwards.
+fn repair_tail(file: &mut File) -> std::io::Result<u64> {
+    let len = file.seek(SeekFrom::End(0))?;
+    let mut last_byte = [0u8];
+    if len == 0 || {
+        file.seek(SeekFrom::Start(len - 1))?;
+        file.read_exact(&mut last_byte)?;
+        last_byte[0] == b'\n'
+    } {
+        file.seek(SeekFrom::End(0))?;
+        return Ok(len);
+    }
+    // Read back in chunks (the header line can be long) until the previous newline.
+    let mut tail: Vec<u8> = Vec::new();
+    let mut start = len;
+    let line_start = loop {
+        let chunk = (64 * 1024u64).min(start);
+        start -= chunk;
+        let mut buf = vec![0; usize::try_from(chunk).unwrap_or(0)];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut buf)?;
+        buf.extend_from_slice(&tail);
+        tail = buf;
+        if let Some(i) = tail.iter().rposition(|&b| b == b'\n') {
+            break start + i as u64 + 1;
+        }
+        if start == 0 {
+            break 0;
+        }
+    };
+    let last = &tail[usize::try_from(line_start - start).unwrap_or(0)..];
+    if serde_json::from_slice::<serde_json::Value>(last).is_ok() {
+        file.seek(SeekFrom::End(0))?;
+        file.write_all(b"\n")?;
+        return Ok(len + 1);
+    }
+    file.set_len(line_start)?;
+    file.seek(SeekFrom::Start(line_start))?;
+    Ok(line_start)
 }
 
 /// Writes a snapshot header to `path` durably (temp file, fsync, rename, fsync dir), mode
@@ -850,9 +972,9 @@ mod tests {
         assert_eq!(
             snap.outcome_counts(),
             vec![
-                (OutcomeKind::Applied, 1),
-                (OutcomeKind::Conflict, 1),
-                (OutcomeKind::NotAttempted, 1)
+                (Some(OutcomeKind::Applied), 1),
+                (Some(OutcomeKind::Conflict), 1),
+                (None, 1)
             ]
         );
         let here = ClusterIdentity {
@@ -932,6 +1054,62 @@ mod tests {
             Snapshot::load(&path),
             Err(SnapshotError::Malformed { line: 3, .. })
         ));
+    }
+
+    #[test]
+    fn appending_first_repairs_a_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        // A header longer than one read-back chunk.
+        let mut journal = write_snapshot(&path, &header(900)).unwrap();
+        assert!(fs::metadata(&path).unwrap().len() > 64 * 1024);
+        journal
+            .record_outcome("gpu-0", OutcomeKind::Applied, None)
+            .unwrap();
+        drop(journal);
+        let mark = |path: &Path| {
+            let mut j = Journal::open_existing(path).unwrap();
+            j.record(&JournalRecord::RolledBack {
+                by: "rb".into(),
+                partial: false,
+                at: "t".into(),
+            })
+            .unwrap();
+        };
+        // A torn record: cut off, and the new record lands on its own line.
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"kind\":\"Outcome\",\"node\":\"gpu-1\",\"outc")
+            .unwrap();
+        mark(&path);
+        let snap = Snapshot::load(&path).unwrap();
+        assert_eq!(snap.records.len(), 2);
+        assert!(snap.fully_rolled_back());
+        // A whole record missing only its newline: kept and terminated.
+        f.write_all(
+            b"{\"kind\":\"Outcome\",\"node\":\"gpu-1\",\"outcome\":\"applied\",\"at\":\"x\"}",
+        )
+        .unwrap();
+        mark(&path);
+        let snap = Snapshot::load(&path).unwrap();
+        assert_eq!(snap.records.len(), 4);
+        assert_eq!(snap.outcome_of("gpu-1"), Some(OutcomeKind::Applied));
+        // Whole lines only, none empty.
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.ends_with('\n') && !text.contains("\n\n"));
+    }
+
+    #[test]
+    fn unreadable_snapshots_are_listed_with_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SnapshotStore::new(dir.path());
+        drop(store.create(&header(1)).unwrap());
+        let broken = dir.path().join(format!("x{SNAPSHOT_SUFFIX}"));
+        fs::write(&broken, "{\"apiVersion\":\"placekit.dev/v2\"\n").unwrap();
+        let (readable, unreadable) = store.list_all().unwrap();
+        assert_eq!(readable.len(), 1);
+        assert_eq!(unreadable.len(), 1);
+        assert_eq!(unreadable[0].path, broken);
+        assert!(unreadable[0].reason.contains(":1:"), "{:?}", unreadable[0]);
     }
 
     #[test]

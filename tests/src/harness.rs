@@ -232,6 +232,28 @@ impl Harness {
 
     /// Runs with another kubeconfig.
     pub async fn run_with(&self, args: &[&str], kubeconfig: &Path) -> Run {
+        let mut cmd = self.command(args);
+        cmd.env("KUBECONFIG", kubeconfig);
+        let output = tokio::task::spawn_blocking(move || cmd.output().expect("plugin runs"))
+            .await
+            .expect("join");
+        Run::from(output)
+    }
+
+    /// Runs with extra environment variables.
+    pub async fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut cmd = self.command(args);
+        cmd.envs(env.iter().copied());
+        let output = tokio::task::spawn_blocking(move || cmd.output().expect("plugin runs"))
+            .await
+            .expect("join");
+        Run::from(output)
+    }
+
+    /// The command [`Harness::run`] runs, to spawn it and watch it (signals): `kubectl
+    /// <plugin>` (or the binary itself without kubectl) with this harness's kubeconfig and
+    /// state directory, no colour and no stdin.
+    pub fn command(&self, args: &[&str]) -> Command {
         let path = format!(
             "{}:{}",
             self.bin_dir.display(),
@@ -249,14 +271,16 @@ impl Harness {
         };
         cmd.args(args)
             .env("PATH", path)
-            .env("KUBECONFIG", kubeconfig)
+            .env("KUBECONFIG", &self.kubeconfig)
             .env("PLACEKIT_STATE_DIR", &self.state_dir)
             .env("NO_COLOR", "1")
             .stdin(std::process::Stdio::null());
-        let output = tokio::task::spawn_blocking(move || cmd.output().expect("plugin runs"))
-            .await
-            .expect("join");
-        Run::from(output)
+        cmd
+    }
+
+    /// Waits for a spawned [`Harness::command`] and reads its output.
+    pub fn wait(child: std::process::Child) -> Run {
+        Run::from(child.wait_with_output().expect("plugin runs"))
     }
 
     /// Creates an object as someone else would (not counted by the hooks): in the test

@@ -2,7 +2,7 @@
 //! JSON Patches, the executor retries what is transient and journals every outcome, a
 //! concurrent change is a conflict, and the rollback planner restores exactly.
 
-use std::sync::atomic::AtomicBool;
+use placekit::interrupt::Interrupt;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
@@ -101,7 +101,7 @@ async fn fault_on_the_third_write_fails_only_that_node_and_rollback_restores_the
         max_attempts: 2,
         ..fast()
     };
-    let stop = AtomicBool::new(false);
+    let stop = Interrupt::default();
     let outcomes = execute(
         &writer,
         &items(&plans),
@@ -111,7 +111,7 @@ async fn fault_on_the_third_write_fails_only_that_node_and_rollback_restores_the
         |_| {},
     )
     .await
-    .unwrap();
+    .outcomes;
     drop(journal);
     let failed: Vec<&str> = outcomes
         .iter()
@@ -153,7 +153,7 @@ async fn fault_on_the_third_write_fails_only_that_node_and_rollback_restores_the
     assert_eq!(rollback_items.len(), 9);
     let outcomes = execute(&writer, &rollback_items, &fast(), None, &stop, |_| {})
         .await
-        .unwrap();
+        .outcomes;
     assert!(outcomes.iter().all(|o| o.kind == OutcomeKind::Applied));
     let restored = read_nodes(&client).await;
     for (b, r) in before.iter().zip(&restored) {
@@ -172,10 +172,10 @@ async fn a_concurrent_change_to_a_touched_key_is_a_conflict_and_survives() {
         json!({"metadata": {"labels": {"accelerator.example.com/gpu-family": "h200"}}}),
     ));
     let writer = KubeNodeWriter::new(client.clone(), "placekit");
-    let stop = AtomicBool::new(false);
+    let stop = Interrupt::default();
     let outcomes = execute(&writer, &items(&plans), &fast(), None, &stop, |_| {})
         .await
-        .unwrap();
+        .outcomes;
     let kinds: Vec<OutcomeKind> = outcomes.iter().map(|o| o.kind).collect();
     assert_eq!(
         kinds,
@@ -208,10 +208,10 @@ async fn an_unrelated_concurrent_label_change_is_not_a_conflict() {
         json!({"metadata": {"labels": {"unrelated": "x"}}, "status": {"phase": "heartbeat"}}),
     ));
     let writer = KubeNodeWriter::new(client.clone(), "placekit");
-    let stop = AtomicBool::new(false);
+    let stop = Interrupt::default();
     let outcomes = execute(&writer, &items(&plans), &fast(), None, &stop, |_| {})
         .await
-        .unwrap();
+        .outcomes;
     assert_eq!(outcomes[0].kind, OutcomeKind::Applied);
     let labels = &server.object("nodes", None, "gpu-node-00000").unwrap()["metadata"]["labels"];
     assert_eq!(labels["accelerator.example.com/gpu-family"], "b200");
@@ -234,7 +234,7 @@ async fn retry_after_is_honoured_and_dry_run_writes_nothing() {
         },
     ));
     let writer = KubeNodeWriter::new(client.clone(), "placekit");
-    let stop = AtomicBool::new(false);
+    let stop = Interrupt::default();
     let started = std::time::Instant::now();
     let config = ExecutorConfig {
         dry_run: true,
@@ -243,7 +243,7 @@ async fn retry_after_is_honoured_and_dry_run_writes_nothing() {
     };
     let outcomes = execute(&writer, &items(&plans), &config, None, &stop, |_| {})
         .await
-        .unwrap();
+        .outcomes;
     assert!(started.elapsed() >= std::time::Duration::from_secs(1));
     assert_eq!(outcomes[0].attempts, 2);
     assert!(outcomes.iter().all(|o| o.kind == OutcomeKind::Applied));
@@ -262,10 +262,10 @@ async fn a_forbidden_write_fails_without_retry() {
         server.client(placekit_testserver::READONLY_TOKEN),
         "placekit",
     );
-    let stop = AtomicBool::new(false);
+    let stop = Interrupt::default();
     let outcomes = execute(&writer, &items(&plans), &fast(), None, &stop, |_| {})
         .await
-        .unwrap();
+        .outcomes;
     assert_eq!(
         (outcomes[0].kind, outcomes[0].attempts),
         (OutcomeKind::Failed, 1)
@@ -287,14 +287,14 @@ async fn a_write_whose_answer_was_lost_is_recognised_as_applied() {
     // The first write is applied, but the connection drops before the answer.
     server.inject(Fault::new("patch", "nodes", 1, FaultAction::LoseAnswer));
     let writer = KubeNodeWriter::new(client.clone(), "placekit");
-    let stop = AtomicBool::new(false);
+    let stop = Interrupt::default();
     let config = ExecutorConfig {
         concurrency: 1,
         ..fast()
     };
     let outcomes = execute(&writer, &items(&plans), &config, None, &stop, |_| {})
         .await
-        .unwrap();
+        .outcomes;
     assert_eq!(outcomes[0].kind, OutcomeKind::Applied, "{:?}", outcomes[0]);
     assert_eq!(outcomes[0].attempts, 2);
     assert!(
@@ -330,6 +330,6 @@ async fn a_write_whose_answer_was_lost_is_recognised_as_applied() {
     let writer = KubeNodeWriter::new(client.clone(), "placekit");
     let outcomes = execute(&writer, &items(&plans), &fast(), None, &stop, |_| {})
         .await
-        .unwrap();
+        .outcomes;
     assert_eq!(outcomes[0].kind, OutcomeKind::Conflict);
 }

@@ -192,3 +192,184 @@ fn a_failing_exec_plugin_shows_no_credential() {
         "{out}"
     );
 }
+
+/// Runs with a state directory, returning exit code, stdout+stderr and every file the run
+/// left in the state directory (snapshots, index entries).
+fn run_in_state(kubeconfig: &Path, state: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"))
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("PLACEKIT_STATE_DIR", state)
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut files = String::new();
+    for entry in std::fs::read_dir(state).into_iter().flatten().flatten() {
+        files.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+    }
+    (out.status.code().unwrap_or(-1), all, files)
+}
+
+fn assert_no_secret(secrets: &[&str], what: &str, text: &str) {
+    for secret in secrets {
+        assert!(
+            !text.contains(secret),
+            "{secret} leaked into {what}: {text}"
+        );
+    }
+}
+
+/// The credential-leak suite: secrets planted in every place a kubeconfig holds them (the
+/// server URL's userinfo, the token, an inline client key, a client key file, an exec
+/// plugin's output, arguments and environment), each driven through its failure path and
+/// a successful change, and no output, report or snapshot file may contain any of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_credential_reaches_output_reports_or_snapshots() {
+    use base64::Engine as _;
+    use std::os::unix::fs::PermissionsExt;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let server = TestServer::start(
+        ServerConfig::default().with_fixture_yaml(include_str!("fixtures/cluster.yaml")),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let admin = placekit_testserver::ADMIN_TOKEN;
+    let url_password = "URL-PASSWORD-4411";
+    let key_body = "S3CR3TKEYBODYc2VjcmV0a2V5Ym9keQ";
+    let secrets = [
+        admin,
+        url_password,
+        key_body,
+        "KEYDATA-SECRET-22",
+        "EXEC-OUT-TOKEN-8",
+        "EXEC-ARG-SECRET-3",
+        "EXEC-ENV-SECRET-5",
+    ];
+
+    // 1. A successful change through a server URL with userinfo: the report (-o json),
+    //    the snapshot, `history` and `show` carry the server without it.
+    let with_userinfo = server
+        .kubeconfig_yaml(admin)
+        .replace("https://", &format!("https://alice:{url_password}@"));
+    let config = write(dir.path(), "userinfo", &with_userinfo);
+    let (code, out, files) = tokio::task::spawn_blocking({
+        let (config, state) = (config.clone(), state.clone());
+        move || {
+            run_in_state(
+                &config,
+                &state,
+                &["set", "gpu-a100-1", "team=ml", "-y", "-o", "json"],
+            )
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "{out}");
+    assert!(files.contains("\"server\":\"https://127.0.0.1:"), "{files}");
+    assert_no_secret(&secrets, "the report", &out);
+    assert_no_secret(&secrets, "the snapshot", &files);
+    for args in [
+        &["history"][..],
+        &["show", "--last"][..],
+        &["history", "-o", "json"][..],
+    ] {
+        let (code, out, _) = tokio::task::spawn_blocking({
+            let (config, state) = (config.clone(), state.clone());
+            move || run_in_state(&config, &state, args)
+        })
+        .await
+        .unwrap();
+        assert_eq!(code, 0, "{args:?}: {out}");
+        assert_no_secret(&secrets, "history/show", &out);
+    }
+
+    // 2. A client key that is not a key, inline and as a file, on a refused port.
+    let key_file = dir.path().join("client.key");
+    std::fs::write(
+        &key_file,
+        format!("-----BEGIN PRIVATE KEY-----\n{key_body}\n-----END PRIVATE KEY-----\n"),
+    )
+    .unwrap();
+    let cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    let user_with = |credentials: &str| {
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster: {{server: \"https://127.0.0.1:1\", insecure-skip-tls-verify: true}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\nusers:\n- name: u\n  user:\n{credentials}"
+        )
+    };
+    let inline_key = user_with(&format!(
+        "    client-certificate-data: {}\n    client-key-data: {}\n",
+        b64(cert),
+        b64("-----BEGIN PRIVATE KEY-----\nKEYDATA-SECRET-22\n-----END PRIVATE KEY-----\n")
+    ));
+    let key_from_file = user_with(&format!(
+        "    client-certificate-data: {}\n    client-key: {}\n",
+        b64(cert),
+        key_file.display()
+    ));
+    // 3. An exec plugin that prints something that is not an ExecCredential, with the
+    //    token in it, and one that prints a credential of an unknown kind.
+    let plugin = dir.path().join("plugin");
+    std::fs::write(
+        &plugin,
+        "#!/bin/sh\necho \"not json EXEC-OUT-TOKEN-8 $VAULT\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exec = user_with(&format!(
+        "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {}\n      args: [\"--secret=EXEC-ARG-SECRET-3\"]\n      env: [{{name: VAULT, value: EXEC-ENV-SECRET-5}}]\n      interactiveMode: Never\n",
+        plugin.display()
+    ));
+    for (name, yaml) in [
+        ("inline-key", inline_key),
+        ("key-file", key_from_file),
+        ("exec", exec),
+    ] {
+        let config = write(dir.path(), name, &yaml);
+        for args in [
+            &["dependents", "pool"][..],
+            &["set", "gpu-a100-1", "team=x", "-y"][..],
+        ] {
+            let (code, out, files) = tokio::task::spawn_blocking({
+                let (config, state) = (config.clone(), state.clone());
+                move || run_in_state(&config, &state, args)
+            })
+            .await
+            .unwrap();
+            assert!(code == 2 || code == 3, "{name} {args:?}: {out}");
+            assert_no_secret(&secrets, name, &out);
+            assert_no_secret(&secrets, "the state directory", &files);
+        }
+    }
+
+    // 4. A token for a plain-http server is not sent at all, as kubectl does not send it.
+    let plain = TestServer::start(ServerConfig {
+        tls: false,
+        ..ServerConfig::default()
+    })
+    .await
+    .unwrap();
+    let config = write(dir.path(), "plain", &plain.kubeconfig_yaml(admin));
+    let (code, out, _) = tokio::task::spawn_blocking({
+        let state = state.clone();
+        move || run_in_state(&config, &state, &["dependents", "pool"])
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains(
+            "the server is plain http://, so the credentials of user \"placekit-test\" are not sent"
+        ),
+        "{out}"
+    );
+    assert!(out.to_lowercase().contains("unauthorized"), "{out}");
+    assert_no_secret(&secrets, "plain http", &out);
+}

@@ -4,12 +4,14 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::api;
 use crate::connect::Connection;
 use crate::error::CommandError;
-use crate::executor::{ExecutorConfig, KubeNodeWriter, NodeOutcome, WriteItem, execute};
+use crate::executor::{
+    ExecutorConfig, JournalFailure, KubeNodeWriter, NodeOutcome, WriteItem, execute,
+};
+use crate::interrupt::Interrupt;
 use crate::plan::NodePlan;
 use crate::snapshot::{ClusterIdentity, SnapshotHeader, SnapshotStore};
 use crate::ui::{DryRun, MutationArgs, Ui};
@@ -161,6 +163,7 @@ pub async fn apply(
             .collect(),
         warnings: findings.warnings.clone(),
         problems: std::mem::take(&mut mutation.problems),
+        interrupted: None,
     };
     for p in changing.iter().chain(&unchanged) {
         for note in &p.notes {
@@ -195,6 +198,10 @@ pub async fn apply(
     api::check_permission(&conn.client, "patch", "nodes", "").await?;
     confirm(ui, &mutation, &findings, changing.len())?;
 
+    // From here on a signal is counted, not fatal: a kill between the snapshot and the
+    // report would leave a temporary file, writes unrecorded and nothing said.
+    let interrupt = Arc::new(Interrupt::default());
+    let listener = interrupt.listen();
     let mut journal = None;
     if dry_run == DryRun::None {
         let cluster = match &mutation.cluster {
@@ -226,16 +233,6 @@ pub async fn apply(
         journal = Some(j);
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                stop.store(true, Ordering::SeqCst);
-                eprintln!("interrupted: finishing the writes in flight, starting no new ones");
-            }
-        })
-    };
     let writer = KubeNodeWriter::new(conn.client.clone(), "placekit");
     let items: Vec<WriteItem> = changing.iter().map(WriteItem::from_plan).collect();
     let config = ExecutorConfig {
@@ -244,21 +241,24 @@ pub async fn apply(
         ..ExecutorConfig::default()
     };
     let bar = ui.progress_bar(items.len() as u64, mutation.operation);
-    let outcomes = execute(
+    let execution = execute(
         &writer,
         &items,
         &config,
         journal.as_mut(),
-        &stop,
+        &interrupt,
         |_: &NodeOutcome| bar.inc(1),
     )
     .await;
     bar.finish_and_clear();
-    watcher.abort();
-    let outcomes = outcomes?;
+    listener.abort();
     drop(journal);
+    report.interrupted = interrupt.signal().map(str::to_string);
+    if let (Some(failure), Some(path)) = (&execution.journal_failure, &report.snapshot) {
+        report.problems.push(journal_failure_problem(failure, path));
+    }
 
-    for (plan, outcome) in changing.iter().zip(&outcomes) {
+    for (plan, outcome) in changing.iter().zip(&execution.outcomes) {
         let reported = match (Outcome::from(outcome.kind), dry_run) {
             (Outcome::Applied, DryRun::Server) => Outcome::Planned,
             (o, _) => o,
@@ -281,6 +281,24 @@ pub async fn apply(
         ));
     }
     Ok(report)
+}
+
+/// What the report says when the journal could not be written: the run stopped starting
+/// writes, and rollback checks the nodes the journal is missing against the cluster.
+fn journal_failure_problem(failure: &JournalFailure, snapshot: &Path) -> String {
+    let missing = match failure.unrecorded.len() {
+        0 => String::new(),
+        n => format!(
+            "; {n} outcome{} missing from it ({}) — this report has them all, and rollback compares those nodes with the cluster",
+            if n == 1 { " is" } else { "s are" },
+            failure.unrecorded.join(", ")
+        ),
+    };
+    format!(
+        "the snapshot journal {} could not be written ({}), so no further write was started{missing}",
+        snapshot.display(),
+        failure.error
+    )
 }
 
 /// Asks for confirmation (or refuses without a terminal and `--yes`).

@@ -158,12 +158,19 @@ pub struct Report {
     /// because its value differs, a rollback that restored nothing it was asked to).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
+    /// The signal that interrupted the writes (`SIGINT`, `SIGTERM`, `SIGHUP`): the command
+    /// exits 130.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 impl Report {
-    /// 0 when every node is applied, unchanged or planned and nothing else went wrong; 1
-    /// otherwise.
+    /// 130 when interrupted; else 0 when every node is applied, unchanged or planned and
+    /// nothing else went wrong; 1 otherwise.
     pub fn exit_code(&self) -> u8 {
+        if self.interrupted.is_some() {
+            return exit::INTERRUPTED;
+        }
         let bad = !self.problems.is_empty()
             || self
                 .nodes
@@ -242,6 +249,15 @@ pub fn print_report(ui: &Ui, report: &Report) -> u8 {
     }
     for p in &report.problems {
         println!("{}", ui.paint(p, Color::Red));
+    }
+    if let Some(signal) = &report.interrupted {
+        println!(
+            "{}",
+            ui.paint(
+                &format!("interrupted by {signal}: the nodes not attempted were left as they are"),
+                Color::Red
+            )
+        );
     }
     if let Some(cmd) = &report.force_command {
         println!("restore what was left alone with: {cmd}");

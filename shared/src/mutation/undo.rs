@@ -17,7 +17,8 @@ use crate::rollback::{
     NodeRollback, RollbackConflict, plan_node_rollback, restore_problems, restore_warnings,
 };
 use crate::snapshot::{
-    ClusterIdentity, Journal, JournalRecord, OutcomeKind, Snapshot, SnapshotStore, now_rfc3339,
+    ClusterIdentity, Journal, JournalRecord, OutcomeKind, Snapshot, SnapshotStore, Unreadable,
+    now_rfc3339,
 };
 use crate::ui::{MutationArgs, Ui};
 
@@ -246,11 +247,31 @@ pub struct HistoryEntry {
     pub path: std::path::PathBuf,
 }
 
-/// `history`: every snapshot of `tool`, oldest first.
-pub fn history(tool: &str) -> Result<Vec<HistoryEntry>, CommandError> {
+/// `history`: every snapshot of `tool`, oldest first, and the files that could not be read.
+#[derive(Debug, Clone, Serialize)]
+pub struct History {
+    pub entries: Vec<HistoryEntry>,
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// `history`: every snapshot of `tool`, oldest first, and the snapshot files that could not
+/// be read (a damaged file is listed with why, never hidden). An unreadable file is listed
+/// under `tool` unless its name says it belongs to another plugin.
+pub fn history(tool: &str) -> Result<History, CommandError> {
     let store = SnapshotStore::new(SnapshotStore::default_dir()?);
-    Ok(store
-        .list()?
+    let (snapshots, unreadable) = store.list_all()?;
+    let unreadable = unreadable
+        .into_iter()
+        .filter(|u| {
+            let name = u
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            name.contains(tool) || !name.contains("-kubectl-")
+        })
+        .collect();
+    let entries = snapshots
         .into_iter()
         .filter(|s| s.header.tool == tool)
         .map(|s| HistoryEntry {
@@ -270,7 +291,7 @@ pub fn history(tool: &str) -> Result<Vec<HistoryEntry>, CommandError> {
             outcome: s
                 .outcome_counts()
                 .iter()
-                .map(|(k, n)| format!("{n} {}", k.as_str()))
+                .map(|(k, n)| format!("{n} {}", k.map_or("no outcome recorded", |k| k.as_str())))
                 .collect::<Vec<_>>()
                 .join(", "),
             rolled_back: if s.rolled_back_by().is_empty() {
@@ -284,19 +305,36 @@ pub fn history(tool: &str) -> Result<Vec<HistoryEntry>, CommandError> {
             rolled_back_by: s.rolled_back_by().iter().map(|p| p.to_string()).collect(),
             path: s.path.clone(),
         })
-        .collect())
+        .collect();
+    Ok(History {
+        entries,
+        unreadable,
+    })
 }
 
 /// Prints `history` as a table or JSON/YAML.
-pub fn print_history(ui: &Ui, entries: &[HistoryEntry]) {
+pub fn print_history(ui: &Ui, history: &History) {
+    let entries = &history.entries;
     if ui.output.is_structured() {
         ui.print_structured(&serde_json::json!({
-            "apiVersion": REPORT_API_VERSION, "kind": "SnapshotHistory", "items": entries
+            "apiVersion": REPORT_API_VERSION, "kind": "SnapshotHistory", "items": entries,
+            "unreadable": history.unreadable,
         }));
         return;
     }
+    for u in &history.unreadable {
+        ui.warn(&format!(
+            "unreadable snapshot {}: {}",
+            u.path.display(),
+            u.reason
+        ));
+    }
     if entries.is_empty() {
-        println!("no snapshots yet");
+        if history.unreadable.is_empty() {
+            println!("no snapshots yet");
+        } else {
+            println!("no readable snapshots");
+        }
         return;
     }
     let rows: Vec<Vec<String>> = entries
