@@ -833,6 +833,7 @@ pub fn write_snapshot(path: &Path, header: &SnapshotHeader) -> Result<Journal, S
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    remove_stale_temp_files(&dir);
     let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
     let mut line = serde_json::to_vec(header).expect("snapshot headers always serialise");
     line.push(b'\n');
@@ -859,6 +860,27 @@ pub fn write_snapshot(path: &Path, header: &SnapshotHeader) -> Result<Journal, S
         });
     }
     Journal::open_existing(path)
+}
+
+/// Removes the temporary header files (`.NAME.tmp-PID`) that a placekit killed between
+/// writing its header and linking it into place left behind, once their process is gone.
+fn remove_stale_temp_files(dir: &Path) {
+    #[cfg(target_os = "linux")]
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix('.')
+            .and_then(|n| n.rsplit_once(".tmp-"))
+            .and_then(|(_, pid)| pid.parse::<u32>().ok());
+        if let Some(pid) = pid
+            && pid != std::process::id()
+            && !Path::new("/proc").join(pid.to_string()).exists()
+        {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = dir;
 }
 
 fn private_options() -> OpenOptions {
@@ -1096,6 +1118,25 @@ mod tests {
         // Whole lines only, none empty.
         let text = fs::read_to_string(&path).unwrap();
         assert!(text.ends_with('\n') && !text.contains("\n\n"));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn temp_files_of_dead_processes_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SnapshotStore::new(dir.path());
+        // pid_max is at most 2^22, so this process cannot exist.
+        let stale = dir.path().join(format!(".x{SNAPSHOT_SUFFIX}.tmp-4999999"));
+        // pid 1 always exists: a run in progress is never disturbed.
+        let live = dir.path().join(format!(".y{SNAPSHOT_SUFFIX}.tmp-1"));
+        let unrelated = dir.path().join(".keep.tmp-4999999x");
+        for p in [&stale, &live, &unrelated] {
+            fs::write(p, "{}").unwrap();
+        }
+        drop(store.create(&header(1)).unwrap());
+        assert!(!stale.exists());
+        assert!(live.exists());
+        assert!(unrelated.exists());
     }
 
     #[test]
