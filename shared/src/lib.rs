@@ -19,6 +19,7 @@
 //! - [`lint`]: the affinity linter (positions, workload model, rules, outputs);
 //! - [`live`]: scheduler filters, drift and candidates against live nodes;
 //! - [`nfd`]: node features in node-feature-discovery's format, for `nodelabel import`;
+//! - [`complete`]: completion through kubectl (`kubectl_complete-<plugin>`);
 //! - [`ui`]: output formats, colour, confirmation and progress shared by the plugins;
 //! - [`targets`]: which nodes a command acts on;
 //! - [`api`]: reading from the API server (paged lists, workloads, pods, cluster identity);
@@ -28,6 +29,7 @@
 //! - [`exit`]: exit codes with fixed meanings.
 
 pub mod api;
+pub mod complete;
 pub mod connect;
 pub mod dependents;
 pub mod error;

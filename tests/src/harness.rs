@@ -668,3 +668,59 @@ async fn create_real(client: &kube::Client, mut obj: Value) {
             .unwrap_or_else(|e| panic!("setting the phase of pod {name}: {e}"));
     }
 }
+
+/// What `kubectl __complete <plugin> WORDS...` answers (the call kubectl's shell completion
+/// makes), with `binary`'s directory and its `kubectl_complete-<plugin>` helper (written by
+/// `<binary> completion kubectl`) on PATH: the candidates' values and cobra's directive.
+/// `None` when kubectl is not installed.
+pub fn kubectl_complete(
+    binary: &Path,
+    plugin: &str,
+    words: &[&str],
+    env: &[(&str, &Path)],
+) -> Option<(Vec<String>, u8)> {
+    if !kubectl_on_path() {
+        return None;
+    }
+    let helpers = tempfile::tempdir().expect("temp dir");
+    let helper = helpers
+        .path()
+        .join(format!("kubectl_complete-{}", plugin.replace('-', "_")));
+    let script = Command::new(binary)
+        .args(["completion", "kubectl"])
+        .output()
+        .expect("the plugin runs");
+    std::fs::write(&helper, &script.stdout).expect("helper written");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755))
+            .expect("helper executable");
+    }
+    let path = format!(
+        "{}:{}:{}",
+        binary.parent().expect("binary dir").display(),
+        helpers.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("kubectl")
+        .arg("__complete")
+        .arg(plugin)
+        .args(words)
+        .env("PATH", path)
+        .envs(env.iter().map(|(k, v)| (*k, *v)))
+        .output()
+        .expect("kubectl runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut lines: Vec<&str> = stdout.lines().collect();
+    let directive = lines
+        .pop()
+        .and_then(|l| l.strip_prefix(':'))
+        .and_then(|d| d.parse().ok())
+        .unwrap_or_else(|| panic!("no directive in kubectl's answer: {stdout}"));
+    let values = lines
+        .iter()
+        .map(|l| l.split('\t').next().unwrap_or_default().to_string())
+        .collect();
+    Some((values, directive))
+}

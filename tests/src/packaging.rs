@@ -1,4 +1,5 @@
-//! Release packaging: archives per plugin and platform (the binary and the license), krew
+//! Release packaging: archives per plugin and platform (the binary, the license and, except
+//! on Windows, the `kubectl_complete-<plugin>` helper that kubectl runs to complete), krew
 //! `Plugin` manifests rendered with version, uri and sha256, and a validator for krew-index's
 //! rules. Used by the `placekit-package` binary, the release workflow and the tests.
 
@@ -152,8 +153,24 @@ pub fn sha256_file(path: &Path) -> Result<String, PackagingError> {
         .collect())
 }
 
-/// Writes `<out>/<archive_name>` holding the binary (as `bin`, mode 0755) and `LICENSE`,
-/// gzip level `level` (0-9); returns its path and sha256.
+/// Appends one regular file (mtime 0, so archives are reproducible).
+fn append_file<W: std::io::Write>(
+    tar: &mut tar::Builder<W>,
+    data: &[u8],
+    name: &str,
+    mode: u32,
+) -> std::io::Result<()> {
+    let mut header = tar::Header::new_gnu();
+    header.set_size(data.len() as u64);
+    header.set_mode(mode);
+    header.set_mtime(0);
+    header.set_cksum();
+    tar.append_data(&mut header, name, data)
+}
+
+/// Writes `<out>/<archive_name>` holding the binary (as `bin`, mode 0755), `LICENSE` and,
+/// except on Windows, the kubectl completion helper (mode 0755), gzip level `level` (0-9);
+/// returns its path and sha256.
 pub fn build_archive(
     plugin: &PluginInfo,
     version: &str,
@@ -175,13 +192,7 @@ pub fn build_archive(
                mode: u32|
      -> Result<(), PackagingError> {
         let data = std::fs::read(src).map_err(io(src))?;
-        let mut header = tar::Header::new_gnu();
-        header.set_size(data.len() as u64);
-        header.set_mode(mode);
-        header.set_mtime(0);
-        header.set_cksum();
-        tar.append_data(&mut header, name, data.as_slice())
-            .map_err(io(src))
+        append_file(tar, &data, name, mode).map_err(io(src))
     };
     add(
         &mut tar,
@@ -190,10 +201,20 @@ pub fn build_archive(
         0o755,
     )?;
     add(&mut tar, license, "LICENSE", 0o644)?;
+    if let Some(helper) = completion_helper(plugin, platform) {
+        let script = placekit::complete::kubectl_helper_script(plugin.name, plugin.bin);
+        append_file(&mut tar, script.as_bytes(), &helper, 0o755).map_err(io(&path))?;
+    }
     let encoder = tar.into_inner().map_err(io(&path))?;
     encoder.finish().map_err(io(&path))?;
     let sha = sha256_file(&path)?;
     Ok((path, sha))
+}
+
+/// The kubectl completion helper's file name in `platform`'s archive (none on Windows, where
+/// it would need to be an executable of its own).
+pub fn completion_helper(plugin: &PluginInfo, platform: &Platform) -> Option<String> {
+    (platform.os != "windows").then(|| placekit::complete::kubectl_helper_name(plugin.name))
 }
 
 /// The entries of a `.tar.gz` archive.
@@ -224,18 +245,29 @@ pub fn render_manifest(
     for line in plugin.description.lines() {
         out.push_str(&format!("    {line}\n"));
     }
-    if let Some(caveats) = plugin.caveats {
-        out.push_str("  caveats: |\n");
-        for line in caveats.lines() {
-            out.push_str(&format!("    {line}\n"));
-        }
+    let completion = format!(
+        "For `kubectl {name} <TAB>` (kubectl 1.26+, not on Windows), put the completion\nhelper on PATH next to the plugin:\n  kubectl {name} completion kubectl > \"${{KREW_ROOT:-$HOME/.krew}}/bin/{helper}\"\n  chmod +x \"${{KREW_ROOT:-$HOME/.krew}}/bin/{helper}\"\n",
+        name = plugin.name,
+        helper = placekit::complete::kubectl_helper_name(plugin.name),
+    );
+    out.push_str("  caveats: |\n");
+    for line in plugin
+        .caveats
+        .unwrap_or_default()
+        .lines()
+        .chain(completion.lines())
+    {
+        out.push_str(&format!("    {line}\n"));
     }
     out.push_str("  platforms:\n");
     for p in PLATFORMS {
         let key = format!("{}/{}", p.os, p.arch);
         let sha = shas.get(&key).cloned().unwrap_or_else(|| "0".repeat(64));
+        let helper = completion_helper(plugin, p)
+            .map(|h| format!("    - from: {h}\n      to: .\n"))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "  - selector:\n      matchLabels:\n        os: {}\n        arch: {}\n    uri: {base_url}/{version}/{}\n    sha256: {sha}\n    bin: {}{}\n    files:\n    - from: {}{}\n      to: .\n    - from: LICENSE\n      to: .\n",
+            "  - selector:\n      matchLabels:\n        os: {}\n        arch: {}\n    uri: {base_url}/{version}/{}\n    sha256: {sha}\n    bin: {}{}\n    files:\n    - from: {}{}\n      to: .\n    - from: LICENSE\n      to: .\n{helper}",
             p.os,
             p.arch,
             archive_name(plugin, version, p),

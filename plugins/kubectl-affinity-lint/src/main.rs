@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use placekit::complete::{self, Candidate, CompletionTarget, Position, Slot, Source};
 use placekit::connect::ConnectionArgs;
 use placekit::exit;
 use placekit::lint::admission;
@@ -201,10 +202,13 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Print a shell completion script (bash, zsh, fish, powershell).
+    /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl affinity-lint <TAB>`.
+    #[command(
+        after_help = "Examples:\n  # kubectl affinity-lint <TAB> (kubectl 1.26+): put the helper on PATH next to the plugin\n  kubectl affinity-lint completion kubectl > \"$(dirname \"$(command -v kubectl-affinity_lint)\")/kubectl_complete-affinity_lint\"\n  chmod +x \"$(dirname \"$(command -v kubectl-affinity_lint)\")/kubectl_complete-affinity_lint\"\n\n  # kubectl-affinity_lint <TAB> in bash\n  source <(kubectl-affinity_lint completion bash)"
+    )]
     Completion {
         #[arg(value_enum)]
-        shell: clap_complete::Shell,
+        shell: CompletionTarget,
     },
     /// Running pods whose node no longer satisfies their nodeSelector or required affinity.
     #[command(long_about = DRIFT_ABOUT)]
@@ -250,8 +254,41 @@ enum Command {
     },
 }
 
+/// Rule ids with their summaries, for completion.
+fn rule_ids() -> Vec<Candidate> {
+    let mut ids: Vec<Candidate> = RULES
+        .iter()
+        .map(|r| Candidate::new(r.meta().id, r.meta().summary))
+        .collect();
+    ids.extend(
+        placekit::lint::cluster::CLUSTER_RULES
+            .iter()
+            .map(|(id, _, summary)| Candidate::new(*id, *summary)),
+    );
+    ids
+}
+
+/// What `kubectl affinity-lint <TAB>` offers where the shared flags do not decide.
+fn completion_source(position: &Position) -> Source {
+    let command = position.path.first().map(String::as_str);
+    match (command, &position.slot) {
+        (Some("rules"), Slot::Positional { .. }) => Source::Words(rule_ids()),
+        (Some("why-pending"), Slot::Positional { .. }) => Source::Pods,
+        (None, Slot::Positional { .. }) => Source::Files,
+        (_, Slot::FlagValue { id }) => match id.as_str() {
+            "enable" | "disable" => Source::Words(rule_ids()),
+            "files" | "config" => Source::Files,
+            _ => Source::Fixed,
+        },
+        _ => Source::Fixed,
+    }
+}
+
 fn main() -> ExitCode {
     placekit::ui::exit_quietly_on_broken_pipe();
+    if let Some(code) = complete::intercept(command, completion_source) {
+        return code;
+    }
     let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&command().get_matches()) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
@@ -290,12 +327,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Some(Command::Completion { shell }) => {
-            clap_complete::generate(
-                *shell,
-                &mut command(),
-                "kubectl-affinity_lint",
-                &mut std::io::stdout(),
-            );
+            complete::print_completion(*shell, command(), "kubectl-affinity_lint", "affinity-lint");
             return ExitCode::SUCCESS;
         }
         Some(Command::Drift {

@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use placekit::complete::{self, CompletionTarget, Position, Slot, Source};
 use placekit::connect::ConnectionArgs;
 use placekit::error::{CommandError, run_to_exit_code};
 use placekit::exit;
@@ -125,10 +126,13 @@ enum Command {
         #[arg(long, default_value = DEFAULT_RESOURCE)]
         resource: String,
     },
-    /// Print a shell completion script (bash, zsh, fish, powershell).
+    /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl gpu-taint <TAB>`.
+    #[command(
+        after_help = "Examples:\n  # kubectl gpu-taint <TAB> (kubectl 1.26+): put the helper on PATH next to the plugin\n  kubectl gpu-taint completion kubectl > \"$(dirname \"$(command -v kubectl-gpu_taint)\")/kubectl_complete-gpu_taint\"\n  chmod +x \"$(dirname \"$(command -v kubectl-gpu_taint)\")/kubectl_complete-gpu_taint\"\n\n  # kubectl-gpu_taint <TAB> in bash\n  source <(kubectl-gpu_taint completion bash)"
+    )]
     Completion {
         #[arg(value_enum)]
-        shell: clap_complete::Shell,
+        shell: CompletionTarget,
     },
     /// List snapshots.
     History,
@@ -140,8 +144,31 @@ enum Command {
     },
 }
 
+/// What `kubectl gpu-taint <TAB>` offers where the shared flags do not decide.
+fn completion_source(position: &Position) -> Source {
+    let command = position.path.first().map(String::as_str);
+    match (command, &position.slot) {
+        (_, Slot::FlagValue { id }) if id == "selector" => Source::LabelKeys { suffix: "=" },
+        (Some("rollback" | "show"), Slot::Positional { .. }) => Source::Snapshots { tool: TOOL },
+        (_, Slot::Positional { .. }) => Source::Nodes,
+        (_, Slot::FlagValue { id }) => match id.as_str() {
+            "taint" => Source::Taints,
+            "resource" => Source::ExtendedResources,
+            "labels" if command == Some("release") => Source::LabelKeys { suffix: "" },
+            "labels" => Source::LabelKeys { suffix: "=" },
+            _ => Source::Files,
+        },
+        _ => Source::Fixed,
+    }
+}
+
 fn main() -> ExitCode {
     placekit::ui::exit_quietly_on_broken_pipe();
+    if let Some(code) =
+        complete::intercept(<Cli as clap::CommandFactory>::command, completion_source)
+    {
+        return code;
+    }
     // Parse first: --help and --version never build the async runtime or a client.
     let cli = Cli::parse();
     let ui = Ui::new(&cli.display);
@@ -235,12 +262,11 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             resource,
         } => gpu::status_command(&cli.connection, ui, targets(&selection, true)?, &resource).await,
         Command::Completion { shell } => {
-            let mut command = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(
+            complete::print_completion(
                 shell,
-                &mut command,
+                <Cli as clap::CommandFactory>::command(),
                 "kubectl-gpu_taint",
-                &mut std::io::stdout(),
+                "gpu-taint",
             );
             Ok(exit::SUCCESS)
         }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use placekit::complete::{self, CompletionTarget, Position, Slot, Source};
 use placekit::connect::ConnectionArgs;
 use placekit::error::{CommandError, run_to_exit_code};
 use placekit::exit;
@@ -114,10 +115,13 @@ enum Command {
         #[command(flatten)]
         mutation: MutationArgs,
     },
-    /// Print a shell completion script (bash, zsh, fish, powershell).
+    /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl nodelabel <TAB>`.
+    #[command(
+        after_help = "Examples:\n  # kubectl nodelabel <TAB> (kubectl 1.26+): put the helper on PATH next to the plugin\n  kubectl nodelabel completion kubectl > \"$(dirname \"$(command -v kubectl-nodelabel)\")/kubectl_complete-nodelabel\"\n  chmod +x \"$(dirname \"$(command -v kubectl-nodelabel)\")/kubectl_complete-nodelabel\"\n\n  # kubectl-nodelabel <TAB> in bash\n  source <(kubectl-nodelabel completion bash)"
+    )]
     Completion {
         #[arg(value_enum)]
-        shell: clap_complete::Shell,
+        shell: CompletionTarget,
     },
     /// List snapshots: time, context, command, nodes, outcome, whether rolled back.
     History,
@@ -190,8 +194,29 @@ enum NamingArg {
     Hook,
 }
 
+/// What `kubectl nodelabel <TAB>` offers where the shared flags do not decide.
+fn completion_source(position: &Position) -> Source {
+    let command = position.path.first().map(String::as_str);
+    match (command, &position.slot) {
+        (_, Slot::FlagValue { id }) if id == "selector" => Source::LabelKeys { suffix: "=" },
+        (Some("set"), Slot::Positional { .. }) => Source::NodesOrLabelKeys { suffix: "=" },
+        (Some("remove"), Slot::Positional { .. }) => Source::NodesOrLabelKeys { suffix: "-" },
+        (Some("import"), Slot::Positional { .. }) => Source::Nodes,
+        (Some("dependents"), Slot::Positional { .. }) => Source::LabelKeys { suffix: "" },
+        (Some("rollback" | "show"), Slot::Positional { .. }) => Source::Snapshots { tool: TOOL },
+        // --file, --dir, --hook, --backup.
+        (_, Slot::FlagValue { .. }) => Source::Files,
+        _ => Source::Fixed,
+    }
+}
+
 fn main() -> ExitCode {
     placekit::ui::exit_quietly_on_broken_pipe();
+    if let Some(code) =
+        complete::intercept(<Cli as clap::CommandFactory>::command, completion_source)
+    {
+        return code;
+    }
     // Parse first: --help and --version never build the async runtime or a client.
     let cli = Cli::parse();
     let ui = Ui::new(&cli.display);
@@ -276,12 +301,11 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             Ok(print_report(ui, &report))
         }
         Command::Completion { shell } => {
-            let mut command = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(
+            complete::print_completion(
                 shell,
-                &mut command,
+                <Cli as clap::CommandFactory>::command(),
                 "kubectl-nodelabel",
-                &mut std::io::stdout(),
+                "nodelabel",
             );
             Ok(exit::SUCCESS)
         }

@@ -63,6 +63,11 @@ fn the_rendered_manifest_matches_the_host_archive() {
         "{entries:?}"
     );
     assert!(entries.contains(&"LICENSE".to_string()));
+    // The kubectl completion helper ships beside the binary and is listed in the manifest.
+    let helper = "kubectl_complete-nodelabel";
+    assert!(entries.contains(&helper.to_string()), "{entries:?}");
+    let files = entry["files"].as_array().unwrap();
+    assert!(files.iter().any(|f| f["from"] == helper), "{files:?}");
 }
 
 /// The manifest as JSON (it is YAML; the test server crate's serde_yaml reads it).
