@@ -327,6 +327,19 @@ pub async fn active_pods_on(
 /// The connection's cluster identity completed with the `kube-system` namespace's uid when
 /// the user may read it (a recreated cluster at the same URL has another one). A refusal
 /// or an error leaves it out: the identity then rests on the server URL and CA.
+/// Whether the namespace exists (an empty answer from a namespace that does not is not "no
+/// pods").
+pub async fn namespace_exists(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<bool, CommandError> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    api.get_opt(namespace)
+        .await
+        .map(|found| found.is_some())
+        .map_err(|e| CommandError::from_api(e, &format!("reading namespace {namespace}")))
+}
+
 pub async fn cluster_identity(conn: &Connection) -> ClusterIdentity {
     let api: Api<Namespace> = Api::all(conn.client.clone());
     let uid = api

@@ -34,6 +34,7 @@ pub enum ConnectError {
 
 /// The cluster-access flags of kubectl, shared by all placekit plugins.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Cluster access (as in kubectl)")]
 pub struct ConnectionArgs {
     /// Path to the kubeconfig file (default: $KUBECONFIG, a colon-separated list, or ~/.kube/config).
     #[arg(long, global = true, value_name = "PATH")]

@@ -418,8 +418,46 @@ pub fn totals(rows: &[NodeGpu]) -> GpuTotals {
         capacity: rows.iter().filter_map(|r| r.capacity).sum(),
         allocatable: rows.iter().filter_map(|r| r.allocatable).sum(),
         requested: rows.iter().map(|r| r.requested).sum(),
-        free: rows.iter().map(|r| r.free).sum(),
+        // Free as in the rows: a node without the resource shows no free amount, and its
+        // (impossible) requests must not make the total negative.
+        free: rows
+            .iter()
+            .filter(|r| r.capacity.is_some())
+            .map(|r| r.free)
+            .sum(),
     }
+}
+
+/// When no node of `nodes` has `resource` at all: why, with the closest extended resource
+/// the nodes do have (a typo such as `nvidia.com/gpus`), instead of blaming every node's
+/// device plugin.
+pub fn unknown_resource(nodes: &[NodeView], resource: &str) -> Option<String> {
+    if nodes.is_empty()
+        || nodes.iter().any(|n| {
+            n.status.capacity.contains_key(resource) || n.status.allocatable.contains_key(resource)
+        })
+    {
+        return None;
+    }
+    let mut offered: Vec<&str> = nodes
+        .iter()
+        .flat_map(|n| n.status.capacity.keys())
+        .map(String::as_str)
+        .filter(|k| k.contains('/') && !k.starts_with("hugepages-"))
+        .collect();
+    offered.sort_unstable();
+    offered.dedup();
+    let hint = match crate::live::nearest_key(resource, offered.iter().copied()) {
+        Some(near) => format!(": did you mean {near}?"),
+        None if offered.is_empty() => {
+            " (they offer no extended resource: is the device plugin installed?)".into()
+        }
+        None => format!(" (they offer {})", offered.join(", ")),
+    };
+    Some(format!(
+        "{resource} is on none of the {} listed{hint}",
+        crate::ui::count(nodes.len(), "node")
+    ))
 }
 
 /// A pod on a node that a new taint does not tolerate.

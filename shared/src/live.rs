@@ -814,7 +814,7 @@ impl<'a> PodFilters<'a> {
         }
     }
 
-    /// The seed table's verdict when no node fits (see [`verdict`]). A node that is no
+    /// The runbook table's verdict when no node fits (see [`verdict`]). A node that is no
     /// candidate counts as a node affinity failure even when an earlier filter (a taint, a
     /// cordon) stopped it first: the verdict is about what would make the pod schedulable.
     pub fn verdict(
@@ -1027,7 +1027,7 @@ pub fn parse_scheduler_message(message: &str) -> Option<(usize, BTreeMap<String,
     Some((total, reasons))
 }
 
-/// A verdict of the seed's table for a Pending pod.
+/// A verdict of the pending-pod runbook's table for a Pending pod.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Verdict {
@@ -1037,7 +1037,7 @@ pub struct Verdict {
     pub action: String,
 }
 
-/// Maps the per-node failures to the seed's table. Nodes that fail node affinity (or that
+/// Maps the per-node failures to the runbook's table. Nodes that fail node affinity (or that
 /// the pod's `matchFields` do not name) were never candidates, so when some node passes
 /// affinity the verdict comes from what stopped the candidates (the most common of their
 /// failures); otherwise it is the affinity verdict.
@@ -1184,6 +1184,19 @@ pub struct Drift {
     pub node: String,
     /// The failing nodeSelector entry or expression, with expected vs actual.
     pub reason: String,
+    /// `labels`: the node's labels no longer satisfy the pod (it keeps running); `taint`: a
+    /// NoExecute taint it does not tolerate (it is evicted).
+    pub kind: DriftKind,
+}
+
+/// Why a pod drifted, which decides what happens to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum DriftKind {
+    /// nodeSelector or required node affinity: IgnoredDuringExecution, it keeps running.
+    Labels,
+    /// An untolerated NoExecute taint: the taint manager evicts it.
+    Taint,
 }
 
 /// Whether a running pod drifted from its node (nodeSelector, required affinity, or a
@@ -1194,13 +1207,13 @@ pub fn drift(pod: &ConstraintsPod, node: &NodeInfo) -> Option<Drift> {
         labels: &node.labels,
     };
     let spec = pod.pod_spec();
-    let reason = if !spec
+    let (reason, kind) = if !spec
         .node_selector
         .as_ref()
         .is_none_or(|s| node_selector_matches(s, &node.labels))
         || !pod_fits_node_affinity(&spec, facts)
     {
-        affinity_detail(&spec, node)
+        (affinity_detail(&spec, node), DriftKind::Labels)
     } else if let Some(t) = untolerated_taints(
         spec.tolerations.as_deref().unwrap_or_default(),
         &node.taints,
@@ -1208,7 +1221,7 @@ pub fn drift(pod: &ConstraintsPod, node: &NodeInfo) -> Option<Drift> {
     )
     .first()
     {
-        format!("untolerated NoExecute taint {t}")
+        (format!("untolerated NoExecute taint {t}"), DriftKind::Taint)
     } else {
         return None;
     };
@@ -1217,6 +1230,7 @@ pub fn drift(pod: &ConstraintsPod, node: &NodeInfo) -> Option<Drift> {
         pod: pod.metadata.name.clone(),
         node: node.name.clone(),
         reason,
+        kind,
     })
 }
 

@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::validation::{label_value_errors, qualified_name_errors};
@@ -162,6 +162,9 @@ impl NamespacePolicy {
 fn label_name(key: &str, naming: &Naming) -> String {
     match naming {
         Naming::File if !key.contains('/') => format!("{FEATURE_NAMESPACE}/{key}"),
+        // Feature files use the hooks' format, where a leading `/` means "no hook-name
+        // prefix": for a file that is the plain feature namespace too.
+        Naming::File if key.starts_with('/') => format!("{FEATURE_NAMESPACE}{key}"),
         Naming::Hook { hook_name } => match key.strip_prefix('/') {
             Some(rest) => format!("{FEATURE_NAMESPACE}/{rest}"),
             None if !key.contains('/') => format!("{FEATURE_NAMESPACE}/{hook_name}-{key}"),
@@ -291,7 +294,7 @@ pub fn read_feature_file(path: &Path) -> Result<String, SourceError> {
 
 /// The per-node files of a `--dir`: `<node>` or `<node>.features`, dot-files skipped (as
 /// NFD skips them), sorted by node name.
-pub fn node_files(dir: &Path) -> Result<Vec<(String, std::path::PathBuf)>, SourceError> {
+pub fn node_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, SourceError> {
     let entries = std::fs::read_dir(dir).map_err(|source| SourceError::Io {
         path: dir.display().to_string(),
         source,
@@ -307,6 +310,39 @@ pub fn node_files(dir: &Path) -> Result<Vec<(String, std::path::PathBuf)>, Sourc
     }
     out.sort();
     Ok(out)
+}
+
+/// The hook to run for `--hook PATH`: a path with a directory is taken as given; a bare name
+/// is the file of that name in the current directory if there is one (as the user sees
+/// it), else the executable of that name on `PATH` — resolved here, because the hook runs
+/// with a reduced environment whose `PATH` is not the user's.
+pub fn resolve_hook(path: &Path) -> Result<PathBuf, SourceError> {
+    let not_found = |message: String| SourceError::Hook {
+        hook: path.display().to_string(),
+        message,
+    };
+    let bare = path.components().count() == 1 && !path.has_root();
+    if !bare {
+        return match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => Ok(path.to_path_buf()),
+            Ok(_) => Err(not_found("not a regular file".into())),
+            Err(e) => Err(not_found(e.to_string())),
+        };
+    }
+    if path.is_file() {
+        return Ok(Path::new(".").join(path));
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(path))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| {
+            not_found(format!(
+                "no file {0:?} in the current directory and no executable {0:?} on PATH",
+                path.display().to_string()
+            ))
+        })
 }
 
 /// Runs a feature hook for one node directly (no shell) with a timeout, an output cap and

@@ -262,16 +262,20 @@ impl NodePlan {
     /// A per-node diff of labels and taints (unified format, changed lines only with a
     /// little context), for the confirmation prompt and `--dry-run`.
     pub fn render_diff(&self) -> String {
+        // placekit's own bookkeeping annotation is shown only when this plan changes it:
+        // as an unchanged context line it would only clutter every diff.
+        let no_annotations = BTreeMap::new();
+        let (annotations_before, annotations_after) = if self.annotation_changes.is_empty() {
+            (no_annotations.clone(), no_annotations)
+        } else {
+            (self.before.annotations.clone(), self.annotations_after())
+        };
         let before = render_state(
             &self.before.labels,
             &self.before.taints,
-            &self.before.annotations,
+            &annotations_before,
         );
-        let after = render_state(
-            &self.labels_after(),
-            &self.taints_after,
-            &self.annotations_after(),
-        );
+        let after = render_state(&self.labels_after(), &self.taints_after, &annotations_after);
         let diff = similar::TextDiff::from_lines(&before, &after);
         let mut out = String::new();
         let _ = writeln!(out, "--- node/{} (current)", self.node());

@@ -632,7 +632,11 @@ impl SnapshotStore {
             })
             .take(60)
             .collect();
-        let base = format!("{stamp}-{}-{}-{context}", header.tool, header.operation);
+        let base = format!(
+            "{stamp}-{}-{}-{context}",
+            plugin_name(&header.tool),
+            header.operation
+        );
         let mut path = self.dir.join(format!("{base}{SNAPSHOT_SUFFIX}"));
         let mut n = 2;
         while path.exists() {
@@ -772,6 +776,14 @@ impl SnapshotStore {
                 dir: self.dir.clone(),
             })
     }
+}
+
+/// The name users type after `kubectl` for a tool's binary (`kubectl-gpu_taint` ->
+/// `gpu-taint`), used in snapshot file names.
+pub fn plugin_name(tool: &str) -> String {
+    tool.strip_prefix("kubectl-")
+        .unwrap_or(tool)
+        .replace('_', "-")
 }
 
 /// Makes `file` end with a complete line and leaves it positioned at its end: a torn last
@@ -973,7 +985,7 @@ mod tests {
             path.file_name()
                 .unwrap()
                 .to_string_lossy()
-                .contains("kubectl-nodelabel-set-kind-gpu_admin")
+                .contains("-nodelabel-set-kind-gpu_admin")
         );
         journal
             .record_outcome("gpu-0", OutcomeKind::Applied, None)

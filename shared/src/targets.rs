@@ -38,6 +38,25 @@ impl Targets {
         selector: Option<&str>,
         all: bool,
     ) -> Result<Self, CommandError> {
+        Self::build(names, selector, all, " or --all")
+    }
+
+    /// Like [`Targets::from_args`] for a command without an `--all` flag (`all`: the
+    /// command's own default when nothing is named), whose messages must not suggest one.
+    pub fn from_args_without_all_flag(
+        names: Vec<String>,
+        selector: Option<&str>,
+        all: bool,
+    ) -> Result<Self, CommandError> {
+        Self::build(names, selector, all, "")
+    }
+
+    fn build(
+        names: Vec<String>,
+        selector: Option<&str>,
+        all: bool,
+        or_all: &str,
+    ) -> Result<Self, CommandError> {
         match (names.is_empty(), selector, all) {
             (false, None, false) => {
                 let mut unique: Vec<String> = Vec::with_capacity(names.len());
@@ -53,11 +72,11 @@ impl Targets {
                 .map(Targets::Selector)
                 .map_err(|e| CommandError::Input(e.to_string())),
             (true, None, true) => Ok(Targets::All),
-            (true, None, false) => Err(CommandError::Input(
-                "no nodes given: name nodes, or use -l/--selector or --all".into(),
-            )),
+            (true, None, false) => Err(CommandError::Input(format!(
+                "no nodes given: name nodes, or use -l/--selector{or_all}"
+            ))),
             (false, _, _) => Err(CommandError::Input(format!(
-                "node names ({}) cannot be combined with -l/--selector or --all",
+                "node names ({}) cannot be combined with -l/--selector{or_all}",
                 names.join(", ")
             ))),
             (true, Some(_), true) => Err(CommandError::Input(
@@ -102,6 +121,17 @@ mod tests {
                 .to_string()
                 .contains("unable to parse requirement")
         );
+    }
+
+    #[test]
+    fn a_command_without_all_does_not_suggest_it() {
+        let err = Targets::from_args_without_all_flag(vec![], None, false).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "no nodes given: name nodes, or use -l/--selector"
+        );
+        let err = Targets::from_args(vec![], None, false).unwrap_err();
+        assert!(err.to_string().ends_with("-l/--selector or --all"), "{err}");
     }
 
     #[test]

@@ -47,6 +47,7 @@ pub enum DryRun {
 
 /// Flags every mutating command shares.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Change options")]
 pub struct MutationArgs {
     /// Do not ask for confirmation. Without a terminal, mutating commands refuse to run
     /// unless this is given.
@@ -66,6 +67,7 @@ pub struct MutationArgs {
 
 /// Flags about presentation.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Output")]
 pub struct DisplayArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value = "text", global = true)]
@@ -76,6 +78,11 @@ pub struct DisplayArgs {
     /// Never show progress bars.
     #[arg(long, global = true)]
     pub no_progress: bool,
+}
+
+/// `1 node`, `3 nodes`: a count with its noun in the right number (nouns that take `-s`).
+pub fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 /// How to talk to the person running the command.

@@ -120,11 +120,32 @@ impl Generator {
         node
     }
 
-    /// Pod `j`: in namespace `ml-<j % 8>`, bound round-robin to the nodes, one GPU each
-    /// for two pods in three, with `app=llm-<j % 50>`.
+    /// GPUs requested on node `i` when enough pods land there: a realistic mix where
+    /// requests never exceed what a node offers: by `i % 5`, empty, a quarter, half,
+    /// three quarters, or full.
+    pub fn gpus_used_on(&self, i: usize) -> u32 {
+        self.gpus_per_node * (i % 5) as u32 / 4
+    }
+
+    /// Pod `j`: in namespace `ml-<j % 8>`, bound round-robin to the nodes (the `k`-th pod
+    /// of node `i` is `j = k * nodes + i`), with `app=llm-<j % 50>`, the nodeSelector of its
+    /// node's GPU family and, on dedicated nodes, the toleration. The first
+    /// [`Generator::gpus_used_on`] pods of a node request one GPU each, the others only
+    /// CPU: no node is over-committed.
     pub fn pod(&self, j: usize) -> Value {
-        let node = format!("gpu-node-{:05}", j % self.nodes.max(1));
-        let gpu = if j % 3 == 2 { "0" } else { "1" };
+        let nodes = self.nodes.max(1);
+        let (i, k) = (j % nodes, j / nodes);
+        let node = format!("gpu-node-{i:05}");
+        let gpu = if (k as u32) < self.gpus_used_on(i) {
+            "1"
+        } else {
+            "0"
+        };
+        let tolerations = if i.is_multiple_of(10) {
+            json!([{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}])
+        } else {
+            json!([])
+        };
         json!({
             "apiVersion": "v1",
             "kind": "Pod",
@@ -135,8 +156,9 @@ impl Generator {
             },
             "spec": {
                 "nodeName": node,
-                "nodeSelector": {"accelerator.example.com/gpu-family": if (j % self.nodes.max(1)).is_multiple_of(2) { "a100" } else { "h100" }},
-                "containers": [{"name": "server", "image": "registry.example.com/llm:1", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": gpu}, "limits": {"nvidia.com/gpu": gpu}}}]
+                "nodeSelector": {"accelerator.example.com/gpu-family": if i.is_multiple_of(2) { "a100" } else { "h100" }},
+                "tolerations": tolerations,
+                "containers": [{"name": "server", "image": "registry.example.com/llm:1", "resources": {"requests": {"cpu": "100m", "nvidia.com/gpu": gpu}, "limits": {"nvidia.com/gpu": gpu}}}]
             },
             "status": {"phase": "Running"}
         })

@@ -7,8 +7,11 @@ use placekit::api;
 use placekit::connect::Connection;
 use placekit::error::CommandError;
 use placekit::exit;
-use placekit::live::{self, ConstraintsPod, Drift, FilterFailure, NodeInfo, NodeObject, PodObject};
+use placekit::live::{
+    self, ConstraintsPod, Drift, DriftKind, FilterFailure, NodeInfo, NodeObject, PodObject,
+};
 use placekit::mutation::report::REPORT_API_VERSION;
+use placekit::syntax::LabelSelector;
 use placekit::ui::Ui;
 use serde_json::{Value, json};
 
@@ -47,6 +50,11 @@ pub async fn drift(
     namespace: Option<&str>,
     selector: Option<&str>,
 ) -> Result<u8, CommandError> {
+    // The selector is checked here, with the same messages as everywhere in placekit,
+    // before the server's parser sees it.
+    if let Some(s) = selector {
+        LabelSelector::parse(s).map_err(|e| CommandError::Input(e.to_string()))?;
+    }
     let mut nodes: Vec<NodeObject> = Vec::new();
     api::for_each_page(&conn.client, "/api/v1/nodes", None, None, PAGE, |p| {
         nodes.extend(p)
@@ -59,6 +67,8 @@ pub async fn drift(
         None => "/api/v1/pods".to_string(),
     };
     let mut drifted: Vec<Drift> = Vec::new();
+    // Running pods bound to a node that is gone: nothing to check them against.
+    let mut orphans: Vec<Value> = Vec::new();
     let mut checked = 0usize;
     let requests = api::for_each_page(
         &conn.client,
@@ -68,7 +78,13 @@ pub async fn drift(
         DRIFT_PAGE,
         |page: Vec<ConstraintsPod>| {
             for pod in page {
-                let Some(node) = pod.spec.node_name.as_deref().and_then(|n| by_name.get(n)) else {
+                let Some(name) = pod.spec.node_name.as_deref() else {
+                    continue;
+                };
+                let Some(node) = by_name.get(name) else {
+                    orphans.push(json!({
+                        "namespace": pod.metadata.namespace, "pod": pod.metadata.name, "node": name
+                    }));
                     continue;
                 };
                 checked += 1;
@@ -79,6 +95,16 @@ pub async fn drift(
         },
     )
     .await?;
+    if let Some(ns) = namespace
+        && checked == 0
+        && orphans.is_empty()
+    {
+        if !api::namespace_exists(&conn.client, ns).await? {
+            return Err(CommandError::Input(format!(
+                "namespace {ns:?} not found (see `kubectl get namespaces`)"
+            )));
+        }
+    }
     if ui.output.is_structured() {
         ui.print_structured(&json!({
             "apiVersion": REPORT_API_VERSION,
@@ -86,9 +112,28 @@ pub async fn drift(
             "podsChecked": checked,
             "listRequests": requests + 1,
             "items": drifted,
+            "podsOnMissingNodes": orphans,
         }));
-    } else if drifted.is_empty() {
-        println!("no drift: {checked} running pod(s) still satisfy their nodes' labels");
+    } else {
+        print_drift(&drifted, checked, &orphans, ui);
+    }
+    Ok(if drifted.is_empty() {
+        exit::SUCCESS
+    } else {
+        exit::PROBLEMS
+    })
+}
+
+fn print_drift(drifted: &[Drift], checked: usize, orphans: &[Value], ui: &Ui) {
+    let pods = |n: usize| placekit::ui::count(n, "running pod");
+    if drifted.is_empty() {
+        match checked {
+            0 => println!("no drift: no running pods to check"),
+            1 => println!("no drift: 1 running pod still satisfies its node's labels and taints"),
+            n => {
+                println!("no drift: {n} running pods still satisfy their nodes' labels and taints")
+            }
+        }
     } else {
         let rows: Vec<Vec<String>> = drifted
             .iter()
@@ -105,25 +150,50 @@ pub async fn drift(
             "{}",
             placekit::ui::table(&["NAMESPACE", "POD", "NODE", "NO LONGER HOLDS"], &rows)
         );
-        println!(
-            "{} of {checked} running pod(s) drifted: they keep running (IgnoredDuringExecution), new replicas would not land there",
-            drifted.len()
-        );
+        let by_labels = drifted
+            .iter()
+            .filter(|d| d.kind == DriftKind::Labels)
+            .count();
+        let by_taint = drifted.len() - by_labels;
+        println!("{} of {} drifted:", drifted.len(), pods(checked));
+        if by_labels > 0 {
+            println!(
+                "  by node labels ({by_labels}): they keep running (IgnoredDuringExecution), but new replicas would not land there"
+            );
+        }
+        if by_taint > 0 {
+            println!(
+                "  by a NoExecute taint they do not tolerate ({by_taint}): they are evicted (after their tolerationSeconds, if any)"
+            );
+        }
     }
-    Ok(if drifted.is_empty() {
-        exit::SUCCESS
-    } else {
-        exit::PROBLEMS
-    })
+    for o in orphans {
+        ui.warn(&format!(
+            "pod {}/{} is Running on node {}, which no longer exists: not checked",
+            o["namespace"].as_str().unwrap_or_default(),
+            o["pod"].as_str().unwrap_or_default(),
+            o["node"].as_str().unwrap_or_default()
+        ));
+    }
 }
 
-/// `why-pending`: the seed's evidence, and every node through the scheduler's filters.
+/// `why-pending`: the evidence a pending-pod investigation gathers, and every node through the scheduler's filters.
 pub async fn why_pending(
     conn: &Connection,
     ui: &Ui,
     namespace: &str,
     name: &str,
 ) -> Result<u8, CommandError> {
+    // kubectl's forms: NAME, pod/NAME, pods/NAME.
+    let name = name
+        .strip_prefix("pod/")
+        .or_else(|| name.strip_prefix("pods/"))
+        .unwrap_or(name);
+    if name.is_empty() || name.contains('/') {
+        return Err(CommandError::Input(format!(
+            "{name:?} is not a pod name (use NAME or pod/NAME, and -n for the namespace)"
+        )));
+    }
     let path = format!("/api/v1/namespaces/{namespace}/pods/{name}");
     let request = http::Request::get(&path)
         .body(Vec::new())

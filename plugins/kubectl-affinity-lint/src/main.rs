@@ -63,7 +63,8 @@ the first input, or --config):
 Exit codes:
   0  no finding at or above --fail-on
   1  findings at or above --fail-on
-  2  input errors (unreadable files, YAML errors); the other documents are still linted";
+  2  input errors (unreadable files, YAML errors); the other documents are still linted
+  3  the cluster was unreachable or forbidden (--cluster, drift, why-pending)";
 
 /// `policy --help`.
 const POLICY_ABOUT: &str = "\
@@ -204,7 +205,7 @@ struct Cli {
 enum Command {
     /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl affinity-lint <TAB>`.
     #[command(
-        after_help = "Examples:\n  # kubectl affinity-lint <TAB> (kubectl 1.26+): put the helper on PATH next to the plugin\n  kubectl affinity-lint completion kubectl > \"$(dirname \"$(command -v kubectl-affinity_lint)\")/kubectl_complete-affinity_lint\"\n  chmod +x \"$(dirname \"$(command -v kubectl-affinity_lint)\")/kubectl_complete-affinity_lint\"\n\n  # kubectl-affinity_lint <TAB> in bash\n  source <(kubectl-affinity_lint completion bash)"
+        after_help = "Examples:\n  # kubectl affinity-lint <TAB> (kubectl 1.26+): the helper goes next to the plugin\n  dir=\"$(dirname \"$(command -v kubectl-affinity_lint)\")\"\n  kubectl affinity-lint completion kubectl > \"$dir/kubectl_complete-affinity_lint\"\n  chmod +x \"$dir/kubectl_complete-affinity_lint\"\n\n  # kubectl-affinity_lint <TAB> in bash\n  source <(kubectl-affinity_lint completion bash)"
     )]
     Completion {
         #[arg(value_enum)]
@@ -219,13 +220,16 @@ enum Command {
         /// Only pods matching this label selector.
         #[arg(short = 'l', long)]
         selector: Option<String>,
+        /// Output format.
         #[arg(short = 'o', long, value_enum, default_value = "text")]
         output: OutputFormat,
     },
     /// Explain why a pod is Pending: evidence and every node through the scheduler's filters.
     #[command(long_about = WHY_PENDING_ABOUT)]
     WhyPending {
+        /// The pending pod's name (its namespace with -n).
         pod: String,
+        /// Output format.
         #[arg(short = 'o', long, value_enum, default_value = "text")]
         output: OutputFormat,
     },
@@ -561,7 +565,7 @@ fn fix(cli: &Cli, settings: &Settings<'_>, ui: &Ui) -> ExitCode {
     exit_code(&outcome.remaining, cli.fail_on)
 }
 
-/// The command line: `--cluster` is the live check here (SPEC §6), so kubectl's
+/// The command line: `--cluster` is the live check here (see the README), so kubectl's
 /// `--cluster NAME` becomes `--kube-cluster NAME` in this plugin.
 fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command().mut_arg("cluster", |a| a.long("kube-cluster"))

@@ -19,7 +19,7 @@ use placekit::ui::{DisplayArgs, MutationArgs, Ui};
 
 const EXAMPLES: &str = "\
 Examples:
-  # The seed runbook's dedicated pool: taint and pool label in one conditional write
+  # A dedicated LLM pool: taint and pool label in one conditional write
   kubectl gpu-taint dedicate gpu-a100-1 --taint dedicated=llm-online:NoSchedule \\
       --label ops.example.com.node-restriction.kubernetes.io/llm-pool=online
 
@@ -58,6 +58,9 @@ struct Selection {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Taint GPU nodes (and set pool labels) after a preflight.
+    #[command(
+        after_help = "Examples:\n  kubectl gpu-taint dedicate gpu-a100-1 gpu-a100-2 --taint dedicated=llm-online:NoSchedule \\\n      --label ops.example.com.node-restriction.kubernetes.io/llm-pool=online\n  kubectl gpu-taint dedicate -l pool=online --taint dedicated=llm-online:NoSchedule --dry-run=client\n  kubectl gpu-taint dedicate gpu-a100-1 --taint dedicated=llm-online:NoExecute   # evicts; asks first"
+    )]
     Dedicate {
         #[command(flatten)]
         selection: Selection,
@@ -84,6 +87,9 @@ enum Command {
         mutation: MutationArgs,
     },
     /// Remove a taint whose key, value and effect all match, and pool labels.
+    #[command(
+        after_help = "Examples:\n  kubectl gpu-taint release gpu-a100-1 --taint dedicated=llm-online:NoSchedule \\\n      --label ops.example.com.node-restriction.kubernetes.io/llm-pool\n  kubectl gpu-taint release -l pool=online --taint dedicated=llm-online:NoSchedule"
+    )]
     Release {
         #[command(flatten)]
         selection: Selection,
@@ -105,8 +111,11 @@ enum Command {
         mutation: MutationArgs,
     },
     /// Undo a dedicate or release recorded in a snapshot, exactly.
+    #[command(
+        after_help = "Examples:\n  kubectl gpu-taint rollback --last\n  kubectl gpu-taint rollback ~/.local/state/placekit/snapshots/<file>.snapshot.jsonl --force"
+    )]
     Rollback {
-        /// The snapshot file.
+        /// The snapshot file (see `history`).
         snapshot: Option<String>,
         /// The newest dedicate/release on the current context's cluster that is not a
         /// rollback and not yet rolled back (repeat it to walk back through history).
@@ -120,25 +129,39 @@ enum Command {
         mutation: MutationArgs,
     },
     /// GPU inventory per node, from two paged lists.
+    #[command(
+        after_help = "Examples:\n  kubectl gpu-taint status\n  kubectl gpu-taint status -l pool=online -o wide   # also the pool labels\n  kubectl gpu-taint status --resource nvidia.com/mig-1g.10gb -o json"
+    )]
     Status {
         #[command(flatten)]
         selection: Selection,
+        /// The extended resource counted (e.g. nvidia.com/gpu, amd.com/gpu, google.com/tpu,
+        /// a MIG profile such as nvidia.com/mig-1g.10gb).
         #[arg(long, default_value = DEFAULT_RESOURCE)]
         resource: String,
     },
     /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl gpu-taint <TAB>`.
     #[command(
-        after_help = "Examples:\n  # kubectl gpu-taint <TAB> (kubectl 1.26+): put the helper on PATH next to the plugin\n  kubectl gpu-taint completion kubectl > \"$(dirname \"$(command -v kubectl-gpu_taint)\")/kubectl_complete-gpu_taint\"\n  chmod +x \"$(dirname \"$(command -v kubectl-gpu_taint)\")/kubectl_complete-gpu_taint\"\n\n  # kubectl-gpu_taint <TAB> in bash\n  source <(kubectl-gpu_taint completion bash)"
+        after_help = "Examples:\n  # kubectl gpu-taint <TAB> (kubectl 1.26+): the helper goes next to the plugin\n  dir=\"$(dirname \"$(command -v kubectl-gpu_taint)\")\"\n  kubectl gpu-taint completion kubectl > \"$dir/kubectl_complete-gpu_taint\"\n  chmod +x \"$dir/kubectl_complete-gpu_taint\"\n\n  # kubectl-gpu_taint <TAB> in bash\n  source <(kubectl-gpu_taint completion bash)"
     )]
     Completion {
         #[arg(value_enum)]
         shell: CompletionTarget,
     },
-    /// List snapshots.
+    /// List snapshots: time, context, command, nodes, outcome, whether rolled back.
+    #[command(
+        after_help = "Examples:\n  kubectl gpu-taint history\n  kubectl gpu-taint history -o wide   # also the server and the operation"
+    )]
     History,
     /// Print one snapshot.
+    #[command(
+        after_help = "Examples:\n  kubectl gpu-taint show --last\n  kubectl gpu-taint show --last -o json"
+    )]
     Show {
+        /// The snapshot file (see `history`).
         snapshot: Option<String>,
+        /// The newest dedicate/release on the current context's cluster that is not a
+        /// rollback and not yet rolled back (the one `rollback --last` would undo).
         #[arg(long)]
         last: bool,
     },
@@ -177,7 +200,7 @@ fn main() -> ExitCode {
 
 fn targets(selection: &Selection, all_by_default: bool) -> Result<Targets, CommandError> {
     let all = all_by_default && selection.nodes.is_empty() && selection.selector.is_none();
-    Targets::from_args(selection.nodes.clone(), selection.selector.as_deref(), all)
+    Targets::from_args_without_all_flag(selection.nodes.clone(), selection.selector.as_deref(), all)
 }
 
 fn input(e: impl std::fmt::Display) -> CommandError {

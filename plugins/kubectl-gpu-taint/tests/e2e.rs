@@ -433,9 +433,16 @@ async fn status_on_a_generated_cluster_uses_a_few_list_calls() {
     let h = Harness::local("gpu-taint", binary(), config).await;
     let json = h.run(&["status", "-o", "json"]).await.json();
     assert_eq!(json["nodes"].as_array().unwrap().len(), 200);
-    // Two pods in three request one GPU: 4,000 GPUs requested.
-    assert_eq!(json["totals"]["requested"], 4000);
+    // 30 pods per node; nodes fill 0, 2, 4, 6 or 8 of their 8 GPUs in turn: 800 of 1,600
+    // requested, none over-committed.
+    assert_eq!(json["totals"]["requested"], 800);
     assert_eq!(json["totals"]["capacity"], 1600);
+    let nodes = json["nodes"].as_array().unwrap();
+    assert!(
+        nodes.iter().all(|n| n["free"].as_i64().unwrap() >= 0),
+        "{json}"
+    );
+    assert!(nodes.iter().any(|n| n["free"] == 0) && nodes.iter().any(|n| n["free"] == 8));
     assert_eq!(h.server().count("list", "nodes"), 1);
     assert_eq!(h.server().count("list", "pods"), 1);
 }

@@ -24,7 +24,7 @@ Examples:
   # Label the online A100 pool (snapshot first; prints the command that undoes it)
   kubectl nodelabel set -l pool=online accelerator.example.com/gpu-family=a100 --overwrite
 
-  # The seed runbook's labels on one node, without saving labels by hand first
+  # Pool, GPU family and memory labels on one node, without saving labels by hand first
   kubectl nodelabel set NODE ops.example.com.node-restriction.kubernetes.io/llm-pool=online \\
       accelerator.example.com/gpu-family=a100 accelerator.example.com/gpu-memory=80gb --overwrite
 
@@ -99,10 +99,10 @@ enum Command {
     },
     /// Undo a change recorded in a snapshot, exactly.
     #[command(
-        after_help = "Examples:\n  kubectl nodelabel rollback --last\n  kubectl nodelabel rollback ~/.local/state/placekit/snapshots/20261129T214000.123Z-kubectl-nodelabel-set-prod.snapshot.jsonl --force"
+        after_help = "Examples:\n  kubectl nodelabel rollback --last\n  kubectl nodelabel rollback ~/.local/state/placekit/snapshots/20261129T214000.123Z-nodelabel-set-prod.snapshot.jsonl --force"
     )]
     Rollback {
-        /// The snapshot file.
+        /// The snapshot file (see `history`).
         snapshot: Option<String>,
         /// The newest change of this tool on the current context's cluster that is not a
         /// rollback and not yet rolled back (repeat it to walk back through history).
@@ -117,17 +117,26 @@ enum Command {
     },
     /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl nodelabel <TAB>`.
     #[command(
-        after_help = "Examples:\n  # kubectl nodelabel <TAB> (kubectl 1.26+): put the helper on PATH next to the plugin\n  kubectl nodelabel completion kubectl > \"$(dirname \"$(command -v kubectl-nodelabel)\")/kubectl_complete-nodelabel\"\n  chmod +x \"$(dirname \"$(command -v kubectl-nodelabel)\")/kubectl_complete-nodelabel\"\n\n  # kubectl-nodelabel <TAB> in bash\n  source <(kubectl-nodelabel completion bash)"
+        after_help = "Examples:\n  # kubectl nodelabel <TAB> (kubectl 1.26+): the helper goes next to the plugin\n  dir=\"$(dirname \"$(command -v kubectl-nodelabel)\")\"\n  kubectl nodelabel completion kubectl > \"$dir/kubectl_complete-nodelabel\"\n  chmod +x \"$dir/kubectl_complete-nodelabel\"\n\n  # kubectl-nodelabel <TAB> in bash\n  source <(kubectl-nodelabel completion bash)"
     )]
     Completion {
         #[arg(value_enum)]
         shell: CompletionTarget,
     },
     /// List snapshots: time, context, command, nodes, outcome, whether rolled back.
+    #[command(
+        after_help = "Examples:\n  kubectl nodelabel history\n  kubectl nodelabel history -o wide   # also the server and the operation\n  kubectl nodelabel history -o json"
+    )]
     History,
     /// Print one snapshot.
+    #[command(
+        after_help = "Examples:\n  kubectl nodelabel show --last\n  kubectl nodelabel show --last -o json\n  kubectl nodelabel show ~/.local/state/placekit/snapshots/<file>.snapshot.jsonl"
+    )]
     Show {
+        /// The snapshot file (see `history`).
         snapshot: Option<String>,
+        /// The newest change of this tool on the current context's cluster that is not a
+        /// rollback and not yet rolled back (the one `rollback --last` would undo).
         #[arg(long)]
         last: bool,
     },
@@ -180,6 +189,7 @@ enum Command {
         after_help = "Examples:\n  kubectl nodelabel dependents accelerator.example.com/gpu-family -A\n  kubectl nodelabel dependents accelerator.example.com/gpu-family=a100 -n ml"
     )]
     Dependents {
+        /// Label keys, or KEY=VALUE for the workloads that need that value.
         #[arg(required = true, value_name = "KEY[=VALUE]")]
         keys: Vec<String>,
         /// All namespaces (the default unless -n is given).
@@ -339,7 +349,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                     timeout: placekit::connect::parse_request_timeout(&hook_timeout)
                         .map_err(input)?
                         .unwrap_or(Duration::from_secs(10)),
-                    path,
+                    path: placekit::nfd::resolve_hook(&path).map_err(input)?,
                 },
                 _ => return Err(input("give one of --file, --dir or --hook")),
             };

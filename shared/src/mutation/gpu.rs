@@ -171,7 +171,22 @@ pub async fn status(
     let mut nodes: Vec<NodeView> = Vec::new();
     match targets {
         Targets::Names(_) => {
-            for node in api::fetch_node_objects(&conn.client, targets).await? {
+            let found = match api::fetch_node_objects(&conn.client, targets).await {
+                // A read-only command: "nothing was changed" would be beside the point.
+                Err(CommandError::NodesNotFound(names)) => {
+                    return Err(CommandError::Input(format!(
+                        "node{} {} not found (check the name with `kubectl get nodes`)",
+                        if names.len() == 1 { "" } else { "s" },
+                        names
+                            .iter()
+                            .map(|n| format!("{n:?}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+                other => other?,
+            };
+            for node in found {
                 nodes.push(
                     serde_json::from_value(serde_json::to_value(&node).map_err(input)?)
                         .map_err(input)?,
@@ -195,6 +210,9 @@ pub async fn status(
             })
             .await?;
         }
+    }
+    if let Some(problem) = gpu::unknown_resource(&nodes, resource) {
+        return Err(CommandError::Input(problem));
     }
     // One pass over the active pods, keeping only per-node sums.
     let mut requested: BTreeMap<String, i128> = BTreeMap::new();
@@ -283,7 +301,7 @@ pub async fn status(
         })
         .collect();
     let mut total = vec![
-        format!("TOTAL ({} nodes)", totals.nodes),
+        format!("TOTAL ({})", crate::ui::count(totals.nodes, "node")),
         format_milli(totals.capacity),
         format_milli(totals.allocatable),
         format_milli(totals.requested),

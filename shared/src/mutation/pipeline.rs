@@ -17,7 +17,8 @@ use crate::snapshot::{ClusterIdentity, SnapshotHeader, SnapshotStore};
 use crate::ui::{DryRun, MutationArgs, Ui};
 
 use super::checks::{self, Findings};
-use super::report::{NodeReport, Outcome, REPORT_API_VERSION, Report, show_plan};
+use super::report::{NodeReport, Outcome, REPORT_API_VERSION, Report, render_plan};
+use crate::plan::Note;
 
 /// What a mutating command is, besides its plans.
 #[derive(Debug, Clone)]
@@ -120,12 +121,13 @@ pub async fn apply(
         })
         .collect();
     if !blocked.is_empty() {
-        return Err(CommandError::Blocked(format!(
+        let message = format!(
             "nothing was changed; {} blocking problem{}:\n  {}",
             blocked.len(),
             if blocked.len() == 1 { "" } else { "s" },
             blocked.join("\n  ")
-        )));
+        );
+        return blocked_report(ui, &mutation, &plans, message);
     }
     let (changing, unchanged): (Vec<NodePlan>, Vec<NodePlan>) =
         plans.into_iter().partition(|p| !p.is_noop());
@@ -141,10 +143,12 @@ pub async fn apply(
                     .map(|b| format!("{b} (--force given)")),
             );
         } else {
-            return Err(CommandError::Blocked(format!(
+            let message = format!(
                 "nothing was changed: workloads depend on the labels being changed:\n  {}\nuse --force to change them anyway",
                 findings.blocking.join("\n  ")
-            )));
+            );
+            let all: Vec<NodePlan> = changing.iter().chain(&unchanged).cloned().collect();
+            return blocked_report(ui, &mutation, &all, message);
         }
     }
 
@@ -159,7 +163,7 @@ pub async fn apply(
         force_command: None,
         nodes: unchanged
             .iter()
-            .map(|p| NodeReport::of(p, Outcome::Unchanged, None))
+            .map(|p| NodeReport::of(p, Outcome::Unchanged, left_as_is(p)))
             .collect(),
         warnings: findings.warnings.clone(),
         problems: std::mem::take(&mut mutation.problems),
@@ -171,8 +175,17 @@ pub async fn apply(
         }
     }
 
+    let left = unchanged.iter().filter(|p| left_as_is(p).is_some()).count();
+    let plan_text = render_plan(ui, &changing, unchanged.len() - left, left);
     if !ui.output.is_structured() {
-        show_plan(ui, &changing, unchanged.len());
+        print!("{plan_text}");
+        for w in &report.warnings {
+            ui.warn(w);
+        }
+    } else if needs_asking(ui, &mutation) && !changing.is_empty() {
+        // The report goes to stdout once the run is over; the plan being confirmed is
+        // shown now, on stderr.
+        eprint!("{plan_text}");
         for w in &report.warnings {
             ui.warn(w);
         }
@@ -299,6 +312,57 @@ fn journal_failure_problem(failure: &JournalFailure, snapshot: &Path) -> String 
         snapshot.display(),
         failure.error
     )
+}
+
+/// Why an unchanged node was left as it is on purpose (a taint to release that has another
+/// value), or `None` when it simply is as requested.
+fn left_as_is(plan: &NodePlan) -> Option<String> {
+    plan.notes
+        .iter()
+        .find(|n| matches!(n, Note::TaintValueMismatch { .. }))
+        .map(ToString::to_string)
+}
+
+/// Whether the command will ask on the terminal before writing.
+fn needs_asking(ui: &Ui, mutation: &Mutation<'_>) -> bool {
+    ui.interactive && !mutation.args.yes && mutation.args.dry_run == DryRun::None
+}
+
+/// A change that plans or policy checks blocked: an error for text output; with `-o
+/// json|yaml` also a ChangeReport on stdout (nothing written, the blocking problems in
+/// `problems`), so a script reading the report sees why.
+fn blocked_report(
+    ui: &Ui,
+    mutation: &Mutation<'_>,
+    plans: &[NodePlan],
+    message: String,
+) -> Result<Report, CommandError> {
+    if ui.output.is_structured() {
+        ui.print_structured(&Report {
+            api_version: REPORT_API_VERSION.into(),
+            kind: "ChangeReport".into(),
+            operation: mutation.operation.into(),
+            dry_run: dry_run_name(mutation.args.dry_run).into(),
+            snapshot: None,
+            rollback_command: None,
+            force_command: None,
+            nodes: plans
+                .iter()
+                .map(|p| match p.is_noop() && p.blockers.is_empty() {
+                    true => NodeReport::of(p, Outcome::Unchanged, None),
+                    false => NodeReport::of(
+                        p,
+                        Outcome::NotAttempted,
+                        Some("blocked: nothing was written".into()),
+                    ),
+                })
+                .collect(),
+            warnings: Vec::new(),
+            problems: vec![message.clone()],
+            interrupted: None,
+        });
+    }
+    Err(CommandError::Blocked(message))
 }
 
 /// Asks for confirmation (or refuses without a terminal and `--yes`).

@@ -184,24 +184,35 @@ impl Report {
     }
 }
 
-/// Prints the plans about to be written: up to ten diffs, then a count.
-pub fn show_plan(ui: &Ui, changing: &[NodePlan], unchanged: usize) {
+/// The plans about to be written: up to ten diffs, then counts of the rest, of the nodes
+/// already as requested and of those `left` as they are on purpose (a taint to release
+/// that has another value).
+pub fn render_plan(ui: &Ui, changing: &[NodePlan], unchanged: usize, left: usize) -> String {
+    let mut out = String::new();
     for plan in changing.iter().take(DIFFS_SHOWN) {
-        print!("{}", ui.paint_diff(&plan.render_diff()));
+        out.push_str(&ui.paint_diff(&plan.render_diff()));
     }
     if changing.len() > DIFFS_SHOWN {
         let more = changing.len() - DIFFS_SHOWN;
-        println!(
-            "... and {more} more node{} (see -o json for every node's plan)",
+        out.push_str(&format!(
+            "... and {more} more node{} (see -o json for every node's plan)\n",
             if more == 1 { "" } else { "s" }
-        );
+        ));
     }
     if unchanged > 0 {
-        println!(
-            "{unchanged} node{} already as requested",
+        out.push_str(&format!(
+            "{unchanged} node{} already as requested\n",
             if unchanged == 1 { " is" } else { "s are" }
-        );
+        ));
     }
+    if left > 0 {
+        out.push_str(&format!(
+            "{} left as {} (see the problems below)\n",
+            crate::ui::count(left, "node"),
+            if left == 1 { "it is" } else { "they are" }
+        ));
+    }
+    out
 }
 
 /// Prints a report as text (or JSON/YAML) and returns the exit code.

@@ -256,7 +256,7 @@ pub struct History {
 
 /// `history`: every snapshot of `tool`, oldest first, and the snapshot files that could not
 /// be read (a damaged file is listed with why, never hidden). An unreadable file is listed
-/// under `tool` unless its name says it belongs to another plugin.
+/// under `tool` unless its name says it belongs to the other plugin.
 pub fn history(tool: &str) -> Result<History, CommandError> {
     let store = SnapshotStore::new(SnapshotStore::default_dir()?);
     let (snapshots, unreadable) = store.list_all()?;
@@ -268,7 +268,11 @@ pub fn history(tool: &str) -> Result<History, CommandError> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            name.contains(tool) || !name.contains("-kubectl-")
+            let mine = format!("-{}-", crate::snapshot::plugin_name(tool));
+            name.contains(&mine)
+                || !["-nodelabel-", "-gpu-taint-"]
+                    .iter()
+                    .any(|t| name.contains(t))
         })
         .collect();
     let entries = snapshots
@@ -337,35 +341,31 @@ pub fn print_history(ui: &Ui, history: &History) {
         }
         return;
     }
+    // `-o wide` adds where and what: the server and the operation.
+    let wide = ui.output == crate::ui::OutputFormat::Wide;
     let rows: Vec<Vec<String>> = entries
         .iter()
         .map(|e| {
-            vec![
-                e.created_at.clone(),
-                e.context.clone(),
+            let mut row = vec![e.created_at.clone(), e.context.clone()];
+            if wide {
+                row.extend([e.server.clone(), e.operation.clone()]);
+            }
+            row.extend([
                 e.command.clone(),
                 e.nodes.to_string(),
                 e.outcome.clone(),
                 e.rolled_back.clone(),
                 e.path.display().to_string(),
-            ]
+            ]);
+            row
         })
         .collect();
-    print!(
-        "{}",
-        crate::ui::table(
-            &[
-                "TIME",
-                "CONTEXT",
-                "COMMAND",
-                "NODES",
-                "OUTCOME",
-                "ROLLED BACK",
-                "SNAPSHOT"
-            ],
-            &rows
-        )
-    );
+    let mut header = vec!["TIME", "CONTEXT"];
+    if wide {
+        header.extend(["SERVER", "OPERATION"]);
+    }
+    header.extend(["COMMAND", "NODES", "OUTCOME", "ROLLED BACK", "SNAPSHOT"]);
+    print!("{}", crate::ui::table(&header, &rows));
 }
 
 /// Prints one snapshot (`show`).

@@ -283,7 +283,7 @@ fn lint_corpus(documents: usize) -> String {
     out
 }
 
-/// Prints a scale run against the SPEC §9 targets (< 2 s, < 300 MiB).
+/// Prints a scale run against the performance targets in the README (< 2 s, < 300 MiB).
 fn print_scale(title: &str, m: &Measured) {
     println!("{title}");
     println!("wall time:   {:.3} s (target < 2 s)", m.seconds);
