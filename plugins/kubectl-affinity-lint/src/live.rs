@@ -98,12 +98,11 @@ pub async fn drift(
     if let Some(ns) = namespace
         && checked == 0
         && orphans.is_empty()
+        && !api::namespace_exists(&conn.client, ns).await?
     {
-        if !api::namespace_exists(&conn.client, ns).await? {
-            return Err(CommandError::Input(format!(
-                "namespace {ns:?} not found (see `kubectl get namespaces`)"
-            )));
-        }
+        return Err(CommandError::Input(format!(
+            "namespace {ns:?} not found (see `kubectl get namespaces`)"
+        )));
     }
     if ui.output.is_structured() {
         ui.print_structured(&json!({
