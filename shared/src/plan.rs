@@ -781,6 +781,19 @@ mod tests {
     }
 
     #[test]
+    fn the_import_annotation_is_shown_only_when_it_changes() {
+        let mut s = state(&[("pool", "batch")], vec![]);
+        s.annotations.insert(
+            crate::nfd::IMPORTED_LABELS_ANNOTATION.into(),
+            "{\"hook:cpu\":[\"x\"]}".into(),
+        );
+        let plan = plan_node(&s, &labels_request(&["pool=online"], true));
+        let diff = plan.render_diff();
+        assert!(!diff.contains("annotation"), "{diff}");
+        assert!(diff.contains("+ label pool=online"), "{diff}");
+    }
+
+    #[test]
     fn taint_changes_assert_the_whole_list() {
         let existing = Taint {
             time_added: Some("2026-01-01T00:00:00Z".into()),

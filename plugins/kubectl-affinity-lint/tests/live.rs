@@ -275,3 +275,82 @@ async fn without_permission_to_list_nodes_the_missing_permission_is_named() {
         assert!(run.stderr.contains("User \"pods-only\" cannot list resource \"nodes\" in API group \"\" at the cluster scope"), "{args:?}: {}", run.all());
     }
 }
+
+/// drift's wording, pinned: the two kinds of drift say what happens to the pods (labels:
+/// they keep running; a NoExecute taint: they are evicted), pods on deleted nodes are
+/// named instead of skipped silently, an unknown namespace and a bad selector are input
+/// errors in placekit's own words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_says_what_happens_to_each_kind_of_drifted_pod() {
+    let Some(h) = harness().await else { return };
+    let mut gone = drift_pod(3, "gpu-deleted-1");
+    gone["metadata"]["name"] = json!("llm-on-deleted-node");
+    h.create_all(vec![
+        drift_pod(1, "a100-free"),
+        drift_pod(2, "a100-full"),
+        gone,
+    ])
+    .await;
+    h.merge_patch(
+        "nodes",
+        None,
+        "a100-free",
+        &json!({"metadata": {"labels": {"accelerator.example.com/gpu-family": "h100"}}}),
+    )
+    .await;
+    h.merge_patch(
+        "nodes",
+        None,
+        "a100-full",
+        &json!({"spec": {"taints": [{"key": "maintenance", "value": "now", "effect": "NoExecute"}]}}),
+    )
+    .await;
+    let run = h
+        .run(&["drift", "-n", "ml", "-l", "app=llm-inference"])
+        .await;
+    assert_code(&run, 1);
+    for text in [
+        "2 of 2 running pods drifted:",
+        "by node labels (1): they keep running (IgnoredDuringExecution), but new replicas would not land there",
+        "by a NoExecute taint they do not tolerate (1): they are evicted",
+        "untolerated NoExecute taint maintenance=now:NoExecute",
+        "pod ml/llm-on-deleted-node is Running on node gpu-deleted-1, which no longer exists: not checked",
+    ] {
+        assert!(
+            run.all().contains(text),
+            "expected {text:?} in:\n{}",
+            run.all()
+        );
+    }
+    let json = h
+        .run(&["drift", "-n", "ml", "-l", "app=llm-inference", "-o", "json"])
+        .await
+        .json();
+    assert_eq!(json["podsOnMissingNodes"][0]["node"], "gpu-deleted-1");
+    assert_eq!(json["items"][0]["kind"], "labels");
+
+    let run = h.run(&["drift", "-n", "no-such-namespace"]).await;
+    assert_code(&run, 2);
+    assert!(
+        run.stderr
+            .contains("namespace \"no-such-namespace\" not found"),
+        "{}",
+        run.all()
+    );
+    let run = h.run(&["drift", "-A", "-l", "app in (x"]).await;
+    assert_code(&run, 2);
+    assert!(
+        run.stderr.contains(
+            "invalid label selector \"app in (x\": unable to parse requirement: found '', expected: ',' or ')'"
+        ),
+        "{}",
+        run.all()
+    );
+    let run = h.run(&["why-pending", "pod/no-such-pod", "-n", "ml"]).await;
+    assert_code(&run, 2);
+    assert!(
+        run.stderr.contains("pod ml/no-such-pod not found"),
+        "{}",
+        run.all()
+    );
+}

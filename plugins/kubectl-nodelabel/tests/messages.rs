@@ -1,0 +1,78 @@
+//! The wording a first-time user meets, pinned: a hook named as it is in the current
+//! directory, `/key` in a feature file, a missing hook, snapshot names.
+//! On the test API server, or on the real cluster with `PLACEKIT_E2E_KUBECONFIG`.
+
+use std::path::Path;
+
+use placekit_testserver::harness::Harness;
+
+const FIXTURE: &str = include_str!("fixtures/cluster.yaml");
+
+fn binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"))
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_files_and_snapshot_names_as_users_write_them() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let dir = h.dir.path().join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let hook = dir.join("my-script");
+    std::fs::write(&hook, "#!/bin/sh\necho /cpu-model.id=6\n").unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    // `--hook my-script` in the directory that holds it, as NFD users write it.
+    let run = tokio::task::block_in_place(|| {
+        Harness::wait(
+            h.command(&["import", "--hook", "my-script", "gpu-a100-1", "-y"])
+                .current_dir(&dir)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap(),
+        )
+    });
+    assert_eq!(run.code, 0, "{}", run.all());
+    assert_eq!(
+        h.labels("gpu-a100-1").await["feature.node.kubernetes.io/cpu-model.id"],
+        "6"
+    );
+
+    // A hook that is nowhere says where it was looked for, before anything is read.
+    let run = h
+        .run(&["import", "--hook", "no-such-hook-xyz", "gpu-a100-1", "-y"])
+        .await;
+    assert_eq!(run.code, 2, "{}", run.all());
+    assert!(
+        run.stderr.contains(
+            "no file \"no-such-hook-xyz\" in the current directory and no executable \"no-such-hook-xyz\" on PATH"
+        ),
+        "{}",
+        run.all()
+    );
+
+    // `/key` in a feature file: the hooks' format, the plain feature namespace.
+    let file = dir.join("features.txt");
+    std::fs::write(&file, "/vm.swappiness=10\nplain=1\n").unwrap();
+    let run = h
+        .run(&[
+            "import",
+            "--file",
+            &file.display().to_string(),
+            "gpu-a100-2",
+            "-y",
+        ])
+        .await;
+    assert_eq!(run.code, 0, "{}", run.all());
+    let labels = h.labels("gpu-a100-2").await;
+    assert_eq!(labels["feature.node.kubernetes.io/vm.swappiness"], "10");
+    assert_eq!(labels["feature.node.kubernetes.io/plain"], "1");
+
+    // Snapshots are named after the plugin as typed after `kubectl`.
+    for s in h.snapshots() {
+        let name = s.file_name().unwrap().to_string_lossy().to_string();
+        assert!(name.contains("-nodelabel-import-"), "{name}");
+    }
+}
