@@ -363,7 +363,7 @@ pub fn node_gpu(node: &NodeView, requested: i128, resource: &str) -> NodeGpu {
     let mut warnings = Vec::new();
     match (capacity, allocatable) {
         (None, _) => warnings.push(format!(
-            "no {resource} capacity: the device plugin has not registered it"
+            "no {resource} capacity: not a GPU node, or its device plugin has not registered it"
         )),
         (Some(c), Some(a)) if a < c => warnings.push(format!(
             "allocatable {} < capacity {}",

@@ -40,6 +40,9 @@ pub use fixtures::{FixtureError, Generator};
 use server::State;
 use store::Store;
 
+/// The README's demo cluster (`placekit-testserver --demo`), on which its tours run.
+pub const DEMO_FIXTURE: &str = include_str!("../fixtures/demo.yaml");
+
 /// The token of the built-in admin user.
 pub const ADMIN_TOKEN: &str = "placekit-admin-token";
 /// The token of the built-in read-only user (get/list/watch on everything).

@@ -83,7 +83,8 @@ async fn first_hour_messages() {
         1,
         &[
             "1 node left as it is (see the problems below)",
-            "node/gpu-a100-2 unchanged: taint dedicated=batch:NoSchedule has the same key and effect as dedicated=llm:NoSchedule but another value: left in place",
+            "node/gpu-a100-2 unchanged\n",
+            "node/gpu-a100-2: taint dedicated=batch:NoSchedule has the same key and effect as dedicated=llm:NoSchedule but another value: left in place",
         ],
     );
     assert!(!run.all().contains("already as requested"), "{}", run.all());

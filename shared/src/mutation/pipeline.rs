@@ -163,14 +163,20 @@ pub async fn apply(
         force_command: None,
         nodes: unchanged
             .iter()
-            .map(|p| NodeReport::of(p, Outcome::Unchanged, left_as_is(p)))
+            .map(|p| NodeReport::of(p, Outcome::Unchanged, None))
             .collect(),
         warnings: findings.warnings.clone(),
         problems: std::mem::take(&mut mutation.problems),
         interrupted: None,
     };
     for p in changing.iter().chain(&unchanged) {
-        for note in &p.notes {
+        // A taint left because its value differs is the command's problem, reported once
+        // there (`Mutation::problems`), not also as a warning.
+        for note in p
+            .notes
+            .iter()
+            .filter(|n| !matches!(n, Note::TaintValueMismatch { .. }))
+        {
             report.warnings.push(format!("node/{}: {note}", p.node()));
         }
     }

@@ -3,6 +3,7 @@
 //! ```text
 //! placekit-testserver --nodes 5000 --pods 150000 --kubeconfig-out /tmp/placekit.kubeconfig
 //! placekit-testserver --fixture tests/fixtures/gpu-cluster.yaml --port 8080
+//! placekit-testserver --demo --kubeconfig-out /tmp/demo.kubeconfig   # the README's tours
 //! ```
 
 use std::path::PathBuf;
@@ -15,6 +16,10 @@ use placekit_testserver::{ADMIN_TOKEN, Generator, READONLY_TOKEN, ServerConfig, 
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Args {
+    /// Load the README's demo cluster (five nodes, a Deployment, running pods; the
+    /// README's tours run on it as shown).
+    #[arg(long)]
+    demo: bool,
     /// YAML fixture files to load (multi-document or kind: List).
     #[arg(long = "fixture", value_name = "FILE")]
     fixtures: Vec<PathBuf>,
@@ -49,6 +54,11 @@ async fn main() -> ExitCode {
         tls: !args.insecure_http,
         ..ServerConfig::default()
     };
+    if args.demo {
+        config
+            .fixtures
+            .push(placekit_testserver::DEMO_FIXTURE.to_string());
+    }
     for path in &args.fixtures {
         match std::fs::read_to_string(path) {
             Ok(text) => config.fixtures.push(text),

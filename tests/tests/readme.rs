@@ -1,0 +1,246 @@
+//! The README's tours, run as written: every ```` ```console ```` block of README.md, in
+//! order, against the demo cluster the README starts (`placekit-testserver --demo`), with the
+//! plugins found by kubectl on PATH. Each `$ ` line (with its `\` continuations) is run by
+//! bash from the repository root; what follows it up to the next `$ ` is the output it must
+//! print (stdout and stderr as a terminal shows them), allowing for:
+//!
+//! - time stamps in snapshot names (`20261129T221144.490Z`) and the snapshot directory
+//!   (shown as `~/.local/state/placekit/snapshots`);
+//! - a line `...`, which stands for any number of lines;
+//! - a confirmation answered `y` (`Apply the change to 3 nodes? [y/N] y`): there is no
+//!   terminal here, so the command runs with `--yes` and the prompt line is not expected.
+//!
+//! A block preceded by `<!-- readme-test: skip (why) -->` is not run (it needs a real API
+//! server's admission, tested elsewhere). Set `PLACEKIT_README_PRINT=1` to print what each
+//! command printed, normalised, for updating the README.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use placekit_testserver::{ADMIN_TOKEN, DEMO_FIXTURE, ServerConfig, TestServer};
+
+const PLUGINS: [&str; 3] = [
+    "kubectl-nodelabel",
+    "kubectl-gpu_taint",
+    "kubectl-affinity_lint",
+];
+const SHOWN_STATE_DIR: &str = "~/.local/state/placekit/snapshots";
+
+/// One command of a block and the output the README shows for it.
+#[derive(Debug)]
+struct Step {
+    /// README line of the command.
+    line: usize,
+    command: String,
+    expected: Vec<String>,
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate is in the repository")
+        .to_path_buf()
+}
+
+/// The console blocks of `readme`, each as its steps, without the skipped ones.
+fn console_blocks(readme: &str) -> Vec<Vec<Step>> {
+    let mut blocks = Vec::new();
+    let mut lines = readme.lines().enumerate().peekable();
+    let mut skip_next = false;
+    while let Some((_, line)) = lines.next() {
+        if line.trim_start().starts_with("<!-- readme-test: skip") {
+            skip_next = true;
+            continue;
+        }
+        if line.trim() != "```console" {
+            continue;
+        }
+        let mut steps: Vec<Step> = Vec::new();
+        for (i, line) in lines.by_ref() {
+            if line.trim() == "```" {
+                break;
+            }
+            if let Some(command) = line.strip_prefix("$ ") {
+                steps.push(Step {
+                    line: i + 1,
+                    command: command.to_string(),
+                    expected: Vec::new(),
+                });
+            } else if let Some(step) = steps.last_mut() {
+                // A continued command line, or output.
+                if step.expected.is_empty() && step.command.ends_with('\\') {
+                    step.command.push('\n');
+                    step.command.push_str(line);
+                } else {
+                    step.expected.push(line.to_string());
+                }
+            }
+        }
+        if !std::mem::take(&mut skip_next) {
+            blocks.push(steps);
+        }
+    }
+    blocks
+}
+
+/// Time stamps in snapshot file names, as `<time>`.
+fn without_times(line: &str) -> String {
+    let bytes = line.as_bytes();
+    let mut out = String::with_capacity(line.len());
+    let mut i = 0;
+    let stamp = |b: &[u8]| {
+        b.len() >= 20
+            && b[..8].iter().all(u8::is_ascii_digit)
+            && b[8] == b'T'
+            && b[9..15].iter().all(u8::is_ascii_digit)
+            && b[15] == b'.'
+            && b[16..19].iter().all(u8::is_ascii_digit)
+            && b[19] == b'Z'
+    };
+    while i < bytes.len() {
+        if stamp(&bytes[i..]) {
+            out.push_str("<time>");
+            i += 20;
+        } else {
+            let c = line[i..].chars().next().expect("in bounds");
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+/// Whether `actual` is `expected`, where a `...` line matches any number of lines.
+fn matches(expected: &[String], actual: &[String]) -> bool {
+    match expected.split_first() {
+        None => actual.is_empty(),
+        Some((first, rest)) if first.trim() == "..." => {
+            (0..=actual.len()).any(|skip| matches(rest, &actual[skip..]))
+        }
+        Some((first, rest)) => actual
+            .split_first()
+            .is_some_and(|(a, more)| a == first && matches(rest, more)),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_tours_print_what_they_show() {
+    let root = repo_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let blocks = console_blocks(&readme);
+    assert!(blocks.len() >= 4, "console blocks found: {}", blocks.len());
+
+    // The plugins as `cargo test --workspace` builds them, next to this test's directory.
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+    let missing: Vec<&str> = PLUGINS
+        .iter()
+        .copied()
+        .filter(|p| !target.join(p).is_file())
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "NOTICE: {} not built in {} (cargo test --workspace builds them); skipping",
+            missing.join(", "),
+            target.display()
+        );
+        return;
+    }
+    if Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_err()
+    {
+        eprintln!("NOTICE: kubectl is not installed; skipping the README tours");
+        return;
+    }
+
+    let server = TestServer::start(ServerConfig::default().with_fixture_yaml(DEMO_FIXTURE))
+        .await
+        .unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let kubeconfig = server
+        .write_kubeconfig(&scratch.path().join("demo.kubeconfig"), ADMIN_TOKEN)
+        .unwrap();
+    let state = scratch.path().join("snapshots");
+    let bin = scratch.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for plugin in PLUGINS {
+        std::fs::copy(target.join(plugin), bin.join(plugin)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let print = std::env::var_os("PLACEKIT_README_PRINT").is_some();
+    let mut failures = Vec::new();
+    for step in blocks.iter().flatten() {
+        let answered = step.expected.iter().any(|l| l.ends_with("[y/N] y"));
+        let command = if answered {
+            format!("{} --yes", step.command)
+        } else {
+            step.command.clone()
+        };
+        let expected: Vec<String> = step
+            .expected
+            .iter()
+            .filter(|l| !l.ends_with("[y/N] y"))
+            .map(|l| without_times(l))
+            .collect();
+        let out = tokio::task::block_in_place(|| {
+            Command::new("bash")
+                .arg("-c")
+                .arg(format!("{command} 2>&1"))
+                .current_dir(&root)
+                .env("PATH", &path)
+                .env("KUBECONFIG", &kubeconfig)
+                .env("PLACEKIT_STATE_DIR", &state)
+                .env("NO_COLOR", "1")
+                .env_remove("PLACEKIT_E2E_KUBECONFIG")
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap()
+        });
+        let actual: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .replace(&state.display().to_string(), SHOWN_STATE_DIR)
+            .lines()
+            .map(without_times)
+            .collect();
+        if print {
+            println!("$ {}\n{}\n", step.command, actual.join("\n"));
+        }
+        if !matches(&expected, &actual) {
+            failures.push(format!(
+                "README.md:{}: `{}`\n--- the README shows\n{}\n--- it printed\n{}",
+                step.line,
+                step.command,
+                expected.join("\n"),
+                actual.join("\n")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn blocks_steps_and_wildcards_parse_as_documented() {
+    let readme = "text\n```console\n$ kubectl a \\\n    --flag\nout 1\n...\nApply? [y/N] y\n$ kubectl b\n```\n<!-- readme-test: skip (x) -->\n```console\n$ skipped\n```\n";
+    let blocks = console_blocks(readme);
+    assert_eq!(blocks.len(), 1);
+    assert_eq!(blocks[0][0].command, "kubectl a \\\n    --flag");
+    assert_eq!(blocks[0][0].expected, ["out 1", "...", "Apply? [y/N] y"]);
+    assert_eq!(blocks[0][1].command, "kubectl b");
+    let lines = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert!(matches(
+        &lines(&["a", "...", "d"]),
+        &lines(&["a", "b", "c", "d"])
+    ));
+    assert!(matches(&lines(&["a", "..."]), &lines(&["a"])));
+    assert!(!matches(&lines(&["a", "d"]), &lines(&["a", "b", "d"])));
+    assert_eq!(
+        without_times("x/20261129T221144.490Z-nodelabel-set"),
+        "x/<time>-nodelabel-set"
+    );
+}
