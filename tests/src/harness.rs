@@ -724,3 +724,40 @@ pub fn kubectl_complete(
         .collect();
     Some((values, directive))
 }
+
+/// The lines of the `Examples:` sections of `binary`'s help (the root and every
+/// subcommand) longer than `width`: an 80-column terminal would wrap them mid-command.
+pub fn long_example_lines(binary: &Path, width: usize) -> Vec<String> {
+    let help = |args: &[&str]| {
+        let out = Command::new(binary)
+            .args(args)
+            .env("COLUMNS", "400")
+            .output()
+            .expect("the plugin runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let subcommands: Vec<String> = help(&["__complete", ""])
+        .lines()
+        .filter(|l| !l.starts_with(':'))
+        .map(|l| l.split('\t').next().unwrap_or_default().to_string())
+        .collect();
+    let mut long = Vec::new();
+    for sub in std::iter::once(String::new()).chain(subcommands) {
+        let args: Vec<&str> = [sub.as_str(), "--help"]
+            .into_iter()
+            .filter(|a| !a.is_empty())
+            .collect();
+        let text = help(&args);
+        let examples = text
+            .lines()
+            .skip_while(|l| !l.starts_with("Examples:"))
+            .skip(1)
+            .take_while(|l| l.is_empty() || l.starts_with(' '));
+        long.extend(
+            examples
+                .filter(|l| l.chars().count() > width)
+                .map(|l| format!("{sub}: {l}")),
+        );
+    }
+    long
+}

@@ -21,20 +21,21 @@ use placekit::ui::{ColorChoice, DisplayArgs, OutputFormat, Ui};
 
 const AFTER_HELP: &str = "\
 Examples:
-  # A Deployment whose three required conditions were split into three OR-ed terms: AL001
+  # A Deployment whose three required conditions were split into OR-ed terms
   kubectl affinity-lint -f examples/llm-inference-split-terms.yaml
 
   # A chart's rendered output, in CI, as GitHub annotations
   helm template ./chart | kubectl affinity-lint -f - -o github
 
   # A directory tree, SARIF for code scanning, failing only on errors
-  kubectl affinity-lint -f manifests/ -R -o sarif --fail-on error > affinity-lint.sarif
+  kubectl affinity-lint -f manifests/ -R -o sarif --fail-on error >lint.sarif
 
   # What a rule checks, why, an example and the fix
   kubectl affinity-lint rules AL001
 
-  # Show the fixes as a diff; apply them (the merge of split terms is an unsafe fix)
-  kubectl affinity-lint -f examples/llm-inference-split-terms.yaml --diff --unsafe-fixes
+  # Show the fixes as a diff; apply them (merging split terms is an unsafe fix)
+  kubectl affinity-lint -f examples/llm-inference-split-terms.yaml --diff \\
+      --unsafe-fixes
   kubectl affinity-lint -f manifests/ -R --fix
 
   # GitLab code quality report
@@ -43,15 +44,15 @@ Examples:
   # Enforce the single-object rules in the cluster (ValidatingAdmissionPolicy)
   kubectl affinity-lint policy | kubectl apply -f -
 
-  # The same manifests against the live nodes (AL101-AL105: no candidate, typo'd keys,
-  # tainted candidates, not enough free GPUs, impossible hostname spread)
+  # The same manifests against the live nodes (AL101-AL105: no candidate,
+  # typo'd keys, tainted candidates, not enough free GPUs, impossible spread)
   kubectl affinity-lint -f deploy.yaml --cluster
 
-  # Running pods whose node no longer satisfies their affinity (a constant number of
-  # paged list calls, never one call per pod)
+  # Running pods whose node no longer satisfies their affinity (a constant
+  # number of paged list calls, never one call per pod)
   kubectl affinity-lint drift -A -l app=llm-inference
 
-  # Why is this pod Pending? Every node through the scheduler's filters, with a verdict
+  # Why is this pod Pending? Every node through the scheduler's filters
   kubectl affinity-lint why-pending llm-inference-0 -n ml -o json
 
 Suppress a rule on one object with the annotation
@@ -81,14 +82,16 @@ Examples:
   # Reject split-term workloads cluster-wide
   kubectl affinity-lint policy | kubectl apply -f -
 
-  # Roll out gently: admit them with a warning (kubectl prints it) and an audit record
+  # Roll out gently: admit with a warning (kubectl prints it) and audit it
   kubectl affinity-lint policy --action warn,audit | kubectl apply -f -
 
   # Only in namespaces labelled policy=enforce
-  kubectl affinity-lint policy --namespace-selector policy=enforce | kubectl apply -f -
+  kubectl affinity-lint policy --namespace-selector policy=enforce |
+      kubectl apply -f -
 
   # Remove it
-  kubectl delete validatingadmissionpolicybinding,validatingadmissionpolicy affinity-lint.placekit.dev";
+  kubectl delete validatingadmissionpolicybinding,validatingadmissionpolicy \\
+      affinity-lint.placekit.dev";
 
 /// `drift --help`.
 const DRIFT_ABOUT: &str = "\
@@ -205,7 +208,7 @@ struct Cli {
 enum Command {
     /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl affinity-lint <TAB>`.
     #[command(
-        after_help = "Examples:\n  # kubectl affinity-lint <TAB> (kubectl 1.26+): the helper goes next to the plugin\n  dir=\"$(dirname \"$(command -v kubectl-affinity_lint)\")\"\n  kubectl affinity-lint completion kubectl > \"$dir/kubectl_complete-affinity_lint\"\n  chmod +x \"$dir/kubectl_complete-affinity_lint\"\n\n  # kubectl-affinity_lint <TAB> in bash\n  source <(kubectl-affinity_lint completion bash)"
+        after_help = "Examples:\n  # kubectl affinity-lint <TAB> (kubectl 1.26+): the helper goes next to the\n  # plugin\n  dir=\"$(dirname \"$(command -v kubectl-affinity_lint)\")\"\n  kubectl affinity-lint completion kubectl > \\\n      \"$dir/kubectl_complete-affinity_lint\"\n  chmod +x \"$dir/kubectl_complete-affinity_lint\"\n\n  # kubectl-affinity_lint <TAB> in bash\n  source <(kubectl-affinity_lint completion bash)"
     )]
     Completion {
         #[arg(value_enum)]

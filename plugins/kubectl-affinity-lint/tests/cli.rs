@@ -283,3 +283,14 @@ fn completions_are_generated_for_every_shell() {
         assert!(out.contains("kubectl-affinity_lint"), "{shell}");
     }
 }
+
+#[test]
+fn examples_fit_an_80_column_terminal() {
+    let binary = Path::new(env!("CARGO_BIN_EXE_kubectl-affinity_lint"));
+    let long = placekit_testserver::harness::long_example_lines(binary, 80);
+    assert!(
+        long.is_empty(),
+        "example lines over 80 columns:\n{}",
+        long.join("\n")
+    );
+}

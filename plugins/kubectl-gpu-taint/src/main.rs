@@ -20,14 +20,15 @@ use placekit::ui::{DisplayArgs, MutationArgs, Ui};
 const EXAMPLES: &str = "\
 Examples:
   # A dedicated LLM pool: taint and pool label in one conditional write
-  kubectl gpu-taint dedicate gpu-a100-1 --taint dedicated=llm-online:NoSchedule \\
+  kubectl gpu-taint dedicate gpu-a100-1 \\
+      --taint dedicated=llm-online:NoSchedule \\
       --label ops.example.com.node-restriction.kubernetes.io/llm-pool=online
 
-  # Release exactly that taint (a dedicated=batch:NoSchedule taint is left alone)
+  # Release exactly that taint (dedicated=batch:NoSchedule is left alone)
   kubectl gpu-taint release gpu-a100-1 --taint dedicated=llm-online:NoSchedule \\
       --label ops.example.com.node-restriction.kubernetes.io/llm-pool
 
-  # GPU inventory: capacity, allocatable, requested, free, zone, taints, pool labels
+  # GPU inventory: capacity, allocatable, requested, free, zone, taints
   kubectl gpu-taint status -l accelerator.example.com/gpu-family=a100
   kubectl gpu-taint status --resource nvidia.com/mig-1g.10gb -o json
 
@@ -59,7 +60,7 @@ struct Selection {
 enum Command {
     /// Taint GPU nodes (and set pool labels) after a preflight.
     #[command(
-        after_help = "Examples:\n  kubectl gpu-taint dedicate gpu-a100-1 gpu-a100-2 --taint dedicated=llm-online:NoSchedule \\\n      --label ops.example.com.node-restriction.kubernetes.io/llm-pool=online\n  kubectl gpu-taint dedicate -l pool=online --taint dedicated=llm-online:NoSchedule --dry-run=client\n  kubectl gpu-taint dedicate gpu-a100-1 --taint dedicated=llm-online:NoExecute   # evicts; asks first"
+        after_help = "Examples:\n  kubectl gpu-taint dedicate gpu-a100-1 gpu-a100-2 \\\n      --taint dedicated=llm-online:NoSchedule \\\n      --label ops.example.com.node-restriction.kubernetes.io/llm-pool=online\n  kubectl gpu-taint dedicate -l pool=online \\\n      --taint dedicated=llm-online:NoSchedule --dry-run=client\n  # NoExecute evicts the pods that do not tolerate it; asks first\n  kubectl gpu-taint dedicate gpu-a100-1 --taint dedicated=llm-online:NoExecute"
     )]
     Dedicate {
         #[command(flatten)]
@@ -88,7 +89,7 @@ enum Command {
     },
     /// Remove a taint whose key, value and effect all match, and pool labels.
     #[command(
-        after_help = "Examples:\n  kubectl gpu-taint release gpu-a100-1 --taint dedicated=llm-online:NoSchedule \\\n      --label ops.example.com.node-restriction.kubernetes.io/llm-pool\n  kubectl gpu-taint release -l pool=online --taint dedicated=llm-online:NoSchedule"
+        after_help = "Examples:\n  kubectl gpu-taint release gpu-a100-1 --taint dedicated=llm-online:NoSchedule \\\n      --label ops.example.com.node-restriction.kubernetes.io/llm-pool\n  kubectl gpu-taint release -l pool=online \\\n      --taint dedicated=llm-online:NoSchedule"
     )]
     Release {
         #[command(flatten)]
@@ -112,7 +113,7 @@ enum Command {
     },
     /// Undo a dedicate or release recorded in a snapshot, exactly.
     #[command(
-        after_help = "Examples:\n  kubectl gpu-taint rollback --last\n  kubectl gpu-taint rollback ~/.local/state/placekit/snapshots/<file>.snapshot.jsonl --force"
+        after_help = "Examples:\n  kubectl gpu-taint rollback --last\n  kubectl gpu-taint rollback \\\n      ~/.local/state/placekit/snapshots/<file>.snapshot.jsonl --force"
     )]
     Rollback {
         /// The snapshot file (see `history`).

@@ -137,3 +137,13 @@ async fn first_hour_messages() {
     let run = h.run(&["history", "-o", "wide"]).await;
     expect(&run, 0, &["SERVER", "OPERATION", "dedicate"]);
 }
+
+#[test]
+fn examples_fit_an_80_column_terminal() {
+    let long = placekit_testserver::harness::long_example_lines(binary(), 80);
+    assert!(
+        long.is_empty(),
+        "example lines over 80 columns:\n{}",
+        long.join("\n")
+    );
+}

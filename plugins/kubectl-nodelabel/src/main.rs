@@ -21,12 +21,15 @@ use placekit::ui::{DisplayArgs, MutationArgs, Ui};
 
 const EXAMPLES: &str = "\
 Examples:
-  # Label the online A100 pool (snapshot first; prints the command that undoes it)
-  kubectl nodelabel set -l pool=online accelerator.example.com/gpu-family=a100 --overwrite
+  # Label the online A100 pool (snapshot first; prints how to undo it)
+  kubectl nodelabel set -l pool=online \\
+      accelerator.example.com/gpu-family=a100 --overwrite
 
-  # Pool, GPU family and memory labels on one node, without saving labels by hand first
-  kubectl nodelabel set NODE ops.example.com.node-restriction.kubernetes.io/llm-pool=online \\
-      accelerator.example.com/gpu-family=a100 accelerator.example.com/gpu-memory=80gb --overwrite
+  # Pool, GPU family and memory labels on one node: no saving labels by hand
+  kubectl nodelabel set NODE \\
+      ops.example.com.node-restriction.kubernetes.io/llm-pool=online \\
+      accelerator.example.com/gpu-family=a100 \\
+      accelerator.example.com/gpu-memory=80gb --overwrite
 
   # Undo the newest change on this cluster, exactly (again: the one before it)
   kubectl nodelabel rollback --last
@@ -35,7 +38,8 @@ Examples:
   kubectl nodelabel dependents accelerator.example.com/gpu-family -A
 
   # Import node features written by a hook (NFD's classic hook naming)
-  kubectl nodelabel import --hook /etc/kubernetes/node-feature-discovery/source.d/my-script NODE";
+  kubectl nodelabel import --hook \\
+      /etc/kubernetes/node-feature-discovery/source.d/my-script NODE";
 
 /// Set and remove node labels safely: snapshot first, conditional writes, exact rollback.
 #[derive(Debug, Parser)]
@@ -63,7 +67,7 @@ struct Selection {
 enum Command {
     /// Set (KEY=VALUE) or remove (KEY-) labels on nodes.
     #[command(
-        after_help = "Examples:\n  kubectl nodelabel set gpu-a100-1 gpu-a100-2 accelerator.example.com/gpu-family=a100\n  kubectl nodelabel set -l pool=online accelerator.example.com/gpu-memory=80gb power-profile- --overwrite\n  kubectl nodelabel set --all team=ml --dry-run=client"
+        after_help = "Examples:\n  kubectl nodelabel set gpu-a100-1 gpu-a100-2 \\\n      accelerator.example.com/gpu-family=a100\n  kubectl nodelabel set -l pool=online \\\n      accelerator.example.com/gpu-memory=80gb power-profile- --overwrite\n  kubectl nodelabel set --all team=ml --dry-run=client"
     )]
     Set {
         /// Node names (NAME or node/NAME), then KEY=VALUE to set and KEY- to remove
@@ -99,7 +103,7 @@ enum Command {
     },
     /// Undo a change recorded in a snapshot, exactly.
     #[command(
-        after_help = "Examples:\n  kubectl nodelabel rollback --last\n  kubectl nodelabel rollback ~/.local/state/placekit/snapshots/20261129T214000.123Z-nodelabel-set-prod.snapshot.jsonl --force"
+        after_help = "Examples:\n  kubectl nodelabel rollback --last\n  kubectl nodelabel rollback \\\n      ~/.local/state/placekit/snapshots/<file>.snapshot.jsonl --force"
     )]
     Rollback {
         /// The snapshot file (see `history`).

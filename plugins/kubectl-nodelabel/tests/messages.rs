@@ -76,3 +76,13 @@ async fn hooks_files_and_snapshot_names_as_users_write_them() {
         assert!(name.contains("-nodelabel-import-"), "{name}");
     }
 }
+
+#[test]
+fn examples_fit_an_80_column_terminal() {
+    let long = placekit_testserver::harness::long_example_lines(binary(), 80);
+    assert!(
+        long.is_empty(),
+        "example lines over 80 columns:\n{}",
+        long.join("\n")
+    );
+}
