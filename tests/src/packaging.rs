@@ -267,7 +267,7 @@ pub fn render_manifest(
             .map(|h| format!("    - from: {h}\n      to: .\n"))
             .unwrap_or_default();
         out.push_str(&format!(
-            "  - selector:\n      matchLabels:\n        os: {}\n        arch: {}\n    uri: {base_url}/{version}/{}\n    sha256: {sha}\n    bin: {}{}\n    files:\n    - from: {}{}\n      to: .\n    - from: LICENSE\n      to: .\n{helper}",
+            "  - selector:\n      matchLabels:\n        os: {}\n        arch: {}\n    uri: {base_url}/{version}/{}\n    sha256: \"{sha}\"\n    bin: {}{}\n    files:\n    - from: {}{}\n      to: .\n    - from: LICENSE\n      to: .\n{helper}",
             p.os,
             p.arch,
             archive_name(plugin, version, p),
@@ -350,6 +350,19 @@ pub fn validate_manifest(text: &str, file_name: &str) -> Vec<String> {
             ));
         }
         let sha = p["sha256"].as_str().unwrap_or_default();
+        // krew reads YAML 1.1 (through sigs.k8s.io/yaml): an unquoted all-digit value,
+        // such as the placeholder of zeros, is a number to it and fails its own check.
+        let unquoted_digits = text.lines().any(|l| {
+            l.trim_start()
+                .strip_prefix("sha256:")
+                .map(str::trim)
+                .is_some_and(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit()))
+        });
+        if unquoted_digits && i == 0 {
+            problems.push(
+                "a sha256 of digits only must be quoted: krew's YAML reads it as a number".into(),
+            );
+        }
         if sha.len() != 64
             || !sha
                 .chars()
@@ -420,6 +433,14 @@ mod tests {
                 validate_manifest(&long, &format!("{}.yaml", plugin.name))
                     .iter()
                     .any(|p| p.contains("shortDescription"))
+            );
+            // What krew's own validator rejected in the first committed manifests.
+            let unquoted = text.replace(&format!("\"{}\"", "0".repeat(64)), &"0".repeat(64));
+            assert!(
+                validate_manifest(&unquoted, &format!("{}.yaml", plugin.name))
+                    .iter()
+                    .any(|p| p.contains("must be quoted")),
+                "{unquoted}"
             );
             let no_windows = text.replace("os: windows", "os: plan9");
             assert!(

@@ -15,6 +15,18 @@ use placekit_testserver::{Fault, FaultAction};
 use serde_json::Value;
 
 const FIXTURE: &str = include_str!("fixtures/cluster.yaml");
+/// Labels the three online nodes one at a time, with a JSON report.
+const SET_ONLINE_ONE_AT_A_TIME: [&str; 9] = [
+    "set",
+    "-l",
+    "pool=online",
+    "team=ml",
+    "--concurrency",
+    "1",
+    "-y",
+    "-o",
+    "json",
+];
 /// The fixture's nodes with pool=online.
 const ONLINE: [&str; 3] = ["gpu-a100-1", "gpu-a100-2", "gpu-a100-3"];
 
@@ -50,17 +62,7 @@ async fn a_full_disk_stops_the_run_with_a_whole_report_and_a_whole_journal() {
     let h = harness().await;
     let run = h
         .run_env(
-            &[
-                "set",
-                "-l",
-                "pool=online",
-                "team=ml",
-                "--concurrency",
-                "1",
-                "-y",
-                "-o",
-                "json",
-            ],
+            &SET_ONLINE_ONE_AT_A_TIME,
             // Room for one outcome record and part of a second.
             &[("PLACEKIT_TEST_JOURNAL_BYTES", "150")],
         )
@@ -146,17 +148,7 @@ async fn a_full_disk_stops_the_run_with_a_whole_report_and_a_whole_journal() {
 /// write reached the server.
 fn start_writing(h: &Harness) -> (std::process::Child, Instant) {
     let child = h
-        .command(&[
-            "set",
-            "-l",
-            "pool=online",
-            "team=ml",
-            "--concurrency",
-            "1",
-            "-y",
-            "-o",
-            "json",
-        ])
+        .command(&SET_ONLINE_ONE_AT_A_TIME)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
