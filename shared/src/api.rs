@@ -269,13 +269,24 @@ pub async fn for_each_page<T: serde::de::DeserializeOwned>(
         let page: ViewList<T> = client
             .request(request)
             .await
-            .map_err(|e| api_error(e, &format!("listing {collection}")))?;
+            .map_err(|e| api_error(e, &format!("listing {}", described(collection))))?;
         requests += 1;
         on_page(page.items);
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(c) => continue_token = Some(c),
             None => return Ok(requests),
         }
+    }
+}
+
+/// A collection path as users say it: `/api/v1/nodes` -> `nodes`,
+/// `/api/v1/namespaces/ml/pods` -> `pods in namespace ml`.
+fn described(collection: &str) -> String {
+    let parts: Vec<&str> = collection.trim_matches('/').split('/').collect();
+    match parts.as_slice() {
+        [.., "namespaces", ns, resource] => format!("{resource} in namespace {ns}"),
+        [.., resource] => (*resource).to_string(),
+        [] => collection.to_string(),
     }
 }
 

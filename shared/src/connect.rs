@@ -20,6 +20,10 @@ pub enum ConnectError {
     BadTimeout(String),
     #[error("cannot load kubeconfig: {0}")]
     Kubeconfig(String),
+    /// `--kubeconfig` names a file that is not there (kubectl: exit 1 with "stat ...: no
+    /// such file or directory"); the flag is the user's to fix.
+    #[error("--kubeconfig {0}: no such file")]
+    MissingKubeconfig(PathBuf),
     /// `--context`, `--cluster` or `--user` names nothing in the kubeconfig.
     #[error("{what} {name:?} was not found in the kubeconfig (see `kubectl config get-contexts`)")]
     NotFound { what: &'static str, name: String },
@@ -152,6 +156,7 @@ impl ConnectError {
         matches!(
             self,
             ConnectError::BadTimeout(_)
+                | ConnectError::MissingKubeconfig(_)
                 | ConnectError::NotFound { .. }
                 | ConnectError::InsecureWithCa(_)
         )
@@ -231,6 +236,9 @@ impl ConnectionArgs {
     /// (merged in order), else `~/.kube/config`.
     pub fn load_kubeconfig(&self) -> Result<Kubeconfig, ConnectError> {
         let loaded = match &self.kubeconfig {
+            Some(path) if !path.exists() => {
+                return Err(ConnectError::MissingKubeconfig(path.clone()));
+            }
             Some(path) => Kubeconfig::read_from(path),
             None => Kubeconfig::read(),
         };
@@ -571,7 +579,11 @@ users:
             request_timeout: "0".into(),
             ..Default::default()
         };
-        let err = args.connect().await.unwrap_err().to_string();
-        assert!(err.starts_with("cannot load kubeconfig"), "{err}");
+        let err = args.connect().await.unwrap_err();
+        assert!(err.is_usage(), "a flag to fix: exit 2");
+        assert_eq!(
+            err.to_string(),
+            "--kubeconfig /nonexistent/placekit/config: no such file"
+        );
     }
 }

@@ -105,6 +105,10 @@ impl CommandError {
                 "the API server answered {} {} while {doing}: {}",
                 status.code, status.reason, status.message
             )),
+            // An answer came but could not be read: not a connection problem.
+            kube::Error::SerdeError(e) => CommandError::Cluster(format!(
+                "cannot read the API server's answer while {doing}: {e}"
+            )),
             source => CommandError::Unreachable {
                 doing: doing.to_string(),
                 server: crate::connect::current_server(),

@@ -18,7 +18,8 @@ pub const INTERRUPTED: u8 = 130;
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
     0  success
-    1  the command ran and found problems, or some targets failed (conflicts, partial failure)
+    1  problems found, or some targets failed (conflicts, partial failure)
     2  usage or input error; nothing was changed
     3  cluster unreachable or forbidden; nothing was changed
-  130  interrupted (Ctrl-C, SIGTERM, SIGHUP) while writing; the report says what was done";
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP) while writing; the report says what
+       was done";

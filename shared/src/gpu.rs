@@ -428,10 +428,19 @@ pub fn totals(rows: &[NodeGpu]) -> GpuTotals {
     }
 }
 
+/// A resource that no node of a command's targets has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownResource {
+    /// What to tell the user.
+    pub message: String,
+    /// The closest extended resource the nodes do have: `resource` is probably a typo.
+    pub near: Option<String>,
+}
+
 /// When no node of `nodes` has `resource` at all: why, with the closest extended resource
 /// the nodes do have (a typo such as `nvidia.com/gpus`), instead of blaming every node's
 /// device plugin.
-pub fn unknown_resource(nodes: &[NodeView], resource: &str) -> Option<String> {
+pub fn unknown_resource(nodes: &[NodeView], resource: &str) -> Option<UnknownResource> {
     if nodes.is_empty()
         || nodes.iter().any(|n| {
             n.status.capacity.contains_key(resource) || n.status.allocatable.contains_key(resource)
@@ -447,17 +456,21 @@ pub fn unknown_resource(nodes: &[NodeView], resource: &str) -> Option<String> {
         .collect();
     offered.sort_unstable();
     offered.dedup();
-    let hint = match crate::live::nearest_key(resource, offered.iter().copied()) {
+    let near = crate::live::nearest_key(resource, offered.iter().copied());
+    let hint = match near {
         Some(near) => format!(": did you mean {near}?"),
         None if offered.is_empty() => {
             " (they offer no extended resource: is the device plugin installed?)".into()
         }
         None => format!(" (they offer {})", offered.join(", ")),
     };
-    Some(format!(
-        "{resource} is on none of the {} listed{hint}",
-        crate::ui::count(nodes.len(), "node")
-    ))
+    Some(UnknownResource {
+        message: format!(
+            "{resource} is on none of the {} listed{hint}",
+            crate::ui::count(nodes.len(), "node")
+        ),
+        near: near.map(str::to_string),
+    })
 }
 
 /// A pod on a node that a new taint does not tolerate.

@@ -314,6 +314,17 @@ fn patch_decode_error(patch_type: PatchType, body: &Value) -> Option<ApiError> {
     }
 }
 
+/// A resource list's numbers as the strings a `resource.Quantity` serialises to.
+fn quantities_as_strings(list: &mut Value) {
+    if let Some(map) = list.as_object_mut() {
+        for value in map.values_mut() {
+            if let Value::Number(n) = value {
+                *value = Value::String(n.to_string());
+            }
+        }
+    }
+}
+
 /// Defaulting and Go's serialisation of the typed object: what the real server's answer
 /// holds that the request did not (node status structs, namespace finalizers and phase, the
 /// namespace name label) and what it leaves out (empty maps and lists marked `omitempty`).
@@ -350,6 +361,11 @@ fn default_object(resource: &Resource, obj: &mut Value, old: Option<&Value>) {
             }
             if status["daemonEndpoints"]["kubeletEndpoint"]["Port"].is_null() {
                 status["daemonEndpoints"]["kubeletEndpoint"]["Port"] = json!(0);
+            }
+            for field in ["capacity", "allocatable"] {
+                if let Some(list) = status.get_mut(field) {
+                    quantities_as_strings(list);
+                }
             }
             // `SetDefaults_NodeStatus`: allocatable defaults to the capacity.
             if status["allocatable"].is_null() && status["capacity"].is_object() {
@@ -412,6 +428,29 @@ fn default_object(resource: &Resource, obj: &mut Value, old: Option<&Value>) {
                     let list = finalizers.as_array_mut().expect("array");
                     if !list.iter().any(|f| f == "kubernetes") {
                         list.push(json!("kubernetes"));
+                    }
+                }
+            }
+        }
+        "Pod" => {
+            // The pod strategy's PrepareForCreate: a new pod starts Pending.
+            if old.is_none() && obj["status"]["phase"].is_null() {
+                obj["status"]["phase"] = json!("Pending");
+            }
+            // Quantities are strings on the wire: `nvidia.com/gpu: 4` is read as "4".
+            // (`get_mut`, not indexing: indexing would add the missing fields as null.)
+            for containers in ["containers", "initContainers"] {
+                let list = obj
+                    .get_mut("spec")
+                    .and_then(|spec| spec.get_mut(containers))
+                    .and_then(Value::as_array_mut);
+                for c in list.into_iter().flatten() {
+                    for field in ["requests", "limits"] {
+                        if let Some(resources) =
+                            c.get_mut("resources").and_then(|r| r.get_mut(field))
+                        {
+                            quantities_as_strings(resources);
+                        }
                     }
                 }
             }

@@ -244,3 +244,138 @@ fn blocks_steps_and_wildcards_parse_as_documented() {
         "x/<time>-nodelabel-set"
     );
 }
+
+/// The `kubectl <plugin> ...` examples of `help` (`\` continuations joined). Examples that
+/// pipe, redirect or name files and nodes the demo cluster does not have are left out.
+fn runnable_examples(help: &str) -> Vec<String> {
+    let mut commands = Vec::new();
+    let mut current: Option<String> = None;
+    for line in help.lines() {
+        let text = line.trim();
+        if let Some(cmd) = current.as_mut() {
+            cmd.push(' ');
+            cmd.push_str(text.trim_end_matches('\\').trim());
+            if !text.ends_with('\\') {
+                commands.push(current.take().expect("set"));
+            }
+            continue;
+        }
+        if text.starts_with("kubectl ") && line.starts_with("  ") {
+            let body = text.split("   #").next().unwrap_or(text).trim();
+            if body.ends_with('\\') {
+                current = Some(body.trim_end_matches('\\').trim().to_string());
+            } else {
+                commands.push(body.to_string());
+            }
+        }
+    }
+    const NOT_ON_THE_DEMO: [&str; 12] = [
+        "|",
+        ">",
+        "NODE",
+        "<file>",
+        "deploy.yaml",
+        "manifests/",
+        "~/",
+        "/etc/",
+        "features",
+        "./",
+        "kubectl delete",
+        "kubectl apply",
+    ];
+    commands
+        .into_iter()
+        .filter(|c| !NOT_ON_THE_DEMO.iter().any(|p| c.contains(p)))
+        .collect()
+}
+
+/// Every example in the plugins' `--help` that can run on the demo cluster runs as written:
+/// no usage error (exit 2) and no cluster error (exit 3). Commands that change nodes run
+/// with `--dry-run=client`, read-only ones as they are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_examples_run_on_the_demo_cluster() {
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+    if PLUGINS.iter().any(|p| !target.join(p).is_file())
+        || Command::new("kubectl")
+            .arg("version")
+            .arg("--client")
+            .output()
+            .is_err()
+    {
+        eprintln!("NOTICE: the plugins or kubectl are missing; skipping");
+        return;
+    }
+    let server = TestServer::start(ServerConfig::default().with_fixture_yaml(DEMO_FIXTURE))
+        .await
+        .unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let kubeconfig = server
+        .write_kubeconfig(&scratch.path().join("demo.kubeconfig"), ADMIN_TOKEN)
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        target.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let root = repo_root();
+    let mut ran = 0;
+    let mut failures = Vec::new();
+    for plugin in PLUGINS {
+        let help = |args: &[&str]| {
+            let out = Command::new(target.join(plugin))
+                .args(args)
+                .env("COLUMNS", "400")
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let mut texts = vec![help(&["--help"])];
+        for line in help(&["__complete", ""])
+            .lines()
+            .filter(|l| !l.starts_with(':'))
+        {
+            let sub = line.split('\t').next().unwrap_or_default();
+            texts.push(help(&[sub, "--help"]));
+        }
+        let mut examples: Vec<String> = texts.iter().flat_map(|t| runnable_examples(t)).collect();
+        examples.dedup();
+        for example in examples {
+            let writes = ["set", "remove", "import", "dedicate", "release", "rollback"]
+                .iter()
+                .any(|w| example.split_whitespace().nth(2) == Some(w));
+            let command = if writes && !example.contains("--dry-run") {
+                format!("{example} --dry-run=client")
+            } else {
+                example.clone()
+            };
+            let out = tokio::task::block_in_place(|| {
+                Command::new("bash")
+                    .arg("-c")
+                    .arg(&command)
+                    .current_dir(&root)
+                    .env("PATH", &path)
+                    .env("KUBECONFIG", &kubeconfig)
+                    .env("PLACEKIT_STATE_DIR", scratch.path().join("state"))
+                    .env("NO_COLOR", "1")
+                    .env_remove("PLACEKIT_E2E_KUBECONFIG")
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .unwrap()
+            });
+            ran += 1;
+            let code = out.status.code().unwrap_or(-1);
+            // `rollback --last` with nothing to undo is the one input error that is right.
+            let nothing_to_undo = String::from_utf8_lossy(&out.stderr).contains("nothing to undo");
+            if (code == 2 && !nothing_to_undo) || code == 3 || code < 0 {
+                failures.push(format!(
+                    "`{command}` exited {code}:\n{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+        }
+    }
+    assert!(ran >= 20, "only {ran} examples found");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

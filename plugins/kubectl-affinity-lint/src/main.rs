@@ -57,25 +57,25 @@ Examples:
 
 Suppress a rule on one object with the annotation
   affinity-lint.placekit.dev/ignore: \"AL013,AL014\"
-on the object or its pod template; configure rules in .affinity-lint.yaml (found upward from
+on the object or its pod template; configure rules in .affinity-lint.yaml (found upward from \
 the first input, or --config):
   rules: {AL014: off, AL010: error}
 
 Exit codes:
   0  no finding at or above --fail-on
   1  findings at or above --fail-on
-  2  input errors (unreadable files, YAML errors); the other documents are still linted
+  2  input errors (unreadable files, broken YAML); other documents are still linted
   3  the cluster was unreachable or forbidden (--cluster, drift, why-pending)";
 
 /// `policy --help`.
 const POLICY_ABOUT: &str = "\
-Print a ValidatingAdmissionPolicy (CEL, admissionregistration.k8s.io/v1, Kubernetes 1.30+)
-and its binding that enforce the single-object rules in the cluster: AL001 (required terms
-split over different keys, with the linter's alternative-evidence exception), AL003 (an
-empty term), AL006 (a weight outside 1..100) and AL007 (an extended resource without an
-equal limit), for Pods, PodTemplates and the pod templates of Deployments, StatefulSets,
-DaemonSets, ReplicaSets, ReplicationControllers, Jobs and CronJobs. Messages name the rule.
-A workload is exempted by the annotation the linter honours,
+Print a ValidatingAdmissionPolicy (CEL, admissionregistration.k8s.io/v1, Kubernetes 1.30+) \
+and its binding that enforce the single-object rules in the cluster: AL001 (required terms \
+split over different keys, with the linter's alternative-evidence exception), AL003 (an \
+empty term), AL006 (a weight outside 1..100) and AL007 (an extended resource without an \
+equal limit), for Pods, PodTemplates and the pod templates of Deployments, StatefulSets, \
+DaemonSets, ReplicaSets, ReplicationControllers, Jobs and CronJobs. Messages name the rule. \
+A workload is exempted by the annotation the linter honours, \
 affinity-lint.placekit.dev/ignore: \"AL001\", on the object or its pod template.
 
 Examples:
@@ -95,40 +95,40 @@ Examples:
 
 /// `drift --help`.
 const DRIFT_ABOUT: &str = "\
-Running pods whose node no longer satisfies their nodeSelector or required node affinity
-(IgnoredDuringExecution: they keep running, new replicas would not land there), or whose
-tolerations no longer cover the node's NoExecute taints (those are evicted), from one node
+Running pods whose node no longer satisfies their nodeSelector or required node affinity \
+(IgnoredDuringExecution: they keep running, new replicas would not land there), or whose \
+tolerations no longer cover the node's NoExecute taints (those are evicted), from one node \
 list and one paged pod list.
 
-Checked against a real kube-scheduler v1.37.2 (tests/tests/scheduling_differential.rs): after
-changing the labels, taints or cordon of 105 nodes under 168 running pods, drift listed
-exactly the 32 pods whose pinned copy the scheduler refused by node affinity or an
-untolerated taint (168/168 agree; NoSchedule taints and cordons, which do not evict, are not
+Checked against a real kube-scheduler v1.37.2 in placekit's test suite: after \
+changing the labels, taints or cordon of 105 nodes under 168 running pods, drift listed \
+exactly the 32 pods whose pinned copy the scheduler refused by node affinity or an \
+untolerated taint (168/168 agree; NoSchedule taints and cordons, which do not evict, are not \
 drift).";
 
 /// `why-pending --help`: what is modelled, and how well it agrees with the real scheduler.
 const WHY_PENDING_ABOUT: &str = "\
-Explain why a pod is Pending: the evidence a pending-pod investigation gathers (conditions,
-affinity, nodeSelector, tolerations, topology spread, requests, events), every node through
-kube-scheduler's filters in the scheduler's order with each node's first failing filter,
-the FailedScheduling message the scheduler would write (predictedMessage), and a verdict
-with the action to take. A pod that is Pending but already bound to a node
+Explain why a pod is Pending: the evidence a pending-pod investigation gathers (conditions, \
+affinity, nodeSelector, tolerations, topology spread, requests, events), every node through \
+kube-scheduler's filters in the scheduler's order with each node's first failing filter, \
+the FailedScheduling message the scheduler would write (predictedMessage), and a verdict \
+with the action to take. A pod that is Pending but already bound to a node \
 (spec.nodeName) is reported as scheduled: it waits for the kubelet, not the scheduler.
 
-Modelled, in kube-scheduler's order (v1.37 default profile): NodeAffinity's PreFilter
-(required terms that all name nodes with matchFields metadata.name), NodeUnschedulable,
-TaintToleration (NoSchedule and NoExecute), NodeAffinity (nodeSelector and required
-terms), NodeResourcesFit (pod count, then every missing resource incl. nvidia.com/gpu),
-PodTopologySpread (DoNotSchedule constraints: maxSkew, minDomains, matchLabelKeys,
-nodeAffinityPolicy, nodeTaintsPolicy) and InterPodAffinity (required pod affinity, the
-pod's own required anti-affinity, the running pods' anti-affinity). Not modelled: host
-ports (NodePorts), volumes, dynamic resource allocation, scheduler extenders and custom
-profiles, nominated nodes and preemption; a non-empty namespaceSelector in a pod
+Modelled, in kube-scheduler's order (v1.37 default profile): NodeAffinity's PreFilter \
+(required terms that all name nodes with matchFields metadata.name), NodeUnschedulable, \
+TaintToleration (NoSchedule and NoExecute), NodeAffinity (nodeSelector and required \
+terms), NodeResourcesFit (pod count, then every missing resource incl. nvidia.com/gpu), \
+PodTopologySpread (DoNotSchedule constraints: maxSkew, minDomains, matchLabelKeys, \
+nodeAffinityPolicy, nodeTaintsPolicy) and InterPodAffinity (required pod affinity, the \
+pod's own required anti-affinity, the running pods' anti-affinity). Not modelled: host \
+ports (NodePorts), volumes, dynamic resource allocation, scheduler extenders and custom \
+profiles, nominated nodes and preemption; a non-empty namespaceSelector in a pod \
 (anti-)affinity term selects no namespace here (placekit does not read namespaces).
 
-Checked against a real kube-scheduler v1.37.2 (tests/tests/scheduling_differential.rs,
-520 generated cases): 520/520 decisions (bound node feasible, unschedulable exactly when
-no node is) and 352/352 per-reason node counts of the FailedScheduling message agree;
+Checked against a real kube-scheduler v1.37.2 in placekit's test suite \
+(520 generated cases): 520/520 decisions (bound node feasible, unschedulable exactly when \
+no node is) and 352/352 per-reason node counts of the FailedScheduling message agree; \
 why-pending's predicted message equals the scheduler's for 45/45 sampled pending pods.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -524,10 +524,10 @@ fn fix(cli: &Cli, settings: &Settings<'_>, ui: &Ui) -> ExitCode {
     }
     let unsafe_left = outcome.unsafe_left();
     summary.push_str(&format!(
-        "{} {} problem(s) in {} file(s){}\n",
+        "{} {} in {}{}\n",
         if cli.fix { "fixed" } else { "would fix" },
-        outcome.applied.len(),
-        outcome.changed.len(),
+        placekit::ui::count(outcome.applied.len(), "problem"),
+        placekit::ui::count(outcome.changed.len(), "file"),
         if unsafe_left > 0 {
             format!("; {unsafe_left} more with --unsafe-fixes")
         } else {

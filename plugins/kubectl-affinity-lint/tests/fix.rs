@@ -49,7 +49,7 @@ fn the_seed_split_terms_diff_is_pinned_and_needs_unsafe_fixes() {
         "the merge is unsafe: no diff without --unsafe-fixes"
     );
     assert!(
-        err.contains("would fix 0 problem(s) in 0 file(s); 1 more with --unsafe-fixes"),
+        err.contains("would fix 0 problems in 0 files; 1 more with --unsafe-fixes"),
         "{err}"
     );
     let (code, out, err) = run(
@@ -152,7 +152,7 @@ fn a_file_with_comments_and_documents_changes_only_in_the_fixed_lines() {
     // The second run has nothing safe left to do.
     let (_, _, err) = run(dir.path(), &["-f", "multi.yaml", "--fix"], None);
     assert!(
-        err.contains("fixed 0 problem(s) in 0 file(s); 2 more with --unsafe-fixes"),
+        err.contains("fixed 0 problems in 0 files; 2 more with --unsafe-fixes"),
         "{err}"
     );
 }
@@ -245,7 +245,7 @@ fn a_file_named_twice_is_fixed_once_and_a_symlink_fixes_its_target() {
         None,
     );
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("fixed 1 problem(s) in 1 file(s)"), "{err}");
+    assert!(err.contains("fixed 1 problem in 1 file"), "{err}");
     assert!(
         std::fs::symlink_metadata(dir.path().join("link.yaml"))
             .unwrap()

@@ -13,7 +13,7 @@ use placekit::gpu::DEFAULT_RESOURCE;
 use placekit::mutation::gpu::{self, COMMAND, Dedication, TOOL};
 use placekit::mutation::report::print_report;
 use placekit::mutation::undo::{self, SnapshotChoice};
-use placekit::syntax::{parse_label_changes, parse_taint};
+use placekit::syntax::{parse_label_changes, parse_taint, parse_taint_to_remove};
 use placekit::targets::Targets;
 use placekit::ui::{DisplayArgs, MutationArgs, Ui};
 
@@ -29,8 +29,8 @@ Examples:
       --label ops.example.com.node-restriction.kubernetes.io/llm-pool
 
   # GPU inventory: capacity, allocatable, requested, free, zone, taints
-  kubectl gpu-taint status -l accelerator.example.com/gpu-family=a100
-  kubectl gpu-taint status --resource nvidia.com/mig-1g.10gb -o json
+  kubectl gpu-taint status -l pool=online
+  kubectl gpu-taint status -o json
 
   # Undo the newest dedicate/release on this cluster (again: the one before it)
   kubectl gpu-taint rollback --last";
@@ -131,7 +131,7 @@ enum Command {
     },
     /// GPU inventory per node, from two paged lists.
     #[command(
-        after_help = "Examples:\n  kubectl gpu-taint status\n  kubectl gpu-taint status -l pool=online -o wide   # also the pool labels\n  kubectl gpu-taint status --resource nvidia.com/mig-1g.10gb -o json"
+        after_help = "Examples:\n  kubectl gpu-taint status\n  kubectl gpu-taint status -l pool=online -o wide   # also the pool labels\n  kubectl gpu-taint status --resource nvidia.com/gpu -o json"
     )]
     Status {
         #[command(flatten)]
@@ -251,7 +251,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         } => {
             let taint = taint
                 .as_deref()
-                .map(parse_taint)
+                .map(parse_taint_to_remove)
                 .transpose()
                 .map_err(input)?;
             let specs: Vec<String> = labels

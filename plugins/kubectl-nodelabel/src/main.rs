@@ -67,7 +67,7 @@ struct Selection {
 enum Command {
     /// Set (KEY=VALUE) or remove (KEY-) labels on nodes.
     #[command(
-        after_help = "Examples:\n  kubectl nodelabel set gpu-a100-1 gpu-a100-2 \\\n      accelerator.example.com/gpu-family=a100\n  kubectl nodelabel set -l pool=online \\\n      accelerator.example.com/gpu-memory=80gb power-profile- --overwrite\n  kubectl nodelabel set --all team=ml --dry-run=client"
+        after_help = "Examples:\n  kubectl nodelabel set gpu-a100-1 gpu-a100-2 \\\n      accelerator.example.com/gpu-family=a100 --overwrite\n  kubectl nodelabel set -l pool=online \\\n      accelerator.example.com/gpu-memory=80gb power-profile- --overwrite\n  kubectl nodelabel set --all team=ml --dry-run=client"
     )]
     Set {
         /// Node names (NAME or node/NAME), then KEY=VALUE to set and KEY- to remove

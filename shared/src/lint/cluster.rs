@@ -48,8 +48,8 @@ pub const CLUSTER_RULES_CHECKED: &str = "\
 Precision before recall: AL101, AL103 and AL104 speak only when the nodes alone show the pod
 cannot be placed (no node matches its affinity; every candidate has a taint it does not
 tolerate; the candidates' free GPUs are too few), so a finding means the replicas stay
-Pending. Checked against a real kube-scheduler v1.37.2 on 520 generated pods
-(tests/tests/scheduling_differential.rs): every pod AL101 (167), AL103 (58) or AL104 (51)
+Pending. Checked against a real kube-scheduler v1.37.2 on 520 generated pods in placekit's
+test suite: every pod AL101 (167), AL103 (58) or AL104 (51)
 flagged was one the scheduler could not place; together they name 276 of its 352
 unschedulable pods (the others fail on cordons, pod limits, anti-affinity or spread, which
 why-pending explains). AL105 is a warning about spread constraints, not a verdict (1 of its

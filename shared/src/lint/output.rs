@@ -126,17 +126,19 @@ pub fn text_report(outcome: &Outcome, ui: &Ui) -> String {
         out.push('\n');
     }
     let c = counts(outcome);
+    let n = |key: &str| usize::try_from(c[key].as_u64().unwrap_or(0)).unwrap_or(usize::MAX);
+    let count = crate::ui::count;
     out.push_str(&format!(
-        "{} error(s), {} warning(s), {} info(s) in {} object(s) of {} file(s){}\n",
-        c["errors"],
-        c["warnings"],
-        c["infos"],
-        c["objects"],
-        c["files"],
+        "{}, {}, {} in {} of {}{}\n",
+        count(n("errors"), "error"),
+        count(n("warnings"), "warning"),
+        count(n("infos"), "info"),
+        count(n("objects"), "object"),
+        count(n("files"), "file"),
         if outcome.errors.is_empty() {
             String::new()
         } else {
-            format!("; {} input error(s)", outcome.errors.len())
+            format!("; {}", count(outcome.errors.len(), "input error"))
         }
     ));
     out

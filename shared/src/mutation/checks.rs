@@ -23,9 +23,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::dependents::{Constraint, KeyQuery, Workload, find_dependents};
 use crate::gpu::{AffectedPod, PodView, evicts, untolerating_pods};
-use crate::plan::NodePlan;
+use crate::plan::{NodePlan, NodeState};
 use crate::scheduling::{NodeFacts, pod_fits_node_affinity, terms_match};
-use crate::syntax::{Taint, TaintEffect};
+use crate::syntax::{LabelChange, Taint, TaintEffect};
 
 /// What the checks found: blocking problems stop the command before anything is written
 /// (unless forced), warnings are shown with the plan, and `confirm` must be confirmed
@@ -63,6 +63,31 @@ pub fn added_restrictive_taints(plans: &[NodePlan]) -> Vec<(String, Taint)> {
                 .into_iter()
                 .filter(|t| t.effect != TaintEffect::PreferNoSchedule)
                 .map(|t| (p.node().to_string(), t))
+        })
+        .collect()
+}
+
+/// Keys asked to be removed that none of the target nodes has: probably a typo (kubectl
+/// says `label "x" not found`). Each warning names the closest key the nodes do have.
+pub fn absent_removals(changes: &[LabelChange], nodes: &[NodeState]) -> Vec<String> {
+    let present: BTreeSet<&str> = nodes
+        .iter()
+        .flat_map(|n| n.labels.keys().map(String::as_str))
+        .collect();
+    changes
+        .iter()
+        .filter_map(|c| match c {
+            LabelChange::Remove { key } if !present.contains(key.as_str()) => Some(key),
+            _ => None,
+        })
+        .map(|key| {
+            let hint = crate::live::nearest_key(key, present.iter().copied())
+                .map(|near| format!(" (did you mean {near}?)"))
+                .unwrap_or_default();
+            format!(
+                "label {key} is on none of the {} targeted: nothing to remove{hint}",
+                crate::ui::count(nodes.len(), "node")
+            )
         })
         .collect()
 }

@@ -59,10 +59,18 @@ pub async fn dedicate(
         return Err(input("the selector matches no node; nothing to do"));
     }
     let resource = &dedication.resource;
+    let views: Vec<NodeView> = objects.iter().map(node_view).collect::<Result<_, _>>()?;
+    // A resource that is on none of the nodes while a near name is: a typo, not a device
+    // plugin to go and check.
+    if let Some(unknown) = gpu::unknown_resource(&views, resource)
+        && unknown.near.is_some()
+    {
+        return Err(CommandError::Input(unknown.message));
+    }
     let mut findings = Findings::default();
     let mut without_gpu = Vec::new();
-    for node in &objects {
-        let row = gpu::node_gpu(&node_view(node)?, 0, resource);
+    for view in &views {
+        let row = gpu::node_gpu(view, 0, resource);
         match (row.capacity, row.allocatable) {
             (None, _) => without_gpu.push(row.name.clone()),
             (Some(c), a) => {
@@ -138,6 +146,7 @@ pub async fn release(
     let plans: Vec<NodePlan> = nodes.iter().map(|n| plan_node(n, &request)).collect();
     let mut mutation = Mutation::new(TOOL, COMMAND, "release", args);
     mutation.force = force;
+    mutation.findings.warnings = super::checks::absent_removals(&request.labels, &nodes);
     mutation.problems = plans
         .iter()
         .flat_map(|p| {
@@ -211,8 +220,8 @@ pub async fn status(
             .await?;
         }
     }
-    if let Some(problem) = gpu::unknown_resource(&nodes, resource) {
-        return Err(CommandError::Input(problem));
+    if let Some(unknown) = gpu::unknown_resource(&nodes, resource) {
+        return Err(CommandError::Input(unknown.message));
     }
     // One pass over the active pods, keeping only per-node sums.
     let mut requested: BTreeMap<String, i128> = BTreeMap::new();

@@ -70,6 +70,7 @@ pub async fn change_labels(
     let plans: Vec<NodePlan> = nodes.iter().map(|n| plan_node(n, &change)).collect();
     let mut mutation = Mutation::new(TOOL, COMMAND, request.operation, args);
     mutation.force = request.force;
+    mutation.findings.warnings = super::checks::absent_removals(&change.labels, &nodes);
     let report = pipeline::apply(&conn, ui, plans, mutation).await?;
     Ok(print_report(ui, &report))
 }
@@ -318,17 +319,39 @@ pub async fn dependents(
     keys: &[String],
     namespace: Option<&str>,
 ) -> Result<u8, CommandError> {
-    let conn = connection.connect().await?;
     let queries: Vec<KeyQuery> = keys.iter().map(|k| KeyQuery::parse(k)).collect();
+    // A key no label can have matches nothing: say so before asking the cluster.
+    for q in &queries {
+        let mut errors = crate::validation::qualified_name_errors(&q.key);
+        if let Some(v) = &q.value {
+            errors.extend(crate::validation::label_value_errors(v));
+        }
+        if !errors.is_empty() {
+            return Err(CommandError::Input(format!(
+                "invalid label key {:?}: {}",
+                q.key,
+                errors.join("; ")
+            )));
+        }
+    }
+    let conn = connection.connect().await?;
     let (workloads, warnings) = api::list_workloads(&conn.client, namespace).await?;
     for w in &warnings {
         ui.warn(w);
     }
-    print_dependents(ui, &find_dependents(&workloads, &queries));
+    if let Some(ns) = namespace
+        && workloads.is_empty()
+        && !api::namespace_exists(&conn.client, ns).await?
+    {
+        return Err(CommandError::Input(format!(
+            "namespace {ns:?} not found (see `kubectl get namespaces`)"
+        )));
+    }
+    print_dependents(ui, &find_dependents(&workloads, &queries), queries.len());
     Ok(exit::SUCCESS)
 }
 
-fn print_dependents(ui: &Ui, found: &[Dependent]) {
+fn print_dependents(ui: &Ui, found: &[Dependent], keys: usize) {
     if ui.output.is_structured() {
         ui.print_structured(&serde_json::json!({
             "apiVersion": REPORT_API_VERSION, "kind": "LabelDependents", "items": found
@@ -336,7 +359,14 @@ fn print_dependents(ui: &Ui, found: &[Dependent]) {
         return;
     }
     if found.is_empty() {
-        println!("no workload depends on these labels");
+        println!(
+            "no workload depends on {}",
+            if keys == 1 {
+                "this label"
+            } else {
+                "these labels"
+            }
+        );
         return;
     }
     let rows: Vec<Vec<String>> = found

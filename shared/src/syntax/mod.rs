@@ -12,7 +12,10 @@ mod taints;
 
 pub use labels::{LabelChange, parse_label_changes};
 pub use selector::{LabelSelector, Requirement, SelectorOperator};
-pub use taints::{Taint, TaintEffect, TaintMatcher, TaintSpec, parse_taint, parse_taint_specs};
+pub use taints::{
+    Taint, TaintEffect, TaintMatcher, TaintSpec, parse_taint, parse_taint_specs,
+    parse_taint_to_remove,
+};
 
 /// Everything that can be wrong with a label change, taint or selector typed by a user.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -137,7 +137,8 @@ impl TaintMatcher {
 impl fmt::Display for TaintMatcher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.key)?;
-        if let Some(v) = &self.value {
+        // An exact matcher of a taint without a value reads as kubectl writes that taint.
+        if let Some(v) = self.value.as_deref().filter(|v| !v.is_empty()) {
             write!(f, "={v}")?;
         }
         if let Some(e) = self.effect {
@@ -186,6 +187,21 @@ fn parse_parts(spec: &str) -> Result<(String, Option<String>, Option<TaintEffect
 }
 
 /// Parses one taint to add: `key=value:Effect` or `key:Effect` (the effect is required).
+/// The taint a release removes: as [`parse_taint`], also accepting kubectl's removal form
+/// with a trailing `-` (`key=value:Effect-`), and saying what is missing otherwise.
+pub fn parse_taint_to_remove(spec: &str) -> Result<Taint, SyntaxError> {
+    let spec = spec.strip_suffix('-').unwrap_or(spec);
+    match parse_parts(spec)? {
+        (key, value, Some(effect)) => Ok(Taint::new(key, value.unwrap_or_default(), effect)),
+        _ => Err(SyntaxError::InvalidTaintSpec {
+            spec: spec.to_string(),
+            detail: Some(
+                "the taint to release needs its effect too: KEY=VALUE:EFFECT or KEY:EFFECT (only the taint with that key, value and effect is removed)".into(),
+            ),
+        }),
+    }
+}
+
 pub fn parse_taint(spec: &str) -> Result<Taint, SyntaxError> {
     match parse_parts(spec)? {
         (key, value, Some(effect)) => Ok(Taint::new(key, value.unwrap_or_default(), effect)),
