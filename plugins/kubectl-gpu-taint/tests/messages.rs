@@ -147,3 +147,46 @@ fn examples_fit_an_80_column_terminal() {
         long.join("\n")
     );
 }
+
+/// Taints and resources as users type them: kubectl's removal form, a missing effect, a
+/// mistyped resource in `dedicate`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taints_and_resources_as_users_type_them() {
+    let h = Harness::start_any("gpu-taint", binary(), FIXTURE).await;
+    let run = h
+        .run(&["release", "gpu-a100-2", "--taint", "dedicated=batch", "-y"])
+        .await;
+    expect(
+        &run,
+        2,
+        &["the taint to release needs its effect too: KEY=VALUE:EFFECT or KEY:EFFECT"],
+    );
+    let run = h
+        .run(&[
+            "dedicate",
+            "gpu-a100-1",
+            "--taint",
+            "x=y:NoSchedule",
+            "--resource",
+            "nvidia.com/gpus",
+            "-y",
+        ])
+        .await;
+    expect(
+        &run,
+        2,
+        &["nvidia.com/gpus is on none of the 1 node listed: did you mean nvidia.com/gpu?"],
+    );
+    // kubectl's removal form (trailing -) releases the same exact taint.
+    let run = h
+        .run(&[
+            "release",
+            "gpu-a100-2",
+            "--taint",
+            "dedicated=batch:NoSchedule-",
+            "-y",
+        ])
+        .await;
+    expect(&run, 0, &["1 applied"]);
+    assert!(h.node("gpu-a100-2").await["spec"]["taints"].is_null());
+}

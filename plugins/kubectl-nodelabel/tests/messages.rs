@@ -86,3 +86,49 @@ fn examples_fit_an_80_column_terminal() {
         long.join("\n")
     );
 }
+
+/// A key that is on none of the nodes is probably a typo: said, with the near key. Keys and
+/// namespaces `dependents` cannot match are input errors, not "no workload depends".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typos_are_named_with_what_was_meant() {
+    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let run = h
+        .run(&[
+            "remove",
+            "gpu-a100-1",
+            "accelerator.example.com/gpu-famly",
+            "--yes",
+        ])
+        .await;
+    assert_eq!(run.code, 0, "{}", run.all());
+    assert!(
+        run.stderr.contains(
+            "label accelerator.example.com/gpu-famly is on none of the 1 node targeted: nothing to remove (did you mean accelerator.example.com/gpu-family?)"
+        ),
+        "{}",
+        run.all()
+    );
+    let run = h.run(&["dependents", "gpu family"]).await;
+    assert_eq!(run.code, 2, "{}", run.all());
+    assert!(
+        run.stderr.contains("invalid label key \"gpu family\""),
+        "{}",
+        run.all()
+    );
+    let run = h
+        .run(&["dependents", "pool", "-n", "no-such-namespace"])
+        .await;
+    assert_eq!(run.code, 2, "{}", run.all());
+    assert!(
+        run.stderr
+            .contains("namespace \"no-such-namespace\" not found"),
+        "{}",
+        run.all()
+    );
+    let run = h.run(&["dependents", "pool"]).await;
+    assert!(
+        run.stdout.contains("this label") || run.stdout.contains("NAMESPACE"),
+        "{}",
+        run.all()
+    );
+}
