@@ -404,6 +404,28 @@ async fn nodes(args: &ConnectionArgs) -> Vec<Node> {
     }
 }
 
+/// Label keys with `suffix`; once the word has `key=`, the values that key has on the nodes.
+fn label_keys_or_values(nodes: &[Node], suffix: &str, current: &str) -> Vec<Candidate> {
+    let Some((key, _)) = current.split_once('=').filter(|_| suffix == "=") else {
+        return label_keys(nodes, suffix);
+    };
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for node in nodes {
+        if let Some(value) = node.metadata.labels.as_ref().and_then(|l| l.get(key)) {
+            *counts.entry(value.as_str()).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(value, n)| {
+            Candidate::new(
+                format!("{key}={value}"),
+                format!("on {}", crate::ui::count(n, "node")),
+            )
+        })
+        .collect()
+}
+
 fn label_keys(nodes: &[Node], suffix: &str) -> Vec<Candidate> {
     let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
     for node in nodes {
@@ -446,11 +468,14 @@ pub async fn resolve(position: &Position, source: Source) -> (Vec<Candidate>, u8
         Source::Files => (Vec::new(), directive::DEFAULT),
         Source::Words(words) => (words, none),
         Source::Nodes => (node_names(&nodes(&args).await), none),
-        Source::LabelKeys { suffix } => (label_keys(&nodes(&args).await, suffix), none),
+        Source::LabelKeys { suffix } => (
+            label_keys_or_values(&nodes(&args).await, suffix, &position.current),
+            none,
+        ),
         Source::NodesOrLabelKeys { suffix } => {
             let nodes = nodes(&args).await;
             let mut all = node_names(&nodes);
-            all.extend(label_keys(&nodes, suffix));
+            all.extend(label_keys_or_values(&nodes, suffix, &position.current));
             (all, none)
         }
         Source::Taints => {

@@ -332,6 +332,11 @@ pub fn resolve_hook(path: &Path) -> Result<PathBuf, SourceError> {
     if path.is_file() {
         return Ok(Path::new(".").join(path));
     }
+    if path.exists() {
+        return Err(not_found(
+            "not a regular file (a directory of per-node files is --dir)".into(),
+        ));
+    }
     std::env::var_os("PATH")
         .iter()
         .flat_map(std::env::split_paths)

@@ -88,7 +88,8 @@ pub enum SnapshotError {
     #[error("snapshot {path} has apiVersion {found:?}; this placekit reads {SNAPSHOT_API_VERSION}")]
     UnsupportedVersion { path: PathBuf, found: String },
     #[error(
-        "nothing to undo: no snapshot of {tool} for this cluster ({cluster}) that is not a rollback and not already rolled back, in {dir} (see `history`)"
+        "nothing to undo: no snapshot of kubectl {} for this cluster ({cluster}) that is not a rollback and not already rolled back, in {dir} (see `history`)",
+        plugin_name(tool)
     )]
     NoneFound {
         tool: String,

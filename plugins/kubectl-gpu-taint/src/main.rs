@@ -221,10 +221,12 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             mutation,
         } => {
             let taint = parse_taint(&taint).map_err(input)?;
-            let labels = parse_label_changes(&labels).map_err(input)?;
-            if labels.iter().any(|l| l.value().is_none()) {
-                return Err(input("--label takes KEY=VALUE for dedicate"));
+            if let Some(bare) = labels.iter().find(|l| !l.contains('=')) {
+                return Err(input(format!(
+                    "--label {bare}: dedicate sets pool labels, so it takes KEY=VALUE"
+                )));
             }
+            let labels = parse_label_changes(&labels).map_err(input)?;
             let dedication = Dedication {
                 taint,
                 labels,
@@ -254,6 +256,11 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 .map(parse_taint_to_remove)
                 .transpose()
                 .map_err(input)?;
+            if let Some(with_value) = labels.iter().find(|l| l.contains('=')) {
+                return Err(input(format!(
+                    "--label {with_value}: release removes pool labels whatever their value, so it takes the KEY alone"
+                )));
+            }
             let specs: Vec<String> = labels
                 .iter()
                 .map(|k| format!("{}-", k.trim_end_matches('-')))

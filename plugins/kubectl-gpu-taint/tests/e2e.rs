@@ -396,7 +396,7 @@ async fn bad_taint_specs_are_exit_2() {
                 "pool",
                 "-y",
             ],
-            "unknown label spec",
+            "--label pool: dedicate sets pool labels, so it takes KEY=VALUE",
         ),
         (
             vec![

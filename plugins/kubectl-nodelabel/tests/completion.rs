@@ -42,6 +42,12 @@ async fn kubectl_completes_nodes_keys_contexts_and_snapshots() {
     assert_eq!(keys, ["power-profile-"]);
     let (keys, _) = complete(&["set", "-l", "po"]).unwrap();
     assert_eq!(keys, ["pool=", "power-profile="]);
+    // After `key=`, the values the nodes have.
+    let (values, directive) = complete(&["set", "-l", "pool="]).unwrap();
+    assert_eq!(values, ["pool=batch", "pool=cpu", "pool=online"]);
+    assert_eq!(directive, 4);
+    let (values, _) = complete(&["set", "gpu-a100-1", "pool=o"]).unwrap();
+    assert_eq!(values, ["pool=online"]);
     let (keys, _) = complete(&["dependents", "topology"]).unwrap();
     assert_eq!(keys, ["topology.kubernetes.io/zone"]);
 

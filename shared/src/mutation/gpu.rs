@@ -220,6 +220,17 @@ pub async fn status(
             .await?;
         }
     }
+    if nodes.is_empty() && !ui.output.is_structured() {
+        // As `kubectl get nodes -l ...` says it.
+        eprintln!(
+            "No nodes found{}",
+            match targets {
+                Targets::Selector(s) => format!(" matching -l {s}"),
+                _ => String::new(),
+            }
+        );
+        return Ok(exit::SUCCESS);
+    }
     if let Some(unknown) = gpu::unknown_resource(&nodes, resource) {
         return Err(CommandError::Input(unknown.message));
     }

@@ -289,9 +289,11 @@ pub fn import_plan(
         .collect();
     let (labels, annotation) =
         nfd::import_changes(&record, source, features, options.prune, &not_claimed);
+    // An import that changes no record (a hook that printed nothing) writes no annotation.
+    let record_changed = ImportRecord::parse(annotation.value()) != record;
     let request = ChangeRequest {
         labels,
-        annotations: vec![annotation],
+        annotations: record_changed.then_some(annotation).into_iter().collect(),
         overwrite: true,
         ..Default::default()
     };

@@ -143,8 +143,14 @@ pub async fn apply(
                     .map(|b| format!("{b} (--force given)")),
             );
         } else {
+            // A rollback's --force does more: say so before anyone reaches for it.
+            let force_also = if mutation.operation == "rollback" {
+                " (for a rollback --force also restores keys changed since, and rolls back a snapshot of another cluster)"
+            } else {
+                ""
+            };
             let message = format!(
-                "nothing was changed: workloads depend on the labels being changed:\n  {}\nuse --force to change them anyway",
+                "nothing was changed: workloads depend on the labels being changed:\n  {}\nuse --force to change them anyway{force_also}",
                 findings.blocking.join("\n  ")
             );
             let all: Vec<NodePlan> = changing.iter().chain(&unchanged).cloned().collect();
@@ -287,6 +293,9 @@ pub async fn apply(
             .push(NodeReport::of(plan, reported, outcome.message.clone()));
     }
     report.nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    if dry_run == DryRun::Server && !ui.output.is_structured() {
+        println!("dry run (server): the API server validated every write and persisted nothing");
+    }
     // The undo command is printed only when there may be something to undo.
     let maybe_changed = report
         .nodes
@@ -388,8 +397,9 @@ fn confirm(
             None => what,
         }));
     }
+    // What `confirm` stands for (evictions) was just printed as a warning: not again.
     let question = match &findings.confirm {
-        Some(extra) => format!("{extra}\nApply the change to {what}?"),
+        Some(_) => format!("Apply the change to {what}, evictions included (see above)?"),
         None => format!("Apply the change to {what}?"),
     };
     if ui.confirm(&question) {

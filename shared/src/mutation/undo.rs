@@ -383,7 +383,18 @@ pub fn print_snapshot(ui: &Ui, snapshot: &Snapshot) {
         h.created_at, h.tool, h.tool_version
     );
     println!("context:   {} ({})", h.context, h.cluster());
-    println!("command:   {}", h.command_line.join(" "));
+    // As users type it (`kubectl nodelabel set ...`), not the binary's path.
+    let args = h
+        .command_line
+        .iter()
+        .skip(1)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ");
+    println!(
+        "command:   kubectl {} {args}",
+        crate::snapshot::plugin_name(&h.tool)
+    );
     if let Some(of) = &h.rollback_of {
         println!("undoes:    {of}");
     }
