@@ -67,7 +67,8 @@ static SERVER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// credential plugin's arguments and environment values, the token, the password, the
 /// client key (inline or the contents of its file), auth-provider settings and the
 /// userinfo of the server URL. The exec plugin's command is kept to name it.
-#[derive(Debug, Default)]
+// No `Debug`: nothing may ever print these.
+#[derive(Default)]
 struct Secrets {
     exec_command: Option<String>,
     values: Vec<String>,
@@ -272,18 +273,34 @@ impl ConnectionArgs {
 
     /// Notes every secret of the selected user and cluster, so no message shows them.
     fn remember_secrets(&self, kubeconfig: &Kubeconfig, context: &str) {
+        use base64::Engine as _;
         use secrecy::ExposeSecret;
         let (cluster, user) = self.selected(kubeconfig, context);
         let mut secrets = Secrets::default();
         let auth = user
             .and_then(|u| kubeconfig.auth_infos.iter().find(|a| a.name == u))
             .and_then(|a| a.auth_info.as_ref());
+        // PEM bodies line by line, in case some error quotes part of a key.
+        let pem_lines = |text: &str| -> Vec<String> {
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("-----"))
+                .map(str::to_string)
+                .collect()
+        };
         if let Some(auth) = auth {
             if let Some(exec) = &auth.exec {
                 secrets.exec_command = exec.command.clone();
-                secrets.values.extend(exec.args.clone().unwrap_or_default());
+                secrets
+                    .values
+                    .extend(secret_args(exec.args.as_deref().unwrap_or_default()));
                 for pair in exec.env.iter().flatten() {
-                    secrets.values.extend(pair.get("value").cloned());
+                    let name = pair.get("name").map(String::as_str).unwrap_or_default();
+                    if let Some(value) = pair.get("value")
+                        && (secret_name(name) || looks_like_a_token(value))
+                    {
+                        secrets.values.push(value.clone());
+                    }
                 }
             }
             for secret in [&auth.token, &auth.password, &auth.client_key_data]
@@ -292,22 +309,31 @@ impl ConnectionArgs {
             {
                 secrets.values.push(secret.expose_secret().to_string());
             }
-            if let Some(provider) = &auth.auth_provider {
-                secrets.values.extend(provider.config.values().cloned());
+            if let Some(data) = &auth.client_key_data
+                && let Ok(pem) =
+                    base64::engine::general_purpose::STANDARD.decode(data.expose_secret().trim())
+            {
+                secrets
+                    .values
+                    .extend(pem_lines(&String::from_utf8_lossy(&pem)));
             }
-            // A key file's contents, line by line (PEM bodies), in case some error quotes it.
-            let key_file = auth
-                .client_key
-                .as_ref()
-                .and_then(|path| std::fs::read_to_string(path).ok());
-            secrets.values.extend(
-                key_file
-                    .iter()
-                    .flat_map(|text| text.lines())
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty() && !l.starts_with("-----"))
-                    .map(str::to_string),
-            );
+            if let Some(provider) = &auth.auth_provider {
+                secrets.values.extend(
+                    provider
+                        .config
+                        .iter()
+                        .filter(|(k, v)| secret_name(k) || looks_like_a_token(v))
+                        .map(|(_, v)| v.clone()),
+                );
+            }
+            let file =
+                |path: &Option<String>| path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
+            if let Some(text) = file(&auth.client_key) {
+                secrets.values.extend(pem_lines(&text));
+            }
+            if let Some(token) = file(&auth.token_file) {
+                secrets.values.push(token.trim().to_string());
+            }
         }
         let server = cluster
             .and_then(|c| kubeconfig.clusters.iter().find(|n| n.name == c))
@@ -319,8 +345,17 @@ impl ConnectionArgs {
                 secrets.values.push(password.to_string());
             }
         }
+        // Also as Rust's `{:?}` quotes them (kube's messages do): `"` and `\` escaped.
+        let escaped: Vec<String> = secrets
+            .values
+            .iter()
+            .map(|v| format!("{v:?}").trim_matches('"').to_string())
+            .filter(|e| !secrets.values.contains(e))
+            .collect();
+        secrets.values.extend(escaped);
         // Longest first, so a secret containing another is blanked whole.
         secrets.values.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.values.dedup();
         let _ = SECRETS.set(secrets);
     }
 
@@ -462,6 +497,46 @@ impl ConnectionArgs {
     }
 }
 
+/// Whether a flag or variable name says its value is a credential (`--token`,
+/// `VAULT_TOKEN`, `client-secret`, `id-token`, `password`, `api-key`).
+fn secret_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["token", "secret", "password", "passwd", "credential", "key"]
+        .iter()
+        .any(|w| name.contains(w))
+}
+
+/// A value long and random enough to be a token even under an innocent name; short
+/// ordinary words (`eks`, `get-token`, `us-east-1`) stay readable in messages.
+fn looks_like_a_token(value: &str) -> bool {
+    value.len() >= 16 && !value.contains(char::is_whitespace)
+}
+
+/// The exec plugin arguments to blank: values of credential flags (`--token=X`,
+/// `--password X`), and anything that looks like a token.
+fn secret_args(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut next_is_secret = false;
+    for arg in args {
+        if std::mem::take(&mut next_is_secret) {
+            out.push(arg.clone());
+            continue;
+        }
+        match arg.strip_prefix('-').map(|a| a.trim_start_matches('-')) {
+            Some(flag) => match flag.split_once('=') {
+                Some((name, value)) if secret_name(name) || looks_like_a_token(value) => {
+                    out.push(value.to_string());
+                }
+                Some(_) => {}
+                None => next_is_secret = secret_name(flag),
+            },
+            None if looks_like_a_token(arg) => out.push(arg.clone()),
+            None => {}
+        }
+    }
+    out
+}
+
 /// The `user:password` part of a URL, if any.
 fn url_userinfo(url: &str) -> Option<&str> {
     let (_, rest) = url.split_once("://")?;
@@ -570,6 +645,30 @@ users:
         assert_eq!(conn.server, "http://127.0.0.1:1");
         let shown = format!("{conn:?} {args:?}");
         assert!(!shown.contains("super-secret-token"), "{shown}");
+    }
+
+    #[test]
+    fn only_credential_looking_exec_arguments_are_blanked() {
+        let args: Vec<String> = [
+            "eks",
+            "get-token",
+            "--region",
+            "us-east-1",
+            "--token",
+            "abc",
+            "--password=hunter2",
+            "--cluster-name=prod",
+            "AKIAEXAMPLEEXAMPLE1234",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            secret_args(&args),
+            ["abc", "hunter2", "AKIAEXAMPLEEXAMPLE1234"]
+        );
+        assert!(secret_name("VAULT_TOKEN") && secret_name("client-secret"));
+        assert!(!secret_name("AWS_PROFILE") && !looks_like_a_token("prod"));
     }
 
     #[tokio::test]

@@ -193,7 +193,8 @@ pub fn run_to_exit_code(
     match block_on(work) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e}");
+            // The last stop before the terminal: no configured secret gets past it.
+            eprintln!("error: {}", crate::connect::redact(&e.to_string()));
             std::process::ExitCode::from(e.exit_code())
         }
     }

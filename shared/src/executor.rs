@@ -145,9 +145,11 @@ pub struct Execution {
 pub struct JournalFailure {
     /// The first write error.
     pub error: String,
-    /// Nodes whose outcome is not in the journal (rollback compares them with the live
-    /// node instead of trusting a record).
+    /// Written nodes whose outcome is not in the journal (rollback compares them with the
+    /// live node instead of trusting a record).
     pub unrecorded: Vec<String>,
+    /// `false`: every record was written and only the final flush to disk failed.
+    pub during_writes: bool,
 }
 
 fn backoff(config: &ExecutorConfig, attempt: u32, retry_after: Option<Duration>) -> Duration {
@@ -166,6 +168,7 @@ async fn settle<W: NodeWriter>(
     writer: &W,
     item: &WriteItem,
     config: &ExecutorConfig,
+    interrupt: &Interrupt,
 ) -> Option<Observed> {
     let plan = item.plan.as_ref()?;
     for attempt in 1..=READ_ATTEMPTS {
@@ -180,7 +183,11 @@ async fn settle<W: NodeWriter>(
                 }]));
             }
             Err(WriteError::Transient { retry_after, .. }) if attempt < READ_ATTEMPTS => {
-                tokio::time::sleep(backoff(config, attempt, retry_after)).await;
+                // After an interrupt the next re-read goes out at once.
+                tokio::select! {
+                    () = tokio::time::sleep(backoff(config, attempt, retry_after)) => {}
+                    () = interrupt.reached(1) => {}
+                }
             }
             Err(_) => return None,
         }
@@ -204,10 +211,11 @@ async fn decide<W: NodeWriter>(
     writer: &W,
     item: &WriteItem,
     config: &ExecutorConfig,
+    interrupt: &Interrupt,
     uncertain: bool,
     failure: (OutcomeKind, String),
 ) -> (OutcomeKind, Option<String>) {
-    match settle(writer, item, config).await {
+    match settle(writer, item, config, interrupt).await {
         Some(Observed::Applied) if uncertain => (
             OutcomeKind::Applied,
             Some("applied by an attempt whose answer was lost (confirmed by re-reading the node)".into()),
@@ -272,13 +280,22 @@ async fn write_one<W: NodeWriter>(
                 (OutcomeKind::Failed, Some(e.to_string()))
             }
             Err(WriteError::Conflict(m)) => {
-                decide(writer, item, config, uncertain, (OutcomeKind::Conflict, m)).await
+                decide(
+                    writer,
+                    item,
+                    config,
+                    interrupt,
+                    uncertain,
+                    (OutcomeKind::Conflict, m),
+                )
+                .await
             }
             Err(e @ WriteError::Rejected { .. }) => {
                 decide(
                     writer,
                     item,
                     config,
+                    interrupt,
                     uncertain,
                     (OutcomeKind::Failed, e.to_string()),
                 )
@@ -311,6 +328,7 @@ async fn write_one<W: NodeWriter>(
                         writer,
                         item,
                         config,
+                        interrupt,
                         uncertain,
                         (OutcomeKind::Failed, gave_up),
                     )
@@ -354,13 +372,15 @@ pub async fn execute<W: NodeWriter>(
             && let Err(e) = j.record_outcome(&outcome.node, outcome.kind, outcome.message.clone())
         {
             journal_broken.store(true, Ordering::SeqCst);
-            journal_failure
-                .get_or_insert_with(|| JournalFailure {
-                    error: e.to_string(),
-                    unrecorded: Vec::new(),
-                })
-                .unrecorded
-                .push(outcome.node.clone());
+            let failure = journal_failure.get_or_insert_with(|| JournalFailure {
+                error: e.to_string(),
+                unrecorded: Vec::new(),
+                during_writes: true,
+            });
+            // A node never written needs no record: rollback finds nothing of ours there.
+            if outcome.attempts > 0 {
+                failure.unrecorded.push(outcome.node.clone());
+            }
         }
     };
     let mut results: Vec<Option<NodeOutcome>> = vec![None; items.len()];
@@ -400,6 +420,8 @@ pub async fn execute<W: NodeWriter>(
         .buffer_unordered(config.concurrency.max(1));
     loop {
         let next = tokio::select! {
+            // An outcome already known wins over the second interrupt.
+            biased;
             next = stream.next() => next,
             // The second interrupt: stop waiting for the writes in flight.
             () = interrupt.reached(2) => break,
@@ -461,6 +483,7 @@ pub async fn execute<W: NodeWriter>(
         journal_failure = Some(JournalFailure {
             error: e.to_string(),
             unrecorded: Vec::new(),
+            during_writes: false,
         });
     }
     Execution {
@@ -1131,11 +1154,12 @@ mod tests {
             .collect();
         assert_eq!(applied.len(), writer.calls.load(Ordering::SeqCst));
         assert!(applied.len() < 6, "{applied:?}");
-        let all: Vec<&str> = run.outcomes.iter().map(|o| o.node.as_str()).collect();
-        let missing: Vec<&str> = all
+        // The written nodes the journal misses (one never written needs no record).
+        let missing: Vec<&str> = run
+            .outcomes
             .iter()
-            .copied()
-            .filter(|n| !recorded.contains(n))
+            .filter(|o| o.attempts > 0 && !recorded.contains(&o.node.as_str()))
+            .map(|o| o.node.as_str())
             .collect();
         assert_eq!(missing, failure.unrecorded);
         assert!(!missing.is_empty());

@@ -8,9 +8,10 @@
 //! - the **second** stops waiting: writes still in flight are recorded `unknown` (rollback
 //!   checks them against the node), the journal is flushed and the report printed at once.
 //!
-//! Either way the command exits [`crate::exit::INTERRUPTED`] (130). Before the writes start
-//! (reading, planning, the confirmation prompt) the signals keep their default effect: there
-//! is nothing to record yet.
+//! Either way the command exits [`crate::exit::INTERRUPTED`] (130). Before the snapshot is
+//! written (reading, planning, the confirmation prompt) the signals keep their default
+//! effect: there is nothing to record yet. Once caught they stay caught for the rest of the
+//! run (tokio never restores a default handler); the report is all that is left to print.
 
 use tokio::sync::watch;
 
@@ -59,27 +60,31 @@ impl Interrupt {
         let _ = rx.wait_for(|(count, _)| *count >= n).await;
     }
 
-    /// Catches SIGINT, SIGTERM and SIGHUP from now on and counts them into `self`, telling
-    /// the user on stderr what each one does. The returned task ends when aborted.
+    /// Catches SIGINT, SIGTERM and SIGHUP from the moment it returns (the handlers are
+    /// installed before it returns, not in the task) and counts them into `self`, telling
+    /// the user on stderr what each one does. The returned task ends when aborted. Must be
+    /// called inside a tokio runtime.
     pub fn listen(self: &std::sync::Arc<Self>) -> tokio::task::JoinHandle<()> {
+        use std::io::Write;
         let interrupt = self.clone();
+        // Without signal handlers the signals keep their default effect.
+        let signals = Signals::new().ok();
         tokio::spawn(async move {
-            let mut signals = match Signals::new() {
-                Ok(s) => s,
-                // Without signal handlers the signals keep their default effect.
-                Err(_) => return,
-            };
+            let Some(mut signals) = signals else { return };
             while let Some(name) = signals.next().await {
                 interrupt.trigger(name);
-                if interrupt.count() == 1 {
-                    eprintln!(
+                // Never panic here: after a hangup the terminal answers writes with EIO.
+                let _ = if interrupt.count() == 1 {
+                    writeln!(
+                        std::io::stderr(),
                         "{name}: finishing the writes in flight (one more attempt each), starting no new ones; send it again to stop waiting"
-                    );
+                    )
                 } else {
-                    eprintln!(
-                        "{name} again: not waiting for the writes in flight; they are recorded as unknown for rollback to check"
-                    );
-                }
+                    writeln!(
+                        std::io::stderr(),
+                        "{name} (a second signal): not waiting for the writes in flight; they are recorded as unknown for rollback to check"
+                    )
+                };
             }
         })
     }

@@ -312,10 +312,11 @@ pub fn node_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, SourceError> {
     Ok(out)
 }
 
-/// The hook to run for `--hook PATH`: a path with a directory is taken as given; a bare name
-/// is the file of that name in the current directory if there is one (as the user sees
-/// it), else the executable of that name on `PATH` — resolved here, because the hook runs
-/// with a reduced environment whose `PATH` is not the user's.
+/// The hook to run for `--hook PATH`: a path with a directory is taken as given; a bare
+/// name is the executable of that name on `PATH`, as a shell finds it, else the file of that
+/// name in the current directory (where NFD users keep their hook while writing it). PATH
+/// comes first, so a file in an untrusted checkout never shadows a system command. Resolved
+/// here because the hook runs with a reduced environment whose `PATH` is not the user's.
 pub fn resolve_hook(path: &Path) -> Result<PathBuf, SourceError> {
     let not_found = |message: String| SourceError::Hook {
         hook: path.display().to_string(),
@@ -329,6 +330,14 @@ pub fn resolve_hook(path: &Path) -> Result<PathBuf, SourceError> {
             Err(e) => Err(not_found(e.to_string())),
         };
     }
+    let on_path = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(path))
+        .find(|candidate| is_executable_file(candidate));
+    if let Some(found) = on_path {
+        return Ok(found);
+    }
     if path.is_file() {
         return Ok(Path::new(".").join(path));
     }
@@ -337,17 +346,26 @@ pub fn resolve_hook(path: &Path) -> Result<PathBuf, SourceError> {
             "not a regular file (a directory of per-node files is --dir)".into(),
         ));
     }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join(path))
-        .find(|candidate| candidate.is_file())
-        .ok_or_else(|| {
-            not_found(format!(
-                "no file {0:?} in the current directory and no executable {0:?} on PATH",
-                path.display().to_string()
-            ))
-        })
+    Err(not_found(format!(
+        "no executable {0:?} on PATH and no file {0:?} in the current directory",
+        path.display().to_string()
+    )))
+}
+
+/// A regular file the user may execute (any execute bit on Unix).
+fn is_executable_file(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
 }
 
 /// Runs a feature hook for one node directly (no shell) with a timeout, an output cap and

@@ -468,9 +468,11 @@ impl Journal {
     /// Opens an existing snapshot's journal for appending (used to mark it rolled back),
     /// first repairing a torn last line.
     pub fn open_existing(path: &Path) -> Result<Self, SnapshotError> {
+        // Append mode: two processes marking the same snapshot (two rollbacks) never write
+        // over each other's records.
         let mut file = OpenOptions::new()
             .read(true)
-            .write(true)
+            .append(true)
             .open(path)
             .map_err(io_err(path))?;
         let len = repair_tail(&mut file).map_err(io_err(path))?;
@@ -479,8 +481,10 @@ impl Journal {
             file,
             unsynced: 0,
             len,
+            // The test knob exists in debug builds only (the ones the tests run).
             limit: std::env::var(JOURNAL_LIMIT_ENV)
                 .ok()
+                .filter(|_| cfg!(debug_assertions))
                 .and_then(|v| v.parse::<u64>().ok())
                 .map(|room| len + room),
         })
@@ -492,14 +496,16 @@ impl Journal {
     pub fn record(&mut self, record: &JournalRecord) -> Result<(), SnapshotError> {
         let mut line = serde_json::to_vec(record).expect("journal records always serialise");
         line.push(b'\n');
-        if let Err(e) = self.write_line(&line) {
+        // Where this record starts: the end of the file now (another process may have
+        // appended since the last record).
+        let start = self.file.metadata().map_or(self.len, |m| m.len());
+        if let Err(e) = self.write_line(start, &line) {
             // Cutting back frees the space the torn piece took; should even that fail, the
             // next open repairs the tail.
-            let _ = self.file.set_len(self.len);
-            let _ = self.file.seek(SeekFrom::Start(self.len));
+            let _ = self.file.set_len(start);
             return Err(io_err(&self.path)(e));
         }
-        self.len += line.len() as u64;
+        self.len = start + line.len() as u64;
         self.unsynced += 1;
         if self.unsynced >= JOURNAL_SYNC_EVERY {
             self.sync()?;
@@ -513,11 +519,11 @@ impl Journal {
         self.limit = Some(limit);
     }
 
-    fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
+    fn write_line(&mut self, start: u64, line: &[u8]) -> std::io::Result<()> {
         if let Some(limit) = self.limit
-            && self.len + line.len() as u64 > limit
+            && start + line.len() as u64 > limit
         {
-            let fits = usize::try_from(limit.saturating_sub(self.len)).unwrap_or(0);
+            let fits = usize::try_from(limit.saturating_sub(start)).unwrap_or(0);
             self.file.write_all(&line[..fits.min(line.len())])?;
             return Err(std::io::Error::from_raw_os_error(28)); // ENOSPC
         }
@@ -847,7 +853,7 @@ pub fn write_snapshot(path: &Path, header: &SnapshotHeader) -> Result<Journal, S
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     remove_stale_temp_files(&dir);
-    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
+    let tmp = dir.join(format!(".{file_name}{TEMP_MARK}{}", std::process::id()));
     let mut line = serde_json::to_vec(header).expect("snapshot headers always serialise");
     line.push(b'\n');
     let result = (|| {
@@ -875,17 +881,30 @@ pub fn write_snapshot(path: &Path, header: &SnapshotHeader) -> Result<Journal, S
     Journal::open_existing(path)
 }
 
-/// Removes the temporary header files (`.NAME.tmp-PID`) that a placekit killed between
-/// writing its header and linking it into place left behind, once their process is gone.
+/// What marks placekit's temporary header files: `.NAME.placekit-tmp-PID`.
+const TEMP_MARK: &str = ".placekit-tmp-";
+
+/// Removes the temporary header files that a placekit killed between writing its header
+/// and linking it into place left behind: only files with placekit's own mark, older than
+/// ten minutes (a header is linked within milliseconds), whose process is gone — the
+/// directory of a `--backup` may be shared, and a pid from another host or container
+/// proves nothing alone.
 fn remove_stale_temp_files(dir: &Path) {
     #[cfg(target_os = "linux")]
     for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let pid = name
             .strip_prefix('.')
-            .and_then(|n| n.rsplit_once(".tmp-"))
+            .and_then(|n| n.rsplit_once(TEMP_MARK))
             .and_then(|(_, pid)| pid.parse::<u32>().ok());
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(600));
         if let Some(pid) = pid
+            && old
             && pid != std::process::id()
             && !Path::new("/proc").join(pid.to_string()).exists()
         {
@@ -1138,18 +1157,26 @@ mod tests {
     fn temp_files_of_dead_processes_are_removed() {
         let dir = tempfile::tempdir().unwrap();
         let store = SnapshotStore::new(dir.path());
-        // pid_max is at most 2^22, so this process cannot exist.
-        let stale = dir.path().join(format!(".x{SNAPSHOT_SUFFIX}.tmp-4999999"));
-        // pid 1 always exists: a run in progress is never disturbed.
-        let live = dir.path().join(format!(".y{SNAPSHOT_SUFFIX}.tmp-1"));
-        let unrelated = dir.path().join(".keep.tmp-4999999x");
-        for p in [&stale, &live, &unrelated] {
-            fs::write(p, "{}").unwrap();
-        }
+        let make = |name: String, age_secs: u64| {
+            let path = dir.path().join(name);
+            let file = File::create(&path).unwrap();
+            let when = std::time::SystemTime::now() - std::time::Duration::from_secs(age_secs);
+            file.set_modified(when).unwrap();
+            path
+        };
+        // pid_max is at most 2^22, so pid 4999999 cannot exist; pid 1 always does.
+        let stale = make(format!(".x{SNAPSHOT_SUFFIX}{TEMP_MARK}4999999"), 3600);
+        let fresh = make(format!(".w{SNAPSHOT_SUFFIX}{TEMP_MARK}4999999"), 5);
+        let live = make(format!(".y{SNAPSHOT_SUFFIX}{TEMP_MARK}1"), 3600);
+        let not_ours = make(".keep.tmp-4999999".to_string(), 3600);
         drop(store.create(&header(1)).unwrap());
         assert!(!stale.exists());
+        assert!(
+            fresh.exists(),
+            "a file this recent may be another host's header"
+        );
         assert!(live.exists());
-        assert!(unrelated.exists());
+        assert!(not_ours.exists(), "another program's temp file");
     }
 
     #[test]

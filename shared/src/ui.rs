@@ -3,6 +3,7 @@
 //! mutate without a TTY or `--yes`) live here so the three plugins behave alike.
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde::Serialize;
 
@@ -235,10 +236,22 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// The exit code when the output cannot be written any more (0 until a command knows
+/// better): a mutating command sets its report's code, so a reader that went away does
+/// not turn 1 or 130 into 0.
+static EXIT_IF_OUTPUT_BREAKS: AtomicU8 = AtomicU8::new(0);
+
+/// Sets the exit code used when stdout or stderr breaks from now on.
+pub fn exit_code_if_output_breaks(code: u8) {
+    EXIT_IF_OUTPUT_BREAKS.store(code, Ordering::SeqCst);
+}
+
 /// Makes a closed stdout (`kubectl nodelabel history | head -1`) end the program quietly
 /// instead of with a "failed printing to stdout" panic: Rust ignores SIGPIPE, so `println!`
-/// panics on a broken pipe; this hook turns exactly that panic into a silent exit 0 (the
-/// reader went away; nothing is left half-done by output).
+/// panics on a broken pipe; this hook turns exactly that panic (and EIO from a terminal
+/// that hung up) into a silent exit: 0, or the code a mutating command set with
+/// [`exit_code_if_output_breaks`] (the reader went away; nothing is left half-done by
+/// output).
 pub fn exit_quietly_on_broken_pipe() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -248,8 +261,11 @@ pub fn exit_quietly_on_broken_pipe() {
             .map(String::as_str)
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or_default();
-        if message.contains("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(0);
+        // stdout closed by its reader, or the terminal gone (EIO after a hangup).
+        let output_gone = message.contains("failed printing to")
+            && (message.contains("Broken pipe") || message.contains("Input/output error"));
+        if output_gone {
+            std::process::exit(i32::from(EXIT_IF_OUTPUT_BREAKS.load(Ordering::SeqCst)));
         }
         default(info);
     }));

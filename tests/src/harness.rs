@@ -680,6 +680,10 @@ pub fn kubectl_complete(
     env: &[(&str, &Path)],
 ) -> Option<(Vec<String>, u8)> {
     if !kubectl_on_path() {
+        assert!(
+            std::env::var_os("PLACEKIT_REQUIRE_KUBECTL").is_none(),
+            "PLACEKIT_REQUIRE_KUBECTL is set but kubectl is not on PATH"
+        );
         return None;
     }
     let helpers = tempfile::tempdir().expect("temp dir");

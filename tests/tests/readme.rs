@@ -139,6 +139,10 @@ async fn the_readme_tours_print_what_they_show() {
         .filter(|p| !target.join(p).is_file())
         .collect();
     if !missing.is_empty() {
+        assert!(
+            std::env::var_os("PLACEKIT_REQUIRE_KUBECTL").is_none(),
+            "PLACEKIT_REQUIRE_KUBECTL is set, but the README tests would skip"
+        );
         eprintln!(
             "NOTICE: {} not built in {} (cargo test --workspace builds them); skipping",
             missing.join(", "),
@@ -152,6 +156,10 @@ async fn the_readme_tours_print_what_they_show() {
         .output()
         .is_err()
     {
+        assert!(
+            std::env::var_os("PLACEKIT_REQUIRE_KUBECTL").is_none(),
+            "PLACEKIT_REQUIRE_KUBECTL is set, but the README tests would skip"
+        );
         eprintln!("NOTICE: kubectl is not installed; skipping the README tours");
         return;
     }
@@ -303,6 +311,10 @@ async fn help_examples_run_on_the_demo_cluster() {
             .output()
             .is_err()
     {
+        assert!(
+            std::env::var_os("PLACEKIT_REQUIRE_KUBECTL").is_none(),
+            "PLACEKIT_REQUIRE_KUBECTL is set, but the README tests would skip"
+        );
         eprintln!("NOTICE: the plugins or kubectl are missing; skipping");
         return;
     }

@@ -183,10 +183,10 @@ pub async fn why_pending(
     namespace: &str,
     name: &str,
 ) -> Result<u8, CommandError> {
-    // kubectl's forms: NAME, pod/NAME, pods/NAME.
-    let name = name
-        .strip_prefix("pod/")
-        .or_else(|| name.strip_prefix("pods/"))
+    // kubectl's forms: NAME, pod/NAME, pods/NAME, po/NAME.
+    let name = ["pod/", "pods/", "po/"]
+        .iter()
+        .find_map(|p| name.strip_prefix(p))
         .unwrap_or(name);
     if name.is_empty() || name.contains('/') {
         return Err(CommandError::Input(format!(

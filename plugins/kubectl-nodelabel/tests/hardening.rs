@@ -253,7 +253,11 @@ async fn a_second_ctrl_c_stops_waiting_at_once() {
     let outcomes = outcomes(&report);
     assert_eq!(outcomes[0].1, "unknown", "{}", run.all());
     assert!(outcomes[1..].iter().all(|(_, o)| o == "notAttempted"));
-    assert!(run.stderr.contains("SIGINT again"), "{}", run.all());
+    assert!(
+        run.stderr.contains("SIGINT (a second signal)"),
+        "{}",
+        run.all()
+    );
     let show = h.run(&["show", "--last", "-o", "json"]).await;
     assert_code(&show, 0);
     assert_eq!(show.json()["records"].as_array().unwrap().len(), 3);

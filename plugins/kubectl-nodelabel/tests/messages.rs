@@ -47,7 +47,7 @@ async fn hooks_files_and_snapshot_names_as_users_write_them() {
     assert_eq!(run.code, 2, "{}", run.all());
     assert!(
         run.stderr.contains(
-            "no file \"no-such-hook-xyz\" in the current directory and no executable \"no-such-hook-xyz\" on PATH"
+            "no executable \"no-such-hook-xyz\" on PATH and no file \"no-such-hook-xyz\" in the current directory"
         ),
         "{}",
         run.all()

@@ -223,16 +223,18 @@ pub async fn apply(
     api::check_permission(&conn.client, "patch", "nodes", "").await?;
     confirm(ui, &mutation, &findings, changing.len())?;
 
+    let cluster = match (&mutation.cluster, dry_run) {
+        (Some(c), _) => Some(c.clone()),
+        (None, DryRun::None) => Some(api::cluster_identity(conn).await),
+        (None, _) => None,
+    };
     // From here on a signal is counted, not fatal: a kill between the snapshot and the
-    // report would leave a temporary file, writes unrecorded and nothing said.
+    // report would leave a temporary file, writes unrecorded and nothing said. (Not
+    // earlier: before this point nothing is written and Ctrl-C simply ends the command.)
     let interrupt = Arc::new(Interrupt::default());
     let listener = interrupt.listen();
     let mut journal = None;
-    if dry_run == DryRun::None {
-        let cluster = match &mutation.cluster {
-            Some(c) => c.clone(),
-            None => api::cluster_identity(conn).await,
-        };
+    if let Some(cluster) = cluster.filter(|_| dry_run == DryRun::None) {
         let mut header = SnapshotHeader::new(
             mutation.tool,
             env!("CARGO_PKG_VERSION"),
@@ -308,12 +310,22 @@ pub async fn apply(
             shell_quote(&path.display().to_string())
         ));
     }
+    // If the terminal or the reader of the report is gone (Ctrl-C in `... | jq` stops jq
+    // too), the exit code still says what happened.
+    crate::ui::exit_code_if_output_breaks(report.exit_code());
     Ok(report)
 }
 
 /// What the report says when the journal could not be written: the run stopped starting
 /// writes, and rollback checks the nodes the journal is missing against the cluster.
 fn journal_failure_problem(failure: &JournalFailure, snapshot: &Path) -> String {
+    if !failure.during_writes {
+        return format!(
+            "the snapshot journal {} could not be flushed to disk ({}): every outcome was written to it, but a machine crash now could lose the last ones (rollback compares every node with the cluster anyway)",
+            snapshot.display(),
+            failure.error
+        );
+    }
     let missing = match failure.unrecorded.len() {
         0 => String::new(),
         n => format!(

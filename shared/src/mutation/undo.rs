@@ -388,7 +388,7 @@ pub fn print_snapshot(ui: &Ui, snapshot: &Snapshot) {
         .command_line
         .iter()
         .skip(1)
-        .cloned()
+        .map(|a| shell_quote(a))
         .collect::<Vec<_>>()
         .join(" ");
     println!(
