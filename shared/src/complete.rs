@@ -270,7 +270,7 @@ pub fn locate(mut cmd: Command, words: &[String]) -> Position {
         let arg = node.get_arguments().find(|a| a.get_id() == id.as_str());
         position.fixed = arg.map(possible_values).unwrap_or_default();
         position.slot = Slot::FlagValue { id };
-        return position;
+        return after_last_comma(position);
     }
     if !only_positionals && current.starts_with('-') {
         if let Some((name, value)) = current.strip_prefix("--").and_then(|l| l.split_once('='))
@@ -282,7 +282,7 @@ pub fn locate(mut cmd: Command, words: &[String]) -> Position {
             position.slot = Slot::FlagValue {
                 id: arg.get_id().to_string(),
             };
-            return position;
+            return after_last_comma(position);
         }
         position.fixed = flag_candidates(node);
         position.slot = Slot::Flag;
@@ -312,6 +312,16 @@ pub fn locate(mut cmd: Command, words: &[String]) -> Position {
             id: arg.get_id().to_string(),
             earlier: positionals,
         };
+    }
+    position
+}
+
+/// A flag value that is a comma-separated list (`-l pool=online,zo`, `--disable
+/// AL001,AL0`): the part after the last comma is completed, the rest kept in front.
+fn after_last_comma(mut position: Position) -> Position {
+    if let Some((head, tail)) = position.current.rsplit_once(',') {
+        position.prefix = format!("{}{head},", position.prefix);
+        position.current = tail.to_string();
     }
     position
 }
@@ -733,6 +743,11 @@ mod tests {
         let p = at(&["set", "--output=j"]);
         assert_eq!(p.prefix, "--output=");
         assert_eq!(p.current, "j");
+        let p = at(&["set", "-l", "pool=online,zo"]);
+        assert_eq!(
+            (p.prefix.as_str(), p.current.as_str()),
+            ("pool=online,", "zo")
+        );
 
         let p = at(&["set", "--"]);
         assert_eq!(p.slot, Slot::Flag);

@@ -48,6 +48,9 @@ async fn kubectl_completes_nodes_keys_contexts_and_snapshots() {
     assert_eq!(directive, 4);
     let (values, _) = complete(&["set", "gpu-a100-1", "pool=o"]).unwrap();
     assert_eq!(values, ["pool=online"]);
+    // In a list, the part after the last comma.
+    let (more, _) = complete(&["set", "-l", "pool=online,topo"]).unwrap();
+    assert_eq!(more, ["pool=online,topology.kubernetes.io/zone="]);
     let (keys, _) = complete(&["dependents", "topology"]).unwrap();
     assert_eq!(keys, ["topology.kubernetes.io/zone"]);
 
