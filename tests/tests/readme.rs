@@ -123,6 +123,58 @@ fn matches(expected: &[String], actual: &[String]) -> bool {
     }
 }
 
+/// The demo cluster and the plugins as `cargo test --workspace` builds them (next to this
+/// test's directory); `None`, with a notice, when the plugins or kubectl are missing.
+struct Demo {
+    _server: TestServer,
+    target: PathBuf,
+    scratch: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl Demo {
+    async fn start() -> Option<Demo> {
+        let exe = std::env::current_exe().unwrap();
+        let target = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+        let missing: Vec<&str> = PLUGINS
+            .iter()
+            .copied()
+            .filter(|p| !target.join(p).is_file())
+            .collect();
+        let kubectl = Command::new("kubectl")
+            .arg("version")
+            .arg("--client")
+            .output()
+            .is_ok();
+        if !missing.is_empty() || !kubectl {
+            assert!(
+                std::env::var_os("PLACEKIT_REQUIRE_KUBECTL").is_none(),
+                "PLACEKIT_REQUIRE_KUBECTL is set, but the README tests would skip"
+            );
+            eprintln!(
+                "NOTICE: skipping: kubectl {}, plugins not built in {}: {:?} (cargo test --workspace builds them)",
+                if kubectl { "found" } else { "missing" },
+                target.display(),
+                missing
+            );
+            return None;
+        }
+        let server = TestServer::start(ServerConfig::default().with_fixture_yaml(DEMO_FIXTURE))
+            .await
+            .unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let kubeconfig = server
+            .write_kubeconfig(&scratch.path().join("demo.kubeconfig"), ADMIN_TOKEN)
+            .unwrap();
+        Some(Demo {
+            _server: server,
+            target,
+            scratch,
+            kubeconfig,
+        })
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_tours_print_what_they_show() {
     let root = repo_root();
@@ -130,47 +182,10 @@ async fn the_readme_tours_print_what_they_show() {
     let blocks = console_blocks(&readme);
     assert!(blocks.len() >= 4, "console blocks found: {}", blocks.len());
 
-    // The plugins as `cargo test --workspace` builds them, next to this test's directory.
-    let exe = std::env::current_exe().unwrap();
-    let target = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-    let missing: Vec<&str> = PLUGINS
-        .iter()
-        .copied()
-        .filter(|p| !target.join(p).is_file())
-        .collect();
-    if !missing.is_empty() {
-        assert!(
-            std::env::var_os("PLACEKIT_REQUIRE_KUBECTL").is_none(),
-            "PLACEKIT_REQUIRE_KUBECTL is set, but the README tests would skip"
-        );
-        eprintln!(
-            "NOTICE: {} not built in {} (cargo test --workspace builds them); skipping",
-            missing.join(", "),
-            target.display()
-        );
+    let Some(demo) = Demo::start().await else {
         return;
-    }
-    if Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .output()
-        .is_err()
-    {
-        assert!(
-            std::env::var_os("PLACEKIT_REQUIRE_KUBECTL").is_none(),
-            "PLACEKIT_REQUIRE_KUBECTL is set, but the README tests would skip"
-        );
-        eprintln!("NOTICE: kubectl is not installed; skipping the README tours");
-        return;
-    }
-
-    let server = TestServer::start(ServerConfig::default().with_fixture_yaml(DEMO_FIXTURE))
-        .await
-        .unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let kubeconfig = server
-        .write_kubeconfig(&scratch.path().join("demo.kubeconfig"), ADMIN_TOKEN)
-        .unwrap();
+    };
+    let (target, scratch, kubeconfig) = (&demo.target, &demo.scratch, &demo.kubeconfig);
     let state = scratch.path().join("snapshots");
     let bin = scratch.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -203,7 +218,7 @@ async fn the_readme_tours_print_what_they_show() {
                 .arg(format!("{command} 2>&1"))
                 .current_dir(&root)
                 .env("PATH", &path)
-                .env("KUBECONFIG", &kubeconfig)
+                .env("KUBECONFIG", kubeconfig)
                 .env("PLACEKIT_STATE_DIR", &state)
                 .env("NO_COLOR", "1")
                 .env_remove("PLACEKIT_E2E_KUBECONFIG")
@@ -302,29 +317,10 @@ fn runnable_examples(help: &str) -> Vec<String> {
 /// with `--dry-run=client`, read-only ones as they are.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn help_examples_run_on_the_demo_cluster() {
-    let exe = std::env::current_exe().unwrap();
-    let target = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-    if PLUGINS.iter().any(|p| !target.join(p).is_file())
-        || Command::new("kubectl")
-            .arg("version")
-            .arg("--client")
-            .output()
-            .is_err()
-    {
-        assert!(
-            std::env::var_os("PLACEKIT_REQUIRE_KUBECTL").is_none(),
-            "PLACEKIT_REQUIRE_KUBECTL is set, but the README tests would skip"
-        );
-        eprintln!("NOTICE: the plugins or kubectl are missing; skipping");
+    let Some(demo) = Demo::start().await else {
         return;
-    }
-    let server = TestServer::start(ServerConfig::default().with_fixture_yaml(DEMO_FIXTURE))
-        .await
-        .unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let kubeconfig = server
-        .write_kubeconfig(&scratch.path().join("demo.kubeconfig"), ADMIN_TOKEN)
-        .unwrap();
+    };
+    let (target, scratch, kubeconfig) = (&demo.target, &demo.scratch, &demo.kubeconfig);
     let path = format!(
         "{}:{}",
         target.display(),
@@ -367,7 +363,7 @@ async fn help_examples_run_on_the_demo_cluster() {
                     .arg(&command)
                     .current_dir(&root)
                     .env("PATH", &path)
-                    .env("KUBECONFIG", &kubeconfig)
+                    .env("KUBECONFIG", kubeconfig)
                     .env("PLACEKIT_STATE_DIR", scratch.path().join("state"))
                     .env("NO_COLOR", "1")
                     .env_remove("PLACEKIT_E2E_KUBECONFIG")
