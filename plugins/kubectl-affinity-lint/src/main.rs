@@ -270,7 +270,7 @@ fn rule_ids() -> Vec<Candidate> {
     ids.extend(
         placekit::lint::cluster::CLUSTER_RULES
             .iter()
-            .map(|(id, _, summary)| Candidate::new(*id, *summary)),
+            .map(|(id, _, _, summary)| Candidate::new(*id, *summary)),
     );
     ids
 }
@@ -617,12 +617,12 @@ fn rules(id: Option<&str>) -> ExitCode {
                 .collect();
             let mut rows = rows;
             rows.extend(placekit::lint::cluster::CLUSTER_RULES.iter().map(
-                |(id, severity, summary)| {
+                |(id, name, severity, summary)| {
                     vec![
                         id.to_string(),
                         severity.as_str().to_string(),
-                        "(--cluster)".to_string(),
-                        summary.to_string(),
+                        name.to_string(),
+                        format!("{summary} (with --cluster)"),
                     ]
                 },
             ));
@@ -638,12 +638,13 @@ fn rules(id: Option<&str>) -> ExitCode {
                 println!("{} {} ({})\n\n{}", m.id, m.name, m.severity.as_str(), m.doc);
                 ExitCode::SUCCESS
             }
-            None if let Some((id, severity, summary)) = placekit::lint::cluster::CLUSTER_RULES
-                .iter()
-                .find(|(r, _, _)| r.eq_ignore_ascii_case(id)) =>
+            None if let Some((id, name, severity, summary)) =
+                placekit::lint::cluster::CLUSTER_RULES
+                    .iter()
+                    .find(|(r, _, _, _)| r.eq_ignore_ascii_case(id)) =>
             {
                 println!(
-                    "{id} ({}, with --cluster)\n\n{summary}. Checked against the live nodes read by two paged lists (nodes, active pods).\n\n{}",
+                    "{id} {name} ({}, with --cluster)\n\n{summary}. Checked against the live nodes read by two paged lists (nodes, active pods).\n\n{}",
                     severity.as_str(),
                     placekit::lint::cluster::CLUSTER_RULES_CHECKED
                 );

@@ -106,11 +106,16 @@ async fn first_hour_messages() {
     let report = run.json();
     assert_eq!(report["kind"], "ChangeReport");
     assert_eq!(report["nodes"][0]["outcome"], "notAttempted");
+    let problems = report["problems"].as_array().unwrap();
     assert!(
-        report["problems"][0]
+        problems.iter().all(|p| !p.as_str().unwrap().contains('\n')),
+        "one problem per entry: {report}"
+    );
+    assert!(
+        problems.iter().any(|p| p
             .as_str()
             .unwrap()
-            .contains("already exists with key dedicated and effect NoSchedule"),
+            .contains("already exists with key dedicated and effect NoSchedule")),
         "{report}"
     );
 

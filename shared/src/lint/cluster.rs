@@ -14,30 +14,35 @@ use crate::gpu::{format_milli, parse_quantity_milli};
 use crate::live::{NodeInfo, affinity_candidates, nearest_key};
 use crate::scheduling::{SCHEDULING_EFFECTS, untolerated_taints};
 
-/// The cluster rules' ids, severities and summaries (for `rules`).
-pub const CLUSTER_RULES: &[(&str, Severity, &str)] = &[
+/// The cluster rules' ids, names, severities and summaries (for `rules`).
+pub const CLUSTER_RULES: &[(&str, &str, Severity, &str)] = &[
     (
         "AL101",
+        "no-candidate-node",
         Severity::Error,
         "no node satisfies nodeSelector + required affinity",
     ),
     (
         "AL102",
+        "unknown-label-key",
         Severity::Error,
         "a key in a required constraint exists on no node (typo?)",
     ),
     (
         "AL103",
+        "tainted-candidates",
         Severity::Error,
         "every candidate node has a taint the pod does not tolerate",
     ),
     (
         "AL104",
+        "not-enough-free-gpus",
         Severity::Warning,
         "replicas x GPUs per pod exceed the candidates' free allocatable",
     ),
     (
         "AL105",
+        "hostname-spread-too-wide",
         Severity::Warning,
         "hostname spread with more replicas than candidates, or candidates missing a topologyKey",
     ),
@@ -138,8 +143,8 @@ pub fn check(
         let mut push = |id: &str, at: &Node, message: String| {
             let default = CLUSTER_RULES
                 .iter()
-                .find(|(r, _, _)| *r == id)
-                .map(|(_, s, _)| *s)
+                .find(|(r, _, _, _)| *r == id)
+                .map(|(_, _, s, _)| *s)
                 .or_else(|| crate::lint::rules::find(id).map(|r| r.meta().severity))
                 .unwrap_or(Severity::Error);
             let Some(severity) = enabled(id, default) else {

@@ -385,7 +385,13 @@ fn blocked_report(
                 })
                 .collect(),
             warnings: Vec::new(),
-            problems: vec![message.clone()],
+            // One entry per problem, as scripts read them, not one text with line breaks.
+            problems: message
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect(),
             interrupted: None,
         });
     }
