@@ -11,7 +11,6 @@
 //! The executor is generic over a [`NodeWriter`], so its retry and journaling logic is
 //! tested without a server; [`KubeNodeWriter`] is the real one.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -362,13 +361,14 @@ pub async fn execute<W: NodeWriter>(
     interrupt: &Interrupt,
     mut on_outcome: impl FnMut(&NodeOutcome),
 ) -> Execution {
-    let journal = Mutex::new(journal);
+    // Only this loop writes the journal (the writes themselves never touch it).
+    let mut journal = journal;
     let journal_broken = AtomicBool::new(false);
     let mut journal_failure: Option<JournalFailure> = None;
     // Records an outcome; after the first failure each later outcome is still tried (the
     // failed write was cut back, so a record that fits lands), and the misses are listed.
     let mut record = |outcome: &NodeOutcome| {
-        if let Some(j) = journal.lock().expect("journal lock").as_mut()
+        if let Some(j) = journal.as_mut()
             && let Err(e) = j.record_outcome(&outcome.node, outcome.kind, outcome.message.clone())
         {
             journal_broken.store(true, Ordering::SeqCst);
@@ -476,7 +476,7 @@ pub async fn execute<W: NodeWriter>(
             *slot = Some(outcome);
         }
     }
-    if let Some(j) = journal.lock().expect("journal lock").as_mut()
+    if let Some(j) = journal.as_mut()
         && let Err(e) = j.sync()
         && journal_failure.is_none()
     {
@@ -648,6 +648,7 @@ mod tests {
     use super::*;
     use crate::snapshot::{JournalRecord, Snapshot, SnapshotHeader, write_snapshot};
     use std::collections::HashMap;
+    use std::sync::Mutex;
     use std::sync::atomic::AtomicUsize;
 
     /// Answers each node's attempts from a script; records concurrency.
@@ -976,16 +977,7 @@ mod tests {
     async fn every_outcome_is_journaled() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
-        let header = SnapshotHeader::new(
-            "t",
-            "0",
-            "ctx",
-            &crate::snapshot::ClusterIdentity::default(),
-            vec![],
-            "set",
-            &[],
-        );
-        let mut journal = write_snapshot(&path, &header).unwrap();
+        let mut journal = write_snapshot(&path, &journal_header()).unwrap();
         let writer = Scripted::new(vec![
             ("n0", vec![]),
             ("n1", vec![Err(WriteError::Conflict("x".into()))]),

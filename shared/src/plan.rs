@@ -148,6 +148,14 @@ pub enum Note {
     TaintNotPresent { wanted: String },
 }
 
+impl Note {
+    /// A note that is the command's problem (exit 1), not a warning: a taint asked to be
+    /// released that has another value is left in place.
+    pub fn is_problem(&self) -> bool {
+        matches!(self, Note::TaintValueMismatch { .. })
+    }
+}
+
 impl std::fmt::Display for Note {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

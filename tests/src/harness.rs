@@ -732,6 +732,26 @@ pub fn kubectl_complete(
 /// The lines of the `Examples:` sections of `binary`'s help (the root and every
 /// subcommand) longer than `width`: an 80-column terminal would wrap them mid-command.
 pub fn long_example_lines(binary: &Path, width: usize) -> Vec<String> {
+    let mut long = Vec::new();
+    for (sub, text) in help_texts(binary) {
+        let examples = text
+            .lines()
+            .skip_while(|l| !l.starts_with("Examples:"))
+            .skip(1)
+            .take_while(|l| l.is_empty() || l.starts_with(' '));
+        long.extend(
+            examples
+                .filter(|l| l.chars().count() > width)
+                .map(|l| format!("{sub}: {l}")),
+        );
+    }
+    long
+}
+
+/// `binary --help` and `binary SUB --help` for every subcommand its completion lists, as
+/// (subcommand, text) (`""` for the root), rendered 400 columns wide so that only the
+/// text's own line breaks show.
+pub fn help_texts(binary: &Path) -> Vec<(String, String)> {
     let help = |args: &[&str]| {
         let out = Command::new(binary)
             .args(args)
@@ -745,23 +765,15 @@ pub fn long_example_lines(binary: &Path, width: usize) -> Vec<String> {
         .filter(|l| !l.starts_with(':'))
         .map(|l| l.split('\t').next().unwrap_or_default().to_string())
         .collect();
-    let mut long = Vec::new();
-    for sub in std::iter::once(String::new()).chain(subcommands) {
-        let args: Vec<&str> = [sub.as_str(), "--help"]
-            .into_iter()
-            .filter(|a| !a.is_empty())
-            .collect();
-        let text = help(&args);
-        let examples = text
-            .lines()
-            .skip_while(|l| !l.starts_with("Examples:"))
-            .skip(1)
-            .take_while(|l| l.is_empty() || l.starts_with(' '));
-        long.extend(
-            examples
-                .filter(|l| l.chars().count() > width)
-                .map(|l| format!("{sub}: {l}")),
-        );
-    }
-    long
+    std::iter::once(String::new())
+        .chain(subcommands)
+        .map(|sub| {
+            let args: Vec<&str> = [sub.as_str(), "--help"]
+                .into_iter()
+                .filter(|a| !a.is_empty())
+                .collect();
+            let text = help(&args);
+            (sub, text)
+        })
+        .collect()
 }

@@ -330,22 +330,10 @@ async fn help_examples_run_on_the_demo_cluster() {
     let mut ran = 0;
     let mut failures = Vec::new();
     for plugin in PLUGINS {
-        let help = |args: &[&str]| {
-            let out = Command::new(target.join(plugin))
-                .args(args)
-                .env("COLUMNS", "400")
-                .output()
-                .unwrap();
-            String::from_utf8_lossy(&out.stdout).into_owned()
-        };
-        let mut texts = vec![help(&["--help"])];
-        for line in help(&["__complete", ""])
-            .lines()
-            .filter(|l| !l.starts_with(':'))
-        {
-            let sub = line.split('\t').next().unwrap_or_default();
-            texts.push(help(&[sub, "--help"]));
-        }
+        let texts: Vec<String> = placekit_testserver::harness::help_texts(&target.join(plugin))
+            .into_iter()
+            .map(|(_, text)| text)
+            .collect();
         let mut examples: Vec<String> = texts.iter().flat_map(|t| runnable_examples(t)).collect();
         examples.dedup();
         for example in examples {

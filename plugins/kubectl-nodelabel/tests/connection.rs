@@ -11,21 +11,12 @@ use placekit_testserver::{ServerConfig, TestServer, kubeconfig_yaml};
 
 const TOKEN: &str = "placekit-secret-token-7f3a";
 
+/// Runs with a scratch state directory and checks the token never shows.
 fn run(kubeconfig: &Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"))
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let state = tempfile::tempdir().unwrap();
+    let (code, all, _) = run_in_state(kubeconfig, state.path(), args);
     assert!(!all.contains(TOKEN), "the token leaked: {all}");
-    (out.status.code().unwrap_or(-1), all)
+    (code, all)
 }
 
 fn write(dir: &Path, name: &str, yaml: &str) -> std::path::PathBuf {

@@ -8,7 +8,7 @@ use crate::connect::{Connection, ConnectionArgs};
 use crate::error::CommandError;
 use crate::exit;
 use crate::gpu::{self, NodeGpu, NodeView, PodView, format_milli};
-use crate::plan::{ChangeRequest, NodePlan, Note, plan_node};
+use crate::plan::{ChangeRequest, NodePlan, plan_node};
 use crate::syntax::{LabelChange, Taint, TaintMatcher};
 use crate::targets::Targets;
 use crate::ui::{MutationArgs, OutputFormat, Ui};
@@ -152,7 +152,7 @@ pub async fn release(
         .flat_map(|p| {
             p.notes
                 .iter()
-                .filter(|n| matches!(n, Note::TaintValueMismatch { .. }))
+                .filter(|n| n.is_problem())
                 .map(move |n| format!("node/{}: {n}", p.node()))
         })
         .collect();

@@ -18,7 +18,6 @@ use crate::ui::{DryRun, MutationArgs, Ui};
 
 use super::checks::{self, Findings};
 use super::report::{NodeReport, Outcome, REPORT_API_VERSION, Report, render_plan};
-use crate::plan::Note;
 
 /// What a mutating command is, besides its plans.
 #[derive(Debug, Clone)]
@@ -178,11 +177,7 @@ pub async fn apply(
     for p in changing.iter().chain(&unchanged) {
         // A taint left because its value differs is the command's problem, reported once
         // there (`Mutation::problems`), not also as a warning.
-        for note in p
-            .notes
-            .iter()
-            .filter(|n| !matches!(n, Note::TaintValueMismatch { .. }))
-        {
+        for note in p.notes.iter().filter(|n| !n.is_problem()) {
             report.warnings.push(format!("node/{}: {note}", p.node()));
         }
     }
@@ -346,7 +341,7 @@ fn journal_failure_problem(failure: &JournalFailure, snapshot: &Path) -> String 
 fn left_as_is(plan: &NodePlan) -> Option<String> {
     plan.notes
         .iter()
-        .find(|n| matches!(n, Note::TaintValueMismatch { .. }))
+        .find(|n| n.is_problem())
         .map(ToString::to_string)
 }
 
