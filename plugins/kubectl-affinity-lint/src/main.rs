@@ -12,7 +12,9 @@ use placekit::complete::{self, Candidate, CompletionTarget, Position, Slot, Sour
 use placekit::connect::ConnectionArgs;
 use placekit::exit;
 use placekit::lint::admission;
-use placekit::lint::engine::{Config, Fixable, Outcome, Settings, lint_paths};
+use placekit::lint::engine::{
+    Config, Fixable, Outcome, Settings, lint_paths, lint_paths_streaming,
+};
 use placekit::lint::fixer::{self, FixMode};
 use placekit::lint::output;
 use placekit::lint::rule::Severity;
@@ -414,9 +416,62 @@ fn main() -> ExitCode {
     if cli.fix || cli.diff {
         return fix(&cli, &settings, &ui);
     }
+    if matches!(cli.output, Format::Text | Format::Github) {
+        return lint_streaming(&cli, &settings, &ui);
+    }
     let outcome = lint_paths(&cli.files, cli.recursive, &settings);
     print_report(&cli, &outcome, &ui, false);
     exit_code(&outcome, cli.fail_on)
+}
+
+/// Text and GitHub annotations are printed file by file as the files are done, so a
+/// monorepo's report starts at once and its findings are never all held in memory.
+fn lint_streaming(cli: &Cli, settings: &Settings<'_>, ui: &Ui) -> ExitCode {
+    let mut summary = output::Summary::default();
+    let mut out = Output::default();
+    summary.files = lint_paths_streaming(&cli.files, cli.recursive, settings, &mut |report| {
+        summary.add(&report);
+        out.write(&match cli.output {
+            Format::Github => output::github_file(&report),
+            _ => output::text_file(&report, ui),
+        });
+    });
+    if cli.output == Format::Text {
+        out.write(&output::text_summary(&summary));
+    }
+    if summary.input_errors > 0 {
+        ExitCode::from(exit::USAGE)
+    } else if summary.failing(cli.fail_on) > 0 {
+        ExitCode::from(exit::PROBLEMS)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Stdout written piece by piece: once it is closed (`| head`) the rest is dropped
+/// quietly, and another write error is said once.
+#[derive(Default)]
+struct Output {
+    broken: bool,
+}
+
+impl Output {
+    fn write(&mut self, text: &str) {
+        use std::io::Write;
+        if self.broken || text.is_empty() {
+            return;
+        }
+        let mut stdout = std::io::stdout().lock();
+        if let Err(e) = stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+        {
+            self.broken = true;
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                eprintln!("error: writing the report: {e}");
+            }
+        }
+    }
 }
 
 /// Renders the report in the chosen format, on stdout (or stderr when stdout carries the

@@ -294,3 +294,63 @@ fn examples_fit_an_80_column_terminal() {
         long.join("\n")
     );
 }
+
+/// Text output is printed file by file as files are done: a report over a monorepo starts
+/// before its last file is read. The second file here is a pipe nobody writes to until the
+/// first file's finding has been printed.
+#[test]
+fn text_output_streams_file_by_file() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&first).unwrap();
+    std::fs::create_dir_all(&second).unwrap();
+    std::fs::copy(
+        examples().join("llm-inference-split-terms.yaml"),
+        first.join("split.yaml"),
+    )
+    .unwrap();
+    let pipe = second.join("pipe.yaml");
+    let made = Command::new("mkfifo").arg(&pipe).status().unwrap();
+    assert!(made.success());
+    let mut child = Command::new(bin())
+        .args(["-R", "-f"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The pipe is written when the test says so, or after 20 s: a linter that printed only
+    // at the end fails the test instead of hanging it.
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let content = std::fs::read(examples().join("llm-inference-split-terms.yaml")).unwrap();
+    let writer = std::thread::spawn(move || {
+        let timed_out = wait
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .is_err();
+        let mut pipe = std::fs::OpenOptions::new().write(true).open(&pipe).unwrap();
+        pipe.write_all(&content).unwrap();
+        timed_out
+    });
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first_line = String::new();
+    stdout.read_line(&mut first_line).unwrap();
+    let _ = go.send(());
+    assert!(
+        !writer.join().unwrap(),
+        "nothing was printed before the second file was read"
+    );
+    assert!(
+        first_line.contains("a/split.yaml:") && first_line.contains("error[AL001]"),
+        "{first_line}"
+    );
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    assert!(rest.contains("b/pipe.yaml:"), "{rest}");
+    assert!(
+        rest.ends_with("2 errors, 0 warnings, 0 infos in 2 objects of 2 files\n"),
+        "{rest}"
+    );
+}

@@ -2,7 +2,7 @@
 //! `--disable`), suppression annotations, severities, the findings with positions, and the
 //! streaming, parallel run over files.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -344,12 +344,76 @@ enum Job {
     Document(usize, usize, Chunk),
 }
 
+/// What one input yields, handed over in the report's order: its input errors, its
+/// findings sorted by position, and what was read.
+#[derive(Debug, Default)]
+pub struct FileReport {
+    pub errors: Vec<InputError>,
+    pub findings: Vec<Finding>,
+    pub documents: usize,
+    pub objects: usize,
+}
+
+/// Reads every input and lints it, collecting the whole report (for JSON, SARIF and
+/// GitLab output, and for `--fix`); see [`lint_paths_streaming`].
+pub fn lint_paths(inputs: &[PathBuf], recursive: bool, settings: &Settings<'_>) -> Outcome {
+    let mut outcome = Outcome::default();
+    let files = lint_paths_streaming(inputs, recursive, settings, &mut |report| {
+        outcome.errors.extend(report.errors);
+        outcome.findings.extend(report.findings);
+        outcome.documents += report.documents;
+        outcome.objects += report.objects;
+    });
+    outcome.files = files;
+    // One order for every collected report: AL011's findings among their file's.
+    outcome.findings.sort_by(|a, b| {
+        (&a.file, a.line, a.column, &a.rule).cmp(&(&b.file, b.line, b.column, &b.rule))
+    });
+    outcome
+}
+
+/// A worker's or reader's news for the thread that puts the report in order.
+enum Done {
+    /// One document linted.
+    Document(usize, usize, DocumentResult),
+    /// A file read to its end (or refused part-way): how many documents it had.
+    Read(usize, usize, Option<InputError>),
+}
+
+/// A file whose results are arriving.
+#[derive(Default)]
+struct Arriving {
+    /// Known once the file has been read to its end.
+    documents: Option<usize>,
+    results: Vec<(usize, DocumentResult)>,
+    read_error: Option<InputError>,
+}
+
+impl Arriving {
+    fn complete(&self) -> bool {
+        self.documents == Some(self.results.len())
+    }
+}
+
 /// Reads every input (files, directories, stdin) and lints it, streaming: files are read
 /// one document at a time and the documents linted by one worker per core, so memory
 /// holds a few documents, never the input. Many small files are spread over the workers
-/// whole; a big file's documents are. The report's order does not depend on timing.
-pub fn lint_paths(inputs: &[PathBuf], recursive: bool, settings: &Settings<'_>) -> Outcome {
-    let (paths, mut errors) = source::collect_paths(inputs, recursive);
+/// whole; a big file's documents are. Each file's report is handed to `emit` as soon as it
+/// and every file before it (by name) are done: text output starts before the input
+/// ends, and its order does not depend on timing. Returns the number of files.
+pub fn lint_paths_streaming(
+    inputs: &[PathBuf],
+    recursive: bool,
+    settings: &Settings<'_>,
+    emit: &mut dyn FnMut(FileReport),
+) -> usize {
+    let (paths, path_errors) = source::collect_paths(inputs, recursive);
+    if !path_errors.is_empty() {
+        emit(FileReport {
+            errors: path_errors,
+            ..FileReport::default()
+        });
+    }
     let files: Vec<InputFile> = paths
         .into_iter()
         .map(|path| {
@@ -365,112 +429,178 @@ pub fn lint_paths(inputs: &[PathBuf], recursive: bool, settings: &Settings<'_>) 
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
-    // (file index, document index) -> result; sorted at the end for a stable report.
-    let results: Mutex<Vec<((usize, usize), DocumentResult)>> = Mutex::new(Vec::new());
-    let read_errors: Mutex<Vec<(usize, InputError)>> = Mutex::new(Vec::new());
-    let (sender, receiver) = mpsc::sync_channel::<Job>(jobs * 4);
-    let read = |file_index: usize, emit: &mut dyn FnMut(usize, Chunk)| {
-        let mut doc_index = 0;
-        let outcome = source::read_chunks(&files[file_index], |chunk| {
-            emit(doc_index, chunk);
-            doc_index += 1;
-        });
-        if let Err(e) = outcome {
-            read_errors
-                .lock()
-                .expect("no worker panics")
-                .push((file_index, e));
-        }
-    };
+    let (job_sender, job_receiver) = mpsc::sync_channel::<Job>(jobs * 4);
+    // Unbounded: results are small next to the documents, and a worker must never wait
+    // for the thread that orders them (which may be waiting for an earlier file).
+    let (done_sender, done_receiver) = mpsc::channel::<Done>();
+    let read =
+        |file_index: usize, done: &mpsc::Sender<Done>, emit: &mut dyn FnMut(usize, Chunk)| {
+            let mut documents = 0;
+            let outcome = source::read_chunks(&files[file_index], |chunk| {
+                emit(documents, chunk);
+                documents += 1;
+            });
+            let _ = done.send(Done::Read(file_index, documents, outcome.err()));
+        };
     std::thread::scope(|scope| {
         // Only the workers hold the receiver: should they all stop (a panic), it is dropped
         // and the reading thread's next send fails instead of waiting forever.
-        let receiver = std::sync::Arc::new(Mutex::new(receiver));
+        let job_receiver = std::sync::Arc::new(Mutex::new(job_receiver));
         for _ in 0..jobs {
-            let receiver = receiver.clone();
-            let (results, files, read) = (&results, &files, &read);
+            let job_receiver = job_receiver.clone();
+            let done = done_sender.clone();
+            let (files, read) = (&files, &read);
             scope.spawn(move || {
                 let record = |file_index: usize, doc_index: usize, chunk: Chunk| {
                     let result = lint_chunk(&files[file_index], chunk, settings);
-                    results
-                        .lock()
-                        .expect("no worker panics")
-                        .push(((file_index, doc_index), result));
+                    let _ = done.send(Done::Document(file_index, doc_index, result));
                 };
                 loop {
-                    let next = receiver.lock().expect("no worker panics").recv();
+                    let next = job_receiver.lock().expect("no worker panics").recv();
                     match next {
                         Ok(Job::Document(file_index, doc_index, chunk)) => {
                             record(file_index, doc_index, chunk)
                         }
-                        Ok(Job::File(file_index)) => read(file_index, &mut |doc_index, chunk| {
-                            record(file_index, doc_index, chunk)
-                        }),
+                        Ok(Job::File(file_index)) => {
+                            read(file_index, &done, &mut |doc_index, chunk| {
+                                record(file_index, doc_index, chunk)
+                            })
+                        }
                         Err(_) => return,
                     }
                 }
             });
         }
-        drop(receiver);
-        for (file_index, file) in files.iter().enumerate() {
-            let small = match &file.content {
-                Some(text) => text.len() as u64 <= WHOLE_FILE_BYTES,
-                None => {
-                    file.path.as_os_str() != "-"
-                        && std::fs::metadata(&file.path)
-                            .is_ok_and(|m| m.is_file() && m.len() <= WHOLE_FILE_BYTES)
+        drop(job_receiver);
+        let (files, read, done) = (&files, &read, done_sender.clone());
+        scope.spawn(move || {
+            for (file_index, file) in files.iter().enumerate() {
+                let small = match &file.content {
+                    Some(text) => text.len() as u64 <= WHOLE_FILE_BYTES,
+                    None => {
+                        file.path.as_os_str() != "-"
+                            && std::fs::metadata(&file.path)
+                                .is_ok_and(|m| m.is_file() && m.len() <= WHOLE_FILE_BYTES)
+                    }
+                };
+                // A send fails only when every worker has stopped: the scope then re-raises
+                // their panic.
+                if small {
+                    if job_sender.send(Job::File(file_index)).is_err() {
+                        break;
+                    }
+                } else {
+                    read(file_index, &done, &mut |doc_index, chunk| {
+                        let _ = job_sender.send(Job::Document(file_index, doc_index, chunk));
+                    });
                 }
-            };
-            // A send fails only when every worker has stopped: the scope then re-raises
-            // their panic.
-            if small {
-                if sender.send(Job::File(file_index)).is_err() {
-                    break;
-                }
-            } else {
-                read(file_index, &mut |doc_index, chunk| {
-                    let _ = sender.send(Job::Document(file_index, doc_index, chunk));
-                });
             }
-        }
-        drop(sender);
+        });
+        drop(done_sender);
+        put_in_order(&files, settings, done_receiver, emit);
     });
-    let mut failed_files = std::collections::HashSet::new();
-    let mut read_errors = read_errors.into_inner().expect("no worker panics");
-    read_errors.sort_by_key(|(i, _)| *i);
-    for (file_index, e) in read_errors {
-        failed_files.insert(file_index);
-        errors.push(e);
+    files.len()
+}
+
+/// Gathers the results of the workers and hands each file's report to `emit` in the
+/// order of the files' names, as soon as that file and the files before it are done.
+/// AL011 judges a PodDisruptionBudget over every pod of its group (directory or stream),
+/// so its findings follow the group's last file.
+fn put_in_order(
+    files: &[InputFile],
+    settings: &Settings<'_>,
+    done: mpsc::Receiver<Done>,
+    emit: &mut dyn FnMut(FileReport),
+) {
+    let pdb_severity = settings
+        .config
+        .severity(al011::META.id, al011::META.severity);
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by(|&a, &b| files[a].name.cmp(&files[b].name));
+    let mut unfinished_in_group: HashMap<&str, usize> = HashMap::new();
+    let mut last_of_group: HashMap<&str, usize> = HashMap::new();
+    for &index in &order {
+        *unfinished_in_group.entry(&files[index].group).or_default() += 1;
+        last_of_group.insert(&files[index].group, index);
     }
-    let mut results = results.into_inner().expect("no worker panics");
-    results.sort_by_key(|(at, _)| *at);
-    let mut outcome = Outcome {
-        files: files.len(),
-        ..Outcome::default()
-    };
-    let mut facts = al011::Facts::default();
-    for ((file_index, _), r) in results {
-        if failed_files.contains(&file_index) {
-            // A file refused part-way (binary, too big) is reported, not half-linted.
+    let mut group_facts: HashMap<&str, al011::Facts> = HashMap::new();
+    // File index -> AL011's findings for the group that file ends.
+    let mut group_findings: HashMap<usize, Vec<Finding>> = HashMap::new();
+    let mut arriving: Vec<Arriving> = (0..files.len()).map(|_| Arriving::default()).collect();
+    let mut next = 0;
+    for news in done {
+        let file_index = match news {
+            Done::Document(file_index, doc_index, result) => {
+                arriving[file_index].results.push((doc_index, result));
+                file_index
+            }
+            Done::Read(file_index, documents, error) => {
+                arriving[file_index].documents = Some(documents);
+                arriving[file_index].read_error = error;
+                file_index
+            }
+        };
+        if !arriving[file_index].complete() {
             continue;
         }
-        outcome.documents += r.documents;
-        outcome.objects += r.objects;
-        outcome.findings.extend(r.findings);
-        errors.extend(r.error);
-        facts.extend(r.facts);
+        let group = files[file_index].group.as_str();
+        let facts = group_facts.entry(group).or_default();
+        // A file refused part-way (binary, too big) is reported, not half-linted.
+        if arriving[file_index].read_error.is_none() {
+            for (_, result) in &mut arriving[file_index].results {
+                facts.extend(std::mem::take(&mut result.facts));
+            }
+        }
+        let unfinished = unfinished_in_group
+            .get_mut(group)
+            .expect("every group counted");
+        *unfinished -= 1;
+        if *unfinished == 0
+            && let Some(severity) = pdb_severity
+        {
+            let facts = group_facts.remove(group).unwrap_or_default();
+            let mut findings = al011::judge(&facts, severity);
+            if !findings.is_empty() {
+                findings
+                    .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+                group_findings.insert(last_of_group[group], findings);
+            }
+        }
+        while let Some(&index) = order.get(next) {
+            if !arriving[index].complete() {
+                break;
+            }
+            emit(file_report(std::mem::take(&mut arriving[index])));
+            if let Some(findings) = group_findings.remove(&index) {
+                emit(FileReport {
+                    findings,
+                    ..FileReport::default()
+                });
+            }
+            next += 1;
+        }
     }
-    if let Some(severity) = settings
-        .config
-        .severity(al011::META.id, al011::META.severity)
-    {
-        outcome.findings.extend(al011::judge(&facts, severity));
+}
+
+/// A complete file's report: its documents' results in order, its findings by position.
+fn file_report(file: Arriving) -> FileReport {
+    let mut report = FileReport::default();
+    if let Some(error) = file.read_error {
+        report.errors.push(error);
+        return report;
     }
-    outcome.findings.sort_by(|a, b| {
-        (&a.file, a.line, a.column, &a.rule).cmp(&(&b.file, b.line, b.column, &b.rule))
-    });
-    outcome.errors = errors;
-    outcome
+    let mut results = file.results;
+    results.sort_by_key(|(doc_index, _)| *doc_index);
+    for (_, result) in results {
+        report.documents += result.documents;
+        report.objects += result.objects;
+        report.findings.extend(result.findings);
+        report.errors.extend(result.error);
+    }
+    report
+        .findings
+        .sort_by(|a, b| (a.line, a.column, &a.rule).cmp(&(b.line, b.column, &b.rule)));
+    report
 }
 
 #[cfg(test)]

@@ -3,24 +3,78 @@
 
 use serde_json::{Value, json};
 
-use super::engine::{Finding, Outcome};
+use super::engine::{FileReport, Finding, Outcome};
 use super::rule::Severity;
 use super::rules::RULES;
+use super::source::InputError;
 use crate::ui::{Color, Ui};
 
 /// The `version` of the JSON report.
 pub const JSON_VERSION: &str = "placekit.dev/affinity-lint/v1";
 
+/// The totals a report ends with, added up as files are reported.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub errors: usize,
+    pub warnings: usize,
+    pub infos: usize,
+    pub input_errors: usize,
+    pub files: usize,
+    pub documents: usize,
+    pub objects: usize,
+}
+
+impl Summary {
+    pub fn of(outcome: &Outcome) -> Self {
+        let mut summary = Summary {
+            files: outcome.files,
+            documents: outcome.documents,
+            objects: outcome.objects,
+            input_errors: outcome.errors.len(),
+            ..Summary::default()
+        };
+        summary.count_findings(&outcome.findings);
+        summary
+    }
+
+    /// Adds one file's report (the number of files is known at the end).
+    pub fn add(&mut self, report: &FileReport) {
+        self.documents += report.documents;
+        self.objects += report.objects;
+        self.input_errors += report.errors.len();
+        self.count_findings(&report.findings);
+    }
+
+    fn count_findings(&mut self, findings: &[Finding]) {
+        for f in findings {
+            match f.severity {
+                Severity::Error => self.errors += 1,
+                Severity::Warning => self.warnings += 1,
+                Severity::Info => self.infos += 1,
+            }
+        }
+    }
+
+    /// Findings at or above `fail_on`.
+    pub fn failing(&self, fail_on: Severity) -> usize {
+        match fail_on {
+            Severity::Error => self.errors,
+            Severity::Warning => self.errors + self.warnings,
+            Severity::Info => self.errors + self.warnings + self.infos,
+        }
+    }
+}
+
 fn counts(outcome: &Outcome) -> Value {
-    let n = |s: Severity| outcome.findings.iter().filter(|f| f.severity == s).count();
+    let s = Summary::of(outcome);
     json!({
-        "errors": n(Severity::Error),
-        "warnings": n(Severity::Warning),
-        "infos": n(Severity::Info),
-        "inputErrors": outcome.errors.len(),
-        "files": outcome.files,
-        "documents": outcome.documents,
-        "objects": outcome.objects,
+        "errors": s.errors,
+        "warnings": s.warnings,
+        "infos": s.infos,
+        "inputErrors": s.input_errors,
+        "files": s.files,
+        "documents": s.documents,
+        "objects": s.objects,
     })
 }
 
@@ -72,76 +126,97 @@ fn context(f: &Finding) -> String {
 pub fn text_report(outcome: &Outcome, ui: &Ui) -> String {
     let mut out = String::new();
     for e in &outcome.errors {
-        out.push_str(&format!("{}: {e}\n", ui.paint("input error", Color::Red)));
+        out.push_str(&text_input_error(e, ui));
     }
     for f in &outcome.findings {
-        let label = format!("{}[{}]", f.severity.as_str(), f.rule);
-        let painted = match f.severity {
-            Severity::Error => ui.paint(&label, Color::Red),
-            Severity::Warning => ui.paint(&label, Color::Yellow),
-            Severity::Info => ui.paint(&label, Color::Bold),
-        };
-        out.push_str(&format!(
-            "{}:{}:{}: {painted}: {}\n",
-            f.file, f.line, f.column, f.message
-        ));
-        if let Some(line) = &f.source_line {
-            let gutter = f.line.to_string().len();
-            out.push_str(&format!(
-                "{:gutter$} |\n{} | {}\n{:gutter$} | {}{}\n",
-                "",
-                f.line,
-                line,
-                "",
-                " ".repeat(f.column.saturating_sub(1)),
-                ui.paint("^", Color::Red)
-            ));
-        }
-        let object = match &f.object.namespace {
-            Some(ns) => format!("{} {ns}/{}", f.object.kind, f.object.name),
-            None => format!("{} {}", f.object.kind, f.object.name),
-        };
-        out.push_str(&format!("  = object: {object}"));
-        if let Some(path) = f
-            .pod_spec
-            .as_deref()
-            .filter(|p| !CORE_POD_SPEC_PATHS.contains(p))
-        {
-            out.push_str(&format!(", pod spec at {path}"));
-        }
-        if let Some(t) = &f.helm_template {
-            out.push_str(&format!(" (Helm template {t})"));
-        }
-        out.push('\n');
-        if let Some(fix) = &f.fix {
-            if fix.contains('\n') {
-                out.push_str("  = fix:\n");
-                for l in fix.lines() {
-                    out.push_str(&format!("      {l}\n"));
-                }
-            } else {
-                out.push_str(&format!("  = fix: {fix}\n"));
-            }
-        }
-        out.push('\n');
+        out.push_str(&text_finding(f, ui));
     }
-    let c = counts(outcome);
-    let n = |key: &str| usize::try_from(c[key].as_u64().unwrap_or(0)).unwrap_or(usize::MAX);
-    let count = crate::ui::count;
+    out.push_str(&text_summary(&Summary::of(outcome)));
+    out
+}
+
+/// One file's part of the text report, printed as soon as the file is done.
+pub fn text_file(report: &FileReport, ui: &Ui) -> String {
+    let mut out = String::new();
+    for e in &report.errors {
+        out.push_str(&text_input_error(e, ui));
+    }
+    for f in &report.findings {
+        out.push_str(&text_finding(f, ui));
+    }
+    out
+}
+
+fn text_input_error(e: &InputError, ui: &Ui) -> String {
+    format!("{}: {e}\n", ui.paint("input error", Color::Red))
+}
+
+fn text_finding(f: &Finding, ui: &Ui) -> String {
+    let mut out = String::new();
+    let label = format!("{}[{}]", f.severity.as_str(), f.rule);
+    let painted = match f.severity {
+        Severity::Error => ui.paint(&label, Color::Red),
+        Severity::Warning => ui.paint(&label, Color::Yellow),
+        Severity::Info => ui.paint(&label, Color::Bold),
+    };
     out.push_str(&format!(
+        "{}:{}:{}: {painted}: {}\n",
+        f.file, f.line, f.column, f.message
+    ));
+    if let Some(line) = &f.source_line {
+        let gutter = f.line.to_string().len();
+        out.push_str(&format!(
+            "{:gutter$} |\n{} | {}\n{:gutter$} | {}{}\n",
+            "",
+            f.line,
+            line,
+            "",
+            " ".repeat(f.column.saturating_sub(1)),
+            ui.paint("^", Color::Red)
+        ));
+    }
+    out.push_str(&format!("  = object: {}", object_name(f)));
+    if let Some(path) = f
+        .pod_spec
+        .as_deref()
+        .filter(|p| !CORE_POD_SPEC_PATHS.contains(p))
+    {
+        out.push_str(&format!(", pod spec at {path}"));
+    }
+    if let Some(t) = &f.helm_template {
+        out.push_str(&format!(" (Helm template {t})"));
+    }
+    out.push('\n');
+    if let Some(fix) = &f.fix {
+        if fix.contains('\n') {
+            out.push_str("  = fix:\n");
+            for l in fix.lines() {
+                out.push_str(&format!("      {l}\n"));
+            }
+        } else {
+            out.push_str(&format!("  = fix: {fix}\n"));
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// The text report's last line: `1 error, 0 warnings, 0 infos in 3 objects of 2 files`.
+pub fn text_summary(s: &Summary) -> String {
+    let count = crate::ui::count;
+    format!(
         "{}, {}, {} in {} of {}{}\n",
-        count(n("errors"), "error"),
-        count(n("warnings"), "warning"),
-        count(n("infos"), "info"),
-        count(n("objects"), "object"),
-        count(n("files"), "file"),
-        if outcome.errors.is_empty() {
+        count(s.errors, "error"),
+        count(s.warnings, "warning"),
+        count(s.infos, "info"),
+        count(s.objects, "object"),
+        count(s.files, "file"),
+        if s.input_errors == 0 {
             String::new()
         } else {
-            format!("; {}", count(outcome.errors.len(), "input error"))
+            format!("; {}", count(s.input_errors, "input error"))
         }
-    ));
-    out
+    )
 }
 
 fn sarif_level(s: Severity) -> &'static str {
@@ -235,29 +310,49 @@ fn escape_property(s: &str) -> String {
 pub fn github_report(outcome: &Outcome) -> String {
     let mut out = String::new();
     for e in &outcome.errors {
-        out.push_str(&format!(
-            "::error file={},line={},title=input error::{}\n",
-            escape_property(&e.file),
-            e.line.unwrap_or(1),
-            escape_data(&e.message)
-        ));
+        out.push_str(&github_input_error(e));
     }
     for f in &outcome.findings {
-        let command = match f.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "notice",
-        };
-        out.push_str(&format!(
-            "::{command} file={},line={},col={},title={}::{}\n",
-            escape_property(&f.file),
-            f.line,
-            f.column,
-            escape_property(&format!("{} {}", f.rule, object_name(f))),
-            escape_data(&format!("{}{}", f.message, context(f)))
-        ));
+        out.push_str(&github_finding(f));
     }
     out
+}
+
+/// One file's workflow commands, printed as soon as the file is done.
+pub fn github_file(report: &FileReport) -> String {
+    let mut out = String::new();
+    for e in &report.errors {
+        out.push_str(&github_input_error(e));
+    }
+    for f in &report.findings {
+        out.push_str(&github_finding(f));
+    }
+    out
+}
+
+fn github_input_error(e: &InputError) -> String {
+    format!(
+        "::error file={},line={},title=input error::{}\n",
+        escape_property(&e.file),
+        e.line.unwrap_or(1),
+        escape_data(&e.message)
+    )
+}
+
+fn github_finding(f: &Finding) -> String {
+    let command = match f.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "notice",
+    };
+    format!(
+        "::{command} file={},line={},col={},title={}::{}\n",
+        escape_property(&f.file),
+        f.line,
+        f.column,
+        escape_property(&format!("{} {}", f.rule, object_name(f))),
+        escape_data(&format!("{}{}", f.message, context(f)))
+    )
 }
 
 /// GitLab's code quality report (a JSON array; `artifacts: reports: codequality`): each
