@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::podspec::{PodSpecRef, pod_specs};
 use super::relax::relax_indentation;
-use super::yaml::{DuplicateKey, Node, parse_document_with_duplicates};
+use super::yaml::{DuplicateKey, Node, NodeKind, parse_document_with_duplicates};
 
 /// Largest input file accepted (a bigger one is an error, not an out-of-memory).
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -335,32 +335,35 @@ pub fn parse_chunk(file: &str, chunk: Chunk) -> Result<Option<Document>, InputEr
         .take_while(|l| l.is_empty() || l.starts_with('#'))
         .find_map(|l| l.strip_prefix("# Source:").map(|s| s.trim().to_string()));
     let mut duplicates = Vec::new();
-    let mut relaxed = false;
+    let mut relaxed = None;
     let parsed =
         match parse_document_with_duplicates(&chunk.text, chunk.first_line, &mut duplicates) {
             Err(strict) => match relax_indentation(&chunk.text) {
                 Some(text) => {
                     duplicates.clear();
-                    relaxed = true;
-                    parse_document_with_duplicates(&text, chunk.first_line, &mut duplicates)
-                        .map_err(|_| strict)
+                    let parsed =
+                        parse_document_with_duplicates(&text, chunk.first_line, &mut duplicates)
+                            .map_err(|_| strict);
+                    relaxed = Some(text);
+                    parsed
                 }
                 None => Err(strict),
             },
             ok => ok,
         };
     // It parsed, but as YAML it means nothing: the chart must be rendered first.
-    let parsed = match (parsed, go_template_line(&chunk.text)) {
-        (Ok(Some(_)), Some(at)) => {
+    if let Ok(Some(root)) = &parsed {
+        let parsed_text = relaxed.as_deref().unwrap_or(&chunk.text);
+        if let Some(at) = template_action_line(parsed_text, chunk.first_line, root) {
             return Err(InputError {
                 file: file.to_string(),
-                line: Some(chunk.first_line + at + 1),
+                line: Some(at),
                 column: None,
                 message: "an unrendered Helm/Go template (`{{ ... }}`): render it first, e.g. `helm template`, and lint the output".into(),
             });
         }
-        (parsed, _) => parsed,
-    };
+    }
+    let relaxed = relaxed.is_some();
     match parsed {
         Ok(Some(root)) => Ok(Some(Document {
             root,
@@ -403,39 +406,66 @@ fn template_line(text: &str) -> Option<usize> {
     })
 }
 
-/// Go template actions of Helm charts (`{{ .Values.x }}`, `{{- include "x" . }}`, `{{ end }}`):
-/// a document with one is a template even when it happens to parse as YAML. Argo's own
-/// `{{inputs.parameters.x}}` placeholders are not Go actions and stay.
-fn go_template_line(text: &str) -> Option<usize> {
-    const ACTIONS: &[&str] = &[
-        ".",
-        "$",
+/// The line (1-based, in the file) of a Helm template action in a document that parsed
+/// as YAML, if it has one: a `{{` where YAML has structure (`replicas: {{ .Values.n }}`
+/// reads as a flow mapping), or an action on Helm's own objects and functions anywhere
+/// (`image: "{{ .Values.image }}"`). Go templates that are data are not Helm's: a
+/// PrometheusRule's `description: '{{ $labels.pod }} is down'`, Alertmanager's
+/// `{{ define "x" }}` in a block scalar, Argo's `{{inputs.parameters.x}}`.
+fn template_action_line(text: &str, first_line: usize, root: &Node) -> Option<usize> {
+    const HELM: &[&str] = &[
+        ".Values",
+        ".Release",
+        ".Chart",
+        ".Capabilities",
+        ".Files",
+        ".Template",
         "include ",
-        "template ",
-        "if ",
-        "else",
-        "end",
-        "range ",
-        "with ",
-        "define ",
-        "toYaml",
         "tpl ",
-        "printf ",
-        "default ",
-        "quote ",
+        "toYaml",
+        "fromYaml",
         "required ",
-        "/*",
+        "nindent ",
     ];
-    text.lines().position(|l| {
-        let code = l.trim_start();
-        if code.starts_with('#') {
-            return false;
-        }
-        code.match_indices("{{").any(|(i, _)| {
-            let action = code[i + 2..].trim_start_matches('-').trim_start();
-            ACTIONS.iter().any(|a| action.starts_with(a))
-        })
+    let mut scalars = Vec::new();
+    scalar_spans(root, &mut scalars);
+    let inside_scalar = |line: usize, col: usize| {
+        scalars
+            .iter()
+            .any(|&(start, end)| start <= (line, col) && (line, col) < end)
+    };
+    text.lines().enumerate().find_map(|(index, l)| {
+        let line = first_line + index + 1;
+        let comment = comment_start(l);
+        l.match_indices("{{")
+            .filter(|(i, _)| comment.is_none_or(|c| *i < c))
+            .any(|(i, _)| {
+                let action = l[i + 2..].trim_start_matches('-').trim_start();
+                let helm = HELM.iter().any(|h| action.contains(h));
+                helm || !inside_scalar(line, i + 1)
+            })
+            .then_some(line)
     })
+}
+
+/// Every scalar's span: ((line, col), (end line, end col)).
+fn scalar_spans(node: &Node, out: &mut Vec<((usize, usize), (usize, usize))>) {
+    match &node.kind {
+        NodeKind::Scalar { .. } => out.push(((node.line, node.col), (node.end_line, node.end_col))),
+        NodeKind::Seq(items) => items.iter().for_each(|n| scalar_spans(n, out)),
+        NodeKind::Map(entries) => entries.iter().for_each(|(k, v)| {
+            scalar_spans(k, out);
+            scalar_spans(v, out);
+        }),
+    }
+}
+
+/// Where a line's comment starts (a `#` at the start or after a blank), ignoring quotes:
+/// good enough to skip `{{` written in a comment.
+fn comment_start(line: &str) -> Option<usize> {
+    line.match_indices('#')
+        .map(|(i, _)| i)
+        .find(|&i| i == 0 || line[..i].ends_with([' ', '\t']))
 }
 
 /// A Kubernetes object found in the input, seen through one of its pod specs: an object
@@ -653,6 +683,40 @@ mod tests {
             "{errors:?}"
         );
         assert!(errors[0].message.contains("line 3"), "{errors:?}");
+    }
+
+    #[test]
+    fn go_templates_that_are_data_are_not_helm_templates() {
+        // A PrometheusRule's annotations, an env value, Alertmanager's templates in a
+        // block scalar, Argo's placeholders: YAML strings that kubectl applies as they are.
+        let data = "kind: PrometheusRule\nspec:\n  groups:\n  - rules:\n    - annotations:\n        description: 'Pod {{ $labels.pod }} is down'\n        summary: \"{{ .Labels.job }}\"\n---\nkind: ConfigMap\ndata:\n  t.tmpl: |\n    {{ define \"slack.text\" }}\n    {{ range .Alerts }}{{ .Annotations.summary }}{{ end }}\n    {{ end }}\n---\nkind: Pod\nspec:\n  containers:\n  - env: [{name: F, value: '{{ .Time }} {{ .Msg }}'}]  # {{ not this }}\n    args: [\"{{inputs.parameters.x}}\"]\n";
+        let (docs, errors) = chunks(data);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(docs.len(), 3);
+        // Helm's own objects in a string, and an action where YAML has structure.
+        for (text, line) in [
+            (
+                "kind: Pod\nspec:\n  containers:\n  - image: \"{{ .Values.image }}\"\n",
+                4,
+            ),
+            (
+                "kind: Pod\nmetadata:\n  name: x\n  labels: {{- include \"l\" . | nindent 4 }}\n",
+                4,
+            ),
+            ("kind: Pod\nspec:\n  replicas: {{ $n }}\n", 3),
+            (
+                "kind: Pod\nspec:\n  image: repo:{{ .Chart.AppVersion }}\n",
+                3,
+            ),
+        ] {
+            let (_, errors) = chunks(text);
+            assert_eq!(errors.len(), 1, "{text}");
+            assert!(
+                errors[0].message.contains("unrendered Helm/Go template"),
+                "{errors:?}"
+            );
+            assert_eq!(errors[0].line, Some(line), "{text}");
+        }
     }
 
     #[test]
