@@ -245,6 +245,35 @@ fn the_policy_and_the_linter_agree() {
             false,
         ),
         (
+            "a deprecated label OR-ed with its replacement",
+            deployment(
+                "alias",
+                &required(
+                    "      - matchExpressions: [{key: kubernetes.io/os, operator: In, values: [linux]}, {key: pool, operator: In, values: [online]}]\n      - matchExpressions: [{key: beta.kubernetes.io/os, operator: In, values: [linux]}, {key: pool, operator: In, values: [online]}]\n",
+                ),
+                "",
+            ),
+            false,
+        ),
+        (
+            "AL001 exempted among other rules, separated by spaces",
+            deployment(
+                "exempt-spaces",
+                &required(SPLIT),
+                "      annotations: {affinity-lint.placekit.dev/ignore: 'AL003 al001'}\n",
+            ),
+            false,
+        ),
+        (
+            "AL001 not exempted by a longer word",
+            deployment(
+                "exempt-prefix",
+                &required(SPLIT),
+                "      annotations: {affinity-lint.placekit.dev/ignore: NOT-AL001}\n",
+            ),
+            true,
+        ),
+        (
             "AL003 an empty term among others",
             deployment(
                 "empty",
@@ -366,9 +395,19 @@ fn the_policy_and_the_linter_agree() {
             .map(|l| format!("  {l}\n"))
             .collect::<String>()
     );
+    let (admitted, err) = cluster.admits(&owned);
     assert!(
-        cluster.admits(&owned).0,
-        "a controller's pod is not judged again"
+        !admitted && err.contains("AL001"),
+        "an ownerReference a person writes does not exempt: {err}"
+    );
+    // The same pod from a controller (a service account of kube-system, impersonated).
+    let (code, out, err) = cluster.sh(
+        "kubectl create --dry-run=server --as system:serviceaccount:kube-system:replicaset-controller -f -",
+        Some(&owned),
+    );
+    assert_eq!(
+        code, 0,
+        "a controller's pod is not judged again: {out}{err}"
     );
 
     // Warn instead of Deny: admitted, and kubectl prints the rule.

@@ -60,6 +60,22 @@ fn al001_an_or_of_alternative_evidence_or_marked_as_meant_is_not_flagged() {
 }
 
 #[test]
+fn an_or_of_a_deprecated_label_and_its_replacement_is_not_flagged() {
+    assert_findings("fp-al001-label-aliases.yaml", &[]);
+}
+
+#[test]
+fn a_comment_that_calls_the_or_a_bug_does_not_silence_al001() {
+    assert_findings("miss-or-called-a-bug.yaml", &[("AL001", 19), ("AL014", 20)]);
+}
+
+#[test]
+fn go_templates_that_are_data_are_linted_not_refused() {
+    // The Deployment after them is linted: its GPU request without a limit is found.
+    assert_findings("fp-go-templates-as-data.yaml", &[("AL007", 49)]);
+}
+
+#[test]
 fn al008_anti_affinity_against_other_applications_is_not_flagged() {
     assert_findings("fp-al008-other-applications.yaml", &[]);
 }

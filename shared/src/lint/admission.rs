@@ -113,13 +113,16 @@ metadata:
 spec:
   failurePolicy: Fail
   # Judged: what a user creates, and updates that change the pod template. Not judged:
-  # objects a controller owns (their owner was judged; a pre-existing workload must keep
-  # creating its pods), and updates that leave the template alone (scaling, labels,
-  # finalizers), so objects older than the policy keep working.
+  # objects a controller (a system: user: a service account or a control-plane component)
+  # creates for its owner (the owner was judged; a pre-existing workload must keep creating
+  # its pods), and updates that leave the template alone (scaling, labels, finalizers), so
+  # objects older than the policy keep working. A person's object with an ownerReference
+  # is judged.
   matchConditions:
-  - name: not-controller-owned
+  - name: not-created-by-a-controller
     expression: >-
-      !object.metadata.?ownerReferences.orValue([]).exists(r, r.?controller.orValue(false))
+      !(request.userInfo.username.startsWith('system:') &&
+        object.metadata.?ownerReferences.orValue([]).exists(r, r.?controller.orValue(false)))
   - name: template-created-or-changed
     expression: >-
       request.operation == 'CREATE' ||
@@ -151,17 +154,25 @@ spec:
       object.spec.template
   - name: spec
     expression: variables.template.?spec.orValue({{}})
+  # The rules the annotation exempts: ids separated by commas, spaces or semicolons, as
+  # the linter reads them.
   - name: ignored
     expression: >-
-      object.metadata.?annotations[?'{IGNORE_ANNOTATION}'].orValue('') + ',' +
-      variables.template.?metadata.?annotations[?'{IGNORE_ANNOTATION}'].orValue('')
+      (object.metadata.?annotations[?'{IGNORE_ANNOTATION}'].orValue('') + ',' +
+       variables.template.?metadata.?annotations[?'{IGNORE_ANNOTATION}'].orValue(''))
+      .upperAscii().replace(' ', ',').replace(';', ',').replace('\\t', ',').replace('\\n', ',').split(',')
   - name: requiredTerms
     expression: >-
       variables.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])
+  # Deprecated well-known labels and the labels that replaced them count as one key.
+  - name: keyAliases
+    expression: >-
+      {aliases}
   # The keys each required term constrains.
   - name: termKeys
     expression: >-
-      variables.requiredTerms.map(t, t.?matchExpressions.orValue([]).map(e, e.key))
+      variables.requiredTerms.map(t, t.?matchExpressions.orValue([]).map(e,
+        e.key in variables.keyAliases ? variables.keyAliases[e.key] : e.key))
   - name: preferredTerms
     expression: >-
       variables.spec.?affinity.?nodeAffinity.?preferredDuringSchedulingIgnoredDuringExecution.orValue([])
@@ -182,12 +193,13 @@ spec:
   validations:
 ",
         rules = POLICY_RULES.join(", "),
+        aliases = key_aliases(),
     );
     for check in CHECKS {
         let rule = check.rule;
         out.push_str(&format!(
             "  - expression: >-
-      variables.ignored.upperAscii().contains('{rule}') ||
+      '{rule}' in variables.ignored ||
       {expression}
     messageExpression: >-
       '{message} (' + object.kind + ' ' + object.metadata.?name.orValue(object.metadata.?generateName.orValue('')) +
@@ -227,6 +239,15 @@ spec:
     out
 }
 
+/// The linter's label aliases as a CEL map literal.
+fn key_aliases() -> String {
+    let entries: Vec<String> = crate::lint::affinity::LABEL_ALIASES
+        .iter()
+        .map(|(old, new)| format!("'{old}': '{new}'"))
+        .collect();
+    format!("{{{}}}", entries.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,7 +282,7 @@ mod tests {
                 v["expression"]
                     .as_str()
                     .unwrap()
-                    .contains(&format!("contains('{rule}')"))
+                    .contains(&format!("'{rule}' in variables.ignored"))
             );
         }
     }

@@ -67,9 +67,102 @@ pub fn requirements(term: &Node) -> Vec<Req<'_>> {
         .collect()
 }
 
-/// The keys a term constrains.
+/// The deprecated well-known node labels and the labels that replaced them: a kubelet
+/// sets both, and manifests that must run on old and new nodes OR one with the other.
+pub const LABEL_ALIASES: &[(&str, &str)] = &[
+    ("beta.kubernetes.io/os", "kubernetes.io/os"),
+    ("beta.kubernetes.io/arch", "kubernetes.io/arch"),
+    (
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+    ),
+    (
+        "failure-domain.beta.kubernetes.io/zone",
+        "topology.kubernetes.io/zone",
+    ),
+    (
+        "failure-domain.beta.kubernetes.io/region",
+        "topology.kubernetes.io/region",
+    ),
+];
+
+/// A key as the label that replaced it, so `beta.kubernetes.io/os` and `kubernetes.io/os`
+/// count as one key.
+pub fn canonical_key(key: &str) -> &str {
+    LABEL_ALIASES
+        .iter()
+        .find(|(old, _)| *old == key)
+        .map_or(key, |(_, new)| new)
+}
+
+/// The keys a term constrains, deprecated labels counted as the labels that replaced them.
 pub fn keys(term: &Node) -> BTreeSet<String> {
-    requirements(term).into_iter().map(|r| r.key).collect()
+    requirements(term)
+        .into_iter()
+        .map(|r| canonical_key(&r.key).to_string())
+        .collect()
+}
+
+/// Whether the author marked the OR of these terms as meant, with a comment on the
+/// `nodeSelectorTerms:` line, on a term, or on the comment lines right above them.
+pub fn marked_as_or(object: &super::source::Object<'_>, key_node: &Node, terms: &[Node]) -> bool {
+    std::iter::once(key_node)
+        .chain(terms)
+        .flat_map(|n| object.comments_at(n.line))
+        .any(says_or)
+}
+
+/// A comment that says the terms are alternatives: `any of`, `either`, `alternative`,
+/// `OR-ed`/`ORed`, or `OR` in capitals — unless it is negated ("no alternatives", "not
+/// OR-ed") or says the OR is a defect ("FIXME: OR-ed by mistake", "the OR was a bug").
+pub fn says_or(comment: &str) -> bool {
+    let words: Vec<&str> = comment
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+        .filter(|w| !w.is_empty())
+        .collect();
+    const DEFECT: &[&str] = &[
+        "fixme",
+        "todo",
+        "xxx",
+        "bug",
+        "bugs",
+        "buggy",
+        "mistake",
+        "mistakes",
+        "mistaken",
+        "mistakenly",
+        "wrong",
+        "wrongly",
+        "accident",
+        "accidental",
+        "accidentally",
+        "broken",
+        "should",
+        "incorrect",
+        "incorrectly",
+        "unintended",
+        "unintentional",
+    ];
+    if words
+        .iter()
+        .any(|w| DEFECT.contains(&w.to_ascii_lowercase().as_str()))
+    {
+        return false;
+    }
+    let negated = |i: usize| {
+        words[i.saturating_sub(2)..i].iter().any(|w| {
+            ["no", "not", "never", "without", "none"].contains(&w.to_ascii_lowercase().as_str())
+        })
+    };
+    words.iter().enumerate().any(|(i, w)| {
+        let lower = w.to_ascii_lowercase();
+        (*w == "OR"
+            || ["ored", "or-ed", "either"].contains(&lower.as_str())
+            || lower.starts_with("alternative"))
+            && !negated(i)
+    }) || words.windows(2).enumerate().any(|(i, p)| {
+        p[0].eq_ignore_ascii_case("any") && p[1].eq_ignore_ascii_case("of") && !negated(i)
+    })
 }
 
 /// The required `nodeSelectorTerms` of a pod spec, with the `nodeSelectorTerms` key node.

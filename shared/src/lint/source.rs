@@ -526,9 +526,11 @@ impl<'a> Object<'a> {
                 .path(&["annotations", IGNORE_ANNOTATION])
                 .and_then(Node::as_str)
             {
+                // Separated by commas, spaces or semicolons; the admission policy splits
+                // the same way.
                 out.extend(
-                    list.split(',')
-                        .map(|s| s.trim().to_ascii_uppercase())
+                    list.split([',', ';', ' ', '\t', '\n'])
+                        .map(str::to_ascii_uppercase)
                         .filter(|s| !s.is_empty()),
                 );
             }

@@ -1,6 +1,6 @@
 //! AL001 split-required-terms.
 use crate::lint::affinity::{
-    Req, keys, merged_term_yaml, render_term, required_terms, requirements,
+    Req, keys, marked_as_or, merged_term_yaml, render_term, required_terms, requirements,
 };
 use crate::lint::fix::{TextEdit, TextFix, alone_on_lines, indentation, is_flow, source};
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
@@ -27,9 +27,14 @@ any node matching one condition, typically the wrong GPU.
   values like `\"true\"`, a `*.present` key, or a node-feature-discovery fact
   (`feature.node.kubernetes.io/...`) — such as \"an NVIDIA PCI device OR an NVIDIA CPU OR
   `nvidia.com/gpu.present`\". Each is enough on its own, so the OR is what was meant.
+- An OR between a deprecated well-known label and the label that replaced it
+  (`beta.kubernetes.io/os` and `kubernetes.io/os`, `failure-domain.beta.kubernetes.io/zone`
+  and `topology.kubernetes.io/zone`, the `arch`, `region` and `instance-type` pairs): they
+  count as one key, so old and new nodes both match.
 - An OR the author marked as deliberate with a comment on the `nodeSelectorTerms:` line,
   on a term, or on the comment lines right above them, that says so: `any of`, `either`,
-  `alternative`, `OR-ed`/`ORed`, or `OR` in capitals:
+  `alternative`, `OR-ed`/`ORed`, or `OR` in capitals (a comment that calls the OR a defect —
+  `FIXME`, `TODO`, `bug`, `mistake`, `wrong`, `should` — or negates it does not count):
   ```yaml
   nodeSelectorTerms:   # any of: GPU nodes of either vendor
   ```
@@ -83,11 +88,7 @@ impl Rule for Al001 {
         if !disjoint_pair || alternative_evidence(terms) {
             return;
         }
-        let mut marked = cx.object.comments_at(key_node.line);
-        for term in terms {
-            marked.extend(cx.object.comments_at(term.line));
-        }
-        if marked.iter().any(|c| says_or(c)) {
+        if marked_as_or(cx.object, key_node, terms) {
             return;
         }
         let terms_node = required_terms_node(spec);
@@ -236,35 +237,13 @@ fn alternative_evidence(terms: &[Node]) -> bool {
     })
 }
 
-/// A comment that says the terms are alternatives.
-fn says_or(comment: &str) -> bool {
-    let words: Vec<&str> = comment
-        .split(|c: char| !c.is_ascii_alphanumeric() && c != '-')
-        .filter(|w| !w.is_empty())
-        .collect();
-    // "no alternatives", "not OR-ed": a negation just before the word takes it back.
-    let negated = |i: usize| {
-        words[i.saturating_sub(2)..i].iter().any(|w| {
-            ["no", "not", "never", "without", "none"].contains(&w.to_ascii_lowercase().as_str())
-        })
-    };
-    words.iter().enumerate().any(|(i, w)| {
-        let lower = w.to_ascii_lowercase();
-        (*w == "OR"
-            || ["ored", "or-ed", "either"].contains(&lower.as_str())
-            || lower.starts_with("alternative"))
-            && !negated(i)
-    }) || words.windows(2).enumerate().any(|(i, p)| {
-        p[0].eq_ignore_ascii_case("any") && p[1].eq_ignore_ascii_case("of") && !negated(i)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn comments_that_mark_an_or() {
+        use crate::lint::affinity::says_or;
         for yes in [
             "any of these",
             "Either vendor",
@@ -281,6 +260,11 @@ mod tests {
             "colored nodes",
             "operator",
             "ignored",
+            "no alternatives",
+            "FIXME: these are OR-ed by mistake, merge into one term",
+            "TODO either fix this or remove it",
+            "pool AND gpu (the OR was a bug)",
+            "these should not be ORed",
         ] {
             assert!(!says_or(no), "{no}");
         }

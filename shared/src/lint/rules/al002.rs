@@ -1,5 +1,5 @@
 //! AL002 term-omits-key.
-use crate::lint::affinity::{keys, required_terms};
+use crate::lint::affinity::{keys, marked_as_or, required_terms};
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
 
 pub static META: RuleMeta = RuleMeta {
@@ -13,7 +13,11 @@ Flags a required node selector term that leaves out a key all the other terms co
 ## When it does not fire
 - Two terms over disjoint keys (that is AL001's case, or deliberate alternative evidence).
 - A term with no expressions (AL003).
-- Mark a deliberate asymmetric OR with `affinity-lint.placekit.dev/ignore: AL002`.
+- A deprecated well-known label and its replacement (`beta.kubernetes.io/os` and
+  `kubernetes.io/os`, ...) count as one key, so terms that differ only in which of the two
+  they use are not missing anything.
+- An OR marked as deliberate with a comment, as for AL001 (`nodeSelectorTerms:   # any of:
+  ...`), or with `affinity-lint.placekit.dev/ignore: AL002` on the workload.
 
 ## Why it matters
 Terms are OR-ed, so the term without the key admits nodes the others exclude: a term
@@ -44,9 +48,12 @@ impl Rule for Al002 {
         let Some(spec) = cx.object.pod_spec() else {
             return;
         };
-        let Some((_, terms)) = required_terms(spec) else {
+        let Some((key_node, terms)) = required_terms(spec) else {
             return;
         };
+        if marked_as_or(cx.object, key_node, terms) {
+            return;
+        }
         if terms.len() < 3 {
             // With two terms a missing key is either AL001 (disjoint) or a subset; check pairs.
             if terms.len() == 2 {
