@@ -413,6 +413,20 @@ fn main() -> ExitCode {
         jobs: cli.jobs,
         contents: None,
     };
+    if cli.diff && cli.output != Format::Text {
+        eprintln!(
+            "error: --diff prints a unified diff, not a {} report (use --fix -o {0}, or lint without --diff)",
+            cli.output
+                .to_possible_value()
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default()
+        );
+        return ExitCode::from(exit::USAGE);
+    }
+    if cli.unsafe_fixes && !(cli.fix || cli.diff) {
+        eprintln!("error: --unsafe-fixes applies with --fix or --diff");
+        return ExitCode::from(exit::USAGE);
+    }
     if cli.fix || cli.diff {
         return fix(&cli, &settings, &ui);
     }
@@ -583,7 +597,7 @@ fn fix(cli: &Cli, settings: &Settings<'_>, ui: &Ui) -> ExitCode {
         if cli.fix { "fixed" } else { "would fix" },
         placekit::ui::count(outcome.applied.len(), "problem"),
         placekit::ui::count(outcome.changed.len(), "file"),
-        if unsafe_left > 0 {
+        if unsafe_left > 0 && !cli.unsafe_fixes {
             format!("; {unsafe_left} more with --unsafe-fixes")
         } else {
             String::new()

@@ -264,11 +264,18 @@ fn a_read_only_file_is_not_replaced() {
     let path = dir.path().join("ro.yaml");
     std::fs::write(&path, GPU_POD).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
-    let (code, _, err) = run(dir.path(), &["-f", "ro.yaml", "--fix"], None);
+    let (code, out, err) = run(dir.path(), &["-f", "ro.yaml", "--fix"], None);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("not fixed: ro.yaml: the file is read-only"),
         "{err}"
+    );
+    // Nothing is claimed fixed, and the report is about what is still on disk.
+    assert!(!err.contains("fixed AL007"), "{err}");
+    assert!(err.contains("fixed 0 problems in 0 files"), "{err}");
+    assert!(
+        out.contains("error[AL007]") && out.contains("1 error,"),
+        "{out}"
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), GPU_POD);
 }

@@ -54,7 +54,7 @@ impl FixOutcome {
             .count()
     }
 
-    /// The unified diff of every changed file.
+    /// The unified diff of every changed file, with git's `a/` and `b/` prefixes.
     pub fn diff(&self) -> String {
         let mut out = String::new();
         for (name, (before, after)) in &self.changed {
@@ -63,7 +63,9 @@ impl FixOutcome {
                 &diff
                     .unified_diff()
                     .context_radius(3)
-                    .header(name, name)
+                    // `a/` and `b/` as git writes them, so `git apply` and `patch -p1`
+                    // find the file from the repository's root.
+                    .header(&format!("a/{name}"), &format!("b/{name}"))
                     .to_string(),
             );
         }
@@ -139,21 +141,37 @@ pub fn fix(
             break;
         }
     }
-    let changed: BTreeMap<String, (String, String)> = contents
-        .into_iter()
+    let mut changed: BTreeMap<String, (String, String)> = contents
+        .iter()
         .filter_map(|(name, after)| {
-            let before = originals.remove(&name)?;
-            (before != after).then_some((name, (before, after)))
+            let before = originals.remove(name)?;
+            (&before != after).then(|| (name.clone(), (before, after.clone())))
         })
         .collect();
     let mut write_errors = read_errors;
     if mode.write {
+        let mut unwritten = Vec::new();
         for (name, (_, after)) in &changed {
             if name != STDIN
                 && let Err(e) = write_in_place(Path::new(name), after)
             {
                 write_errors.push(format!("{name}: {e}"));
+                unwritten.push(name.clone());
             }
+        }
+        // What could not be written was not fixed: the report is about what is on disk.
+        if !unwritten.is_empty() {
+            applied.retain(|a| !unwritten.contains(&a.file));
+            for name in &unwritten {
+                if let Some((before, _)) = changed.remove(name) {
+                    contents.insert(name.clone(), before);
+                }
+            }
+            let run = Settings {
+                contents: Some(&contents),
+                ..*settings
+            };
+            remaining = lint_paths(inputs, recursive, &run);
         }
     }
     FixOutcome {

@@ -281,6 +281,48 @@ fn ended(mut node: Node, flow: bool, span: &saphyr_parser::Span, line_offset: us
     node
 }
 
+/// Merges `<<: *base` (or a list of mappings) into the mapping as kubectl's YAML reader
+/// (go-yaml v2) does: entries are applied in order, a merge writing every key of its
+/// mappings (the first of a list winning), so keys after it override what it brought.
+fn resolve_merge_keys(mut node: Node) -> Node {
+    let NodeKind::Map(entries) = &mut node.kind else {
+        return node;
+    };
+    let is_merge =
+        |k: &Node| matches!(&k.kind, NodeKind::Scalar { text, plain: true } if text == "<<");
+    if !entries.iter().any(|(k, _)| is_merge(k)) {
+        return node;
+    }
+    fn set(out: &mut Vec<(Node, Node)>, key: Node, value: Node) {
+        match out.iter_mut().find(|(k, _)| k.kind == key.kind) {
+            Some(entry) => *entry = (key, value),
+            None => out.push((key, value)),
+        }
+    }
+    let mut out: Vec<(Node, Node)> = Vec::new();
+    for (key, value) in std::mem::take(entries) {
+        if !is_merge(&key) {
+            set(&mut out, key, value);
+            continue;
+        }
+        let sources: Vec<Node> = match value.kind {
+            NodeKind::Map(_) => vec![value],
+            // Earlier mappings of the list take precedence: apply them last.
+            NodeKind::Seq(items) => items.into_iter().rev().collect(),
+            NodeKind::Scalar { .. } => Vec::new(),
+        };
+        for source in sources {
+            if let NodeKind::Map(merged) = source.kind {
+                for (k, v) in merged {
+                    set(&mut out, k, v);
+                }
+            }
+        }
+    }
+    *entries = out;
+    node
+}
+
 /// Parses one YAML (or JSON) document. `line_offset` is added to every line, so a document
 /// split out of a multi-document file reports file lines. Returns `None` for an empty
 /// document.
@@ -374,9 +416,10 @@ pub fn parse_document_with_duplicates(
                 }
             },
             Event::MappingEnd => match stack.pop() {
-                Some(Frame::Map(node, _, anchor, _, flow)) => {
-                    Some((ended(node, flow, &span, line_offset), anchor))
-                }
+                Some(Frame::Map(node, _, anchor, _, flow)) => Some((
+                    resolve_merge_keys(ended(node, flow, &span, line_offset)),
+                    anchor,
+                )),
                 _ => {
                     return Err(err(
                         span.start.line(),
@@ -541,6 +584,19 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merge_keys_are_resolved_as_kubectl_does() {
+        let doc = parse_document(
+            "base: &b {cpu: '1', gpu: 1}\nx:\n  <<: *b\n  gpu: 2\ny: {a: 0, <<: [{a: 1, c: 1}, {a: 2, c: 2, d: 2}]}\n",
+            0,
+        )
+        .unwrap()
+        .unwrap()
+        .to_json();
+        assert_eq!(doc["x"], serde_json::json!({"cpu": "1", "gpu": "2"}));
+        assert_eq!(doc["y"], serde_json::json!({"a": "1", "c": "1", "d": "2"}));
+    }
 
     #[test]
     fn positions_and_types() {
