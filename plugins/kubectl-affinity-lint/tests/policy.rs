@@ -94,19 +94,18 @@ impl Cluster {
         (code == 0, err)
     }
 
-    /// Whether the linter flags any of the policy's rules.
+    /// Whether the linter flags any of the policy's rules, or AL004 (what the API server
+    /// refuses by itself).
     fn linter_flags(&self, manifest: &str) -> bool {
         let (_, out, err) = self.sh(
-            "kubectl affinity-lint -f - -o json --enable AL001,AL003,AL006,AL007",
+            "kubectl affinity-lint -f - -o json --enable AL001,AL003,AL004,AL006,AL007",
             Some(manifest),
         );
         let json: serde_json::Value =
             serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
-        json["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|f| ["AL001", "AL003", "AL006", "AL007"].contains(&f["rule"].as_str().unwrap()))
+        json["findings"].as_array().unwrap().iter().any(|f| {
+            ["AL001", "AL003", "AL004", "AL006", "AL007"].contains(&f["rule"].as_str().unwrap())
+        })
     }
 
     /// Applies the policy with `args` and waits until it judges requests.
@@ -293,6 +292,36 @@ fn the_policy_and_the_linter_agree() {
             "a weight of 50",
             deployment("weight-50", &preferred("50"), ""),
             false,
+        ),
+        (
+            "a weight of 50.0, which kubectl sends as 50",
+            deployment("weight-float", &preferred("50.0"), ""),
+            false,
+        ),
+        (
+            "a weight of 0x10, which kubectl sends as 16",
+            deployment("weight-hex", &preferred("0x10"), ""),
+            false,
+        ),
+        (
+            "AL004 values: [true], which kubectl sends as a boolean",
+            deployment(
+                "unquoted-true",
+                &required(
+                    "      - matchExpressions: [{key: nvidia.com/gpu.present, operator: In, values: [true]}]\n",
+                ),
+                "",
+            ),
+            true,
+        ),
+        (
+            "AL004 a nodeSelector value of yes",
+            deployment(
+                "selector-yes",
+                "nodeSelector: {gpu: yes}\ncontainers: [{name: c, image: x}]\n",
+                "",
+            ),
+            true,
         ),
         (
             "AL007 a GPU without a limit",

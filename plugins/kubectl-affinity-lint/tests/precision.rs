@@ -76,6 +76,18 @@ fn go_templates_that_are_data_are_linted_not_refused() {
 }
 
 #[test]
+fn values_kubectl_sends_as_booleans_or_numbers_are_flagged_and_whole_weights_are_not() {
+    let json = assert_findings(
+        "miss-unquoted-values.yaml",
+        &[("AL004", 10), ("AL004", 12), ("AL004", 18), ("AL004", 19)],
+    );
+    assert!(
+        json.to_string().contains("read by kubectl as a boolean"),
+        "{json}"
+    );
+}
+
+#[test]
 fn al008_anti_affinity_against_other_applications_is_not_flagged() {
     assert_findings("fp-al008-other-applications.yaml", &[]);
 }

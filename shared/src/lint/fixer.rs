@@ -65,11 +65,20 @@ impl FixOutcome {
                     .context_radius(3)
                     // `a/` and `b/` as git writes them, so `git apply` and `patch -p1`
                     // find the file from the repository's root.
-                    .header(&format!("a/{name}"), &format!("b/{name}"))
+                    .header(&prefixed("a", name), &prefixed("b", name))
                     .to_string(),
             );
         }
         out
+    }
+}
+
+/// `a/deploy/x.yaml` for a relative path (as git writes it); an absolute one as it is.
+fn prefixed(side: &str, name: &str) -> String {
+    if name.starts_with('/') {
+        name.to_string()
+    } else {
+        format!("{side}/{name}")
     }
 }
 

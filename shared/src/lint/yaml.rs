@@ -70,9 +70,25 @@ impl Node {
         }
     }
 
+    /// An integer as kubectl reads it: YAML 1.1 (`0x10`, `1_000`, octal `010`), or a float
+    /// with no fraction (`50.0`, sent as 50).
     pub fn as_i64(&self) -> Option<i64> {
+        match self.kubectl_type()? {
+            Typed::Int(n) => Some(n),
+            Typed::Float(f) if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.0e18 => {
+                Some(f as i64)
+            }
+            _ => None,
+        }
+    }
+
+    /// What kubectl's YAML reader (go-yaml v2, YAML 1.1) makes of a scalar: a quoted one
+    /// is a string; a plain one may be null, a boolean (`yes`, `on`, `true`...) or a number
+    /// (`80`, `1.0`, `0x1`) — sent as such, and refused where the API wants a string.
+    pub fn kubectl_type(&self) -> Option<Typed> {
         match &self.kind {
-            NodeKind::Scalar { text, plain: true } => text.parse().ok(),
+            NodeKind::Scalar { text, plain: true } => Some(yaml11_type(text)),
+            NodeKind::Scalar { .. } => Some(Typed::Str),
             _ => None,
         }
     }
@@ -133,6 +149,94 @@ impl Node {
                 NodeKind::Map(entries) => entries.iter().map(|(k, v)| k.cost() + v.cost()).sum(),
             }
     }
+}
+
+/// A scalar's type as kubectl reads it (see [`Node::kubectl_type`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Typed {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str,
+}
+
+/// How go-yaml v2 resolves a plain scalar: its YAML 1.1 booleans and nulls, then — for
+/// text starting with a digit, a sign or a dot — Go's base-prefixed integers (underscores
+/// dropped) and floats.
+fn yaml11_type(text: &str) -> Typed {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Typed::Null,
+        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
+            return Typed::Bool(true);
+        }
+        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
+            return Typed::Bool(false);
+        }
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return Typed::Float(f64::INFINITY);
+        }
+        "-.inf" | "-.Inf" | "-.INF" => return Typed::Float(f64::NEG_INFINITY),
+        ".nan" | ".NaN" | ".NAN" => return Typed::Float(f64::NAN),
+        _ => {}
+    }
+    if !text.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '+' | '.')) {
+        return Typed::Str;
+    }
+    let plain = text.replace('_', "");
+    if let Some(n) = go_int(&plain) {
+        return Typed::Int(n);
+    }
+    if is_yaml_float(&plain)
+        && let Ok(f) = plain.parse::<f64>()
+    {
+        return Typed::Float(f);
+    }
+    Typed::Str
+}
+
+/// `strconv.ParseInt(s, 0, 64)`: an optional sign, then `0x`, `0o`, `0b` or a leading `0`
+/// (octal) prefix, or decimal.
+fn go_int(s: &str) -> Option<i64> {
+    let (negative, digits) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let lower = digits.to_ascii_lowercase();
+    let (radix, body) = if let Some(b) = lower.strip_prefix("0x") {
+        (16, b)
+    } else if let Some(b) = lower.strip_prefix("0o") {
+        (8, b)
+    } else if let Some(b) = lower.strip_prefix("0b") {
+        (2, b)
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, &lower[1..])
+    } else {
+        (10, lower.as_str())
+    };
+    if body.is_empty() || !body.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    let n = i64::from_str_radix(body, radix).ok()?;
+    Some(if negative { -n } else { n })
+}
+
+/// go-yaml v2's float pattern: `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`.
+fn is_yaml_float(s: &str) -> bool {
+    let s = s.strip_prefix(['-', '+']).unwrap_or(s);
+    let (mantissa, exponent) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    };
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    let mantissa_ok = match mantissa.split_once('.') {
+        Some(("", frac)) => digits(frac),
+        Some((int, frac)) => digits(int) && (frac.is_empty() || digits(frac)),
+        None => digits(mantissa),
+    };
+    let exponent_ok = exponent.is_none_or(|e| digits(e.strip_prefix(['-', '+']).unwrap_or(e)));
+    mantissa_ok && exponent_ok
 }
 
 fn is_null(text: &str) -> bool {
@@ -558,7 +662,7 @@ impl Node {
                     Value::Null
                 } else if let (true, Some(k)) = (*plain, key)
                     && INTEGER_FIELDS.contains(&k)
-                    && let Ok(n) = text.parse::<i64>()
+                    && let Some(n) = self.as_i64()
                 {
                     Value::from(n)
                 } else if *plain && let Some(b) = self.as_bool() {
@@ -584,6 +688,32 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_scalars_are_typed_as_kubectl_reads_them() {
+        use Typed::*;
+        for (text, typed) in [
+            ("yes", Bool(true)),
+            ("On", Bool(true)),
+            ("n", Bool(false)),
+            ("~", Null),
+            ("80", Int(80)),
+            ("0x10", Int(16)),
+            ("010", Int(8)),
+            ("1_000", Int(1000)),
+            ("-0b11", Int(-3)),
+            ("50.0", Float(50.0)),
+            ("1e3", Float(1000.0)),
+            ("08", Float(8.0)),
+            ("80gb", Str),
+            ("a100", Str),
+            ("1.2.3", Str),
+            ("v1", Str),
+            ("-", Str),
+        ] {
+            assert_eq!(yaml11_type(text), typed, "{text}");
+        }
+    }
 
     #[test]
     fn merge_keys_are_resolved_as_kubectl_does() {

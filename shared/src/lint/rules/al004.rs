@@ -1,7 +1,8 @@
 //! AL004 invalid-requirement.
 use crate::lint::affinity::{Req, preferred_terms, required_terms, requirements};
+use crate::lint::fix::{TextEdit, TextFix};
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
-use crate::lint::yaml::{Node, NodeKind};
+use crate::lint::yaml::{Node, NodeKind, Typed};
 use crate::scheduling::{RequirementField, requirement_problems};
 
 pub static META: RuleMeta = RuleMeta {
@@ -19,6 +20,12 @@ It also checks the shape the API server expects: `requiredDuringScheduling...` i
 mapping with `nodeSelectorTerms` (a list written there instead is rejected, not ignored),
 terms and `matchExpressions` are lists of mappings, `values` is a list (`values: x` is not).
 
+And it checks the strings as kubectl sends them: kubectl reads YAML 1.1, so an unquoted
+`true`, `yes`, `on`, `80`, `1.0` or `0x1` in `values`, a `nodeSelector` value or a
+toleration's `value` is sent as a boolean or a number, and the API server refuses the
+object (`cannot unmarshal bool into ... of type string`). `--fix` quotes it (safe: the
+object was refused as written).
+
 ## When it does not fire
 Only what the API server itself rejects is reported; unusual but valid keys and values are
 not. Shape errors are reported once, without follow-up errors from the misread values.
@@ -32,7 +39,8 @@ The API server rejects the whole object: the rollout never starts.
 ```
 
 ## Fix
-Use `In` for strings, or a numeric label (`gpu-memory-gb: \"80\"`) with `Gt`/`Lt`.",
+Use `In` for strings, or a numeric label (`gpu-memory-gb: \"80\"`) with `Gt`/`Lt`. Quote
+values kubectl would read as booleans or numbers: `values: [\"true\"]`, `values: [\"80\"]`.",
 };
 
 #[derive(Debug)]
@@ -152,6 +160,72 @@ fn check_shapes(spec: &Node, out: &mut Vec<RawFinding>) {
     }
 }
 
+/// A plain scalar kubectl sends as a boolean or a number where the API wants a string (a
+/// label value, a toleration's value): the object is refused. The fix quotes it.
+fn check_string(node: &Node, what: &str, out: &mut Vec<RawFinding>) {
+    let read_as = match node.kubectl_type() {
+        Some(Typed::Bool(_)) => "a boolean",
+        Some(Typed::Int(_) | Typed::Float(_)) => "a number",
+        _ => return,
+    };
+    let text = node.scalar_text().unwrap_or_default();
+    let quoted = format!("\"{text}\"");
+    out.push(
+        RawFinding::at(
+            node,
+            format!(
+                "{what} `{text}` is read by kubectl as {read_as} (YAML 1.1), and the API server rejects it where a string belongs: quote it, {quoted}"
+            ),
+        )
+        .with_fix(quoted.clone())
+        .with_text_fix(TextFix {
+            safe: true,
+            title: format!("quote {text}"),
+            edits: vec![TextEdit::replace(node, quoted)],
+            target: node,
+            expected: serde_json::Value::String(text.to_string()),
+        }),
+    );
+}
+
+/// The strings of a term's expressions and fields that kubectl would send typed.
+fn check_term_strings(term: &Node, out: &mut Vec<RawFinding>) {
+    for list in ["matchExpressions", "matchFields"] {
+        for req in term.get(list).map(Node::items).unwrap_or_default() {
+            for value in req.get("values").map(Node::items).unwrap_or_default() {
+                check_string(value, "the value", out);
+            }
+        }
+    }
+}
+
+/// `nodeSelector` values, tolerations' values and node affinity values kubectl would
+/// send as booleans or numbers.
+fn check_strings(spec: &Node, out: &mut Vec<RawFinding>) {
+    for (_, value) in spec
+        .get("nodeSelector")
+        .map(Node::entries)
+        .unwrap_or_default()
+    {
+        check_string(value, "a nodeSelector value", out);
+    }
+    for toleration in spec.get("tolerations").map(Node::items).unwrap_or_default() {
+        if let Some(value) = toleration.get("value") {
+            check_string(value, "a toleration's value", out);
+        }
+    }
+    if let Some((_, terms)) = required_terms(spec) {
+        for term in terms {
+            check_term_strings(term, out);
+        }
+    }
+    for (_, _, preference) in preferred_terms(spec) {
+        if let Some(p) = preference {
+            check_term_strings(p, out);
+        }
+    }
+}
+
 impl Rule for Al004 {
     fn meta(&self) -> &'static RuleMeta {
         &META
@@ -167,6 +241,7 @@ impl Rule for Al004 {
             // Values read from a wrong shape would only add confusing follow-up errors.
             return;
         }
+        check_strings(spec, out);
         if let Some((_, terms)) = required_terms(spec) {
             for term in terms {
                 check_term(term, out);

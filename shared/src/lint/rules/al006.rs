@@ -2,7 +2,7 @@
 use crate::lint::affinity::preferred_terms;
 use crate::lint::fix::{TextEdit, TextFix, scalar_json};
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
-use crate::lint::yaml::{Node, NodeKind};
+use crate::lint::yaml::{Node, Typed};
 
 pub static META: RuleMeta = RuleMeta {
     id: "AL006",
@@ -14,8 +14,10 @@ Checks that every preferred node affinity term has a `weight` from 1 to 100 (and
 is one). Pod affinity and anti-affinity preferred terms are checked the same way.
 
 ## When it does not fire
-Weights from 1 to 100. A weight written as a string (`weight: \"50\"`) is reported as
-the wrong type, not as out of range.
+Weights from 1 to 100, read as kubectl reads YAML: `50.0`, `0x10` and `1_0` are whole
+numbers it sends as 50, 16 and 10, which the API server accepts. A weight written as a
+string (`weight: \"50\"`) or a boolean (`weight: yes`) is reported as the wrong type, not
+as out of range.
 
 ## Why it matters
 The API server rejects other weights: the object is never created. Weights are scores,
@@ -39,7 +41,10 @@ pub struct Al006;
 /// The nearest weight the API server accepts, when the written one is a whole number
 /// (quoted or not): the fix sets it.
 fn nearest_weight(w: &Node) -> Option<i64> {
-    let n: i64 = w.scalar_text()?.trim().parse().ok()?;
+    let n = match w.kubectl_type()? {
+        Typed::Str => w.scalar_text()?.trim().parse().ok()?,
+        _ => w.as_i64()?,
+    };
     Some(n.clamp(1, 100))
 }
 
@@ -51,28 +56,40 @@ fn check_weight(entry: &Node, weight: Option<&Node>, out: &mut Vec<RawFinding>) 
         ));
         return;
     };
-    let plain = matches!(&w.kind, NodeKind::Scalar { plain: true, .. });
-    let finding = match w.as_i64() {
-        Some(1..=100) => return,
-        None if !plain || w.scalar_text().is_none_or(|t| t.parse::<f64>().is_err()) => {
-            RawFinding::at(
-                w,
-                format!(
-                    "weight must be an integer from 1 to 100, not {}: the API server rejects it",
-                    match w.scalar_text() {
-                        Some(t) => format!("the string {t:?}"),
-                        None => "a list or mapping".to_string(),
-                    }
-                ),
-            )
-        }
-        _ => RawFinding::at(
+    let text = w.scalar_text().unwrap_or_default();
+    let not_an_integer = |what: String| {
+        RawFinding::at(
             w,
             format!(
-                "weight {} is outside 1..100: the API server rejects it",
-                w.scalar_text().unwrap_or("?")
+                "weight must be an integer from 1 to 100, not {what}: the API server rejects it"
             ),
+        )
+    };
+    // Read as kubectl reads it: `50.0`, `0x10` and `1_0` are whole numbers it sends as such.
+    let finding = match w.kubectl_type() {
+        None => not_an_integer("a list or mapping".into()),
+        Some(Typed::Str) => not_an_integer(format!("the string {text:?}")),
+        Some(Typed::Bool(_)) => {
+            not_an_integer(format!("`{text}`, which kubectl reads as a boolean"))
+        }
+        Some(Typed::Null) => RawFinding::at(
+            w,
+            "weight is empty: the API server requires one from 1 to 100",
         ),
+        Some(Typed::Int(_) | Typed::Float(_)) => match w.as_i64() {
+            Some(1..=100) => return,
+            Some(n) if n.to_string() != text => RawFinding::at(
+                w,
+                format!(
+                    "weight {text} (kubectl reads {n}) is outside 1..100: the API server rejects it"
+                ),
+            ),
+            Some(_) => RawFinding::at(
+                w,
+                format!("weight {text} is outside 1..100: the API server rejects it"),
+            ),
+            None => not_an_integer(format!("{text}, which has a fraction")),
+        },
     };
     // The object is rejected as written, so the nearest accepted weight changes nothing
     // that ever ran: a safe fix.
