@@ -407,7 +407,7 @@ fn template_line(text: &str) -> Option<usize> {
 }
 
 /// The line (1-based, in the file) of a Helm template action in a document that parsed
-/// as YAML, if it has one: a `{{` where YAML has structure (`replicas: {{ .Values.n }}`
+/// as YAML, if it has one: a Go action where YAML has structure (`replicas: {{ $n }}`
 /// reads as a flow mapping), or an action on Helm's own objects and functions anywhere
 /// (`image: "{{ .Values.image }}"`). Go templates that are data are not Helm's: a
 /// PrometheusRule's `description: '{{ $labels.pod }} is down'`, Alertmanager's
@@ -427,6 +427,27 @@ fn template_action_line(text: &str, first_line: usize, root: &Node) -> Option<us
         "required ",
         "nindent ",
     ];
+    // How a Go template action starts (`{{ .x }}`, `{{- if }}`, `{{ end }}`); a bare
+    // `{{TOKEN}}` placeholder is not one.
+    const GO_ACTIONS: &[&str] = &[
+        ".",
+        "$",
+        "include ",
+        "template ",
+        "if ",
+        "else",
+        "end",
+        "range ",
+        "with ",
+        "define ",
+        "toYaml",
+        "tpl ",
+        "printf ",
+        "default ",
+        "quote ",
+        "required ",
+        "/*",
+    ];
     let mut scalars = Vec::new();
     scalar_spans(root, &mut scalars);
     let inside_scalar = |line: usize, col: usize| {
@@ -442,7 +463,8 @@ fn template_action_line(text: &str, first_line: usize, root: &Node) -> Option<us
             .any(|(i, _)| {
                 let action = l[i + 2..].trim_start_matches('-').trim_start();
                 let helm = HELM.iter().any(|h| action.contains(h));
-                helm || !inside_scalar(line, i + 1)
+                let go = GO_ACTIONS.iter().any(|a| action.starts_with(a));
+                helm || (go && !inside_scalar(line, i + 1))
             })
             .then_some(line)
     })
