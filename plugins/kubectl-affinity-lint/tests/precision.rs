@@ -88,6 +88,19 @@ fn values_kubectl_sends_as_booleans_or_numbers_are_flagged_and_whole_weights_are
 }
 
 #[test]
+fn argo_containers_scripts_and_container_sets_are_checked() {
+    let json = assert_findings(
+        "miss-argo-containers.yaml",
+        &[("AL007", 20), ("AL007", 26), ("AL007", 38)],
+    );
+    assert_eq!(json["findings"][0]["object"]["name"], "train-", "{json}");
+    assert_eq!(
+        json["findings"][0]["podSpec"], "spec.templates[1]",
+        "{json}"
+    );
+}
+
+#[test]
 fn al008_anti_affinity_against_other_applications_is_not_flagged() {
     assert_findings("fp-al008-other-applications.yaml", &[]);
 }

@@ -98,7 +98,7 @@ pub fn pod_spec_of(spec: &Node) -> PodSpec {
 /// Extended-resource requests of one pod (thousandths), as the scheduler counts containers.
 fn extended_requests(spec: &Node) -> BTreeMap<String, i128> {
     let mut out = BTreeMap::new();
-    for c in spec.get("containers").map(Node::items).unwrap_or_default() {
+    for c in super::podspec::app_containers(spec) {
         for part in ["requests", "limits"] {
             for (k, v) in c
                 .path(&["resources", part])

@@ -187,12 +187,41 @@ const SCHEDULING_FIELDS: &[&str] = &[
     "containers",
     "container",
     "script",
+    "containerSet",
     "initContainers",
     "affinity",
     "nodeSelector",
     "tolerations",
     "topologySpreadConstraints",
 ];
+
+/// The containers a pod spec runs for its work: `containers`, and in Argo's templates the
+/// single `container` or `script` and a `containerSet`'s containers.
+pub fn app_containers(spec: &Node) -> Vec<&Node> {
+    let mut out: Vec<&Node> = spec
+        .get("containers")
+        .map(Node::items)
+        .unwrap_or_default()
+        .iter()
+        .collect();
+    out.extend(["container", "script"].iter().filter_map(|k| spec.get(k)));
+    out.extend(
+        spec.path(&["containerSet", "containers"])
+            .map(Node::items)
+            .unwrap_or_default(),
+    );
+    out
+}
+
+/// Every container of a pod spec: the app containers, `initContainers`, and Argo's
+/// `sidecars`.
+pub fn all_containers(spec: &Node) -> Vec<&Node> {
+    let mut out = app_containers(spec);
+    for list in ["initContainers", "sidecars"] {
+        out.extend(spec.get(list).map(Node::items).unwrap_or_default());
+    }
+    out
+}
 
 /// Every pod spec of an object of `kind` (`api_version` tells Knative's Service and
 /// Volcano's Job from the core kinds of the same name).

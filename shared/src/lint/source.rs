@@ -604,8 +604,11 @@ pub fn objects<'a>(file: &'a str, doc: &'a Document) -> Vec<Object<'a>> {
         let Some(kind) = node.get("kind").and_then(Node::as_str) else {
             continue;
         };
+        // An object named by the server (`generateName: gpu-`) is shown as `gpu-`, as
+        // kubectl shows it before creation.
         let name = node
             .path(&["metadata", "name"])
+            .or_else(|| node.path(&["metadata", "generateName"]))
             .and_then(Node::as_str)
             .unwrap_or_default();
         let api_version = node

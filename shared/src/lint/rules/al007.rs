@@ -1,6 +1,7 @@
 //! AL007 extended-resource-limits.
 use crate::gpu::parse_quantity_milli;
 use crate::lint::fix::{TextEdit, TextFix, is_flow, source};
+use crate::lint::podspec::all_containers;
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
 use crate::lint::source::Document;
 use crate::lint::yaml::{Node, NodeKind};
@@ -134,13 +135,12 @@ impl Rule for Al007 {
         let Some(spec) = cx.object.pod_spec() else {
             return;
         };
-        let containers = spec.get("containers").map(Node::items).unwrap_or_default();
-        let inits = spec
-            .get("initContainers")
-            .map(Node::items)
-            .unwrap_or_default();
-        for container in containers.iter().chain(inits) {
-            let name = container.get("name").and_then(Node::as_str).unwrap_or("?");
+        for container in all_containers(spec) {
+            // Argo's single `container`/`script` has no name of its own.
+            let name = container
+                .get("name")
+                .and_then(Node::as_str)
+                .unwrap_or("(unnamed)");
             let Some(requests) = container.path(&["resources", "requests"]) else {
                 continue;
             };

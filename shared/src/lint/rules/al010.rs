@@ -50,7 +50,7 @@ pub struct Al010;
 /// The first extended resource the pod asks for, and how many per pod.
 fn accelerator(spec: &Node) -> Option<(&str, i64)> {
     let mut found: Option<(&str, i64)> = None;
-    for c in spec.get("containers").map(Node::items).unwrap_or_default() {
+    for c in crate::lint::podspec::app_containers(spec) {
         let resources = c
             .path(&["resources", "limits"])
             .or_else(|| c.path(&["resources", "requests"]));
