@@ -354,3 +354,61 @@ fn text_output_streams_file_by_file() {
         "{rest}"
     );
 }
+
+/// `-R` walks directories as `kubectl apply -R` does: a symlink to a directory is not
+/// followed (no loop, no file reported twice), a symlink to a file is read.
+#[test]
+fn recursion_does_not_follow_directory_symlinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let deploy = dir.path().join("deploy");
+    std::fs::create_dir_all(&deploy).unwrap();
+    std::fs::copy(
+        examples().join("llm-inference-split-terms.yaml"),
+        deploy.join("split.yaml"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&deploy, deploy.join("loop")).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        examples().join("llm-inference-split-terms.yaml"),
+        outside.path().join("shared.yaml"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("shared.yaml"),
+        dir.path().join("ext.yaml"),
+    )
+    .unwrap();
+    let (code, out, err) = run_in(dir.path(), &["-R", "-f", ".", "-o", "json"], None);
+    assert_eq!(code, 1, "{err}");
+    let json = json(&out);
+    let files: Vec<&str> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "AL001")
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["deploy/split.yaml", "ext.yaml"], "{json}");
+}
+
+/// Only Helm's own `# Source: CHART/templates/FILE` marks Helm output; a hand-written
+/// `# Source:` note does not stop a fix.
+#[test]
+fn a_hand_written_source_comment_is_not_helm_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "# Source: copied from the vendor's docs\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: x\n    resources: {requests: {nvidia.com/gpu: 1}}\n";
+    std::fs::write(dir.path().join("pod.yaml"), text).unwrap();
+    let (code, _, err) = run_in(dir.path(), &["-f", "pod.yaml", "--fix"], None);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("fixed AL007"), "{err}");
+    let (_, out, _) = run_in(
+        dir.path(),
+        &["-f", "-", "-o", "json"],
+        Some(b"# Source: gpu/templates/pod.yaml\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: x, resources: {requests: {nvidia.com/gpu: 1}}}]\n"),
+    );
+    assert_eq!(
+        json(&out)["findings"][0]["helmTemplate"],
+        "gpu/templates/pod.yaml"
+    );
+}

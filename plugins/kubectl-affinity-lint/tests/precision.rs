@@ -162,7 +162,20 @@ fn pod_templates_of_custom_resources_are_linted_with_their_path() {
 
 #[test]
 fn pdb_percentages_round_up_and_count_every_selected_pod() {
-    let json = assert_findings("miss-pdb-percentage.yaml", &[("AL011", 26), ("AL011", 71)]);
+    let json = assert_findings(
+        "miss-pdb-percentage.yaml",
+        &[("AL011", 26), ("AL011", 71), ("AL011", 80), ("AL011", 87)],
+    );
+    let fixes: Vec<&str> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["fix"].as_str().unwrap())
+        .collect();
+    assert!(fixes[1].contains("run more replicas"), "{fixes:?}");
+    assert!(fixes[2].contains("maxUnavailable: 1"), "{fixes:?}");
+    assert!(!fixes[2].contains("replicas"), "{fixes:?}");
+    assert!(fixes[3].contains("below 100%"), "{fixes:?}");
     let messages: Vec<&str> = json["findings"]
         .as_array()
         .unwrap()

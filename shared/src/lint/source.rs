@@ -81,7 +81,10 @@ fn walk(dir: &Path, recursive: bool, files: &mut Vec<PathBuf>, errors: &mut Vec<
     paths.sort();
     for path in paths {
         if path.is_dir() {
-            if recursive {
+            // As `kubectl apply -R`: a symlink to a directory is not followed (no loops, no
+            // file reported under a second name); symlinks to files are read.
+            let link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+            if recursive && !link {
                 walk(&path, recursive, files, errors);
             }
         } else if path
@@ -333,7 +336,11 @@ pub fn parse_chunk(file: &str, chunk: Chunk) -> Result<Option<Document>, InputEr
         .lines()
         .map(str::trim)
         .take_while(|l| l.is_empty() || l.starts_with('#'))
-        .find_map(|l| l.strip_prefix("# Source:").map(|s| s.trim().to_string()));
+        .find_map(|l| l.strip_prefix("# Source:").map(str::trim))
+        // What Helm writes: `# Source: CHART/templates/FILE`, one path without blanks (a
+        // hand-written `# Source: copied from ...` is not Helm output).
+        .filter(|s| s.contains("/templates/") && !s.contains(char::is_whitespace))
+        .map(str::to_string);
     let mut duplicates = Vec::new();
     let mut relaxed = None;
     let parsed =

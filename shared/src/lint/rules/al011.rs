@@ -5,6 +5,8 @@
 //! linted (in parallel, one at a time), and [`judge`] matches them once the whole input is
 //! read — only within one group (a directory, or one stream) and one namespace, so a PDB in
 //! one kustomize base never meets a workload of another.
+use std::collections::HashMap;
+
 use super::super::affinity::LabelSelector;
 use crate::lint::engine::{Finding, ObjectRef};
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Scope, Severity};
@@ -232,15 +234,34 @@ pub fn collect(object: &Object<'_>, group: &str, facts: &mut Facts) {
 /// The findings: every PDB against the pods of its group and namespace.
 pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
     let mut out = Vec::new();
+    // Pods by (group, namespace), and by each of their labels within it: a budget with a
+    // `matchLabels` entry looks only at the pods carrying it, so thousands of budgets and
+    // workloads in one directory are not compared pairwise.
+    type Place<'f> = (&'f str, Option<&'f str>);
+    let mut by_place: HashMap<Place<'_>, Vec<&Pods>> = HashMap::new();
+    let mut by_label: HashMap<(Place<'_>, &str, &str), Vec<&Pods>> = HashMap::new();
+    for p in &facts.pods {
+        let place = (p.group.as_str(), p.namespace.as_deref());
+        by_place.entry(place).or_default().push(p);
+        for (k, v) in &p.labels {
+            by_label
+                .entry((place, k.as_str(), v.as_str()))
+                .or_default()
+                .push(p);
+        }
+    }
     for pdb in &facts.pdbs {
-        let selected: Vec<&Pods> = facts
-            .pods
+        let place = (pdb.group.as_str(), pdb.namespace.as_deref());
+        let candidates = match pdb.selector.match_labels.first() {
+            Some((k, v)) => by_label.get(&(place, k.as_str(), v.as_str())),
+            None => by_place.get(&place),
+        };
+        let selected: Vec<&Pods> = candidates
+            .map(Vec::as_slice)
+            .unwrap_or_default()
             .iter()
-            .filter(|p| {
-                p.group == pdb.group
-                    && p.namespace == pdb.namespace
-                    && pdb.selector.selects(&p.labels)
-            })
+            .copied()
+            .filter(|p| pdb.selector.selects(&p.labels))
             .collect();
         if selected.is_empty() {
             continue;
@@ -260,16 +281,21 @@ pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
             .map(|p| p.display.as_str())
             .collect::<Vec<_>>()
             .join(", ");
-        let message = match (&pdb.budget, total) {
-            (Budget::MaxUnavailable(a), _) if a.of(total.unwrap_or(1).max(1)) == 0 => {
-                Some(format!(
+        const MORE_REPLICAS: &str = "run more replicas than minAvailable, or use maxUnavailable: 1";
+        let judged = match (&pdb.budget, total) {
+            (Budget::MaxUnavailable(a), _) if a.of(total.unwrap_or(1).max(1)) == 0 => Some((
+                format!(
                     "{} allows no eviction: node drains and upgrades block",
                     pdb.written
-                ))
-            }
-            (Budget::MinAvailable(Amount::Percent(p)), _) if *p >= 100 => Some(format!(
-                "{} allows no eviction: node drains and upgrades block",
-                pdb.written
+                ),
+                "allow at least one pod to be unavailable: maxUnavailable: 1",
+            )),
+            (Budget::MinAvailable(Amount::Percent(p)), _) if *p >= 100 => Some((
+                format!(
+                    "{} allows no eviction: node drains and upgrades block",
+                    pdb.written
+                ),
+                "use maxUnavailable: 1 (or a minAvailable below 100% that leaves a pod to evict)",
             )),
             (Budget::MinAvailable(a), Some(total)) if total > 0 => {
                 let needed = a.of(total);
@@ -278,16 +304,19 @@ pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
                         Amount::Percent(_) => format!(" (rounded up to {needed})"),
                         Amount::Count(_) => String::new(),
                     };
-                    format!(
-                        "{}{rounded} with {total} pod{} ({names}): no voluntary eviction is allowed, node drains block",
-                        pdb.written,
-                        if total == 1 { "" } else { "s" },
+                    (
+                        format!(
+                            "{}{rounded} with {total} pod{} ({names}): no voluntary eviction is allowed, node drains block",
+                            pdb.written,
+                            if total == 1 { "" } else { "s" },
+                        ),
+                        MORE_REPLICAS,
                     )
                 })
             }
             _ => None,
         };
-        if let Some(message) = message {
+        if let Some((message, fix)) = judged {
             out.push(Finding {
                 rule: META.id.to_string(),
                 severity,
@@ -297,7 +326,7 @@ pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
                 object: pdb.object.clone(),
                 pod_spec: None,
                 message,
-                fix: Some("run more replicas than minAvailable, or use maxUnavailable: 1".into()),
+                fix: Some(fix.into()),
                 helm_template: pdb.helm_template.clone(),
                 source_line: pdb.source_line.clone(),
                 fixable: None,
