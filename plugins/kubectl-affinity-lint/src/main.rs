@@ -591,17 +591,35 @@ fn fix(cli: &Cli, settings: &Settings<'_>, ui: &Ui) -> ExitCode {
             f.helm_template.as_deref().unwrap_or("?")
         ));
     }
+    let manual: Vec<_> = outcome
+        .remaining
+        .findings
+        .iter()
+        .filter(|f| f.fixable == Some(Fixable::Manual))
+        .collect();
+    for f in &manual {
+        summary.push_str(&format!(
+            "{}:{}: no automatic fix for {}: {}; apply the suggested change by hand\n",
+            f.file,
+            f.line,
+            f.rule,
+            f.manual_reason.unwrap_or("not in this layout")
+        ));
+    }
     let unsafe_left = outcome.unsafe_left();
+    let mut notes = Vec::new();
+    if unsafe_left > 0 && !cli.unsafe_fixes {
+        notes.push(format!("{unsafe_left} more with --unsafe-fixes"));
+    }
+    if !manual.is_empty() {
+        notes.push(format!("{} to fix by hand", manual.len()));
+    }
     summary.push_str(&format!(
         "{} {} in {}{}\n",
         if cli.fix { "fixed" } else { "would fix" },
         placekit::ui::count(outcome.applied.len(), "problem"),
         placekit::ui::count(outcome.changed.len(), "file"),
-        if unsafe_left > 0 && !cli.unsafe_fixes {
-            format!("; {unsafe_left} more with --unsafe-fixes")
-        } else {
-            String::new()
-        }
+        notes.iter().map(|n| format!("; {n}")).collect::<String>()
     ));
     let stdin_fixed = outcome
         .changed

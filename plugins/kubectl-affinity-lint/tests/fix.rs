@@ -295,3 +295,65 @@ fn a_byte_order_mark_does_not_shift_columns_or_fixes() {
         "{fixed}"
     );
 }
+
+/// The layouts of split terms found in real manifests are merged, each edited only where
+/// the terms meet; one that cannot be rewritten is named, not passed by.
+#[test]
+fn split_terms_in_common_layouts_are_merged() {
+    let pod = |terms: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n{terms}  containers: [{{name: c, image: x}}]\n"
+        )
+    };
+    let cases = [
+        (
+            "compact items under block lists",
+            "        nodeSelectorTerms:\n        - matchExpressions:\n          - {key: a, operator: In, values: [x]}\n        - matchExpressions:\n          - {key: b, operator: In, values: [h100]}\n",
+            "        nodeSelectorTerms:\n        - matchExpressions:\n          - {key: a, operator: In, values: [x]}\n          - {key: b, operator: In, values: [h100]}\n",
+        ),
+        (
+            "one flow list",
+            "        nodeSelectorTerms: [{matchExpressions: [{key: a, operator: In, values: [x]}]}, {matchExpressions: [{key: b, operator: In, values: [h100]}]}]\n",
+            "        nodeSelectorTerms: [{matchExpressions: [{key: a, operator: In, values: [x]}, {key: b, operator: In, values: [h100]}]}]\n",
+        ),
+        (
+            "a dash followed by three spaces, quoted keys, a comment on a later term",
+            "        nodeSelectorTerms:\n        -   \"matchExpressions\":\n            - key: a\n              operator: In\n              values: [x]\n        -   'matchExpressions':   # the GPU\n            - key: b\n              operator: In\n              values: [h100]\n",
+            "        nodeSelectorTerms:\n        -   \"matchExpressions\":\n            - key: a\n              operator: In\n              values: [x]\n        # the GPU\n            - key: b\n              operator: In\n              values: [h100]\n",
+        ),
+    ];
+    for (what, before, after) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("p.yaml"), pod(before)).unwrap();
+        let (code, _, err) = run(
+            dir.path(),
+            &["-f", "p.yaml", "--fix", "--unsafe-fixes"],
+            None,
+        );
+        assert_eq!(code, 0, "{what}: {err}");
+        assert!(err.contains("fixed AL001"), "{what}: {err}");
+        let fixed = std::fs::read_to_string(dir.path().join("p.yaml")).unwrap();
+        assert_eq!(fixed, pod(after), "{what}");
+        assert!(rules(dir.path(), "p.yaml").is_empty(), "{what}");
+    }
+    // An empty term among them: AL001 names itself as a fix by hand.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("p.yaml"),
+        pod("        nodeSelectorTerms: [{matchExpressions: [{key: a, operator: In, values: [x]}]}, {matchFields: [{key: metadata.name, operator: In, values: [n1]}]}, {matchExpressions: [{key: b, operator: In, values: [h100]}]}]\n"),
+    )
+    .unwrap();
+    let (code, _, err) = run(
+        dir.path(),
+        &["-f", "p.yaml", "--diff", "--unsafe-fixes"],
+        None,
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("p.yaml:8: no automatic fix for AL001:") && err.contains("; 1 to fix by hand"),
+        "{err}"
+    );
+    let (_, out, _) = run(dir.path(), &["-f", "p.yaml", "-o", "json"], None);
+    let json: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["findings"][0]["fixable"], "manual", "{json}");
+}

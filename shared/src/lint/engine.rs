@@ -165,6 +165,9 @@ pub struct Finding {
     /// The verified edits of the fix, in file bytes.
     #[serde(skip)]
     pub edit: Option<FileFix>,
+    /// Why there is no automatic fix, when `fixable` is `manual`.
+    #[serde(skip)]
+    pub manual_reason: Option<&'static str>,
 }
 
 /// What `--fix` can do about a finding.
@@ -174,6 +177,9 @@ pub enum Fixable {
     Safe,
     Unsafe,
     Template,
+    /// The rule fixes such problems, but not written this way: by hand (the reason is in
+    /// [`Finding::manual_reason`]).
+    Manual,
 }
 
 /// The result of a run.
@@ -254,8 +260,15 @@ fn lint_chunk(file: &InputFile, chunk: Chunk, settings: &Settings<'_>) -> Docume
                     _ => configured,
                 };
                 let text_fix = f.text_fix.take();
+                let no_text_fix = f.no_text_fix;
                 let mut found = finding(meta.id, severity, object, f, settings.keep_source_lines);
                 attach_fix(&mut found, &document, text_fix);
+                if found.fixable.is_none()
+                    && let Some(why) = no_text_fix
+                {
+                    found.fixable = Some(Fixable::Manual);
+                    found.manual_reason = Some(why);
+                }
                 result.findings.push(found);
             }
         }
@@ -301,6 +314,7 @@ pub(crate) fn finding(
             .flatten(),
         fixable: None,
         edit: None,
+        manual_reason: None,
     }
 }
 
@@ -309,13 +323,24 @@ pub(crate) fn finding(
 fn attach_fix(finding: &mut Finding, document: &Document, fix: Option<TextFix>) {
     let Some(fix) = fix else { return };
     if document.relaxed {
+        finding.fixable = Some(Fixable::Manual);
+        finding.manual_reason = Some(
+            "the document's indentation is read leniently, as kubectl reads it; --fix edits only strict YAML",
+        );
         return;
     }
     if document.helm_source.is_some() {
         finding.fixable = Some(Fixable::Template);
         return;
     }
-    if let Some(edits) = super::fix::verify(document, &fix) {
+    let Some(edits) = super::fix::verify(document, &fix) else {
+        finding.fixable = Some(Fixable::Manual);
+        finding.manual_reason = Some(
+            "the edit would not read back as exactly the intended object here (anchors, merge keys or an unusual layout)",
+        );
+        return;
+    };
+    {
         finding.fixable = Some(if fix.safe {
             Fixable::Safe
         } else {

@@ -87,11 +87,18 @@ pub fn source<'d>(doc: &'d Document, node: &Node) -> Option<&'d str> {
     doc.text.get(start..end)
 }
 
-/// Whether a collection node is written in flow style (`[...]`, `{...}`).
+/// Whether a collection node is written in flow style (`[...]`, `{...}`). A block list
+/// starts where its first item does, so a block list of `- {key: ...}` items starts at a
+/// `{`: only a list's `[` and a mapping's `{` count.
 pub fn is_flow(doc: &Document, node: &Node) -> bool {
+    let opening = match node.kind {
+        NodeKind::Seq(_) => '[',
+        NodeKind::Map(_) => '{',
+        NodeKind::Scalar { .. } => return false,
+    };
     doc.line(node.line)
         .and_then(|l| l.chars().nth(node.col.saturating_sub(1)))
-        .is_some_and(|c| c == '[' || c == '{')
+        .is_some_and(|c| c == opening)
 }
 
 /// Whether a list item has its lines to itself — only its `- ` before it, only blanks or

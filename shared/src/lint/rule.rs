@@ -60,6 +60,9 @@ pub struct RawFinding {
     pub severity: Option<Severity>,
     /// A machine-applicable fix (`--fix`, `--diff`), checked by the engine before use.
     pub text_fix: Option<TextFix>,
+    /// Why a rule that fixes this kind of problem has no automatic fix for this one (the
+    /// way it is written), so `--fix` can say so instead of passing it by.
+    pub no_text_fix: Option<&'static str>,
 }
 
 impl RawFinding {
@@ -71,11 +74,18 @@ impl RawFinding {
             fix: None,
             severity: None,
             text_fix: None,
+            no_text_fix: None,
         }
     }
 
     pub fn with_text_fix(mut self, fix: TextFix) -> Self {
         self.text_fix = Some(fix);
+        self
+    }
+
+    /// No automatic fix here, and why (the text fix the rule could not build).
+    pub fn without_text_fix(mut self, why: &'static str) -> Self {
+        self.no_text_fix = Some(why);
         self
     }
 

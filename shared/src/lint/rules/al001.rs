@@ -112,7 +112,9 @@ impl Rule for Al001 {
             .with_fix(merged_term_yaml(&all));
         out.push(match merge {
             Some(fix) => finding.with_text_fix(fix),
-            None => finding,
+            None => finding.without_text_fix(
+                "the terms are written in a way --fix does not rewrite (an empty term or matchFields among them, styles mixed between terms, or comments inside a flow list)",
+            ),
         });
     }
 }
@@ -130,9 +132,10 @@ fn required_terms_node(spec: &Node) -> Option<&Node> {
 /// Merges every term's `matchExpressions` into the first term, editing only the lines of
 /// the later terms: in block style their `- matchExpressions:` lines go and their
 /// expressions are re-indented under the first term's; in flow style their expressions
-/// move into the first term's brackets. Unsafe: the scheduler then requires every
-/// condition, where it accepted any. Terms with `matchFields`, or styles mixed between
-/// terms, get no automatic fix.
+/// move into the first term's brackets; a whole list written in flow style becomes one
+/// flow term. Unsafe: the scheduler then requires every condition, where it accepted
+/// any. Terms with `matchFields`, styles mixed between terms, or a flow list with comments
+/// inside get no automatic fix.
 fn merge_terms(doc: &Document, terms_node: &Node) -> Option<TextFix> {
     let terms = terms_node.items();
     let lists: Vec<&Node> = terms
@@ -144,7 +147,36 @@ fn merge_terms(doc: &Document, terms_node: &Node) -> Option<TextFix> {
         .collect::<Option<_>>()?;
     let first = lists[0];
     let mut edits = Vec::new();
-    if lists.iter().all(|l| is_flow(doc, l)) {
+    if is_flow(doc, terms_node) {
+        // `nodeSelectorTerms: [{matchExpressions: [..]}, {matchExpressions: [..]}]`: the
+        // list is rewritten as one term holding every expression, as written. Only
+        // without comments inside it, which the rewrite would drop.
+        let whole = source(doc, terms_node)?;
+        if whole.contains('#') || !lists.iter().all(|l| is_flow(doc, l)) {
+            return None;
+        }
+        let mut expressions = Vec::new();
+        for list in &lists {
+            let inner = source(doc, list)?;
+            let inner = inner[1..inner.len() - 1]
+                .trim()
+                .trim_end_matches(',')
+                .trim_end();
+            if !inner.is_empty() {
+                expressions.push(inner.to_string());
+            }
+        }
+        // JSON stays JSON: the key is quoted when the terms quote it.
+        let key = if whole.contains("\"matchExpressions\"") {
+            "\"matchExpressions\""
+        } else {
+            "matchExpressions"
+        };
+        edits.push(TextEdit::replace(
+            terms_node,
+            format!("[{{{key}: [{}]}}]", expressions.join(", ")),
+        ));
+    } else if lists.iter().all(|l| is_flow(doc, l)) {
         // Each later term alone on its line(s): `- matchExpressions: [...]`.
         let mut moved = Vec::new();
         for (term, list) in terms.iter().zip(&lists).skip(1) {
@@ -172,12 +204,32 @@ fn merge_terms(doc: &Document, terms_node: &Node) -> Option<TextFix> {
         let dash = |list: &Node| Some(indentation(doc.line(list.items()[0].line)?));
         let target_indent = dash(first)?;
         for (term, list) in terms.iter().zip(&lists).skip(1) {
-            let header = doc.line(term.line)?.trim();
-            let header = header.split(" #").next()?.trim_end();
-            if header != "- matchExpressions:" {
+            // `- matchExpressions:` in any spacing or quoting, with or without a comment.
+            let line = doc.line(term.line)?;
+            let (header, comment) = match line.find(" #") {
+                Some(i) => (&line[..i], Some(line[i..].trim())),
+                None => (line, None),
+            };
+            let key = header.trim().strip_prefix('-')?.trim();
+            if !matches!(
+                key,
+                "matchExpressions:" | "\"matchExpressions\":" | "'matchExpressions':"
+            ) {
                 return None;
             }
-            edits.push(TextEdit::delete_lines(term.line, term.line));
+            // The header goes; a comment on it stays, on a line of its own.
+            edits.push(match comment {
+                Some(comment) => TextEdit {
+                    from: (term.line, 1),
+                    to: (term.line + 1, 1),
+                    text: format!(
+                        "{}{comment}{}",
+                        " ".repeat(indentation(line)),
+                        doc.newline()
+                    ),
+                },
+                None => TextEdit::delete_lines(term.line, term.line),
+            });
             let indent = dash(list)?;
             if indent != target_indent {
                 for line in term.line + 1..=list.end_line {

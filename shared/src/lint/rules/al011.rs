@@ -331,6 +331,7 @@ pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
                 source_line: pdb.source_line.clone(),
                 fixable: None,
                 edit: None,
+                manual_reason: None,
             });
         }
     }

@@ -54,6 +54,7 @@ impl Rule for Al015 {
                 fix: Some(format!("remove one of the two {:?} keys", d.key)),
                 severity: None,
                 text_fix: None,
+                no_text_fix: None,
             });
         }
     }
