@@ -227,6 +227,40 @@ fn sarif_level(s: Severity) -> &'static str {
     }
 }
 
+/// A file as CI systems want it: relative to the directory the linter runs in (the
+/// repository's root in CI) when it is inside it, as given otherwise. `-f $CI_PROJECT_DIR/x`
+/// reports `x`.
+fn repository_path(file: &str) -> String {
+    let path = std::path::Path::new(file);
+    if path.is_absolute()
+        && let Ok(cwd) = std::env::current_dir()
+        && let Ok(relative) = path.strip_prefix(&cwd)
+    {
+        return relative.to_string_lossy().into_owned();
+    }
+    file.to_string()
+}
+
+/// A SARIF `artifactLocation.uri`: the repository path percent-encoded (a space or `#`
+/// would break the URI); a path outside the repository as a `file://` URI.
+fn sarif_uri(file: &str) -> String {
+    let path = repository_path(file).replace('\\', "/");
+    let mut encoded = String::new();
+    for byte in path.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                encoded.push(byte as char)
+            }
+            _ => encoded.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    if encoded.starts_with('/') {
+        format!("file://{encoded}")
+    } else {
+        encoded
+    }
+}
+
 /// SARIF 2.1.0 with rule metadata and physical locations (GitHub code scanning reads it).
 pub fn sarif_report(outcome: &Outcome, version: &str) -> Value {
     let rules: Vec<Value> = RULES
@@ -260,7 +294,7 @@ pub fn sarif_report(outcome: &Outcome, version: &str) -> Value {
                 "message": {"text": message},
                 "locations": [{
                     "physicalLocation": {
-                        "artifactLocation": {"uri": f.file.replace('\\', "/")},
+                        "artifactLocation": {"uri": sarif_uri(&f.file)},
                         "region": {"startLine": f.line.max(1), "startColumn": f.column.max(1)},
                     },
                     "logicalLocations": [{"name": format!("{}/{}", f.object.kind, f.object.name), "kind": "object"}],
@@ -287,7 +321,7 @@ pub fn sarif_report(outcome: &Outcome, version: &str) -> Value {
                     "level": "error",
                     "message": {"text": format!("input error: {}", e.message)},
                     "locations": [{"physicalLocation": {
-                        "artifactLocation": {"uri": e.file.replace('\\', "/")},
+                        "artifactLocation": {"uri": sarif_uri(&e.file)},
                         "region": {"startLine": e.line.unwrap_or(1).max(1)},
                     }}],
                 })).collect::<Vec<_>>(),
@@ -333,7 +367,7 @@ pub fn github_file(report: &FileReport) -> String {
 fn github_input_error(e: &InputError) -> String {
     format!(
         "::error file={},line={},title=input error::{}\n",
-        escape_property(&e.file),
+        escape_property(&repository_path(&e.file)),
         e.line.unwrap_or(1),
         escape_data(&e.message)
     )
@@ -347,7 +381,7 @@ fn github_finding(f: &Finding) -> String {
     };
     format!(
         "::{command} file={},line={},col={},title={}::{}\n",
-        escape_property(&f.file),
+        escape_property(&repository_path(&f.file)),
         f.line,
         f.column,
         escape_property(&format!("{} {}", f.rule, object_name(f))),
@@ -388,7 +422,7 @@ pub fn gitlab_report(outcome: &Outcome) -> Value {
                 "categories": ["Bug Risk"],
                 "fingerprint": fingerprint(&["input-error", &e.file, &e.message]),
                 "severity": "blocker",
-                "location": {"path": e.file, "lines": {"begin": e.line.unwrap_or(1)}},
+                "location": {"path": repository_path(&e.file), "lines": {"begin": e.line.unwrap_or(1)}},
             })
         })
         .collect();
@@ -413,7 +447,7 @@ pub fn gitlab_report(outcome: &Outcome) -> Value {
             "categories": ["Bug Risk"],
             "fingerprint": fingerprint(&[&f.rule, &f.file, &object, &f.message, &occurrence]),
             "severity": severity(f.severity),
-            "location": {"path": f.file, "lines": {"begin": f.line.max(1)}},
+            "location": {"path": repository_path(&f.file), "lines": {"begin": f.line.max(1)}},
         }));
     }
     Value::Array(issues)
@@ -427,6 +461,19 @@ pub fn failing(findings: &[Finding], fail_on: Severity) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sarif_uris_are_encoded_and_relative() {
+        assert_eq!(
+            sarif_uri("deploy/my app#1.yaml"),
+            "deploy/my%20app%231.yaml"
+        );
+        let cwd = std::env::current_dir().unwrap();
+        let inside = cwd.join("deploy/x.yaml");
+        assert_eq!(sarif_uri(inside.to_str().unwrap()), "deploy/x.yaml");
+        assert_eq!(repository_path(inside.to_str().unwrap()), "deploy/x.yaml");
+        assert_eq!(sarif_uri("/elsewhere/x.yaml"), "file:///elsewhere/x.yaml");
+    }
 
     #[test]
     fn github_escaping() {
