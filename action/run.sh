@@ -14,6 +14,19 @@ files="${AFFINITY_LINT_FILES:-.}"
 fail_on="${AFFINITY_LINT_FAIL_ON:-error}"
 sarif="${AFFINITY_LINT_SARIF:-affinity-lint.sarif}"
 
+# A report code scanning accepts even when nothing could be linted.
+empty_sarif() {
+  echo '{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"affinity-lint"}},"results":[]}]}' > "$sarif"
+}
+case "$fail_on" in
+  error | warning | info) ;;
+  *)
+    echo "::error title=affinity-lint::fail-on must be error, warning or info, not '$fail_on'"
+    empty_sarif
+    exit 2
+    ;;
+esac
+
 case "$(uname -s)" in
   Linux) os=linux ;;
   Darwin) os=darwin ;;
@@ -36,11 +49,15 @@ fi
 tar -xzf "$archive" -C "$install_dir" kubectl-affinity_lint
 bin="$install_dir/kubectl-affinity_lint"
 
-# Word splitting of the file list is intended: several paths, space-separated. In
-# directories, the YAML and JSON files outside Helm charts' templates/ (not YAML until
-# rendered) and .git.
+# Several paths: one per line when the list has several lines (so a path may hold
+# spaces), else separated by spaces; globs are expanded either way. In directories, the
+# YAML and JSON files outside Helm charts' templates/ (not YAML until rendered) and .git.
+if [[ "$files" == *$'\n'* ]]; then
+  IFS=$'\n'
+fi
 # shellcheck disable=SC2086
 set -- $files
+unset IFS
 args=()
 for path in "$@"; do
   if [ -d "$path" ]; then
@@ -54,12 +71,14 @@ for path in "$@"; do
 done
 if [ "${#args[@]}" -eq 0 ]; then
   echo "affinity-lint: no YAML or JSON files in: $files" >&2
-  echo '{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"affinity-lint"}},"results":[]}]}' > "$sarif"
+  empty_sarif
   exit 0
 fi
 
 status=0
 "$bin" "${args[@]}" -o sarif --fail-on "$fail_on" > "$sarif" || status=$?
+# A usage error prints no report: leave code scanning a valid, empty one.
+[ -s "$sarif" ] || empty_sarif
 # The same findings as annotations on the pull request's files.
 "$bin" "${args[@]}" -o github --fail-on "$fail_on" || true
 exit "$status"

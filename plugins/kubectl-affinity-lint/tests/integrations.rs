@@ -330,6 +330,52 @@ fn the_github_action_is_valid_and_its_script_runs() {
         result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], "deploy/split.yaml",
         "repository-relative, no ./"
     );
+
+    // Paths with spaces, one per line; and a bad fail-on leaves a valid, empty report.
+    std::fs::create_dir(work.path().join("my deploy")).unwrap();
+    std::fs::write(work.path().join("my deploy/split.yaml"), split_terms()).unwrap();
+    let run = |files: &str, fail_on: &str| {
+        let out = Command::new("bash")
+            .arg(repo_file("action/run.sh"))
+            .current_dir(work.path())
+            .env("AFFINITY_LINT_ARCHIVE", &archive)
+            .env("AFFINITY_LINT_FILES", files)
+            .env("AFFINITY_LINT_FAIL_ON", fail_on)
+            .env("AFFINITY_LINT_SARIF", &sarif)
+            .output()
+            .unwrap();
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            report,
+        )
+    };
+    let (code, stdout, report) = run("my deploy/split.yaml\ndeploy", "error");
+    assert_eq!(code, Some(1), "{stdout}");
+    let uris: Vec<&str> = report["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        uris,
+        ["deploy/split.yaml", "my%20deploy/split.yaml"],
+        "{report}"
+    );
+    let (code, stdout, report) = run("deploy", "critical");
+    assert_eq!(code, Some(2));
+    assert!(
+        stdout.contains("::error title=affinity-lint::fail-on must be"),
+        "{stdout}"
+    );
+    assert_eq!(report["runs"][0]["results"], serde_json::json!([]));
 }
 
 #[test]
