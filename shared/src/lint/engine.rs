@@ -522,7 +522,7 @@ pub fn lint_paths_streaming(
             }
         });
         drop(done_sender);
-        put_in_order(&files, settings, done_receiver, emit);
+        put_in_order(files, settings, done_receiver, emit);
     });
     files.len()
 }

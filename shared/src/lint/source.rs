@@ -477,8 +477,11 @@ fn template_action_line(text: &str, first_line: usize, root: &Node) -> Option<us
     })
 }
 
-/// Every scalar's span: ((line, col), (end line, end col)).
-fn scalar_spans(node: &Node, out: &mut Vec<((usize, usize), (usize, usize))>) {
+/// A node's text from (line, column) to (end line, end column).
+type Span = ((usize, usize), (usize, usize));
+
+/// Every scalar's span.
+fn scalar_spans(node: &Node, out: &mut Vec<Span>) {
     match &node.kind {
         NodeKind::Scalar { .. } => out.push(((node.line, node.col), (node.end_line, node.end_col))),
         NodeKind::Seq(items) => items.iter().for_each(|n| scalar_spans(n, out)),

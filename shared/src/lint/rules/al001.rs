@@ -291,8 +291,6 @@ fn alternative_evidence(terms: &[Node]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn comments_that_mark_an_or() {
         use crate::lint::affinity::says_or;
