@@ -295,3 +295,88 @@ fn a_repeated_large_anchored_scalar_is_refused_by_its_expanded_size() {
         "the next document is still linted"
     );
 }
+
+/// What kustomize reads is read as kustomize reads it: `yes` in a patch, or in a file
+/// beside a kustomization, stays a string (YAML 1.2); `true` does not. A placeholder in a
+/// requirement is not judged; a PDB and a workload without a namespace meet in `default`;
+/// a mapping used as a key is refused as kubectl refuses it.
+#[test]
+fn kustomize_inputs_placeholders_default_namespaces_and_complex_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |rel: &str, text: &str| {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ui}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: ui}}\n  template:\n    metadata: {labels: {app: ui}}\n    spec:\n      nodeSelector: {tainted: yes, gpu: true}\n      containers: [{name: ui, image: registry.example.com/ui:1}]\n";
+    let patch = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ui}\nspec:\n  template:\n    spec:\n      nodeSelector: {tainted: yes}\n";
+    write("plain/deployment.yaml", deployment);
+    write(
+        "overlay/kustomization.yaml",
+        "resources: [deployment.yaml]\n",
+    );
+    write("overlay/deployment.yaml", deployment);
+    write("patch/deployment.yaml", patch);
+    write(
+        "placeholder/pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n        - matchExpressions: [{key: gpu.example.com/memory, operator: Gt, values: [\"${MIN_GPU_MIB}\"]}]\n  containers: [{name: c, image: x}]\n",
+    );
+    write(
+        "pdb/all.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: api}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: api}}\n  template:\n    metadata: {labels: {app: api}}\n    spec:\n      containers: [{name: api, image: registry.example.com/api:1}]\n---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: api, namespace: default}\nspec:\n  minAvailable: 1\n  selector: {matchLabels: {app: api}}\n",
+    );
+    write(
+        "secret/secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  token: {{HF_TOKEN}}\n",
+    );
+    let (code, json) = lint(&["-R", "-f", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 2, "{json:#}");
+    let root = format!("{}/", dir.path().display());
+    let found: Vec<(String, String, u64)> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["file"]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches(&root)
+                    .to_string(),
+                f["rule"].as_str().unwrap().to_string(),
+                f["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String, u64)> = [
+        ("overlay/deployment.yaml", "AL004", 10),
+        ("pdb/all.yaml", "AL011", 16),
+        ("plain/deployment.yaml", "AL004", 10),
+        ("plain/deployment.yaml", "AL004", 10),
+    ]
+    .iter()
+    .map(|(f, r, l)| (f.to_string(), r.to_string(), *l))
+    .collect();
+    assert_eq!(found, expected, "{json:#}");
+    // In the kustomization only `true` is a boolean; outside it `yes` is one too.
+    let messages: Vec<&str> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert!(messages[0].contains("`true`"), "{messages:?}");
+    assert!(
+        messages[2].contains("`yes`") && messages[3].contains("`true`"),
+        "{messages:?}"
+    );
+    let errors = json["inputErrors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{json:#}");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("a mapping or list used as a key"),
+        "{json:#}"
+    );
+}

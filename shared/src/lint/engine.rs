@@ -221,7 +221,10 @@ struct DocumentResult {
 fn lint_chunk(file: &InputFile, chunk: Chunk, settings: &Settings<'_>) -> DocumentResult {
     let mut result = DocumentResult::default();
     let document = match source::parse_chunk(&file.name, chunk) {
-        Ok(Some(d)) => d,
+        Ok(Some(mut d)) => {
+            d.kustomize = file.kustomize;
+            d
+        }
         Ok(None) => return result,
         Err(e) => {
             result.error = Some(e);

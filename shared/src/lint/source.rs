@@ -108,7 +108,13 @@ pub struct InputFile {
     pub group: String,
     /// The text to lint instead of reading the path (stdin read once, a file being fixed).
     pub content: Option<std::sync::Arc<str>>,
+    /// In a kustomization's directory: kustomize reads it (YAML 1.2, so `yes` is a string
+    /// it writes back quoted), not kubectl.
+    pub kustomize: bool,
 }
+
+/// The names kustomize looks for in a directory.
+const KUSTOMIZATION_FILES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 impl InputFile {
     pub fn new(path: PathBuf) -> Self {
@@ -118,6 +124,7 @@ impl InputFile {
                 name: "<stdin>".into(),
                 group: "<stdin>".into(),
                 content: None,
+                kustomize: false,
             };
         }
         // `./deploy/a.yaml` is shown as `deploy/a.yaml`, as code scanning and GitLab
@@ -130,24 +137,27 @@ impl InputFile {
         };
         // A regular file's group is its directory, however the path was spelled (`a.yaml`
         // and `./b.yaml` are together); a pipe (`<(helm template ...)`) is a group alone.
-        let group = match std::fs::metadata(&path) {
+        let (group, kustomize) = match std::fs::metadata(&path) {
             Ok(m) if m.is_file() => {
                 let parent = path
                     .parent()
                     .filter(|p| !p.as_os_str().is_empty())
                     .unwrap_or(Path::new("."));
-                std::fs::canonicalize(parent)
+                let kustomize = KUSTOMIZATION_FILES.iter().any(|k| parent.join(k).is_file());
+                let group = std::fs::canonicalize(parent)
                     .unwrap_or_else(|_| parent.to_path_buf())
                     .display()
-                    .to_string()
+                    .to_string();
+                (group, kustomize)
             }
-            _ => name.clone(),
+            _ => (name.clone(), false),
         };
         InputFile {
             path,
             name,
             group,
             content: None,
+            kustomize,
         }
     }
 }
@@ -281,6 +291,9 @@ pub struct Document {
     /// Read only after re-indenting (kubectl's leniency): positions are the relaxed
     /// text's, so no fix edits this document.
     pub relaxed: bool,
+    /// Read by kustomize (its file is in a kustomization's directory), see
+    /// [`InputFile::kustomize`].
+    pub kustomize: bool,
     /// Byte offset of each line in `text`, so a source line is found without a scan
     /// (text output stays linear in the findings).
     line_starts: Vec<usize>,
@@ -384,6 +397,7 @@ pub fn parse_chunk(file: &str, chunk: Chunk) -> Result<Option<Document>, InputEr
             first_line: chunk.first_line,
             byte_offset: chunk.byte_offset,
             relaxed,
+            kustomize: false,
         })),
         Ok(None) => Ok(None),
         Err(e) => {
@@ -405,12 +419,42 @@ pub fn parse_chunk(file: &str, chunk: Chunk) -> Result<Option<Document>, InputEr
     }
 }
 
-/// The 0-based line of the first template action (`{{ ... }}`) outside comments.
+/// The 0-based line of the first Go template action outside comments.
 fn template_line(text: &str) -> Option<usize> {
-    text.lines().position(|l| {
-        let l = l.trim_start();
-        !l.starts_with('#') && l.contains("{{") && l.contains("}}")
-    })
+    text.lines().position(has_go_action)
+}
+
+/// How a Go template action starts (`{{ .x }}`, `{{- if }}`, `{{ end }}`); a bare
+/// `{{TOKEN}}` placeholder is not one.
+const GO_ACTIONS: &[&str] = &[
+    ".",
+    "$",
+    "include ",
+    "template ",
+    "if ",
+    "else",
+    "end",
+    "range ",
+    "with ",
+    "define ",
+    "toYaml",
+    "tpl ",
+    "printf ",
+    "default ",
+    "quote ",
+    "required ",
+    "/*",
+];
+
+/// Whether a line holds a Go template action outside a comment.
+fn has_go_action(line: &str) -> bool {
+    let comment = comment_start(line);
+    line.match_indices("{{")
+        .filter(|(i, _)| comment.is_none_or(|c| *i < c))
+        .any(|(i, _)| {
+            let action = line[i + 2..].trim_start_matches('-').trim_start();
+            GO_ACTIONS.iter().any(|a| action.starts_with(a))
+        })
 }
 
 /// The line (1-based, in the file) of a Helm template action in a document that parsed
@@ -433,27 +477,6 @@ fn template_action_line(text: &str, first_line: usize, root: &Node) -> Option<us
         "fromYaml",
         "required ",
         "nindent ",
-    ];
-    // How a Go template action starts (`{{ .x }}`, `{{- if }}`, `{{ end }}`); a bare
-    // `{{TOKEN}}` placeholder is not one.
-    const GO_ACTIONS: &[&str] = &[
-        ".",
-        "$",
-        "include ",
-        "template ",
-        "if ",
-        "else",
-        "end",
-        "range ",
-        "with ",
-        "define ",
-        "toYaml",
-        "tpl ",
-        "printf ",
-        "default ",
-        "quote ",
-        "required ",
-        "/*",
     ];
     let mut scalars = Vec::new();
     scalar_spans(root, &mut scalars);

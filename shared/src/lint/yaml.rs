@@ -604,6 +604,15 @@ pub fn parse_document_with_duplicates(
                     index,
                     _,
                 )) => match pending.take() {
+                    // sigs.k8s.io/yaml turns keys into JSON strings: a mapping or list as a
+                    // key (an unfilled `{{TOKEN}}` placeholder) is refused by kubectl.
+                    Some(key) if !matches!(key.kind, NodeKind::Scalar { .. }) => {
+                        return Err(YamlError {
+                            line: key.line,
+                            col: key.col,
+                            message: "a mapping or list used as a key, which kubectl refuses (an unfilled `{{...}}` placeholder?)".into(),
+                        });
+                    }
                     Some(key) => {
                         // kubectl (sigs.k8s.io/yaml) keeps the last of duplicate keys.
                         match index.find(entries, &key) {

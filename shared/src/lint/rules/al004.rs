@@ -24,11 +24,14 @@ And it checks the strings as kubectl sends them: kubectl reads YAML 1.1, so an u
 `true`, `yes`, `on`, `80`, `1.0` or `0x1` in `values`, a `nodeSelector` value or a
 toleration's `value` is sent as a boolean or a number, and the API server refuses the
 object (`cannot unmarshal bool into ... of type string`). `--fix` quotes it (safe: the
-object was refused as written).
+object was refused as written). Files kustomize reads (in a directory with a
+kustomization, or patches: a workload without its selector, a container without an image)
+are read as kustomize reads them: YAML 1.2, where only `true` and `false` are booleans.
 
 ## When it does not fire
 Only what the API server itself rejects is reported; unusual but valid keys and values are
-not. Shape errors are reported once, without follow-up errors from the misread values.
+not. A requirement with a placeholder another tool fills in (`${MIN_GPU_MIB}`,
+`{{ .gpu }}`, `$(VAR)`) is not judged. Shape errors are reported once, without follow-up errors from the misread values.
 
 ## Why it matters
 The API server rejects the whole object: the rollout never starts.
@@ -56,7 +59,16 @@ fn check_term(term: &Node, out: &mut Vec<RawFinding>) {
     }
 }
 
+/// Text a tool fills in before apply (`${MIN_GPU_MIB}`, `{{ .gpu }}`, `$(VAR)`): what it
+/// becomes cannot be judged offline, as AL007 does not judge placeholder quantities.
+fn is_placeholder(text: &str) -> bool {
+    text.contains("${") || text.contains("{{") || text.contains("$(")
+}
+
 fn report(req: &Req<'_>, field: RequirementField, out: &mut Vec<RawFinding>) {
+    if is_placeholder(&req.key) || req.values.iter().any(|v| is_placeholder(v)) {
+        return;
+    }
     let problems = requirement_problems(&req.to_k8s(), field);
     if !problems.is_empty() {
         out.push(RawFinding::at(
@@ -162,13 +174,21 @@ fn check_shapes(spec: &Node, out: &mut Vec<RawFinding>) {
 
 /// A plain scalar kubectl sends as a boolean or a number where the API wants a string (a
 /// label value, a toleration's value): the object is refused. The fix quotes it.
-fn check_string(node: &Node, what: &str, out: &mut Vec<RawFinding>) {
+/// `yaml12`: kustomize reads the file, and YAML 1.2 takes only `true`/`false` as booleans
+/// (a `yes` stays a string, written back quoted).
+fn check_string(node: &Node, what: &str, yaml12: bool, out: &mut Vec<RawFinding>) {
+    let text = node.scalar_text().unwrap_or_default();
     let read_as = match node.kubectl_type() {
+        Some(Typed::Bool(_))
+            if yaml12
+                && !matches!(text, "true" | "True" | "TRUE" | "false" | "False" | "FALSE") =>
+        {
+            return;
+        }
         Some(Typed::Bool(_)) => "a boolean",
         Some(Typed::Int(_) | Typed::Float(_)) => "a number",
         _ => return,
     };
-    let text = node.scalar_text().unwrap_or_default();
     let quoted = format!("\"{text}\"");
     out.push(
         RawFinding::at(
@@ -189,11 +209,11 @@ fn check_string(node: &Node, what: &str, out: &mut Vec<RawFinding>) {
 }
 
 /// The strings of a term's expressions and fields that kubectl would send typed.
-fn check_term_strings(term: &Node, out: &mut Vec<RawFinding>) {
+fn check_term_strings(term: &Node, yaml12: bool, out: &mut Vec<RawFinding>) {
     for list in ["matchExpressions", "matchFields"] {
         for req in term.get(list).map(Node::items).unwrap_or_default() {
             for value in req.get("values").map(Node::items).unwrap_or_default() {
-                check_string(value, "the value", out);
+                check_string(value, "the value", yaml12, out);
             }
         }
     }
@@ -201,29 +221,45 @@ fn check_term_strings(term: &Node, out: &mut Vec<RawFinding>) {
 
 /// `nodeSelector` values, tolerations' values and node affinity values kubectl would
 /// send as booleans or numbers.
-fn check_strings(spec: &Node, out: &mut Vec<RawFinding>) {
+fn check_strings(spec: &Node, yaml12: bool, out: &mut Vec<RawFinding>) {
     for (_, value) in spec
         .get("nodeSelector")
         .map(Node::entries)
         .unwrap_or_default()
     {
-        check_string(value, "a nodeSelector value", out);
+        check_string(value, "a nodeSelector value", yaml12, out);
     }
     for toleration in spec.get("tolerations").map(Node::items).unwrap_or_default() {
         if let Some(value) = toleration.get("value") {
-            check_string(value, "a toleration's value", out);
+            check_string(value, "a toleration's value", yaml12, out);
         }
     }
     if let Some((_, terms)) = required_terms(spec) {
         for term in terms {
-            check_term_strings(term, out);
+            check_term_strings(term, yaml12, out);
         }
     }
     for (_, _, preference) in preferred_terms(spec) {
         if let Some(p) = preference {
-            check_term_strings(p, out);
+            check_term_strings(p, yaml12, out);
         }
     }
+}
+
+/// A kustomize patch rather than an object to apply: a workload without its selector, or
+/// a container without an image (both required by the API server).
+fn is_patch(object: &crate::lint::source::Object<'_>, spec: &Node) -> bool {
+    let workload = matches!(
+        object.kind.as_str(),
+        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet"
+    );
+    (workload && object.root.path(&["spec", "selector"]).is_none())
+        || spec
+            .get("containers")
+            .map(Node::items)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.get("image").is_none())
 }
 
 impl Rule for Al004 {
@@ -241,7 +277,8 @@ impl Rule for Al004 {
             // Values read from a wrong shape would only add confusing follow-up errors.
             return;
         }
-        check_strings(spec, out);
+        let yaml12 = cx.object.document.kustomize || is_patch(cx.object, spec);
+        check_strings(spec, yaml12, out);
         if let Some((_, terms)) = required_terms(spec) {
             for term in terms {
                 check_term(term, out);

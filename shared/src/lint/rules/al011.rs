@@ -31,7 +31,8 @@ rounded up, as the disruption controller does: 67% of 3 pods is 3), or `maxUnava
 - The PDB selects no workload of its group (it may guard pods created elsewhere), or has
   no selector (it then selects no pod).
 - Every selected workload has `replicas: 0`.
-- Workloads in other directories or namespaces are never counted.
+- Workloads in other directories or namespaces are never counted (an object without a
+  namespace counts as in `default`, where `kubectl apply` puts it unless told otherwise).
 
 ## Why it matters
 No voluntary eviction is ever allowed: node drains and cluster upgrades block on these pods.
@@ -231,6 +232,12 @@ pub fn collect(object: &Object<'_>, group: &str, facts: &mut Facts) {
     });
 }
 
+/// An object's namespace for matching: one without any is applied to the current
+/// namespace, `default` unless the kubeconfig says otherwise.
+fn namespace(ns: &Option<String>) -> Option<&str> {
+    Some(ns.as_deref().unwrap_or("default"))
+}
+
 /// The findings: every PDB against the pods of its group and namespace.
 pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -241,7 +248,7 @@ pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
     let mut by_place: HashMap<Place<'_>, Vec<&Pods>> = HashMap::new();
     let mut by_label: HashMap<(Place<'_>, &str, &str), Vec<&Pods>> = HashMap::new();
     for p in &facts.pods {
-        let place = (p.group.as_str(), p.namespace.as_deref());
+        let place = (p.group.as_str(), namespace(&p.namespace));
         by_place.entry(place).or_default().push(p);
         for (k, v) in &p.labels {
             by_label
@@ -251,7 +258,7 @@ pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
         }
     }
     for pdb in &facts.pdbs {
-        let place = (pdb.group.as_str(), pdb.namespace.as_deref());
+        let place = (pdb.group.as_str(), namespace(&pdb.namespace));
         let candidates = match pdb.selector.match_labels.first() {
             Some((k, v)) => by_label.get(&(place, k.as_str(), v.as_str())),
             None => by_place.get(&place),
@@ -271,7 +278,10 @@ pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
             .iter()
             .map(|p| {
                 let autoscaled = facts.autoscaled.iter().any(|(g, ns, kind, name)| {
-                    *g == p.group && *ns == p.namespace && *kind == p.kind && *name == p.name
+                    *g == p.group
+                        && namespace(ns) == namespace(&p.namespace)
+                        && *kind == p.kind
+                        && *name == p.name
                 });
                 if autoscaled { None } else { p.count }
             })
