@@ -478,6 +478,9 @@ fn template_action_line(text: &str, first_line: usize, root: &Node) -> Option<us
         "required ",
         "nindent ",
     ];
+    if !text.contains("{{") {
+        return None;
+    }
     let mut scalars = Vec::new();
     scalar_spans(root, &mut scalars);
     let inside_scalar = |line: usize, col: usize| {
