@@ -18,11 +18,14 @@ sarif="${AFFINITY_LINT_SARIF:-affinity-lint.sarif}"
 empty_sarif() {
   echo '{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"affinity-lint"}},"results":[]}]}' > "$sarif"
 }
+# Written first, replaced by the real report: whatever fails below (an unknown platform, the
+# download), the upload step finds a valid file and the log shows the real error.
+empty_sarif
 case "$fail_on" in
   error | warning | info) ;;
   *)
-    echo "::error title=affinity-lint::fail-on must be error, warning or info, not '$fail_on'"
-    empty_sarif
+    # The value itself is not echoed: it could carry workflow commands.
+    echo "::error title=affinity-lint::the fail-on input must be error, warning or info"
     exit 2
     ;;
 esac
@@ -60,6 +63,8 @@ set -- $files
 unset IFS
 args=()
 for path in "$@"; do
+  # A path starting with - would be read as an option by find and the linter.
+  case "$path" in -*) path="./$path" ;; esac
   if [ -d "$path" ]; then
     while IFS= read -r -d '' file; do
       args+=(-f "${file#./}")

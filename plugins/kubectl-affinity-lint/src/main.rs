@@ -380,6 +380,20 @@ fn main() -> ExitCode {
         eprintln!("error: no input: give -f PATH (a file, a directory with -R, or - for stdin)");
         return ExitCode::from(exit::USAGE);
     }
+    if cli.diff && cli.output != Format::Text {
+        eprintln!(
+            "error: --diff prints a unified diff, not a {} report (use --fix -o {0}, or lint without --diff)",
+            cli.output
+                .to_possible_value()
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default()
+        );
+        return ExitCode::from(exit::USAGE);
+    }
+    if cli.unsafe_fixes && !(cli.fix || cli.diff) {
+        eprintln!("error: --unsafe-fixes applies with --fix or --diff");
+        return ExitCode::from(exit::USAGE);
+    }
     let config = match load_config(&cli) {
         Ok(c) => c,
         Err(e) => {
@@ -413,20 +427,6 @@ fn main() -> ExitCode {
         jobs: cli.jobs,
         contents: None,
     };
-    if cli.diff && cli.output != Format::Text {
-        eprintln!(
-            "error: --diff prints a unified diff, not a {} report (use --fix -o {0}, or lint without --diff)",
-            cli.output
-                .to_possible_value()
-                .map(|v| v.get_name().to_string())
-                .unwrap_or_default()
-        );
-        return ExitCode::from(exit::USAGE);
-    }
-    if cli.unsafe_fixes && !(cli.fix || cli.diff) {
-        eprintln!("error: --unsafe-fixes applies with --fix or --diff");
-        return ExitCode::from(exit::USAGE);
-    }
     if cli.fix || cli.diff {
         return fix(&cli, &settings, &ui);
     }

@@ -372,7 +372,7 @@ fn the_github_action_is_valid_and_its_script_runs() {
     let (code, stdout, report) = run("deploy", "critical");
     assert_eq!(code, Some(2));
     assert!(
-        stdout.contains("::error title=affinity-lint::fail-on must be"),
+        stdout.contains("::error title=affinity-lint::the fail-on input must be"),
         "{stdout}"
     );
     assert_eq!(report["runs"][0]["results"], serde_json::json!([]));

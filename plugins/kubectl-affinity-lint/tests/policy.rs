@@ -418,7 +418,7 @@ fn the_policy_and_the_linter_agree() {
     assert_ne!(code, 0, "a template change is judged");
     assert!(err.contains("AL001"), "{err}");
     let owned = format!(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: owned\n  namespace: {ns}\n  ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: rs, uid: 6e0b4bd2-9bd5-4f8c-8e5c-0f7f8c1e9a11, controller: true}}]\nspec:\n{}",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: owned\n  namespace: {ns}\n  ownerReferences: [{{apiVersion: v1, kind: ConfigMap, name: mine, uid: 6e0b4bd2-9bd5-4f8c-8e5c-0f7f8c1e9a11, controller: true}}]\nspec:\n{}",
         required(SPLIT)
             .lines()
             .map(|l| format!("  {l}\n"))
@@ -429,7 +429,16 @@ fn the_policy_and_the_linter_agree() {
         !admitted && err.contains("AL001"),
         "an ownerReference a person writes does not exempt: {err}"
     );
-    // The same pod from a controller (a service account of kube-system, impersonated).
+    // Owned by a ReplicaSet (what its controller creates, whoever submits it).
+    let (admitted, err) = cluster.admits(&owned.replace(
+        "apiVersion: v1, kind: ConfigMap, name: mine",
+        "apiVersion: apps/v1, kind: ReplicaSet, name: rs",
+    ));
+    assert!(
+        admitted,
+        "a ReplicaSet's pod is its owner's business: {err}"
+    );
+    // The ConfigMap-owned pod from a controller (a service account, impersonated).
     let (code, out, err) = cluster.sh(
         "kubectl create --dry-run=server --as system:serviceaccount:kube-system:replicaset-controller -f -",
         Some(&owned),

@@ -113,16 +113,18 @@ metadata:
 spec:
   failurePolicy: Fail
   # Judged: what a user creates, and updates that change the pod template. Not judged:
-  # objects a controller (a system: user: a service account or a control-plane component)
-  # creates for its owner (the owner was judged; a pre-existing workload must keep creating
-  # its pods), and updates that leave the template alone (scaling, labels, finalizers), so
-  # objects older than the policy keep working. A person's object with an ownerReference
-  # is judged.
+  # objects a controller creates for its owner — an owner of a workload kind this policy
+  # judges, or any owner when a system: user (a service account, a control-plane
+  # component) creates it: the owner was judged, and a pre-existing workload must keep
+  # creating its pods — and updates that leave the template alone (scaling, labels,
+  # finalizers), so objects older than the policy keep working. An object a person
+  # creates with an ownerReference to another kind (a ConfigMap) is judged.
   matchConditions:
   - name: not-created-by-a-controller
     expression: >-
-      !(request.userInfo.username.startsWith('system:') &&
-        object.metadata.?ownerReferences.orValue([]).exists(r, r.?controller.orValue(false)))
+      !object.metadata.?ownerReferences.orValue([]).exists(r, r.?controller.orValue(false) &&
+        (request.userInfo.username.startsWith('system:') ||
+         r.kind in ['ReplicaSet', 'Deployment', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob', 'ReplicationController']))
   - name: template-created-or-changed
     expression: >-
       request.operation == 'CREATE' ||

@@ -269,8 +269,13 @@ fn lint_chunk(file: &InputFile, chunk: Chunk, settings: &Settings<'_>) -> Docume
                 if found.fixable.is_none()
                     && let Some(why) = no_text_fix
                 {
-                    found.fixable = Some(Fixable::Manual);
-                    found.manual_reason = Some(why);
+                    // Helm output is fixed in its template, whatever the layout here.
+                    if document.helm_source.is_some() {
+                        found.fixable = Some(Fixable::Template);
+                    } else {
+                        found.fixable = Some(Fixable::Manual);
+                        found.manual_reason = Some(why);
+                    }
                 }
                 result.findings.push(found);
             }
@@ -325,15 +330,15 @@ pub(crate) fn finding(
 /// pointed at (the template is what to edit), one for relaxed YAML is dropped.
 fn attach_fix(finding: &mut Finding, document: &Document, fix: Option<TextFix>) {
     let Some(fix) = fix else { return };
+    if document.helm_source.is_some() {
+        finding.fixable = Some(Fixable::Template);
+        return;
+    }
     if document.relaxed {
         finding.fixable = Some(Fixable::Manual);
         finding.manual_reason = Some(
             "the document's indentation is read leniently, as kubectl reads it; --fix edits only strict YAML",
         );
-        return;
-    }
-    if document.helm_source.is_some() {
-        finding.fixable = Some(Fixable::Template);
         return;
     }
     let Some(edits) = super::fix::verify(document, &fix) else {
@@ -343,21 +348,19 @@ fn attach_fix(finding: &mut Finding, document: &Document, fix: Option<TextFix>) 
         );
         return;
     };
-    {
-        finding.fixable = Some(if fix.safe {
-            Fixable::Safe
-        } else {
-            Fixable::Unsafe
-        });
-        finding.edit = Some(FileFix {
-            safe: fix.safe,
-            title: fix.title,
-            edits: edits
-                .into_iter()
-                .map(|(s, e, t)| (s + document.byte_offset, e + document.byte_offset, t))
-                .collect(),
-        });
-    }
+    finding.fixable = Some(if fix.safe {
+        Fixable::Safe
+    } else {
+        Fixable::Unsafe
+    });
+    finding.edit = Some(FileFix {
+        safe: fix.safe,
+        title: fix.title,
+        edits: edits
+            .into_iter()
+            .map(|(s, e, t)| (s + document.byte_offset, e + document.byte_offset, t))
+            .collect(),
+    });
 }
 
 /// Files up to this size are read by the worker that lints them; bigger ones (and
@@ -545,13 +548,18 @@ fn put_in_order(
         .severity(al011::META.id, al011::META.severity);
     let mut order: Vec<usize> = (0..files.len()).collect();
     order.sort_by(|&a, &b| files[a].name.cmp(&files[b].name));
-    let mut unfinished_in_group: HashMap<&str, usize> = HashMap::new();
-    let mut last_of_group: HashMap<&str, usize> = HashMap::new();
+    // Each group's files in name order: its facts are put together in that order (and in
+    // document order within a file), so AL011's messages never depend on timing.
+    let mut group_files: HashMap<&str, Vec<usize>> = HashMap::new();
     for &index in &order {
-        *unfinished_in_group.entry(&files[index].group).or_default() += 1;
-        last_of_group.insert(&files[index].group, index);
+        group_files
+            .entry(&files[index].group)
+            .or_default()
+            .push(index);
     }
-    let mut group_facts: HashMap<&str, al011::Facts> = HashMap::new();
+    let mut unfinished_in_group: HashMap<&str, usize> =
+        group_files.iter().map(|(g, f)| (*g, f.len())).collect();
+    let mut file_facts: Vec<Vec<al011::Facts>> = (0..files.len()).map(|_| Vec::new()).collect();
     // File index -> AL011's findings for the group that file ends.
     let mut group_findings: HashMap<usize, Vec<Finding>> = HashMap::new();
     let mut arriving: Vec<Arriving> = (0..files.len()).map(|_| Arriving::default()).collect();
@@ -572,12 +580,14 @@ fn put_in_order(
             continue;
         }
         let group = files[file_index].group.as_str();
-        let facts = group_facts.entry(group).or_default();
         // A file refused part-way (binary, too big) is reported, not half-linted.
         if arriving[file_index].read_error.is_none() {
-            for (_, result) in &mut arriving[file_index].results {
-                facts.extend(std::mem::take(&mut result.facts));
-            }
+            let results = &mut arriving[file_index].results;
+            results.sort_by_key(|(doc_index, _)| *doc_index);
+            file_facts[file_index] = results
+                .iter_mut()
+                .map(|(_, result)| std::mem::take(&mut result.facts))
+                .collect();
         }
         let unfinished = unfinished_in_group
             .get_mut(group)
@@ -586,12 +596,17 @@ fn put_in_order(
         if *unfinished == 0
             && let Some(severity) = pdb_severity
         {
-            let facts = group_facts.remove(group).unwrap_or_default();
+            let mut facts = al011::Facts::default();
+            for &index in &group_files[group] {
+                for part in std::mem::take(&mut file_facts[index]) {
+                    facts.extend(part);
+                }
+            }
             let mut findings = al011::judge(&facts, severity);
-            if !findings.is_empty() {
+            if let (false, Some(&last)) = (findings.is_empty(), group_files[group].last()) {
                 findings
                     .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
-                group_findings.insert(last_of_group[group], findings);
+                group_findings.insert(last, findings);
             }
         }
         while let Some(&index) = order.get(next) {

@@ -464,20 +464,31 @@ fn has_go_action(line: &str) -> bool {
 /// PrometheusRule's `description: '{{ $labels.pod }} is down'`, Alertmanager's
 /// `{{ define "x" }}` in a block scalar, Argo's `{{inputs.parameters.x}}`.
 fn template_action_line(text: &str, first_line: usize, root: &Node) -> Option<usize> {
-    const HELM: &[&str] = &[
-        ".Values",
-        ".Release",
-        ".Chart",
-        ".Capabilities",
-        ".Files",
-        ".Template",
-        "include ",
-        "tpl ",
-        "toYaml",
-        "fromYaml",
-        "required ",
-        "nindent ",
-    ];
+    /// Helm's own objects (`.Values.x`, `$.Release.Name`) and functions, as words of the
+    /// action (not of the text after it: `{{ $labels.x }} is missing required labels`).
+    fn helm_action(action: &str) -> bool {
+        const OBJECTS: &[&str] = &[
+            "Values",
+            "Release",
+            "Chart",
+            "Capabilities",
+            "Files",
+            "Template",
+        ];
+        const FUNCTIONS: &[&str] = &[
+            "include", "tpl", "toYaml", "fromYaml", "required", "nindent", "lookup",
+        ];
+        action
+            .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | '|'))
+            .any(|word| {
+                FUNCTIONS.contains(&word)
+                    || word
+                        .trim_start_matches('$')
+                        .strip_prefix('.')
+                        .and_then(|w| w.split('.').next())
+                        .is_some_and(|object| OBJECTS.contains(&object))
+            })
+    }
     if !text.contains("{{") {
         return None;
     }
@@ -494,10 +505,14 @@ fn template_action_line(text: &str, first_line: usize, root: &Node) -> Option<us
         l.match_indices("{{")
             .filter(|(i, _)| comment.is_none_or(|c| *i < c))
             .any(|(i, _)| {
-                let action = l[i + 2..].trim_start_matches('-').trim_start();
-                let helm = HELM.iter().any(|h| action.contains(h));
+                let rest = &l[i + 2..];
+                let action = rest[..rest.find("}}").unwrap_or(rest.len())]
+                    .trim_start_matches('-')
+                    .trim_start();
                 let go = GO_ACTIONS.iter().any(|a| action.starts_with(a));
-                helm || (go && !inside_scalar(line, i + 1))
+                // Node columns count characters, not bytes.
+                let column = l[..i].chars().count() + 1;
+                helm_action(action) || (go && !inside_scalar(line, column))
             })
             .then_some(line)
     })
@@ -752,7 +767,7 @@ mod tests {
     fn go_templates_that_are_data_are_not_helm_templates() {
         // A PrometheusRule's annotations, an env value, Alertmanager's templates in a
         // block scalar, Argo's placeholders: YAML strings that kubectl applies as they are.
-        let data = "kind: PrometheusRule\nspec:\n  groups:\n  - rules:\n    - annotations:\n        description: 'Pod {{ $labels.pod }} is down'\n        summary: \"{{ .Labels.job }}\"\n---\nkind: ConfigMap\ndata:\n  t.tmpl: |\n    {{ define \"slack.text\" }}\n    {{ range .Alerts }}{{ .Annotations.summary }}{{ end }}\n    {{ end }}\n---\nkind: Pod\nspec:\n  containers:\n  - env: [{name: F, value: '{{ .Time }} {{ .Msg }}'}]  # {{ not this }}\n    args: [\"{{inputs.parameters.x}}\"]\n";
+        let data = "kind: PrometheusRule\nspec:\n  groups:\n  - rules:\n    - annotations:\n        description: 'Pod {{ $labels.pod }} is down'\n        missing: '{{ $labels.instance }} is missing required labels, include them'\n        zh: '服务器内存使用率过高，当前值：{{ $value }}'\n        summary: \"{{ .Labels.job }}\"\n---\nkind: ConfigMap\ndata:\n  t.tmpl: |\n    {{ define \"slack.text\" }}\n    {{ range .Alerts }}{{ .Annotations.summary }}{{ end }}\n    {{ end }}\n---\nkind: Pod\nspec:\n  containers:\n  - env: [{name: F, value: '{{ .Time }} {{ .Msg }}'}]  # {{ not this }}\n    args: [\"{{inputs.parameters.x}}\"]\n";
         let (docs, errors) = chunks(data);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(docs.len(), 3);

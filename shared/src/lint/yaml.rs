@@ -187,8 +187,10 @@ fn yaml11_type(text: &str) -> Typed {
     if let Some(n) = go_int(&plain) {
         return Typed::Int(n);
     }
+    // Go's ParseFloat refuses what overflows (`1e400`): go-yaml keeps it a string.
     if is_yaml_float(&plain)
         && let Ok(f) = plain.parse::<f64>()
+        && f.is_finite()
     {
         return Typed::Float(f);
     }
@@ -388,43 +390,67 @@ fn ended(mut node: Node, flow: bool, span: &saphyr_parser::Span, line_offset: us
 /// Merges `<<: *base` (or a list of mappings) into the mapping as kubectl's YAML reader
 /// (go-yaml v2) does: entries are applied in order, a merge writing every key of its
 /// mappings (the first of a list winning), so keys after it override what it brought.
-fn resolve_merge_keys(mut node: Node) -> Node {
+fn resolve_merge_keys(mut node: Node) -> Result<Node, YamlError> {
     let NodeKind::Map(entries) = &mut node.kind else {
-        return node;
+        return Ok(node);
     };
-    let is_merge =
-        |k: &Node| matches!(&k.kind, NodeKind::Scalar { text, plain: true } if text == "<<");
-    if !entries.iter().any(|(k, _)| is_merge(k)) {
-        return node;
+    if !entries.iter().any(|(k, _)| is_merge_key(k)) {
+        return Ok(node);
     }
-    fn set(out: &mut Vec<(Node, Node)>, key: Node, value: Node) {
-        match out.iter_mut().find(|(k, _)| k.kind == key.kind) {
-            Some(entry) => *entry = (key, value),
-            None => out.push((key, value)),
-        }
-    }
+    // Keys compare as the strings kubectl makes of them (`gpu` and `"gpu"` are one key),
+    // looked up through an index so a huge mapping is not compared pairwise.
     let mut out: Vec<(Node, Node)> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut set = |key: Node, value: Node| {
+        let name = key.scalar_text().unwrap_or_default().to_string();
+        match index.get(&name) {
+            Some(&i) => out[i] = (key, value),
+            None => {
+                index.insert(name, out.len());
+                out.push((key, value));
+            }
+        }
+    };
     for (key, value) in std::mem::take(entries) {
-        if !is_merge(&key) {
-            set(&mut out, key, value);
+        if !is_merge_key(&key) {
+            set(key, value);
             continue;
         }
+        let refused = || YamlError {
+            line: value.line,
+            col: value.col,
+            message:
+                "a merge key (<<) takes a mapping or a list of mappings, which kubectl requires"
+                    .into(),
+        };
         let sources: Vec<Node> = match value.kind {
             NodeKind::Map(_) => vec![value],
             // Earlier mappings of the list take precedence: apply them last.
-            NodeKind::Seq(items) => items.into_iter().rev().collect(),
-            NodeKind::Scalar { .. } => Vec::new(),
+            NodeKind::Seq(ref items)
+                if items.iter().all(|i| matches!(i.kind, NodeKind::Map(_))) =>
+            {
+                let NodeKind::Seq(items) = value.kind else {
+                    unreachable!("matched as a list")
+                };
+                items.into_iter().rev().collect()
+            }
+            _ => return Err(refused()),
         };
         for source in sources {
             if let NodeKind::Map(merged) = source.kind {
                 for (k, v) in merged {
-                    set(&mut out, k, v);
+                    set(k, v);
                 }
             }
         }
     }
     *entries = out;
-    node
+    Ok(node)
+}
+
+/// `<<`, unquoted: YAML's merge key.
+fn is_merge_key(key: &Node) -> bool {
+    matches!(&key.kind, NodeKind::Scalar { text, plain: true } if text == "<<")
 }
 
 /// Parses one YAML (or JSON) document. `line_offset` is added to every line, so a document
@@ -456,7 +482,9 @@ pub fn parse_document_with_duplicates(
             event.map_err(|e| err(e.marker().line(), e.marker().col(), e.info().to_string()))?;
         let (line, col) = (span.start.line() + line_offset, span.start.col() + 1);
         let mut complete: Option<(Node, usize)> = match event {
-            Event::Scalar(value, style, anchor, _) => {
+            Event::Scalar(value, style, anchor, tag) => {
+                // `!!str 80` is a string however it is written.
+                let string_tag = tag.as_ref().is_some_and(|t| t.suffix == "str");
                 let (end_line, end_col) = match style {
                     ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => cursor
                         .quoted_end(span.start.index())
@@ -467,7 +495,7 @@ pub fn parse_document_with_duplicates(
                     Node {
                         kind: NodeKind::Scalar {
                             text: value.into_owned(),
-                            plain: style == ScalarStyle::Plain,
+                            plain: style == ScalarStyle::Plain && !string_tag,
                         },
                         line,
                         col,
@@ -521,7 +549,7 @@ pub fn parse_document_with_duplicates(
             },
             Event::MappingEnd => match stack.pop() {
                 Some(Frame::Map(node, _, anchor, _, flow)) => Some((
-                    resolve_merge_keys(ended(node, flow, &span, line_offset)),
+                    resolve_merge_keys(ended(node, flow, &span, line_offset))?,
                     anchor,
                 )),
                 _ => {
@@ -613,6 +641,8 @@ pub fn parse_document_with_duplicates(
                             message: "a mapping or list used as a key, which kubectl refuses (an unfilled `{{...}}` placeholder?)".into(),
                         });
                     }
+                    // Merge keys are applied one after the other, not duplicates.
+                    Some(key) if is_merge_key(&key) => entries.push((key, node)),
                     Some(key) => {
                         // kubectl (sigs.k8s.io/yaml) keeps the last of duplicate keys.
                         match index.find(entries, &key) {
@@ -719,9 +749,13 @@ mod tests {
             ("1.2.3", Str),
             ("v1", Str),
             ("-", Str),
+            ("1e400", Str),
         ] {
             assert_eq!(yaml11_type(text), typed, "{text}");
         }
+        let doc = parse_document("a: !!str 80\nb: 80\n", 0).unwrap().unwrap();
+        assert_eq!(doc.get("a").unwrap().kubectl_type(), Some(Str));
+        assert_eq!(doc.get("b").unwrap().kubectl_type(), Some(Int(80)));
     }
 
     #[test]
@@ -735,6 +769,19 @@ mod tests {
         .to_json();
         assert_eq!(doc["x"], serde_json::json!({"cpu": "1", "gpu": "2"}));
         assert_eq!(doc["y"], serde_json::json!({"a": "1", "c": "1", "d": "2"}));
+        // Two merges in one mapping apply in turn; a quoted key overrides the merged one.
+        let mut duplicates = Vec::new();
+        let doc = parse_document_with_duplicates(
+            "a: &a {x: 1, y: 1}\nb: &b {y: 2}\nc:\n  <<: *a\n  <<: *b\n  \"x\": 3\n",
+            0,
+            &mut duplicates,
+        )
+        .unwrap()
+        .unwrap()
+        .to_json();
+        assert_eq!(doc["c"], serde_json::json!({"x": "3", "y": "2"}));
+        assert!(duplicates.is_empty(), "{duplicates:?}");
+        assert!(parse_document("a:\n  <<: foo\n", 0).is_err());
     }
 
     #[test]

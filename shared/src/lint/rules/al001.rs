@@ -34,7 +34,7 @@ any node matching one condition, typically the wrong GPU.
 - An OR the author marked as deliberate with a comment on the `nodeSelectorTerms:` line,
   on a term, or on the comment lines right above them, that says so: `any of`, `either`,
   `alternative`, `OR-ed`/`ORed`, or `OR` in capitals (a comment that calls the OR a defect —
-  `FIXME`, `TODO`, `bug`, `mistake`, `wrong`, `should` — or negates it does not count):
+  `FIXME`, `bug`, `mistake`, `wrong`, `broken` — or negates it does not count):
   ```yaml
   nodeSelectorTerms:   # any of: GPU nodes of either vendor
   ```
@@ -301,6 +301,8 @@ mod tests {
             "terms are ORed",
             "OR-ed on purpose",
             "GPU OR CPU",
+            "any of: A100 or H100 (TODO: add B200)",
+            "either vendor; pods should get one GPU",
         ] {
             assert!(says_or(yes), "{yes}");
         }
@@ -312,7 +314,6 @@ mod tests {
             "ignored",
             "no alternatives",
             "FIXME: these are OR-ed by mistake, merge into one term",
-            "TODO either fix this or remove it",
             "pool AND gpu (the OR was a bug)",
             "these should not be ORed",
         ] {

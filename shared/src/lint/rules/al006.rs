@@ -88,7 +88,16 @@ fn check_weight(entry: &Node, weight: Option<&Node>, out: &mut Vec<RawFinding>) 
                 w,
                 format!("weight {text} is outside 1..100: the API server rejects it"),
             ),
-            None => not_an_integer(format!("{text}, which has a fraction")),
+            None if w.kubectl_type().is_some_and(
+                |t| matches!(t, Typed::Float(f) if f.is_finite() && f.fract() != 0.0),
+            ) =>
+            {
+                not_an_integer(format!("{text}, which has a fraction"))
+            }
+            None => RawFinding::at(
+                w,
+                format!("weight {text} is outside 1..100: the API server rejects it"),
+            ),
         },
     };
     // The object is rejected as written, so the nearest accepted weight changes nothing

@@ -15,6 +15,7 @@ Flags tolerations with `operator: Exists` and no `key`.
   must run on every node, tainted or not, so tolerating everything is right for them.
 - Pods of the `system-node-critical` or `system-cluster-critical` priority classes, for the
   same reason.
+- Pods bound to a node with `nodeName` (debug pods): the scheduler never places them.
 
 ## Why it matters
 They tolerate every taint: dedicated GPU pools, `NoExecute` evictions for unreachable nodes,
@@ -51,7 +52,10 @@ impl Rule for Al013 {
             .get("priorityClassName")
             .and_then(Node::as_str)
             .is_some_and(|p| p == "system-node-critical" || p == "system-cluster-critical");
-        if cx.object.kind == "DaemonSet" || critical {
+        // A pod bound with `nodeName` never meets the scheduler: it runs on the node it
+        // names (a debug pod), whatever the taints keep others from.
+        let bound = spec.get("nodeName").and_then(Node::as_str).is_some();
+        if cx.object.kind == "DaemonSet" || critical || bound {
             return;
         }
         for t in spec.get("tolerations").map(Node::items).unwrap_or_default() {
