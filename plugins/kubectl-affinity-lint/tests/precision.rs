@@ -44,6 +44,13 @@ fn findings(json: &Value) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Writes `text` to `rel` under `root`, creating its directories.
+fn write_file(root: &std::path::Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
 fn assert_findings(name: &str, expected: &[(&str, u64)]) -> Value {
     let path = fixture(name);
     let (code, json) = lint(&["-f", path.to_str().unwrap()]);
@@ -225,11 +232,7 @@ fn yaml_that_kubectl_reads_is_linted() {
 #[test]
 fn a_pdb_meets_only_the_workloads_of_its_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let write = |rel: &str, text: &str| {
-        let path = dir.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
+    let write = |rel: &str, text: &str| write_file(dir.path(), rel, text);
     let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: ml}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: x}]}\n";
     let pdb = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web, namespace: ml}\nspec:\n  minAvailable: 1\n  selector: {matchLabels: {app: web}}\n";
     write("a/deployment.yaml", deployment);
@@ -303,11 +306,7 @@ fn a_repeated_large_anchored_scalar_is_refused_by_its_expanded_size() {
 #[test]
 fn kustomize_inputs_placeholders_default_namespaces_and_complex_keys() {
     let dir = tempfile::tempdir().unwrap();
-    let write = |rel: &str, text: &str| {
-        let path = dir.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
+    let write = |rel: &str, text: &str| write_file(dir.path(), rel, text);
     let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ui}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: ui}}\n  template:\n    metadata: {labels: {app: ui}}\n    spec:\n      nodeSelector: {tainted: yes, gpu: true}\n      containers: [{name: ui, image: registry.example.com/ui:1}]\n";
     let patch = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ui}\nspec:\n  template:\n    spec:\n      nodeSelector: {tainted: yes}\n";
     write("plain/deployment.yaml", deployment);

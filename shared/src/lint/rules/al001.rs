@@ -157,14 +157,7 @@ fn merge_terms(doc: &Document, terms_node: &Node) -> Option<TextFix> {
         }
         let mut expressions = Vec::new();
         for list in &lists {
-            let inner = source(doc, list)?;
-            let inner = inner[1..inner.len() - 1]
-                .trim()
-                .trim_end_matches(',')
-                .trim_end();
-            if !inner.is_empty() {
-                expressions.push(inner.to_string());
-            }
+            expressions.extend(flow_items(doc, list)?);
         }
         // JSON stays JSON: the key is quoted when the terms quote it.
         let key = if whole.contains("\"matchExpressions\"") {
@@ -183,14 +176,7 @@ fn merge_terms(doc: &Document, terms_node: &Node) -> Option<TextFix> {
             if !alone_on_lines(doc, term, list) {
                 return None;
             }
-            let inner = source(doc, list)?;
-            let inner = inner[1..inner.len() - 1]
-                .trim()
-                .trim_end_matches(',')
-                .trim_end();
-            if !inner.is_empty() {
-                moved.push(inner.to_string());
-            }
+            moved.extend(flow_items(doc, list)?);
             edits.push(TextEdit::delete_lines(term.line, list.end_line));
         }
         edits.push(TextEdit::insert(
@@ -261,6 +247,18 @@ fn merge_terms(doc: &Document, terms_node: &Node) -> Option<TextFix> {
         target: terms_node,
         expected: serde_json::json!([{ "matchExpressions": merged }]),
     })
+}
+
+/// The items of a flow list as written, between its brackets (no trailing comma); `None`
+/// when the list has none.
+fn flow_items(doc: &Document, list: &Node) -> Option<Option<String>> {
+    let text = source(doc, list)?;
+    let inner = text
+        .get(1..text.len().saturating_sub(1))?
+        .trim()
+        .trim_end_matches(',')
+        .trim_end();
+    Some((!inner.is_empty()).then(|| inner.to_string()))
 }
 
 /// Values that say "this feature is there".
