@@ -45,7 +45,7 @@ fn findings(json: &Value) -> Vec<(String, u64)> {
 }
 
 /// Writes `text` to `rel` under `root`, creating its directories.
-fn write_file(root: &std::path::Path, rel: &str, text: &str) {
+fn write_file(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
