@@ -598,10 +598,16 @@ fn fix(cli: &Cli, settings: &Settings<'_>, ui: &Ui) -> ExitCode {
         .filter(|f| f.fixable == Some(Fixable::Manual))
         .collect();
     for f in &manual {
+        // With --fix the file on disk is the fixed one; --diff speaks of the file as it is.
+        let line = if cli.diff {
+            outcome.line_before_fixes(&f.file, f.line)
+        } else {
+            f.line
+        };
         summary.push_str(&format!(
             "{}:{}: no automatic fix for {}: {}; apply the suggested change by hand\n",
             f.file,
-            f.line,
+            line,
             f.rule,
             f.manual_reason.unwrap_or("not in this layout")
         ));

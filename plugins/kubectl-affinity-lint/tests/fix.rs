@@ -357,3 +357,21 @@ fn split_terms_in_common_layouts_are_merged() {
     let json: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(json["findings"][0]["fixable"], "manual", "{json}");
 }
+
+/// A fix applied in a later round (it touched an earlier one) is said at the line the file
+/// has it on, not the line of the partly fixed text.
+#[test]
+fn fixes_of_later_rounds_name_the_lines_of_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("p.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n        - matchExpressions: [{key: a, operator: In, values: [x]}]\n        - matchExpressions: []\n        - matchExpressions: []\n  containers: [{name: c, image: x}]\n",
+    )
+    .unwrap();
+    let (code, _, err) = run(dir.path(), &["-f", "p.yaml", "--diff"], None);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("p.yaml:10: would fix AL003") && err.contains("p.yaml:11: would fix AL003"),
+        "{err}"
+    );
+}

@@ -42,9 +42,19 @@ pub struct FixOutcome {
     pub changed: BTreeMap<String, (String, String)>,
     /// Problems writing a fixed file.
     pub write_errors: Vec<String>,
+    /// Per file, the rounds of fixes applied.
+    history: BTreeMap<String, Vec<Round>>,
 }
 
 impl FixOutcome {
+    /// A line of a file's fixed text as the line of the file before the fixes (for
+    /// `--diff`, whose fixed text is never written).
+    pub fn line_before_fixes(&self, file: &str, line: usize) -> usize {
+        self.history
+            .get(file)
+            .map_or(line, |rounds| original_line(rounds, line))
+    }
+
     /// Findings left that an unsafe fix would solve (`--unsafe-fixes`).
     pub fn unsafe_left(&self) -> usize {
         self.remaining
@@ -97,6 +107,8 @@ pub fn fix(
         contents.insert(STDIN.into(), text);
     }
     let mut applied = Vec::new();
+    // Per file, the rounds of fixes applied to it so far.
+    let mut history: BTreeMap<String, Vec<Round>> = BTreeMap::new();
     let mut read_errors = Vec::new();
     let mut remaining = Outcome::default();
     for round in 0..=MAX_ROUNDS {
@@ -138,12 +150,20 @@ pub fn fix(
             }
             let fixed = apply(&text, &edits);
             progressed |= fixed != text;
+            // A fix of a later round was found in the text earlier rounds edited: its line
+            // is said as the file had it.
+            let rounds = history.entry(name.to_string()).or_default();
             applied.extend(chosen.into_iter().map(|f| Applied {
                 file: f.file.clone(),
-                line: f.line,
+                line: original_line(rounds, f.line),
                 rule: f.rule.clone(),
                 title: f.edit.as_ref().map(|e| e.title.clone()).unwrap_or_default(),
             }));
+            rounds.push(Round {
+                before: text,
+                after: fixed.clone(),
+                edits,
+            });
             contents.insert(name.to_string(), fixed);
         }
         if !progressed {
@@ -188,7 +208,60 @@ pub fn fix(
         applied,
         changed,
         write_errors,
+        history,
     }
+}
+
+/// One round of fixes applied to a file: the text before, the edits (byte ranges of that
+/// text and their replacements, in order) and the text after.
+#[derive(Debug)]
+struct Round {
+    before: String,
+    edits: Vec<(usize, usize, String)>,
+    after: String,
+}
+
+/// Line `line` (1-based) of the text after `rounds`, as the line of the original text it
+/// comes from: each round's edits are undone in turn, a line inside a replacement going
+/// back to where the replaced text started.
+fn original_line(rounds: &[Round], line: usize) -> usize {
+    let mut line = line;
+    for round in rounds.iter().rev() {
+        let Some(mut offset) = line_start(&round.after, line) else {
+            return line;
+        };
+        let mut delta: isize = 0;
+        for (start, end, text) in &round.edits {
+            let start_after = start.saturating_add_signed(delta);
+            if offset < start_after {
+                break;
+            }
+            if offset < start_after + text.len() {
+                offset = start_after;
+                break;
+            }
+            delta += text.len() as isize - (end - start) as isize;
+        }
+        line = line_of(&round.before, offset.saturating_add_signed(-delta));
+    }
+    line
+}
+
+/// The byte offset where 1-based line `line` of `text` starts.
+fn line_start(text: &str, line: usize) -> Option<usize> {
+    if line <= 1 {
+        return Some(0);
+    }
+    text.match_indices('\n').nth(line - 2).map(|(i, _)| i + 1)
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
 }
 
 /// The edits of the fixes that do not touch each other (in file order; a fix loses to an
@@ -261,4 +334,30 @@ fn write_in_place(path: &Path, text: &str) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temp);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_of_an_edited_text_are_said_as_the_original_had_them() {
+        // Round 1 removes line 2 ("b"); round 2 finds "c" on line 2: it was line 3.
+        let round = |before: &str, edits: Vec<(usize, usize, String)>| Round {
+            after: apply(before, &edits),
+            before: before.to_string(),
+            edits,
+        };
+        let first = round("a\nb\nc\nd\n", vec![(2, 4, String::new())]);
+        assert_eq!(first.after, "a\nc\nd\n");
+        assert_eq!(original_line(std::slice::from_ref(&first), 2), 3);
+        assert_eq!(original_line(std::slice::from_ref(&first), 1), 1);
+        // Round 2 inserts a line before "d": "d" (line 4 now) was line 4 originally.
+        let second = round(&first.after, vec![(4, 4, "x\n".into())]);
+        assert_eq!(second.after, "a\nc\nx\nd\n");
+        let rounds = [first, second];
+        assert_eq!(original_line(&rounds, 4), 4);
+        assert_eq!(original_line(&rounds, 2), 3);
+        assert_eq!(original_line(&[], 7), 7);
+    }
 }
