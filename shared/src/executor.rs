@@ -278,27 +278,14 @@ async fn write_one<W: NodeWriter>(
             Err(e @ WriteError::Rejected { .. }) if config.dry_run || !uncertain => {
                 (OutcomeKind::Failed, Some(e.to_string()))
             }
-            Err(WriteError::Conflict(m)) => {
-                decide(
-                    writer,
-                    item,
-                    config,
-                    interrupt,
-                    uncertain,
-                    (OutcomeKind::Conflict, m),
-                )
-                .await
-            }
-            Err(e @ WriteError::Rejected { .. }) => {
-                decide(
-                    writer,
-                    item,
-                    config,
-                    interrupt,
-                    uncertain,
-                    (OutcomeKind::Failed, e.to_string()),
-                )
-                .await
+            // After an attempt that may have applied, a conflict or rejection may be the
+            // answer to our own earlier write: the node decides.
+            Err(e @ (WriteError::Conflict(_) | WriteError::Rejected { .. })) => {
+                let stated = match e {
+                    WriteError::Conflict(m) => (OutcomeKind::Conflict, m),
+                    e => (OutcomeKind::Failed, e.to_string()),
+                };
+                decide(writer, item, config, interrupt, uncertain, stated).await
             }
             Err(WriteError::Transient {
                 message,

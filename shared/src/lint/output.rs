@@ -124,27 +124,21 @@ fn context(f: &Finding) -> String {
 /// Compiler-style text: `file:line:col: severity[ID]: message`, the source line with a
 /// caret, the object, and the fix.
 pub fn text_report(outcome: &Outcome, ui: &Ui) -> String {
-    let mut out = String::new();
-    for e in &outcome.errors {
-        out.push_str(&text_input_error(e, ui));
-    }
-    for f in &outcome.findings {
-        out.push_str(&text_finding(f, ui));
-    }
-    out.push_str(&text_summary(&Summary::of(outcome)));
-    out
+    text_items(&outcome.errors, &outcome.findings, ui) + &text_summary(&Summary::of(outcome))
 }
 
 /// One file's part of the text report, printed as soon as the file is done.
 pub fn text_file(report: &FileReport, ui: &Ui) -> String {
-    let mut out = String::new();
-    for e in &report.errors {
-        out.push_str(&text_input_error(e, ui));
-    }
-    for f in &report.findings {
-        out.push_str(&text_finding(f, ui));
-    }
-    out
+    text_items(&report.errors, &report.findings, ui)
+}
+
+/// Input errors, then findings.
+fn text_items(errors: &[InputError], findings: &[Finding], ui: &Ui) -> String {
+    errors
+        .iter()
+        .map(|e| text_input_error(e, ui))
+        .chain(findings.iter().map(|f| text_finding(f, ui)))
+        .collect()
 }
 
 fn text_input_error(e: &InputError, ui: &Ui) -> String {
@@ -342,26 +336,21 @@ fn escape_property(s: &str) -> String {
 
 /// GitHub Actions workflow commands (`::error file=...,line=...::message`).
 pub fn github_report(outcome: &Outcome) -> String {
-    let mut out = String::new();
-    for e in &outcome.errors {
-        out.push_str(&github_input_error(e));
-    }
-    for f in &outcome.findings {
-        out.push_str(&github_finding(f));
-    }
-    out
+    github_items(&outcome.errors, &outcome.findings)
 }
 
 /// One file's workflow commands, printed as soon as the file is done.
 pub fn github_file(report: &FileReport) -> String {
-    let mut out = String::new();
-    for e in &report.errors {
-        out.push_str(&github_input_error(e));
-    }
-    for f in &report.findings {
-        out.push_str(&github_finding(f));
-    }
-    out
+    github_items(&report.errors, &report.findings)
+}
+
+/// Input errors, then findings.
+fn github_items(errors: &[InputError], findings: &[Finding]) -> String {
+    errors
+        .iter()
+        .map(github_input_error)
+        .chain(findings.iter().map(github_finding))
+        .collect()
 }
 
 fn github_input_error(e: &InputError) -> String {
