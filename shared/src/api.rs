@@ -248,8 +248,60 @@ pub async fn for_each_page<T: serde::de::DeserializeOwned>(
     field_selector: Option<&str>,
     label_selector: Option<&str>,
     page_size: u32,
-    mut on_page: impl FnMut(Vec<T>),
+    on_page: impl FnMut(Vec<T>),
 ) -> Result<usize, CommandError> {
+    pages(
+        client,
+        collection,
+        field_selector,
+        label_selector,
+        page_size,
+        on_page,
+    )
+    .await
+    .map_err(|e| api_error(e, &format!("listing {}", described(collection))))
+}
+
+/// How an optional collection's list went.
+#[derive(Debug)]
+pub enum Listed {
+    /// Read, in this many requests.
+    Read(usize),
+    /// The API server does not serve it (404: the API group is absent or disabled).
+    NotServed,
+    /// RBAC does not allow listing it: what the user is told, once.
+    Forbidden(String),
+}
+
+/// [`for_each_page`] over a collection the cluster may not serve or the user may not be
+/// allowed to list (DRA's `resource.k8s.io/v1`, custom resources): those two answers are
+/// not errors but a [`Listed`] the caller reports and goes on from.
+pub async fn for_each_page_if_served<T: serde::de::DeserializeOwned>(
+    client: &kube::Client,
+    collection: &str,
+    page_size: u32,
+    on_page: impl FnMut(Vec<T>),
+) -> Result<Listed, CommandError> {
+    match pages(client, collection, None, None, page_size, on_page).await {
+        Ok(n) => Ok(Listed::Read(n)),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Listed::NotServed),
+        Err(kube::Error::Api(s)) if s.code == 403 => Ok(Listed::Forbidden(format!(
+            "cannot list {}: {}",
+            described(collection),
+            s.message
+        ))),
+        Err(e) => Err(api_error(e, &format!("listing {}", described(collection)))),
+    }
+}
+
+async fn pages<T: serde::de::DeserializeOwned>(
+    client: &kube::Client,
+    collection: &str,
+    field_selector: Option<&str>,
+    label_selector: Option<&str>,
+    page_size: u32,
+    mut on_page: impl FnMut(Vec<T>),
+) -> Result<usize, kube::Error> {
     let mut continue_token: Option<String> = None;
     let mut requests = 0;
     loop {
@@ -265,11 +317,8 @@ pub async fn for_each_page<T: serde::de::DeserializeOwned>(
         }
         let request = http::Request::get(&uri)
             .body(Vec::new())
-            .map_err(|e| CommandError::Input(e.to_string()))?;
-        let page: ViewList<T> = client
-            .request(request)
-            .await
-            .map_err(|e| api_error(e, &format!("listing {}", described(collection))))?;
+            .map_err(kube::Error::HttpError)?;
+        let page: ViewList<T> = client.request(request).await?;
         requests += 1;
         on_page(page.items);
         match page.metadata.continue_.filter(|c| !c.is_empty()) {

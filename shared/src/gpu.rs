@@ -88,6 +88,39 @@ pub fn format_milli(milli: i128) -> String {
     }
 }
 
+/// Renders thousandths of `resource` in its own units, as kubectl shows quantities:
+/// memory-like resources (`memory`, `ephemeral-storage`, `hugepages-*`) with the largest
+/// binary suffix that divides them (`32Gi`, `512Mi`, else bytes), cpu in millicores when
+/// fractional (`500m`), anything else as a plain number.
+pub fn format_quantity(resource: &str, milli: i128) -> String {
+    let memory_like = resource == "memory"
+        || resource == "ephemeral-storage"
+        || resource.starts_with("hugepages-");
+    if memory_like && milli % 1000 == 0 {
+        let bytes = milli / 1000;
+        if bytes != 0 {
+            for (suffix, shift) in [
+                ("Ei", 60),
+                ("Pi", 50),
+                ("Ti", 40),
+                ("Gi", 30),
+                ("Mi", 20),
+                ("Ki", 10),
+            ] {
+                let unit = 1i128 << shift;
+                if bytes % unit == 0 {
+                    return format!("{}{suffix}", bytes / unit);
+                }
+            }
+        }
+        return bytes.to_string();
+    }
+    if resource == "cpu" && milli % 1000 != 0 {
+        return format!("{milli}m");
+    }
+    format_milli(milli)
+}
+
 /// What the inventory needs of a container.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -169,15 +202,58 @@ pub struct PodSpecView {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PodStatusView {
     #[serde(default)]
     pub phase: Option<String>,
+    /// Extended resources the scheduler allocated from DRA devices (a DeviceClass with
+    /// `extendedResourceName`): the claim it made and which requests it serves.
+    #[serde(default)]
+    pub extended_resource_claim_status: Option<ExtendedResourceClaimStatusView>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtendedResourceClaimStatusView {
+    #[serde(default)]
+    pub resource_claim_name: String,
+    #[serde(default)]
+    pub request_mappings: Vec<RequestMappingView>,
+}
+
+impl ExtendedResourceClaimStatusView {
+    /// Whether the claim serves the pod's requests of `resource`.
+    pub fn serves(&self, resource: &str) -> bool {
+        self.request_mappings
+            .iter()
+            .any(|m| m.resource_name == resource)
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestMappingView {
+    #[serde(default)]
+    pub container_name: String,
+    #[serde(default)]
+    pub resource_name: String,
+    #[serde(default)]
+    pub request_name: String,
 }
 
 impl PodView {
     /// Running or pending: it holds its requests on its node.
     pub fn is_active(&self) -> bool {
         !matches!(self.status.phase.as_deref(), Some("Succeeded" | "Failed"))
+    }
+
+    /// Whether the scheduler served this pod's `resource` from DRA devices: the request is
+    /// then counted as its claim's devices, not against the node's allocatable.
+    pub fn extended_resource_served_by_dra(&self, resource: &str) -> bool {
+        self.status
+            .extended_resource_claim_status
+            .as_ref()
+            .is_some_and(|s| s.serves(resource))
     }
 
     /// A DaemonSet's pod (it tolerates by design and is not evicted by taints it tolerates).
@@ -532,6 +608,15 @@ mod tests {
         }
         assert_eq!(format_milli(8000), "8");
         assert_eq!(format_milli(500), "0.5");
+        assert_eq!(format_quantity("memory", (32i128 << 30) * 1000), "32Gi");
+        assert_eq!(format_quantity("memory", 1_500_000), "1500");
+        assert_eq!(
+            format_quantity("hugepages-2Mi", (2i128 << 20) * 1000),
+            "2Mi"
+        );
+        assert_eq!(format_quantity("cpu", 500), "500m");
+        assert_eq!(format_quantity("cpu", 2000), "2");
+        assert_eq!(format_quantity("nvidia.com/gpu", 4000), "4");
     }
 
     fn pod(spec: serde_json::Value) -> PodView {

@@ -15,7 +15,12 @@
 //! - [`connect`]: kubectl's cluster-access flags, building a `kube::Client`;
 //! - [`dependents`]: workloads whose node constraints mention a label;
 //! - [`policy`]: warnings about risky node label keys;
+//! - [`accelerators`]: every accelerator a node has: extended resources (whole, MIG,
+//!   time-sliced/MPS), GPU Feature Discovery labels and DRA devices;
+//! - [`dra`]: Dynamic Resource Allocation (ResourceSlices, DeviceClasses, ResourceClaims)
+//!   counted as the scheduler counts it;
 //! - [`gpu`]: GPU inventory (quantities, the scheduler's pod requests) and taint preflight;
+//! - [`inventory`]: `gpu-taint status`: the accelerator inventory from a few paged lists;
 //! - [`lint`]: the affinity linter (positions, workload model, rules, outputs);
 //! - [`live`]: scheduler filters, drift and candidates against live nodes;
 //! - [`nfd`]: node features in node-feature-discovery's format, for `nodelabel import`;
@@ -28,15 +33,18 @@
 //! - [`error`]: why a command stopped, each reason with its exit code;
 //! - [`exit`]: exit codes with fixed meanings.
 
+pub mod accelerators;
 pub mod api;
 pub mod complete;
 pub mod connect;
 pub mod dependents;
+pub mod dra;
 pub mod error;
 pub mod executor;
 pub mod exit;
 pub mod gpu;
 pub mod interrupt;
+pub mod inventory;
 pub mod lint;
 pub mod live;
 pub mod mutation;

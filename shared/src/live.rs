@@ -132,12 +132,41 @@ pub struct PodObject {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PodStatusObject {
     #[serde(default)]
     pub phase: Option<String>,
+    /// The claims generated from the pod's ResourceClaimTemplates.
+    #[serde(default)]
+    pub resource_claim_statuses: Vec<crate::dra::PodClaimStatus>,
+    /// Extended resources the scheduler allocated from DRA devices.
+    #[serde(default)]
+    pub extended_resource_claim_status: Option<crate::gpu::ExtendedResourceClaimStatusView>,
 }
 
 impl PodObject {
+    /// The pod's `spec.resourceClaims`.
+    pub fn claim_refs(&self) -> Vec<crate::dra::PodClaimRef> {
+        self.spec
+            .resource_claims
+            .iter()
+            .flatten()
+            .map(|c| crate::dra::PodClaimRef {
+                name: c.name.clone(),
+                resource_claim_name: c.resource_claim_name.clone(),
+                resource_claim_template_name: c.resource_claim_template_name.clone(),
+            })
+            .collect()
+    }
+
+    /// Whether the scheduler served `resource` from DRA devices for this (bound) pod.
+    fn served_by_dra(&self, resource: &str) -> bool {
+        self.status
+            .extended_resource_claim_status
+            .as_ref()
+            .is_some_and(|s| s.serves(resource))
+    }
+
     pub fn is_active(&self) -> bool {
         !matches!(self.status.phase.as_deref(), Some("Succeeded" | "Failed"))
     }
@@ -220,6 +249,10 @@ pub fn node_infos(nodes: &[NodeObject], pods: &[PodObject]) -> Vec<NodeInfo> {
         placed.entry(node).or_default().push(PlacedPod::of(pod));
         let entry = requested.entry(node).or_default();
         for (r, q) in pod.requests() {
+            // Devices DRA allocated are counted by their claims, not against allocatable.
+            if pod.served_by_dra(&r) {
+                continue;
+            }
             *entry.entry(r).or_default() += q;
         }
     }
@@ -292,6 +325,13 @@ pub enum FilterFailure {
     /// InterPodAffinity: a running pod's required anti-affinity keeps this pod out.
     #[serde(rename_all = "camelCase")]
     ExistingPodAntiAffinity { detail: String },
+    /// DynamicResources: an allocated claim's devices are not reachable from this node.
+    #[serde(rename_all = "camelCase")]
+    ClaimNotAvailable { claim: String },
+    /// DynamicResources: the devices the pod's claims (or DRA-served extended resources)
+    /// need are not free here.
+    #[serde(rename_all = "camelCase")]
+    CannotAllocateClaims { detail: String },
 }
 
 impl FilterFailure {
@@ -323,6 +363,10 @@ impl FilterFailure {
             FilterFailure::ExistingPodAntiAffinity { .. } => {
                 "node(s) didn't satisfy existing pods anti-affinity rules".into()
             }
+            FilterFailure::ClaimNotAvailable { .. } => {
+                "resourceclaim not available on the node".into()
+            }
+            FilterFailure::CannotAllocateClaims { .. } => "cannot allocate all claims".into(),
         }
     }
 }
@@ -357,9 +401,15 @@ impl std::fmt::Display for FilterFailure {
             FilterFailure::TopologySpread { detail, .. } => write!(f, "{} ({detail})", self.scheduler_reason()),
             FilterFailure::PodAffinity { detail }
             | FilterFailure::PodAntiAffinity { detail }
-            | FilterFailure::ExistingPodAntiAffinity { detail } => {
+            | FilterFailure::ExistingPodAntiAffinity { detail }
+            | FilterFailure::CannotAllocateClaims { detail } => {
                 write!(f, "{} ({detail})", self.scheduler_reason())
             }
+            FilterFailure::ClaimNotAvailable { claim } => write!(
+                f,
+                "{} (claim {claim} is allocated to devices other nodes reach)",
+                self.scheduler_reason()
+            ),
         }
     }
 }
@@ -482,8 +532,8 @@ fn resource_failures(requests: &BTreeMap<String, i128>, node: &NodeInfo) -> Vec<
         if *want > free {
             out.push(FilterFailure::Insufficient {
                 resource: resource.clone(),
-                requested: format_milli(*want),
-                free: format_milli(free.max(0)),
+                requested: crate::gpu::format_quantity(resource, *want),
+                free: crate::gpu::format_quantity(resource, free.max(0)),
             });
         }
     }
@@ -611,6 +661,9 @@ pub struct PodFilters<'a> {
     anti_pods: BTreeMap<(String, String), String>,
     /// (key, value) -> one running pod whose anti-affinity excludes this pod from it.
     excluded_by: BTreeMap<(String, String), String>,
+    /// DynamicResources: the pod's claims and DRA-served extended resources, and the
+    /// cluster's devices. `None` when the caller read no DRA objects.
+    dra: Option<(crate::dra::ClaimNeeds, &'a crate::dra::DraInventory)>,
 }
 
 impl<'a> PodFilters<'a> {
@@ -765,7 +818,19 @@ impl<'a> PodFilters<'a> {
             affinity_counts,
             anti_pods,
             excluded_by,
+            dra: None,
         }
+    }
+
+    /// Adds DRA's filter (the scheduler runs it after InterPodAffinity) with the pod's
+    /// claim needs over `inventory`.
+    pub fn with_dra(
+        mut self,
+        needs: crate::dra::ClaimNeeds,
+        inventory: &'a crate::dra::DraInventory,
+    ) -> Self {
+        self.dra = Some((needs, inventory));
+        self
     }
 
     /// The pod's effective requests.
@@ -785,7 +850,16 @@ impl<'a> PodFilters<'a> {
             }
             _ => {}
         }
-        let local = local_failures(self.spec, &self.requests, node);
+        let local = match &self.dra {
+            // NodeResourcesFit leaves an extended resource that a DeviceClass serves to DRA
+            // on a node whose allocatable lacks it.
+            Some((needs, _)) => {
+                let mut requests = self.requests.clone();
+                requests.retain(|r, _| !needs.delegated(r, node.allocatable.get(r).copied()));
+                local_failures(self.spec, &requests, node)
+            }
+            None => local_failures(self.spec, &self.requests, node),
+        };
         if !local.is_empty() {
             return Err(local);
         }
@@ -794,6 +868,21 @@ impl<'a> PodFilters<'a> {
         }
         if let Some(f) = self.inter_pod_failure(node) {
             return Err(vec![f]);
+        }
+        if let Some((needs, inventory)) = &self.dra {
+            let facts = NodeFacts {
+                name: &node.name,
+                labels: &node.labels,
+            };
+            match needs.check(facts, &node.allocatable, inventory) {
+                Ok(()) => {}
+                Err(crate::dra::DraFailure::NotAvailable { claim }) => {
+                    return Err(vec![FilterFailure::ClaimNotAvailable { claim }]);
+                }
+                Err(crate::dra::DraFailure::CannotAllocate { detail }) => {
+                    return Err(vec![FilterFailure::CannotAllocateClaims { detail }]);
+                }
+            }
         }
         Ok(())
     }
@@ -1070,6 +1159,8 @@ pub fn verdict(failures: &[FilterFailure]) -> Option<Verdict> {
             FilterFailure::PodAffinity { .. } => "podAffinity",
             FilterFailure::PodAntiAffinity { .. } => "antiAffinity",
             FilterFailure::ExistingPodAntiAffinity { .. } => "existingAntiAffinity",
+            FilterFailure::ClaimNotAvailable { .. } => "claimNotAvailable",
+            FilterFailure::CannotAllocateClaims { .. } => "claims",
         };
         *counts.entry(k).or_default() += 1;
     }
@@ -1125,6 +1216,16 @@ pub fn verdict(failures: &[FilterFailure]) -> Option<Verdict> {
             "didn't match pod anti-affinity rules",
             "every candidate's domain already runs a pod the pod's own anti-affinity excludes",
             "add nodes (or domains) for the extra replica, reduce replicas, or make the rule preferred",
+        ),
+        "claims" => v(
+            "cannot allocate all claims",
+            "no candidate node has enough free devices of the claimed device class (DRA)",
+            "free devices (finished pods' claims keep theirs until deleted), add nodes whose DRA driver publishes the class's devices, or ask for fewer (kubectl gpu-taint status shows devices per node)",
+        ),
+        "claimNotAvailable" => v(
+            "resourceclaim not available on the node",
+            "a claim of the pod is already allocated to devices the candidate nodes cannot reach",
+            "schedule the pod where its claim's devices are, or delete the claim so it is allocated anew",
         ),
         "existingAntiAffinity" => v(
             "didn't satisfy existing pods anti-affinity rules",

@@ -334,6 +334,59 @@ impl Harness {
         .unwrap_or_else(|e| panic!("merge patch of {plural}/{name}: {e}"));
     }
 
+    /// The scheduler's newest FailedScheduling message for a pod, without its preemption
+    /// part, waiting up to 30 s for the scheduler to write one (a real cluster's scheduler;
+    /// the test server has none and answers `None` at once).
+    pub async fn failed_scheduling(&self, namespace: &str, pod: &str) -> Option<String> {
+        if !self.is_real() {
+            return None;
+        }
+        let events: Api<k8s_openapi::api::core::v1::Event> =
+            Api::namespaced(self.client.clone(), namespace);
+        for _ in 0..150 {
+            let list = events
+                .list(&ListParams::default().fields(&format!("involvedObject.name={pod}")))
+                .await
+                .expect("list events");
+            if let Some(m) = list
+                .items
+                .iter()
+                .filter(|e| e.reason.as_deref() == Some("FailedScheduling"))
+                .filter_map(|e| e.message.clone())
+                .next_back()
+            {
+                return Some(
+                    m.split(" preemption: ")
+                        .next()
+                        .unwrap_or_default()
+                        .to_string(),
+                );
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        panic!("no FailedScheduling event for {namespace}/{pod} within 30 s");
+    }
+
+    /// The node a pod is bound to, waiting up to 30 s for a real cluster's scheduler to bind
+    /// it (at once on the test server, which has no scheduler).
+    pub async fn bound_node(&self, namespace: &str, pod: &str) -> Option<String> {
+        let pods: Api<k8s_openapi::api::core::v1::Pod> =
+            Api::namespaced(self.client.clone(), namespace);
+        for _ in 0..150 {
+            let node = pods
+                .get(pod)
+                .await
+                .expect("the pod exists")
+                .spec
+                .and_then(|s| s.node_name);
+            if node.is_some() || !self.is_real() {
+                return node;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        None
+    }
+
     /// A node as JSON, read through the API.
     pub async fn node(&self, name: &str) -> Value {
         let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(self.client.clone());
@@ -537,6 +590,18 @@ const WORKLOADS: &[(&str, &str, &str)] = &[
     ("batch/v1", "Job", "jobs"),
     ("batch/v1", "CronJob", "cronjobs"),
     ("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets"),
+    ("resource.k8s.io/v1", "ResourceClaim", "resourceclaims"),
+    (
+        "resource.k8s.io/v1",
+        "ResourceClaimTemplate",
+        "resourceclaimtemplates",
+    ),
+];
+
+/// The cluster-scoped kinds besides nodes a fixture can hold, deleted between tests.
+const CLUSTER_SCOPED: &[(&str, &str, &str)] = &[
+    ("resource.k8s.io/v1", "ResourceSlice", "resourceslices"),
+    ("resource.k8s.io/v1", "DeviceClass", "deviceclasses"),
 ];
 
 /// Empties the cluster of nodes and workloads. Namespaces stay (without a namespace
@@ -559,6 +624,31 @@ async fn reset_cluster(client: &kube::Client) {
     {
         for (api_version, kind, plural) in WORKLOADS {
             let api = dynamic_api(client, api_version, kind, plural, Some(ns));
+            if *kind == "ResourceClaim" {
+                // The scheduler protects the claims it allocates with a finalizer that only
+                // the resourceclaim controller removes; no controller may be running.
+                let claims = api
+                    .list(&ListParams::default())
+                    .await
+                    .expect("list resourceclaims");
+                for claim in claims.items {
+                    if claim
+                        .metadata
+                        .finalizers
+                        .as_ref()
+                        .is_some_and(|f| !f.is_empty())
+                    {
+                        let name = claim.metadata.name.clone().unwrap_or_default();
+                        api.patch(
+                            &name,
+                            &PatchParams::default(),
+                            &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+                        )
+                        .await
+                        .unwrap_or_else(|e| panic!("unprotecting claim {ns}/{name}: {e}"));
+                    }
+                }
+            }
             // A collection of thousands of pods takes the server longer than its 60 s request
             // timeout; it goes on deleting after answering 504, so ask again until it is empty.
             for attempt in 1.. {
@@ -569,6 +659,12 @@ async fn reset_cluster(client: &kube::Client) {
                 }
             }
         }
+    }
+    for (api_version, kind, plural) in CLUSTER_SCOPED {
+        dynamic_api(client, api_version, kind, plural, None)
+            .delete_collection(&now, &ListParams::default())
+            .await
+            .unwrap_or_else(|e| panic!("deleting {plural}: {e}"));
     }
     dynamic_api(client, "v1", "Node", "nodes", None)
         .delete_collection(&now, &ListParams::default())
@@ -658,11 +754,27 @@ async fn create_real(client: &kube::Client, mut obj: Value) {
     api.create(&PostParams::default(), &object)
         .await
         .unwrap_or_else(|e| panic!("creating fixture object {kind}/{name}: {e}"));
+    if kind == "ResourceClaim"
+        && let Some(status) = status.clone().filter(|s| s.get("allocation").is_some())
+    {
+        // As the scheduler records an allocation it made.
+        api.patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": status})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("allocating claim {name}: {e}"));
+    }
     if kind == "Pod"
         && let Some(status) = status.filter(|s| s.get("phase").is_some())
     {
         // The scheduler may have set conditions already; only the phase is the fixture's.
-        let patch = json!({"status": {"phase": status["phase"]}});
+        let mut patch = json!({"status": {"phase": status["phase"]}});
+        // What the scheduler records when it serves extended resources from DRA devices.
+        if let Some(extended) = status.get("extendedResourceClaimStatus") {
+            patch["status"]["extendedResourceClaimStatus"] = extended.clone();
+        }
         api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .unwrap_or_else(|e| panic!("setting the phase of pod {name}: {e}"));

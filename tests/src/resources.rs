@@ -167,6 +167,43 @@ pub const RESOURCES: &[Resource] = &[
         &["pdb"],
         &[],
     ),
+    // Dynamic Resource Allocation, as v1.37 serves it (GA since v1.34).
+    r(
+        "resource.k8s.io",
+        "v1",
+        "deviceclasses",
+        "DeviceClass",
+        false,
+        &[],
+        &[],
+    ),
+    r(
+        "resource.k8s.io",
+        "v1",
+        "resourceslices",
+        "ResourceSlice",
+        false,
+        &[],
+        &["spec.nodeName", "spec.driver"],
+    ),
+    r(
+        "resource.k8s.io",
+        "v1",
+        "resourceclaims",
+        "ResourceClaim",
+        true,
+        &[],
+        &[],
+    ),
+    r(
+        "resource.k8s.io",
+        "v1",
+        "resourceclaimtemplates",
+        "ResourceClaimTemplate",
+        true,
+        &[],
+        &[],
+    ),
 ];
 
 /// The group/versions served, for `/apis`.
@@ -175,6 +212,7 @@ pub const GROUPS: &[(&str, &str)] = &[
     ("batch", "v1"),
     ("policy", "v1"),
     ("authorization.k8s.io", "v1"),
+    ("resource.k8s.io", "v1"),
 ];
 
 /// Looks a resource up by group, version and plural.

@@ -43,6 +43,34 @@ pub async fn cluster_state(
     Ok((live::node_infos(&nodes, &pods), pods))
 }
 
+/// [`cluster_state`] for the live lint rules: an extended resource a DeviceClass serves
+/// from DRA devices (`extendedResourceName`) counts, on a node whose allocatable lacks it,
+/// as the devices behind it there (total as allocatable, those in use as requested) — what
+/// the scheduler allocates such a request from.
+pub async fn lint_cluster_state(conn: &Connection, ui: &Ui) -> Result<Vec<NodeInfo>, CommandError> {
+    let (mut nodes, _) = cluster_state(conn).await?;
+    let dra = placekit::inventory::read_dra(conn, false).await?;
+    for n in &dra.notes {
+        ui.warn(n);
+    }
+    for node in &mut nodes {
+        let served = dra
+            .inventory
+            .served_extended(placekit::scheduling::NodeFacts {
+                name: &node.name,
+                labels: &node.labels,
+            });
+        for (resource, total, in_use) in served {
+            if node.allocatable.get(&resource).copied().unwrap_or(0) == 0 {
+                node.allocatable
+                    .insert(resource.clone(), total as i128 * 1000);
+                node.requested.insert(resource, in_use as i128 * 1000);
+            }
+        }
+    }
+    Ok(nodes)
+}
+
 /// `drift`: running pods whose node no longer satisfies their constraints.
 pub async fn drift(
     conn: &Connection,
@@ -247,7 +275,26 @@ pub async fn why_pending(
         |p: Vec<Value>| events.extend(p),
     )
     .await?;
-    let filters = live::PodFilters::new(&pod, &nodes);
+    // DRA: the pod's claims and the devices the cluster publishes (nothing when the
+    // cluster does not serve resource.k8s.io/v1).
+    let dra = placekit::inventory::read_dra(conn, true).await?;
+    for n in &dra.notes {
+        ui.warn(n);
+    }
+    let (needs, claim_states) = placekit::dra::ClaimNeeds::of(
+        namespace,
+        &pod.claim_refs(),
+        &pod.status.resource_claim_statuses,
+        &pod.requests(),
+        &dra.claims,
+        &dra.inventory,
+    );
+    let unmodelled = needs.unmodelled.clone();
+    let missing = needs.missing.clone();
+    let mut filters = live::PodFilters::new(&pod, &nodes);
+    if !needs.is_empty() {
+        filters = filters.with_dra(needs, &dra.inventory);
+    }
     let requests = filters.requests().clone();
     let checked: Vec<Result<(), Vec<FilterFailure>>> =
         nodes.iter().map(|n| filters.check(n)).collect();
@@ -268,7 +315,20 @@ pub async fn why_pending(
         .filter(|(_, r)| r.is_ok())
         .map(|(n, _)| n.as_str())
         .collect();
-    let verdict = filters.verdict(&nodes, &checked);
+    let mut verdict = filters.verdict(&nodes, &checked);
+    if !missing.is_empty() {
+        // DynamicResources' PreFilter stops the pod before any node is filtered.
+        verdict = Some(live::Verdict {
+            evidence: format!("resource claim missing: {}", missing.join("; ")),
+            judgment: "the scheduler waits for the pod's ResourceClaim to exist before it considers any node".into(),
+            action: "create the claim, or run the resourceclaim controller (kube-controller-manager) that generates it from the template".into(),
+        });
+    }
+    // A pod that cannot be placed now: no node fits, a claim is missing, or placekit cannot
+    // model the claims and so cannot say it fits.
+    let placeable =
+        missing.is_empty() && unmodelled.is_empty() && checked.iter().any(Result::is_ok);
+    let mig_hint = mig_hint(&requests, &nodes, &fitting);
     let report = json!({
         "apiVersion": REPORT_API_VERSION,
         "kind": "PendingReport",
@@ -280,7 +340,11 @@ pub async fn why_pending(
         "nodeSelector": raw["spec"]["nodeSelector"],
         "tolerations": raw["spec"]["tolerations"],
         "topologySpreadConstraints": raw["spec"]["topologySpreadConstraints"],
-        "requests": requests.iter().map(|(k, v)| (k.clone(), placekit::gpu::format_milli(*v))).collect::<BTreeMap<_, _>>(),
+        "requests": requests.iter().map(|(k, v)| (k.clone(), placekit::gpu::format_quantity(k, *v))).collect::<BTreeMap<_, _>>(),
+        "claims": claim_states,
+        "notModelled": unmodelled,
+        "migHint": mig_hint,
+        "placeable": placeable,
         "events": events.iter().map(|e| json!({"type": e["type"], "reason": e["reason"], "message": e["message"], "count": e["count"]})).collect::<Vec<_>>(),
         "nodes": results.iter().zip(&checked).map(|((n, r), all)| match r {
             Ok(()) => json!({"name": n, "fits": true}),
@@ -309,7 +373,44 @@ pub async fn why_pending(
             &fitting,
         );
     }
-    Ok(exit::SUCCESS)
+    Ok(if placeable {
+        exit::SUCCESS
+    } else {
+        exit::PROBLEMS
+    })
+}
+
+/// A pod asking for whole NVIDIA GPUs where the candidates expose only MIG profiles: which
+/// profiles they have, so the pod can ask for one.
+fn mig_hint(
+    requests: &BTreeMap<String, i128>,
+    nodes: &[NodeInfo],
+    fitting: &[&str],
+) -> Option<String> {
+    if !fitting.is_empty() || !requests.contains_key("nvidia.com/gpu") {
+        return None;
+    }
+    let mut profiles: BTreeMap<&str, i128> = BTreeMap::new();
+    for n in nodes {
+        if n.allocatable.get("nvidia.com/gpu").copied().unwrap_or(0) > 0 {
+            continue;
+        }
+        for (r, q) in &n.allocatable {
+            if r.starts_with("nvidia.com/mig-") && *q > 0 {
+                *profiles.entry(r.as_str()).or_default() += q;
+            }
+        }
+    }
+    (!profiles.is_empty()).then(|| {
+        format!(
+            "the pod asks for nvidia.com/gpu, but the nodes without it expose MIG profiles: {} (request one of them instead)",
+            profiles
+                .iter()
+                .map(|(r, q)| format!("{r} ({} allocatable)", placekit::gpu::format_milli(*q)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
 }
 
 fn print_text(
@@ -348,6 +449,28 @@ fn print_text(
                 .join(", ")
         );
     }
+    for c in report["claims"].as_array().into_iter().flatten() {
+        println!(
+            "  claim {}{}: {}{}",
+            c["name"].as_str().unwrap_or_default(),
+            c["claim"]
+                .as_str()
+                .map(|o| format!(" (ResourceClaim {o})"))
+                .unwrap_or_default(),
+            c["state"].as_str().unwrap_or_default(),
+            c["requests"]
+                .as_array()
+                .filter(|r| !r.is_empty())
+                .map(|r| format!(
+                    ", {}",
+                    r.iter()
+                        .filter_map(|x| x.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .unwrap_or_default()
+        );
+    }
     let rows: Vec<Vec<String>> = results
         .iter()
         .map(|(n, r)| {
@@ -366,6 +489,34 @@ fn print_text(
     );
     if let Some(m) = report["predictedMessage"].as_str() {
         println!("placekit's model of the scheduler: {m}");
+    }
+    let not_modelled: Vec<&str> = report["notModelled"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str())
+        .collect();
+    if !not_modelled.is_empty() {
+        println!(
+            "placekit cannot model {}: whether the scheduler can allocate these claims is its word, not placekit's",
+            not_modelled.join("; ")
+        );
+        if let Some(m) = report["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["reason"] == "FailedScheduling")
+            .filter_map(|e| e["message"].as_str())
+            .next_back()
+        {
+            println!("the scheduler says: {m}");
+        }
+        if verdict.is_none() {
+            return;
+        }
+    }
+    if let Some(hint) = report["migHint"].as_str() {
+        println!("hint: {hint}");
     }
     match verdict {
         Some(v) => {

@@ -102,6 +102,9 @@ Running pods whose node no longer satisfies their nodeSelector or required node 
 tolerations no longer cover the node's NoExecute taints (those are evicted), from one node \
 list and one paged pod list.
 
+Exit codes: 0 when the pod is scheduled or a node fits now, 1 when it cannot be placed now \
+(no node fits, a claim is missing, or its claims cannot be modelled), 2 usage, 3 cluster.
+
 Checked against a real kube-scheduler v1.37.2 in placekit's test suite: after \
 changing the labels, taints or cordon of 105 nodes under 168 running pods, drift listed \
 exactly the 32 pods whose pinned copy the scheduler refused by node affinity or an \
@@ -123,10 +126,19 @@ TaintToleration (NoSchedule and NoExecute), NodeAffinity (nodeSelector and requi
 terms), NodeResourcesFit (pod count, then every missing resource incl. nvidia.com/gpu), \
 PodTopologySpread (DoNotSchedule constraints: maxSkew, minDomains, matchLabelKeys, \
 nodeAffinityPolicy, nodeTaintsPolicy) and InterPodAffinity (required pod affinity, the \
-pod's own required anti-affinity, the running pods' anti-affinity). Not modelled: host \
-ports (NodePorts), volumes, dynamic resource allocation, scheduler extenders and custom \
+pod's own required anti-affinity, the running pods' anti-affinity), then DynamicResources \
+(DRA, resource.k8s.io/v1): each claim's state (allocated, pending, missing), an allocated \
+claim's node selector, and whether the devices a pending claim (or an extended resource a \
+DeviceClass serves) needs are free on the node, per device class whose selector is \
+device.driver == \"...\" (\"cannot allocate all claims\"). Claims whose classes or \
+requests use other CEL selectors are named as not modelled and the scheduler's own \
+FailedScheduling message is quoted instead of a prediction. Not modelled: host \
+ports (NodePorts), volumes, scheduler extenders and custom \
 profiles, nominated nodes and preemption; a non-empty namespaceSelector in a pod \
 (anti-)affinity term selects no namespace here (placekit does not read namespaces).
+
+Exit codes: 0 when the pod is scheduled or a node fits now, 1 when it cannot be placed now \
+(no node fits, a claim is missing, or its claims cannot be modelled), 2 usage, 3 cluster.
 
 Checked against a real kube-scheduler v1.37.2 in placekit's test suite \
 (520 generated cases): 520/520 decisions (bound node feasible, unschedulable exactly when \
@@ -408,7 +420,7 @@ fn main() -> ExitCode {
     let nodes = if cli.cluster {
         let state = placekit::error::block_on(async {
             let conn = cli.connection.connect().await?;
-            live::cluster_state(&conn).await.map(|(nodes, _)| nodes)
+            live::lint_cluster_state(&conn, &ui).await
         });
         match state {
             Ok(nodes) => Some(nodes),

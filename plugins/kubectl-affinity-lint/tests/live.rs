@@ -118,7 +118,8 @@ async fn cluster_rules_find_exactly_the_expected_problems() {
 
 async fn pending(h: &Harness, pod: &str) -> Value {
     let run = h.run(&["why-pending", pod, "-n", "ml", "-o", "json"]).await;
-    assert_code(&run, 0);
+    // 1: the pod cannot be placed now.
+    assert_code(&run, 1);
     run.json()
 }
 
@@ -350,6 +351,138 @@ async fn drift_says_what_happens_to_each_kind_of_drifted_pod() {
     assert_code(&run, 2);
     assert!(
         run.stderr.contains("pod ml/no-such-pod not found"),
+        "{}",
+        run.all()
+    );
+}
+
+const ACCELERATORS: &str = include_str!("../../kubectl-gpu-taint/tests/fixtures/accelerators.yaml");
+
+fn claim(name: &str, count: i64) -> Value {
+    json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": count}}]}}
+    })
+}
+
+fn claiming_pod(name: &str, claim: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {
+            "resourceClaims": [{"name": "gpus", "resourceClaimName": claim}],
+            "containers": [{"name": "main", "image": "x", "resources": {"claims": [{"name": "gpus"}]}}]
+        }
+    })
+}
+
+fn extended_pod(name: &str, gpus: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"containers": [{"name": "main", "image": "x", "resources": {
+            "requests": {"example.com/gpu": gpus}, "limits": {"example.com/gpu": gpus}}}]}
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn why_pending_explains_claims_the_devices_cannot_serve_as_the_scheduler_does() {
+    let h = Harness::start_any("affinity-lint", binary(), ACCELERATORS).await;
+    // Two devices wanted; gpu-dra-1 has none free, gpu-dra-2 one.
+    h.create(claim("needs-two-gpus", 2)).await;
+    h.create(claiming_pod("needs-two", "needs-two-gpus")).await;
+    // A classic request served from DRA devices, more than are free.
+    h.create(extended_pod("legacy-two", "2")).await;
+    for pod in ["needs-two", "legacy-two"] {
+        let scheduler = h.failed_scheduling("ml", pod).await;
+        let run = h.run(&["why-pending", pod, "-n", "ml", "-o", "json"]).await;
+        assert_code(&run, 1);
+        let report = run.json();
+        assert_eq!(
+            report["predictedMessage"], "0/6 nodes are available: 6 cannot allocate all claims.",
+            "{pod}: {report}"
+        );
+        if let Some(message) = scheduler {
+            assert_eq!(
+                report["predictedMessage"],
+                message.as_str(),
+                "{pod}: the scheduler's own words"
+            );
+        }
+        assert_eq!(
+            report["verdict"]["evidence"], "cannot allocate all claims",
+            "{report}"
+        );
+        let dra2 = report["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == "gpu-dra-2")
+            .unwrap();
+        assert_eq!(
+            dra2["failure"],
+            json!({"filter": "cannotAllocateClaims", "detail": "needs 2 of class gpu.example.com, 1 free here"}),
+            "{pod}: {report}"
+        );
+    }
+    let text = h.run(&["why-pending", "needs-two", "-n", "ml"]).await;
+    assert_code(&text, 1);
+    assert!(
+        text.stdout.contains(
+            "claim gpus (ResourceClaim needs-two-gpus): pending, gpu: 2 x gpu.example.com"
+        ) && text
+            .stdout
+            .contains("cannot allocate all claims (needs 2 of class gpu.example.com, 0 free here)")
+            && !text.stdout.contains("fit now"),
+        "{}",
+        text.all()
+    );
+
+    // One device: gpu-dra-2 fits, and the real scheduler binds it there.
+    h.create(claim("needs-one-gpu", 1)).await;
+    h.create(claiming_pod("needs-one", "needs-one-gpu")).await;
+    let run = h.run(&["why-pending", "needs-one", "-n", "ml"]).await;
+    assert_code(&run, 0);
+    if h.is_real() {
+        assert_eq!(
+            h.bound_node("ml", "needs-one").await.as_deref(),
+            Some("gpu-dra-2"),
+            "the scheduler placed it where placekit said"
+        );
+    } else {
+        assert!(
+            run.stdout.contains("1 node(s) fit now (gpu-dra-2)"),
+            "{}",
+            run.all()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn why_pending_names_the_mig_profiles_of_nodes_without_whole_gpus() {
+    let h = Harness::start_any("affinity-lint", binary(), ACCELERATORS).await;
+    h.create(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "whole-gpu", "namespace": "ml"},
+        "spec": {
+            "nodeSelector": {"nvidia.com/mig.strategy": "mixed"},
+            "containers": [{"name": "main", "image": "x", "resources": {
+                "requests": {"nvidia.com/gpu": "1", "memory": "32Gi"}, "limits": {"nvidia.com/gpu": "1", "memory": "32Gi"}}}]
+        }
+    }))
+    .await;
+    h.failed_scheduling("ml", "whole-gpu").await;
+    let run = h.run(&["why-pending", "whole-gpu", "-n", "ml"]).await;
+    assert_code(&run, 1);
+    assert!(
+        run.stdout.contains("hint: the pod asks for nvidia.com/gpu, but the nodes without it expose MIG profiles: nvidia.com/mig-1g.10gb (14 allocatable), nvidia.com/mig-2g.20gb (4 allocatable), nvidia.com/mig-3g.40gb (4 allocatable)"),
+        "{}",
+        run.all()
+    );
+    assert!(
+        run.stdout
+            .contains("requests: memory=32Gi, nvidia.com/gpu=1"),
         "{}",
         run.all()
     );

@@ -9,7 +9,7 @@ use placekit::complete::{self, CompletionTarget, Position, Slot, Source};
 use placekit::connect::ConnectionArgs;
 use placekit::error::{CommandError, run_to_exit_code};
 use placekit::exit;
-use placekit::gpu::DEFAULT_RESOURCE;
+use placekit::inventory::{By, StatusOptions};
 use placekit::mutation::gpu::{self, COMMAND, Dedication, TOOL};
 use placekit::mutation::report::print_report;
 use placekit::mutation::undo::{self, SnapshotChoice};
@@ -28,9 +28,10 @@ Examples:
   kubectl gpu-taint release gpu-a100-1 --taint dedicated=llm-online:NoSchedule \\
       --label ops.example.com.node-restriction.kubernetes.io/llm-pool
 
-  # GPU inventory: capacity, allocatable, requested, free, zone, taints
+  # Accelerator inventory: whole, MIG, time-sliced and DRA devices per node
   kubectl gpu-taint status -l pool=online
   kubectl gpu-taint status -o json
+  kubectl gpu-taint status --by namespace
 
   # Undo the newest dedicate/release on this cluster (again: the one before it)
   kubectl gpu-taint rollback --last";
@@ -72,10 +73,12 @@ enum Command {
         /// Pool labels to set with the taint, KEY=VALUE.
         #[arg(long = "label", value_name = "KEY=VALUE")]
         labels: Vec<String>,
-        /// The extended resource that makes a node a GPU node.
-        #[arg(long, default_value = DEFAULT_RESOURCE)]
-        resource: String,
-        /// Dedicate nodes where the resource is not registered.
+        /// Only this accelerator makes a node a GPU node (e.g. nvidia.com/gpu, a MIG profile
+        /// nvidia.com/mig-1g.10gb, amd.com/gpu, an extended resource a DRA DeviceClass
+        /// serves). Default: accelerators of any kind — whole, MIG, shared or DRA devices.
+        #[arg(long, value_name = "NAME")]
+        resource: Option<String>,
+        /// Dedicate nodes that have no accelerator (or not the --resource).
         #[arg(long)]
         allow_no_gpu: bool,
         /// Replace a taint with the same key and effect, or a label with another value.
@@ -129,17 +132,40 @@ enum Command {
         #[command(flatten)]
         mutation: MutationArgs,
     },
-    /// GPU inventory per node, from two paged lists.
+    /// Accelerator inventory per node: whole GPUs, MIG profiles, time-sliced/MPS GPUs and
+    /// DRA devices, from a few paged lists.
     #[command(
-        after_help = "Examples:\n  kubectl gpu-taint status\n  kubectl gpu-taint status -l pool=online -o wide   # also the pool labels\n  kubectl gpu-taint status --resource nvidia.com/gpu -o json"
+        long_about = "Accelerator inventory per node, one row per node and accelerator: extended \
+resources of the known vendors (nvidia.com/gpu, nvidia.com/mig-*, amd.com/gpu, gpu.intel.com/*, \
+habana.ai/*, google.com/tpu, aws.amazon.com/neuron*), shown with how they are exposed (FORM: \
+whole, time-slicing 8x4 = 8 physical GPUs shared 4 ways, MPS, MIG, MIG single/mixed), and DRA \
+devices per driver (total, allocated to claims, free). A node with accelerators of any kind is \
+a GPU node. --by namespace|pod breaks the requests down instead (-n/-A choose whose).",
+        after_help = "Examples:\n  kubectl gpu-taint status\n  kubectl gpu-taint status -l pool=online -o wide   # also the pool labels\n  kubectl gpu-taint status -L nvidia.com/gpu.product -L pool\n  kubectl gpu-taint status --resource nvidia.com/gpu -o json\n  # Requests per namespace; per pod in one namespace (the runbook's script)\n  kubectl gpu-taint status --by namespace\n  kubectl gpu-taint status --by pod -n ml"
     )]
     Status {
         #[command(flatten)]
         selection: Selection,
-        /// The extended resource counted (e.g. nvidia.com/gpu, amd.com/gpu, google.com/tpu,
-        /// a MIG profile such as nvidia.com/mig-1g.10gb).
-        #[arg(long, default_value = DEFAULT_RESOURCE)]
-        resource: String,
+        /// Only this accelerator (e.g. nvidia.com/gpu, amd.com/gpu, google.com/tpu, a MIG
+        /// profile such as nvidia.com/mig-1g.10gb, or an extended resource a DRA DeviceClass
+        /// serves); the flat JSON fields count it. Default: every accelerator.
+        #[arg(long, value_name = "NAME")]
+        resource: Option<String>,
+        /// Break requested/allocated accelerators down by namespace or by pod instead of by
+        /// node. `-n NAMESPACE` alone implies `--by pod`.
+        #[arg(long, value_enum)]
+        by: Option<By>,
+        /// With --by: every namespace (the default unless -n is given).
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+        /// A label to show as a column, as kubectl's -L (repeat or comma-separate).
+        #[arg(
+            short = 'L',
+            long = "label-columns",
+            value_name = "KEY",
+            value_delimiter = ','
+        )]
+        label_columns: Vec<String>,
     },
     /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl gpu-taint <TAB>`.
     #[command(
@@ -291,7 +317,20 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         Command::Status {
             selection,
             resource,
-        } => gpu::status_command(&cli.connection, ui, targets(&selection, true)?, &resource).await,
+            by,
+            all_namespaces,
+            label_columns,
+        } => {
+            let namespace = cli.connection.namespace.clone().filter(|_| !all_namespaces);
+            let options = StatusOptions {
+                resource,
+                // `-n ml` alone is the runbook's per-pod script for that namespace.
+                by: by.or(namespace.as_ref().map(|_| By::Pod)),
+                namespace,
+                label_columns,
+            };
+            gpu::status_command(&cli.connection, ui, targets(&selection, true)?, &options).await
+        }
         Command::Completion { shell } => {
             complete::print_completion(
                 shell,

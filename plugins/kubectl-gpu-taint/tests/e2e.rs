@@ -258,17 +258,26 @@ async fn status_prints_the_known_figures() {
     };
     // trainer: max(init 4, app 2) = 4; inference: limit-only 1; finished: terminated; DaemonSet pod: none.
     assert_eq!(
-        row("gpu-a100-1")[..6],
-        ["gpu-a100-1", "8", "8", "5", "3", "zone-a"]
+        row("gpu-a100-1")[..8],
+        [
+            "gpu-a100-1",
+            "nvidia.com/gpu",
+            "8",
+            "8",
+            "5",
+            "3",
+            "whole",
+            "zone-a"
+        ]
     );
     assert_eq!(
-        row("gpu-a100-2")[..7],
+        row("gpu-a100-2")[2..9],
         [
-            "gpu-a100-2",
             "8",
             "6",
             "2",
             "4",
+            "whole",
             "zone-b",
             "dedicated=batch:NoSchedule"
         ]
@@ -281,12 +290,15 @@ async fn status_prints_the_known_figures() {
     let new = lines.iter().find(|l| l.starts_with("gpu-new-1")).unwrap();
     assert!(
         new.contains(
-            "no nvidia.com/gpu capacity: not a GPU node, or its device plugin has not registered it"
+            "no accelerator: not a GPU node, or its device plugin or DRA driver has not registered one"
         ),
         "{new}"
     );
     assert!(
-        lines.last().unwrap().starts_with("TOTAL (3 nodes)  16"),
+        lines
+            .last()
+            .unwrap()
+            .starts_with("TOTAL (2 nodes)  nvidia.com/gpu  16"),
         "{}",
         run.all()
     );
@@ -299,13 +311,17 @@ async fn status_prints_the_known_figures() {
         json["nodes"][0],
         json!({
             "name": "gpu-a100-1", "capacity": 8, "allocatable": 8, "requested": 5, "free": 3,
-            "zone": "zone-a", "taints": [], "poolLabels": {}, "warnings": []
+            "zone": "zone-a", "taints": [], "poolLabels": {}, "warnings": [],
+            "accelerators": [{"resource": "nvidia.com/gpu", "form": "whole", "capacity": 8,
+                "allocatable": 8, "requested": 5, "free": 3}]
         })
     );
     assert_eq!(json["nodes"][2]["capacity"], serde_json::Value::Null);
     assert_eq!(
         json["totals"],
-        json!({"nodes": 3, "capacity": 16, "allocatable": 14, "requested": 7, "free": 7})
+        json!({"nodes": 3, "capacity": 16, "allocatable": 14, "requested": 7, "free": 7,
+            "byResource": [{"resource": "nvidia.com/gpu", "form": "whole", "nodes": 2, "capacity": 16,
+                "allocatable": 14, "requested": 7, "free": 7}]})
     );
     assert_eq!(
         h.server().count("list", "nodes"),
@@ -568,4 +584,311 @@ async fn a_taint_whose_answer_was_lost_is_applied_and_rolled_back() {
     let undo = h.run(&["rollback", "--last", "-y"]).await;
     assert_code(&undo, 0);
     assert!(h.node("gpu-a100-1").await["spec"].get("taints").is_none());
+}
+
+const ACCELERATORS: &str = include_str!("fixtures/accelerators.yaml");
+
+/// The cells of the status row for `node` and `resource` (the RESOURCE column as printed).
+fn status_row(run: &Run, node: &str, resource: &str) -> Vec<String> {
+    run.stdout
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .find(|cells| {
+            cells.first().map(String::as_str) == Some(node)
+                && cells.get(1).map(String::as_str) == Some(resource)
+        })
+        .unwrap_or_else(|| panic!("no row {node} {resource}: {}", run.all()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_mig_time_sliced_and_dra_accelerators() {
+    let h = Harness::start_any("gpu-taint", binary(), ACCELERATORS).await;
+    let run = h.run(&["status"]).await;
+    assert_code(&run, 0);
+    assert_eq!(
+        status_row(&run, "gpu-a100-1", "nvidia.com/gpu")[2..7],
+        ["8", "8", "3", "5", "whole"]
+    );
+    // MIG mixed: no whole GPU, the profiles by name; not "not a GPU node".
+    assert_eq!(
+        status_row(&run, "gpu-mig-1", "nvidia.com/gpu")[2..8],
+        ["0", "0", "0", "0", "MIG", "mixed"]
+    );
+    assert_eq!(
+        status_row(&run, "gpu-mig-1", "nvidia.com/mig-1g.10gb")[2..7],
+        ["14", "14", "2", "12", "MIG"]
+    );
+    assert_eq!(
+        status_row(&run, "gpu-mig-1", "nvidia.com/mig-3g.40gb")[2],
+        "4"
+    );
+    // Time-slicing: 32 = 8 physical GPUs shared 4 ways.
+    assert_eq!(
+        status_row(&run, "gpu-ts-1", "nvidia.com/gpu")[2..8],
+        ["32", "32", "4", "28", "time-slicing", "8x4"]
+    );
+    // DRA: both devices of gpu-dra-1 allocated to the trainer's claim; one of gpu-dra-2 to
+    // the claim the scheduler made for a classic example.com/gpu request.
+    assert_eq!(
+        status_row(&run, "gpu-dra-1", "gpu.example.com")[3..8],
+        ["2", "2", "2", "0", "DRA"]
+    );
+    assert_eq!(
+        status_row(&run, "gpu-dra-2", "gpu.example.com")[3..8],
+        ["2", "2", "1", "1", "DRA"]
+    );
+    assert!(
+        !run.stdout
+            .contains("not a GPU node, or its device plugin has not registered it")
+            || run
+                .stdout
+                .lines()
+                .filter(|l| l.contains("not a GPU node"))
+                .all(|l| l.starts_with("cpu-1")),
+        "{}",
+        run.all()
+    );
+    let cpu = run.stdout.lines().find(|l| l.starts_with("cpu-1")).unwrap();
+    assert!(cpu.contains("no accelerator"), "{cpu}");
+    let total = |resource: &str| -> Vec<String> {
+        run.stdout
+            .lines()
+            .find(|l| l.starts_with("TOTAL") && l.contains(&format!(" {resource} ")))
+            .unwrap_or_else(|| panic!("no total for {resource}: {}", run.all()))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let dra_total = total("gpu.example.com");
+    assert!(
+        dra_total
+            .join(" ")
+            .contains("(2 nodes) gpu.example.com (DRA) 4 4 3 1"),
+        "{dra_total:?}"
+    );
+    let gpu_total = total("nvidia.com/gpu");
+    assert!(
+        gpu_total
+            .join(" ")
+            .contains("(3 nodes) nvidia.com/gpu 40 40 7 33 16 physical"),
+        "{gpu_total:?}"
+    );
+
+    let json = h.run(&["status", "-o", "json"]).await.json();
+    let node = |name: &str| {
+        json["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == name)
+            .unwrap_or_else(|| panic!("{name}: {json}"))
+            .clone()
+    };
+    let ts = node("gpu-ts-1");
+    assert_eq!(ts["accelerators"][0]["form"], "time-slicing");
+    assert_eq!(ts["accelerators"][0]["physical"], 8);
+    assert_eq!(ts["accelerators"][0]["replicas"], 4);
+    let dra = node("gpu-dra-1");
+    assert_eq!(
+        dra["accelerators"][0],
+        json!({"resource": "gpu.example.com", "form": "dra", "capacity": 2, "allocatable": 2,
+               "requested": 2, "free": 0, "pools": ["gpu-dra-1"], "deviceClasses": ["gpu.example.com"],
+               "servesExtendedResources": ["example.com/gpu"]})
+    );
+    assert_eq!(dra["warnings"], json!([]));
+    let mig = node("gpu-mig-1");
+    assert_eq!(mig["accelerators"].as_array().unwrap().len(), 4);
+    assert_eq!(mig["accelerators"][1]["migConfig"], "all-balanced");
+    // A few paged lists, never a call per node.
+    assert_eq!(h.server().count("list", "nodes"), 2);
+    assert_eq!(h.server().count("list", "pods"), 2);
+    assert_eq!(h.server().count("list", "resourceslices"), 2);
+    assert_eq!(h.server().count("list", "resourceclaims"), 2);
+    assert_eq!(h.server().count("get", "nodes"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_of_an_extended_resource_served_by_dra_counts_its_devices() {
+    let h = Harness::start_any("gpu-taint", binary(), ACCELERATORS).await;
+    let run = h
+        .run(&["status", "--resource", "example.com/gpu", "-o", "json"])
+        .await;
+    assert_code(&run, 0);
+    let json = run.json();
+    let node = |name: &str| {
+        json["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    let d2 = node("gpu-dra-2");
+    assert_eq!(
+        (&d2["capacity"], &d2["requested"], &d2["free"]),
+        (&json!(2), &json!(1), &json!(1)),
+        "{json}"
+    );
+    assert_eq!(json["totals"]["free"], 1);
+    // MIG profile narrowed: only its rows.
+    let mig = h
+        .run(&["status", "--resource", "nvidia.com/mig-1g.10gb"])
+        .await;
+    assert_code(&mig, 0);
+    assert_eq!(
+        status_row(&mig, "gpu-mig-1", "nvidia.com/mig-1g.10gb")[2..6],
+        ["14", "14", "2", "12"]
+    );
+    assert!(!mig.stdout.contains("mig-3g.40gb"), "{}", mig.all());
+    let a100 = mig
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("gpu-a100-1"))
+        .unwrap();
+    assert!(
+        a100.contains("no nvidia.com/mig-1g.10gb capacity (it has nvidia.com/gpu)"),
+        "{a100}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_by_namespace_and_pod_breaks_requests_down() {
+    let h = Harness::start_any("gpu-taint", binary(), ACCELERATORS).await;
+    let by_ns = h.run(&["status", "--by", "namespace"]).await;
+    assert_code(&by_ns, 0);
+    let lines: Vec<&str> = by_ns.stdout.lines().collect();
+    assert!(lines[0].starts_with("NAMESPACE"), "{}", by_ns.all());
+    let cells = |l: &&str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+    let rows: Vec<String> = lines[1..].iter().map(cells).collect();
+    assert_eq!(
+        rows,
+        vec![
+            "batch nvidia.com/gpu 3 1",
+            "batch gpu.example.com (DRA) 1 1",
+            "ml nvidia.com/gpu 4 1",
+            "ml nvidia.com/mig-1g.10gb 2 1",
+            "ml gpu.example.com (DRA) 2 1",
+        ],
+        "{}",
+        by_ns.all()
+    );
+    // -n alone is the runbook's per-pod script for that namespace.
+    let by_pod = h.run(&["status", "-n", "ml"]).await;
+    assert_code(&by_pod, 0);
+    let rows: Vec<String> = by_pod.stdout.lines().skip(1).map(|l| cells(&l)).collect();
+    assert_eq!(
+        rows,
+        vec![
+            "ml mig-job gpu-mig-1 nvidia.com/mig-1g.10gb 2",
+            "ml trainer gpu-dra-1 gpu.example.com (DRA) 2",
+            "ml ts-infer gpu-ts-1 nvidia.com/gpu 4",
+        ],
+        "{}",
+        by_pod.all()
+    );
+    let json = h
+        .run(&["status", "--by", "pod", "-A", "-o", "json"])
+        .await
+        .json();
+    assert_eq!(json["kind"], "GpuRequests");
+    assert_eq!(json["items"].as_array().unwrap().len(), 5, "{json}");
+    let empty = h.run(&["status", "-n", "default"]).await;
+    assert_code(&empty, 0);
+    assert!(
+        empty
+            .stderr
+            .contains("No accelerator requests found in default namespace."),
+        "{}",
+        empty.all()
+    );
+    // -L adds label columns as kubectl does.
+    let labelled = h
+        .run(&[
+            "status",
+            "-L",
+            "nvidia.com/gpu.product",
+            "-l",
+            "pool=online",
+        ])
+        .await;
+    assert_code(&labelled, 0);
+    assert!(
+        labelled
+            .stdout
+            .lines()
+            .next()
+            .unwrap()
+            .contains("GPU.PRODUCT"),
+        "{}",
+        labelled.all()
+    );
+    assert!(
+        labelled.stdout.contains("NVIDIA-A100-SXM4-80GB"),
+        "{}",
+        labelled.all()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dedicate_accepts_mig_time_sliced_and_dra_nodes_and_refuses_a_node_without_any() {
+    let h = Harness::start_any("gpu-taint", binary(), ACCELERATORS).await;
+    let run = h
+        .run(&[
+            "dedicate",
+            "gpu-mig-1",
+            "gpu-ts-1",
+            "gpu-dra-1",
+            "--taint",
+            "dedicated=llm:NoSchedule",
+            "-y",
+        ])
+        .await;
+    assert_code(&run, 0);
+    for expected in [
+        "node/gpu-mig-1: nvidia.com/gpu capacity 0, allocatable 0 (MIG mixed); nvidia.com/mig-1g.10gb capacity 14, allocatable 14 (MIG)",
+        "node/gpu-ts-1: nvidia.com/gpu capacity 32, allocatable 32 (time-slicing 8x4)",
+        "node/gpu-dra-1: gpu.example.com (DRA) capacity 2, allocatable 2 (DRA)",
+    ] {
+        assert!(run.stderr.contains(expected), "{expected}: {}", run.all());
+    }
+    for node in ["gpu-mig-1", "gpu-ts-1", "gpu-dra-1"] {
+        assert_eq!(h.node(node).await["spec"]["taints"][0]["key"], "dedicated");
+    }
+    let refused = h
+        .run(&[
+            "dedicate",
+            "cpu-1",
+            "--taint",
+            "dedicated=llm:NoSchedule",
+            "-y",
+        ])
+        .await;
+    assert_code(&refused, 1);
+    assert!(
+        refused.stderr.contains("node/cpu-1 has no nvidia.com/gpu capacity")
+            && refused.stderr.contains("it has no other accelerator (MIG profile, shared GPU, another vendor's device or DRA device)"),
+        "{}",
+        refused.all()
+    );
+    // --resource narrows: a MIG-only node has no whole GPU to dedicate.
+    let narrowed = h
+        .run(&[
+            "dedicate",
+            "gpu-mig-1",
+            "--taint",
+            "other=x:NoSchedule",
+            "--resource",
+            "amd.com/gpu",
+            "-y",
+        ])
+        .await;
+    assert_code(&narrowed, 1);
+    assert!(
+        narrowed
+            .stderr
+            .contains("node/gpu-mig-1 has no amd.com/gpu capacity"),
+        "{}",
+        narrowed.all()
+    );
 }

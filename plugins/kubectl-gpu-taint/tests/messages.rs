@@ -53,9 +53,10 @@ async fn first_hour_messages() {
     );
     assert!(!run.all().contains("nothing was changed"), "{}", run.all());
 
-    // One node: singular; the total's FREE is the sum of the rows' FREE.
+    // One node: singular; a resource's total counts the nodes that have it, and its FREE is
+    // the sum of their rows' FREE.
     let run = h.run(&["status", "gpu-a100-1", "gpu-new-1"]).await;
-    expect(&run, 0, &["TOTAL (2 nodes)"]);
+    expect(&run, 0, &["TOTAL (1 node)  nvidia.com/gpu  8"]);
     let run = h.run(&["status", "gpu-a100-1"]).await;
     expect(&run, 0, &["TOTAL (1 node)"]);
     let json = h.run(&["status", "-o", "json"]).await.json();

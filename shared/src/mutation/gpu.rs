@@ -1,34 +1,29 @@
 //! `kubectl gpu-taint`'s commands on top of the pipeline: dedicate (with the GPU preflight),
-//! release (exact key, value and effect), and the GPU inventory `status`.
+//! release (exact key, value and effect), and the accelerator inventory `status`
+//! (see [`crate::inventory`]).
 
 use std::collections::BTreeMap;
 
-use crate::api::{self, POD_PAGE};
-use crate::connect::{Connection, ConnectionArgs};
+use crate::accelerators::{self, Scope};
+use crate::api;
+use crate::connect::ConnectionArgs;
 use crate::error::CommandError;
-use crate::exit;
-use crate::gpu::{self, NodeGpu, NodeView, PodView, format_milli};
+use crate::gpu::{self, NodeView};
 use crate::plan::{ChangeRequest, NodePlan, plan_node};
 use crate::syntax::{LabelChange, Taint, TaintMatcher};
 use crate::targets::Targets;
-use crate::ui::{MutationArgs, OutputFormat, Ui};
+use crate::ui::{MutationArgs, Ui};
 
 use super::checks::Findings;
 use super::pipeline::{self, Mutation};
-use super::report::{REPORT_API_VERSION, print_report};
+use super::report::print_report;
 
 /// `kubectl gpu-taint`'s name in snapshots and in printed commands.
 pub const TOOL: &str = "kubectl-gpu_taint";
 pub const COMMAND: &str = "kubectl gpu-taint";
-/// Nodes per list page (5,000 nodes in one request).
-const NODE_PAGE: u32 = 5_000;
 
 fn input(e: impl std::fmt::Display) -> CommandError {
     CommandError::Input(e.to_string())
-}
-
-fn node_view(node: &k8s_openapi::api::core::v1::Node) -> Result<NodeView, CommandError> {
-    serde_json::from_value(serde_json::to_value(node).map_err(input)?).map_err(input)
 }
 
 /// What `dedicate` applies.
@@ -36,7 +31,8 @@ fn node_view(node: &k8s_openapi::api::core::v1::Node) -> Result<NodeView, Comman
 pub struct Dedication {
     pub taint: Taint,
     pub labels: Vec<LabelChange>,
-    pub resource: String,
+    /// `--resource`: only this accelerator makes a node a GPU node; `None`: any kind.
+    pub resource: Option<String>,
     pub allow_no_gpu: bool,
     pub overwrite: bool,
     /// Change labels that workloads depend on.
@@ -58,36 +54,59 @@ pub async fn dedicate(
     if objects.is_empty() {
         return Err(input("the selector matches no node; nothing to do"));
     }
-    let resource = &dedication.resource;
-    let views: Vec<NodeView> = objects.iter().map(node_view).collect::<Result<_, _>>()?;
+    let resource = dedication.resource.as_deref();
+    let views: Vec<NodeView> = objects
+        .iter()
+        .map(crate::inventory::node_view)
+        .collect::<Result<_, _>>()?;
+    let dra = crate::inventory::read_dra(&conn, false).await?;
     // A resource that is on none of the nodes while a near name is: a typo, not a device
     // plugin to go and check.
-    if let Some(unknown) = gpu::unknown_resource(&views, resource)
+    if let Some(r) = resource
+        && dra.inventory.class_serving(r).is_none()
+        && let Some(unknown) = gpu::unknown_resource(&views, r)
         && unknown.near.is_some()
     {
         return Err(CommandError::Input(unknown.message));
     }
     let mut findings = Findings::default();
+    findings.warnings.extend(dra.notes.iter().cloned());
+    let primary = resource.unwrap_or(gpu::DEFAULT_RESOURCE);
+    let resources = crate::inventory::resources_for(&views, resource);
+    let scope = Scope {
+        resource,
+        primary,
+        resources: &resources,
+        label_columns: &[],
+    };
     let mut without_gpu = Vec::new();
     for view in &views {
-        let row = gpu::node_gpu(view, 0, resource);
-        match (row.capacity, row.allocatable) {
-            (None, _) => without_gpu.push(row.name.clone()),
-            (Some(c), a) => {
+        let inventory =
+            accelerators::node_inventory(view, &BTreeMap::new(), &dra.inventory, &scope);
+        match crate::inventory::describe_accelerators(&inventory) {
+            None => without_gpu.push(view.metadata.name.clone()),
+            Some(described) => {
                 if !ui.output.is_structured() {
-                    eprintln!(
-                        "node/{}: {resource} capacity {}, allocatable {}",
-                        row.name,
-                        format_milli(c),
-                        a.map(format_milli).unwrap_or_else(|| "none".into())
-                    );
+                    eprintln!("node/{}: {described}", view.metadata.name);
                 }
             }
         }
     }
     if !without_gpu.is_empty() {
+        let other = if resource.is_some() {
+            String::new()
+        } else {
+            format!(
+                "; and {} no other accelerator (MIG profile, shared GPU, another vendor's device or DRA device)",
+                if without_gpu.len() == 1 {
+                    "it has"
+                } else {
+                    "they have"
+                }
+            )
+        };
         let message = format!(
-            "{} ha{} no {resource} capacity: the device plugin has not registered the resource there (check the GPU device plugin DaemonSet and its logs; an empty field means the plugin is missing, not an affinity problem)",
+            "{} ha{} no {primary} capacity: the device plugin has not registered the resource there (check the GPU device plugin DaemonSet and its logs; an empty field means the plugin is missing, not an affinity problem){other}",
             without_gpu
                 .iter()
                 .map(|n| format!("node/{n}"))
@@ -160,180 +179,13 @@ pub async fn release(
     Ok(print_report(ui, &report))
 }
 
-/// `status`: the GPU inventory of the targets (all nodes by default).
+/// `status`: the accelerator inventory of the targets (all nodes by default).
 pub async fn status_command(
     connection: &ConnectionArgs,
     ui: &Ui,
     targets: Targets,
-    resource: &str,
+    options: &crate::inventory::StatusOptions,
 ) -> Result<u8, CommandError> {
     let conn = connection.connect().await?;
-    status(&conn, ui, &targets, resource).await
-}
-
-pub async fn status(
-    conn: &Connection,
-    ui: &Ui,
-    targets: &Targets,
-    resource: &str,
-) -> Result<u8, CommandError> {
-    let mut nodes: Vec<NodeView> = Vec::new();
-    match targets {
-        Targets::Names(_) => {
-            let found = match api::fetch_node_objects(&conn.client, targets).await {
-                // A read-only command: "nothing was changed" would be beside the point.
-                Err(CommandError::NodesNotFound(names)) => {
-                    return Err(CommandError::Input(format!(
-                        "node{} {} not found (check the name with `kubectl get nodes`)",
-                        if names.len() == 1 { "" } else { "s" },
-                        names
-                            .iter()
-                            .map(|n| format!("{n:?}"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )));
-                }
-                other => other?,
-            };
-            for node in found {
-                nodes.push(
-                    serde_json::from_value(serde_json::to_value(&node).map_err(input)?)
-                        .map_err(input)?,
-                );
-            }
-        }
-        Targets::Selector(s) => {
-            api::for_each_page(
-                &conn.client,
-                "/api/v1/nodes",
-                None,
-                Some(&s.to_string()),
-                NODE_PAGE,
-                |p| nodes.extend(p),
-            )
-            .await?;
-        }
-        Targets::All => {
-            api::for_each_page(&conn.client, "/api/v1/nodes", None, None, NODE_PAGE, |p| {
-                nodes.extend(p)
-            })
-            .await?;
-        }
-    }
-    if nodes.is_empty() && !ui.output.is_structured() {
-        // As `kubectl get nodes -l ...` says it.
-        eprintln!(
-            "No nodes found{}",
-            match targets {
-                Targets::Selector(s) => format!(" matching -l {s}"),
-                _ => String::new(),
-            }
-        );
-        return Ok(exit::SUCCESS);
-    }
-    if let Some(unknown) = gpu::unknown_resource(&nodes, resource) {
-        return Err(CommandError::Input(unknown.message));
-    }
-    // One pass over the active pods, keeping only per-node sums.
-    let mut requested: BTreeMap<String, i128> = BTreeMap::new();
-    api::for_each_page(
-        &conn.client,
-        "/api/v1/pods",
-        Some("status.phase!=Succeeded,status.phase!=Failed"),
-        None,
-        POD_PAGE,
-        |page: Vec<PodView>| {
-            for (node, r) in gpu::requested_per_node(&page, resource) {
-                *requested.entry(node).or_default() += r;
-            }
-        },
-    )
-    .await?;
-    let rows: Vec<NodeGpu> = nodes
-        .iter()
-        .map(|n| {
-            gpu::node_gpu(
-                n,
-                requested.get(&n.metadata.name).copied().unwrap_or(0),
-                resource,
-            )
-        })
-        .collect();
-    let totals = gpu::totals(&rows);
-    if ui.output.is_structured() {
-        ui.print_structured(&serde_json::json!({
-            "apiVersion": REPORT_API_VERSION,
-            "kind": "GpuInventory",
-            "resource": resource,
-            "nodes": rows,
-            "totals": totals,
-        }));
-        return Ok(exit::SUCCESS);
-    }
-    let wide = ui.output == OutputFormat::Wide;
-    let q = |v: Option<i128>| v.map(format_milli).unwrap_or_else(|| "-".into());
-    let mut header = vec![
-        "NAME",
-        "CAPACITY",
-        "ALLOCATABLE",
-        "REQUESTED",
-        "FREE",
-        "ZONE",
-        "TAINTS",
-    ];
-    if wide {
-        header.push("POOL LABELS");
-    }
-    header.push("WARNINGS");
-    let mut table_rows: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            let mut row = vec![
-                r.name.clone(),
-                q(r.capacity),
-                q(r.allocatable),
-                format_milli(r.requested),
-                if r.capacity.is_some() {
-                    format_milli(r.free)
-                } else {
-                    "-".into()
-                },
-                r.zone.clone().unwrap_or_else(|| "-".into()),
-                if r.taints.is_empty() {
-                    "-".into()
-                } else {
-                    r.taints.join(",")
-                },
-            ];
-            if wide {
-                row.push(if r.pool_labels.is_empty() {
-                    "-".into()
-                } else {
-                    r.pool_labels
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(",")
-                });
-            }
-            row.push(r.warnings.join("; "));
-            row
-        })
-        .collect();
-    let mut total = vec![
-        format!("TOTAL ({})", crate::ui::count(totals.nodes, "node")),
-        format_milli(totals.capacity),
-        format_milli(totals.allocatable),
-        format_milli(totals.requested),
-        format_milli(totals.free),
-        String::new(),
-        String::new(),
-    ];
-    if wide {
-        total.push(String::new());
-    }
-    total.push(String::new());
-    table_rows.push(total);
-    print!("{}", crate::ui::table(&header, &table_rows));
-    Ok(exit::SUCCESS)
+    crate::inventory::status(&conn, ui, &targets, options).await
 }

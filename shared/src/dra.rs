@@ -1,0 +1,1012 @@
+//! Dynamic Resource Allocation (`resource.k8s.io/v1`) as the scheduler counts it, as pure
+//! functions over minimal read-model types that list pages deserialise into directly.
+//!
+//! A DRA driver publishes its devices in ResourceSlices (per node, or for the nodes a
+//! selector picks); pods get devices through ResourceClaims, which the scheduler allocates
+//! and records in `status.allocation`. A device is in use when an allocated claim's results
+//! name it (driver, pool, device) — the scheduler's own rule. Only the newest generation of a
+//! pool counts. Partitionable devices (`consumesCounters`) are free only while the counters
+//! of their pool's `sharedCounters` that they consume are left.
+//!
+//! What cannot be modelled without a CEL evaluator is said so, never guessed: a class or
+//! request whose selectors are not the plain `device.driver == "..."` form makes
+//! [`DraInventory::free_for_class`] return `None`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::NodeSelector;
+use serde::Deserialize;
+
+use crate::gpu::parse_quantity_milli;
+use crate::scheduling::{NodeFacts, terms_match};
+
+/// The API group/version DRA is served as.
+pub const API: &str = "/apis/resource.k8s.io/v1";
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ObjectName {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub namespace: String,
+}
+
+/// A ResourceSlice: one driver's devices in one pool, for one node or a set of nodes.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ResourceSlice {
+    #[serde(default)]
+    pub metadata: ObjectName,
+    #[serde(default)]
+    pub spec: ResourceSliceSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceSliceSpec {
+    #[serde(default)]
+    pub driver: String,
+    #[serde(default)]
+    pub pool: Pool,
+    #[serde(default)]
+    pub node_name: Option<String>,
+    #[serde(default)]
+    pub node_selector: Option<NodeSelector>,
+    #[serde(default)]
+    pub all_nodes: Option<bool>,
+    #[serde(default)]
+    pub per_device_node_selection: Option<bool>,
+    #[serde(default)]
+    pub devices: Vec<Device>,
+    #[serde(default)]
+    pub shared_counters: Vec<CounterSet>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pool {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub generation: i64,
+    #[serde(default)]
+    pub resource_slice_count: i64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Device {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub attributes: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub capacity: BTreeMap<String, CounterValue>,
+    #[serde(default)]
+    pub consumes_counters: Vec<CounterConsumption>,
+    /// With `perDeviceNodeSelection`: the node this device is on.
+    #[serde(default)]
+    pub node_name: Option<String>,
+    #[serde(default)]
+    pub all_nodes: Option<bool>,
+    #[serde(default)]
+    pub node_selector: Option<NodeSelector>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CounterValue {
+    #[serde(default)]
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CounterSet {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub counters: BTreeMap<String, CounterValue>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CounterConsumption {
+    #[serde(default)]
+    pub counter_set: String,
+    #[serde(default)]
+    pub counters: BTreeMap<String, CounterValue>,
+}
+
+/// A DeviceClass: which devices a request of the class may get, and the extended resource
+/// it serves (a pod's plain `example.com/gpu: 1` allocated from DRA devices).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DeviceClass {
+    #[serde(default)]
+    pub metadata: ObjectName,
+    #[serde(default)]
+    pub spec: DeviceClassSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceClassSpec {
+    #[serde(default)]
+    pub selectors: Vec<DeviceSelector>,
+    #[serde(default)]
+    pub extended_resource_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DeviceSelector {
+    #[serde(default)]
+    pub cel: Option<CelSelector>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CelSelector {
+    #[serde(default)]
+    pub expression: String,
+}
+
+/// The implicit extended resource every DeviceClass serves:
+/// `deviceclass.resource.kubernetes.io/<class name>`.
+pub const IMPLICIT_EXTENDED_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
+
+impl DeviceClass {
+    /// The driver every device of this class comes from, when the class's selectors are
+    /// exactly one `device.driver == "NAME"` (the form DRA drivers ship). `None` when the
+    /// selectors say more than that (placekit evaluates no other CEL).
+    pub fn driver(&self) -> Option<String> {
+        match self.spec.selectors.as_slice() {
+            [DeviceSelector { cel: Some(cel) }] => driver_of_expression(&cel.expression),
+            _ => None,
+        }
+    }
+
+    /// Whether a pod's request of `resource` is served by this class.
+    pub fn serves(&self, resource: &str) -> bool {
+        self.spec.extended_resource_name.as_deref() == Some(resource)
+            || resource.strip_prefix(IMPLICIT_EXTENDED_PREFIX) == Some(&self.metadata.name)
+    }
+}
+
+/// `device.driver == "gpu.example.com"` (either quote, any spacing) -> the driver.
+fn driver_of_expression(expression: &str) -> Option<String> {
+    let rest = expression
+        .trim()
+        .strip_prefix("device.driver")?
+        .trim_start();
+    let rest = rest.strip_prefix("==")?.trim();
+    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let inner = rest.strip_prefix(quote)?.strip_suffix(quote)?;
+    (!inner.is_empty() && !inner.contains(quote) && !inner.contains('\\'))
+        .then(|| inner.to_string())
+}
+
+/// A ResourceClaim: the requests, and what the scheduler allocated.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ResourceClaim {
+    #[serde(default)]
+    pub metadata: ObjectName,
+    #[serde(default)]
+    pub spec: ResourceClaimSpec,
+    #[serde(default)]
+    pub status: ResourceClaimStatus,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ResourceClaimSpec {
+    #[serde(default)]
+    pub devices: DeviceClaim,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DeviceClaim {
+    #[serde(default)]
+    pub requests: Vec<DeviceRequest>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceRequest {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub exactly: Option<ExactDeviceRequest>,
+    #[serde(default)]
+    pub first_available: Vec<ExactDeviceRequest>,
+}
+
+/// `exactly`, or one alternative of `firstAvailable` (same fields).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExactDeviceRequest {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub device_class_name: String,
+    #[serde(default)]
+    pub allocation_mode: Option<String>,
+    #[serde(default)]
+    pub count: Option<i64>,
+    #[serde(default)]
+    pub selectors: Vec<DeviceSelector>,
+}
+
+impl ExactDeviceRequest {
+    /// `All` (every matching device of a node) rather than a count.
+    pub fn wants_all(&self) -> bool {
+        self.allocation_mode.as_deref() == Some("All")
+    }
+
+    /// The count asked for (1 by default, as the API server defaults it).
+    pub fn wanted(&self) -> i64 {
+        self.count.unwrap_or(1)
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceClaimStatus {
+    #[serde(default)]
+    pub allocation: Option<Allocation>,
+    #[serde(default)]
+    pub reserved_for: Vec<ConsumerReference>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Allocation {
+    #[serde(default)]
+    pub devices: AllocatedDevices,
+    #[serde(default)]
+    pub node_selector: Option<NodeSelector>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AllocatedDevices {
+    #[serde(default)]
+    pub results: Vec<AllocationResult>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AllocationResult {
+    #[serde(default)]
+    pub request: String,
+    #[serde(default)]
+    pub driver: String,
+    #[serde(default)]
+    pub pool: String,
+    #[serde(default)]
+    pub device: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ConsumerReference {
+    #[serde(default)]
+    pub resource: String,
+    #[serde(default)]
+    pub name: String,
+}
+
+impl ResourceClaim {
+    pub fn is_allocated(&self) -> bool {
+        self.status.allocation.is_some()
+    }
+
+    /// The pods the claim is reserved for (`reservedFor` entries of resource `pods`).
+    pub fn reserved_pods(&self) -> impl Iterator<Item = &str> {
+        self.status
+            .reserved_for
+            .iter()
+            .filter(|r| r.resource == "pods")
+            .map(|r| r.name.as_str())
+    }
+}
+
+/// One device, named as allocation results name it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DeviceId {
+    pub driver: String,
+    pub pool: String,
+    pub device: String,
+}
+
+impl From<&AllocationResult> for DeviceId {
+    fn from(r: &AllocationResult) -> Self {
+        DeviceId {
+            driver: r.driver.clone(),
+            pool: r.pool.clone(),
+            device: r.device.clone(),
+        }
+    }
+}
+
+/// Which nodes a slice's (or device's) devices can be used from.
+#[derive(Debug, Clone)]
+pub enum Reach {
+    Node(String),
+    Selector(NodeSelector),
+    AllNodes,
+}
+
+impl Reach {
+    pub fn admits(&self, node: NodeFacts<'_>) -> bool {
+        match self {
+            Reach::Node(name) => name == node.name,
+            Reach::Selector(selector) => terms_match(&selector.node_selector_terms, node),
+            Reach::AllNodes => true,
+        }
+    }
+}
+
+/// What is kept of one published device: memory stays per device, not per slice.
+#[derive(Debug, Clone)]
+pub struct KeptDevice {
+    pub pool: String,
+    pub name: String,
+    pub reach: Reach,
+    /// counter set -> counter -> thousandths consumed.
+    pub consumes: BTreeMap<String, BTreeMap<String, i128>>,
+}
+
+/// A driver's devices, the allocations against them and the shared counters of their pools.
+#[derive(Debug, Clone, Default)]
+pub struct DraInventory {
+    /// driver -> devices of the newest generation of each of its pools.
+    devices: BTreeMap<String, Vec<KeptDevice>>,
+    /// (driver, pool) -> counter set -> counter -> thousandths available in total.
+    counters: BTreeMap<(String, String), BTreeMap<String, BTreeMap<String, i128>>>,
+    allocated: BTreeSet<DeviceId>,
+    classes: Vec<DeviceClass>,
+    /// Whether the cluster serves DRA (`resource.k8s.io/v1` answered).
+    pub served: bool,
+}
+
+/// One driver's devices usable from a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverDevices {
+    pub driver: String,
+    pub pools: Vec<String>,
+    pub total: usize,
+    pub allocated: usize,
+    /// Not allocated and not blocked by shared counters other allocations consumed.
+    pub free: usize,
+    /// Some devices consume shared counters (partitions of one physical device).
+    pub partitionable: bool,
+}
+
+impl DraInventory {
+    /// Builds the inventory from every ResourceSlice, keeping only the newest generation of
+    /// each pool (the scheduler ignores slices of older generations).
+    pub fn new(slices: Vec<ResourceSlice>, classes: Vec<DeviceClass>) -> Self {
+        let mut newest: BTreeMap<(String, String), i64> = BTreeMap::new();
+        for s in &slices {
+            let key = (s.spec.driver.clone(), s.spec.pool.name.clone());
+            let g = newest.entry(key).or_insert(s.spec.pool.generation);
+            *g = (*g).max(s.spec.pool.generation);
+        }
+        let mut inventory = DraInventory {
+            classes,
+            served: true,
+            ..Default::default()
+        };
+        for s in slices {
+            let key = (s.spec.driver.clone(), s.spec.pool.name.clone());
+            if newest.get(&key) != Some(&s.spec.pool.generation) {
+                continue;
+            }
+            inventory.add_slice(s);
+        }
+        inventory
+    }
+
+    /// Adds one slice (of the newest generation of its pool).
+    fn add_slice(&mut self, s: ResourceSlice) {
+        let slice_reach = if let Some(n) = s.spec.node_name.filter(|n| !n.is_empty()) {
+            Some(Reach::Node(n))
+        } else if let Some(sel) = s.spec.node_selector {
+            Some(Reach::Selector(sel))
+        } else if s.spec.all_nodes == Some(true) {
+            Some(Reach::AllNodes)
+        } else {
+            None
+        };
+        let pool_key = (s.spec.driver.clone(), s.spec.pool.name.clone());
+        for set in s.spec.shared_counters {
+            let entry = self
+                .counters
+                .entry(pool_key.clone())
+                .or_default()
+                .entry(set.name)
+                .or_default();
+            for (name, v) in set.counters {
+                entry.insert(name, parse_quantity_milli(&v.value).unwrap_or(0));
+            }
+        }
+        let kept = self.devices.entry(s.spec.driver).or_default();
+        for d in s.spec.devices {
+            let reach = match &slice_reach {
+                Some(r) => r.clone(),
+                None => match (d.node_name, d.node_selector, d.all_nodes) {
+                    (Some(n), _, _) if !n.is_empty() => Reach::Node(n),
+                    (_, Some(sel), _) => Reach::Selector(sel),
+                    (_, _, Some(true)) => Reach::AllNodes,
+                    _ => continue,
+                },
+            };
+            kept.push(KeptDevice {
+                pool: s.spec.pool.name.clone(),
+                name: d.name,
+                reach,
+                consumes: d
+                    .consumes_counters
+                    .into_iter()
+                    .map(|c| {
+                        (
+                            c.counter_set,
+                            c.counters
+                                .into_iter()
+                                .map(|(k, v)| (k, parse_quantity_milli(&v.value).unwrap_or(0)))
+                                .collect(),
+                        )
+                    })
+                    .collect(),
+            });
+        }
+    }
+
+    /// Records what an allocated claim uses (claims may be read page by page).
+    pub fn add_claim(&mut self, claim: &ResourceClaim) {
+        if let Some(a) = &claim.status.allocation {
+            self.allocated
+                .extend(a.devices.results.iter().map(DeviceId::from));
+        }
+    }
+
+    /// The device classes read with the slices.
+    pub fn classes(&self) -> &[DeviceClass] {
+        &self.classes
+    }
+
+    pub fn class(&self, name: &str) -> Option<&DeviceClass> {
+        self.classes.iter().find(|c| c.metadata.name == name)
+    }
+
+    /// The class that serves extended resource `resource`, if any.
+    pub fn class_serving(&self, resource: &str) -> Option<&DeviceClass> {
+        self.classes.iter().find(|c| c.serves(resource))
+    }
+
+    pub fn is_allocated(&self, id: &DeviceId) -> bool {
+        self.allocated.contains(id)
+    }
+
+    /// Whether any device at all is published.
+    pub fn has_devices(&self) -> bool {
+        self.devices.values().any(|d| !d.is_empty())
+    }
+
+    /// Counters left per (driver, pool) after the allocated devices' consumption.
+    fn counters_left(
+        &self,
+    ) -> BTreeMap<(String, String), BTreeMap<String, BTreeMap<String, i128>>> {
+        let mut left = self.counters.clone();
+        for (driver, devices) in &self.devices {
+            for d in devices {
+                let id = DeviceId {
+                    driver: driver.clone(),
+                    pool: d.pool.clone(),
+                    device: d.name.clone(),
+                };
+                if !self.allocated.contains(&id) {
+                    continue;
+                }
+                consume(&mut left, driver, d);
+            }
+        }
+        left
+    }
+
+    /// Per driver, the devices usable from `node`: total, allocated, and free now.
+    pub fn node_devices(&self, node: NodeFacts<'_>) -> Vec<DriverDevices> {
+        let left = self.counters_left();
+        let mut out = Vec::new();
+        for (driver, devices) in &self.devices {
+            let here: Vec<&KeptDevice> = devices.iter().filter(|d| d.reach.admits(node)).collect();
+            if here.is_empty() {
+                continue;
+            }
+            let mut pools: Vec<String> = here.iter().map(|d| d.pool.clone()).collect();
+            pools.sort();
+            pools.dedup();
+            let allocated = here
+                .iter()
+                .filter(|d| self.allocated.contains(&id_of(driver, d)))
+                .count();
+            let free = here
+                .iter()
+                .filter(|d| !self.allocated.contains(&id_of(driver, d)))
+                .filter(|d| fits_counters(&left, driver, d))
+                .count();
+            out.push(DriverDevices {
+                driver: driver.clone(),
+                pools,
+                total: here.len(),
+                allocated,
+                free,
+                partitionable: here.iter().any(|d| !d.consumes.is_empty()),
+            });
+        }
+        out
+    }
+
+    /// The extended resources DeviceClasses serve from devices usable on `node`: (resource,
+    /// devices in total, devices allocated), for rules that count extended resources the
+    /// way NodeResourcesFit does on nodes whose allocatable lacks them.
+    pub fn served_extended(&self, node: NodeFacts<'_>) -> Vec<(String, usize, usize)> {
+        let devices = self.node_devices(node);
+        self.classes
+            .iter()
+            .filter_map(|c| {
+                let resource = c.spec.extended_resource_name.clone()?;
+                let driver = c.driver()?;
+                let d = devices.iter().find(|d| d.driver == driver)?;
+                Some((resource, d.total, d.total - d.free))
+            })
+            .collect()
+    }
+
+    /// How many devices of `class` are free on `node` now, or `None` when placekit cannot
+    /// tell which devices the class selects (selectors other than one driver test).
+    pub fn free_for_class(&self, class: &str, node: NodeFacts<'_>) -> Option<usize> {
+        let driver = self.class(class)?.driver()?;
+        Some(
+            self.node_devices(node)
+                .into_iter()
+                .find(|d| d.driver == driver)
+                .map(|d| d.free)
+                .unwrap_or(0),
+        )
+    }
+}
+
+fn id_of(driver: &str, d: &KeptDevice) -> DeviceId {
+    DeviceId {
+        driver: driver.to_string(),
+        pool: d.pool.clone(),
+        device: d.name.clone(),
+    }
+}
+
+type Counters = BTreeMap<(String, String), BTreeMap<String, BTreeMap<String, i128>>>;
+
+fn consume(left: &mut Counters, driver: &str, d: &KeptDevice) {
+    let Some(sets) = left.get_mut(&(driver.to_string(), d.pool.clone())) else {
+        return;
+    };
+    for (set, counters) in &d.consumes {
+        if let Some(available) = sets.get_mut(set) {
+            for (name, q) in counters {
+                if let Some(a) = available.get_mut(name) {
+                    *a -= q;
+                }
+            }
+        }
+    }
+}
+
+fn fits_counters(left: &Counters, driver: &str, d: &KeptDevice) -> bool {
+    if d.consumes.is_empty() {
+        return true;
+    }
+    let Some(sets) = left.get(&(driver.to_string(), d.pool.clone())) else {
+        return true;
+    };
+    d.consumes.iter().all(|(set, counters)| {
+        counters.iter().all(|(name, q)| {
+            sets.get(set)
+                .and_then(|s| s.get(name))
+                .is_none_or(|available| *available >= *q)
+        })
+    })
+}
+
+/// A pod's `spec.resourceClaims` entry.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodClaimRef {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub resource_claim_name: Option<String>,
+    #[serde(default)]
+    pub resource_claim_template_name: Option<String>,
+}
+
+/// A pod's `status.resourceClaimStatuses` entry: the claim generated from a template.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodClaimStatus {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub resource_claim_name: Option<String>,
+}
+
+/// What one node must offer for a pod's claims and DRA-backed extended resources.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClaimNeeds {
+    /// Allocated claims and the nodes their allocation is available on.
+    allocated: Vec<(String, Option<NodeSelector>)>,
+    /// Claims still to allocate: (claim, request, class, count; `None` = All).
+    to_allocate: Vec<Need>,
+    /// Extended resources a DeviceClass serves: (resource, class, count). They need DRA
+    /// devices on a node whose allocatable lacks the resource.
+    extended: Vec<(String, String, i64)>,
+    /// Claims the pod names that do not exist (yet).
+    pub missing: Vec<String>,
+    /// Claims or requests placekit cannot model, with why.
+    pub unmodelled: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Need {
+    claim: String,
+    request: String,
+    class: String,
+    count: Option<i64>,
+}
+
+/// Why DRA's filter rejects a node, in the scheduler's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DraFailure {
+    /// An allocated claim's devices are not reachable from this node.
+    NotAvailable { claim: String },
+    /// The devices the claims need are not free here.
+    CannotAllocate { detail: String },
+}
+
+/// One claim of a pod, as why-pending reports it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimState {
+    /// The pod's name for it (`spec.resourceClaims[].name`), or the extended resource.
+    pub name: String,
+    /// The ResourceClaim object, when it exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim: Option<String>,
+    /// `allocated`, `pending` or `missing`.
+    pub state: &'static str,
+    /// Per request: "2 x gpu.example.com".
+    pub requests: Vec<String>,
+}
+
+impl ClaimNeeds {
+    /// The needs of a pod in `namespace` with `claim_refs` (its `spec.resourceClaims`),
+    /// `statuses` (its `status.resourceClaimStatuses`), extended-resource `requests`, over
+    /// the cluster's `claims` and device classes.
+    pub fn of(
+        namespace: &str,
+        claim_refs: &[PodClaimRef],
+        statuses: &[PodClaimStatus],
+        requests: &BTreeMap<String, i128>,
+        claims: &[ResourceClaim],
+        inventory: &DraInventory,
+    ) -> (Self, Vec<ClaimState>) {
+        let mut needs = ClaimNeeds::default();
+        let mut states = Vec::new();
+        for r in claim_refs {
+            let object = r.resource_claim_name.clone().or_else(|| {
+                statuses
+                    .iter()
+                    .find(|s| s.name == r.name)
+                    .and_then(|s| s.resource_claim_name.clone())
+            });
+            let found = object.as_deref().and_then(|o| {
+                claims
+                    .iter()
+                    .find(|c| c.metadata.namespace == namespace && c.metadata.name == o)
+            });
+            let Some(claim) = found else {
+                let what = match (&object, &r.resource_claim_template_name) {
+                    (Some(o), _) => format!("ResourceClaim {namespace}/{o} does not exist"),
+                    (None, Some(t)) => format!(
+                        "no ResourceClaim has been generated from template {t} yet (the resourceclaim controller of kube-controller-manager creates it)"
+                    ),
+                    (None, None) => "names no claim".to_string(),
+                };
+                needs.missing.push(format!("{}: {what}", r.name));
+                states.push(ClaimState {
+                    name: r.name.clone(),
+                    claim: object,
+                    state: "missing",
+                    requests: Vec::new(),
+                });
+                continue;
+            };
+            let described: Vec<String> = claim
+                .spec
+                .devices
+                .requests
+                .iter()
+                .map(describe_request)
+                .collect();
+            if let Some(a) = &claim.status.allocation {
+                needs
+                    .allocated
+                    .push((claim.metadata.name.clone(), a.node_selector.clone()));
+                states.push(ClaimState {
+                    name: r.name.clone(),
+                    claim: Some(claim.metadata.name.clone()),
+                    state: "allocated",
+                    requests: described,
+                });
+                continue;
+            }
+            states.push(ClaimState {
+                name: r.name.clone(),
+                claim: Some(claim.metadata.name.clone()),
+                state: "pending",
+                requests: described,
+            });
+            for req in &claim.spec.devices.requests {
+                match (&req.exactly, req.first_available.as_slice()) {
+                    (Some(exact), _) => {
+                        if !exact.selectors.is_empty() {
+                            needs.unmodelled.push(format!(
+                                "claim {}, request {}: its CEL selectors",
+                                claim.metadata.name, req.name
+                            ));
+                        }
+                        needs.to_allocate.push(Need {
+                            claim: claim.metadata.name.clone(),
+                            request: req.name.clone(),
+                            class: exact.device_class_name.clone(),
+                            count: (!exact.wants_all()).then(|| exact.wanted()),
+                        });
+                    }
+                    (None, [_, ..]) => needs.unmodelled.push(format!(
+                        "claim {}, request {}: firstAvailable alternatives",
+                        claim.metadata.name, req.name
+                    )),
+                    (None, []) => {}
+                }
+            }
+        }
+        for (resource, milli) in requests {
+            if let Some(class) = inventory.class_serving(resource) {
+                let count = (milli + 999) / 1000;
+                needs
+                    .extended
+                    .push((resource.clone(), class.metadata.name.clone(), count as i64));
+                states.push(ClaimState {
+                    name: resource.clone(),
+                    claim: None,
+                    state: "extended-resource",
+                    requests: vec![format!("{count} x {}", class.metadata.name)],
+                });
+            }
+        }
+        for need in &needs.to_allocate {
+            match inventory.class(&need.class) {
+                None => needs.unmodelled.push(format!(
+                    "claim {}, request {}: device class {} does not exist",
+                    need.claim, need.request, need.class
+                )),
+                Some(c) if c.driver().is_none() => needs.unmodelled.push(format!(
+                    "device class {}: selectors beyond device.driver",
+                    need.class
+                )),
+                Some(_) => {}
+            }
+        }
+        needs.unmodelled.sort();
+        needs.unmodelled.dedup();
+        (needs, states)
+    }
+
+    /// Whether the pod has anything for DRA's filter to do.
+    pub fn is_empty(&self) -> bool {
+        self.allocated.is_empty()
+            && self.to_allocate.is_empty()
+            && self.extended.is_empty()
+            && self.missing.is_empty()
+    }
+
+    /// Extended resources DRA serves on a node whose allocatable lacks them: NodeResourcesFit
+    /// leaves them to DRA's filter there.
+    pub fn delegated(&self, resource: &str, node_allocatable: Option<i128>) -> bool {
+        node_allocatable.unwrap_or(0) == 0 && self.extended.iter().any(|(r, _, _)| r == resource)
+    }
+
+    /// DRA's filter on one node (claims already allocated elsewhere, then whether the
+    /// devices still to allocate are free there). Counts per device class are summed over
+    /// requests, which is exact when classes select disjoint devices (one driver each).
+    pub fn check(
+        &self,
+        node: NodeFacts<'_>,
+        node_allocatable: &BTreeMap<String, i128>,
+        inventory: &DraInventory,
+    ) -> Result<(), DraFailure> {
+        for (claim, selector) in &self.allocated {
+            if let Some(sel) = selector
+                && !terms_match(&sel.node_selector_terms, node)
+            {
+                return Err(DraFailure::NotAvailable {
+                    claim: claim.clone(),
+                });
+            }
+        }
+        let mut wanted: BTreeMap<&str, (i64, bool)> = BTreeMap::new();
+        for n in &self.to_allocate {
+            let e = wanted.entry(n.class.as_str()).or_default();
+            match n.count {
+                Some(c) => e.0 += c,
+                None => e.1 = true,
+            }
+        }
+        for (resource, class, count) in &self.extended {
+            if node_allocatable.get(resource).copied().unwrap_or(0) == 0 {
+                wanted.entry(class.as_str()).or_default().0 += count;
+            }
+        }
+        for (class, (count, all)) in wanted {
+            let Some(free) = inventory.free_for_class(class, node) else {
+                continue;
+            };
+            let short = if all {
+                free == 0
+            } else {
+                (free as i64) < count
+            };
+            if short {
+                let asked = if all {
+                    "all devices".to_string()
+                } else {
+                    format!("{count}")
+                };
+                return Err(DraFailure::CannotAllocate {
+                    detail: format!("needs {asked} of class {class}, {free} free here"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn describe_request(r: &DeviceRequest) -> String {
+    match (&r.exactly, r.first_available.as_slice()) {
+        (Some(e), _) if e.wants_all() => format!("{}: all of {}", r.name, e.device_class_name),
+        (Some(e), _) => format!("{}: {} x {}", r.name, e.wanted(), e.device_class_name),
+        (None, alternatives) => format!(
+            "{}: first available of {}",
+            r.name,
+            alternatives
+                .iter()
+                .map(|a| format!("{} x {}", a.wanted(), a.device_class_name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    fn slice(v: serde_json::Value) -> ResourceSlice {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn facts<'a>(name: &'a str, labels: &'a BTreeMap<String, String>) -> NodeFacts<'a> {
+        NodeFacts { name, labels }
+    }
+
+    #[test]
+    fn class_driver_reads_only_the_plain_driver_test() {
+        let class = |e: &str| -> DeviceClass {
+            serde_json::from_value(json!({"metadata": {"name": "c"}, "spec": {"selectors": [{"cel": {"expression": e}}]}})).unwrap()
+        };
+        assert_eq!(
+            class("device.driver == \"gpu.example.com\"")
+                .driver()
+                .as_deref(),
+            Some("gpu.example.com")
+        );
+        assert_eq!(
+            class("device.driver=='gpu.example.com'")
+                .driver()
+                .as_deref(),
+            Some("gpu.example.com")
+        );
+        assert_eq!(
+            class("device.driver == \"a\" && device.attributes[\"x\"].y").driver(),
+            None
+        );
+        assert_eq!(class("true").driver(), None);
+    }
+
+    #[test]
+    fn devices_allocated_free_and_older_pool_generations() {
+        let slices = vec![
+            slice(
+                json!({"spec": {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "n1", "generation": 2, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}),
+            ),
+            slice(
+                json!({"spec": {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "old-0"}, {"name": "old-1"}, {"name": "old-2"}]}}),
+            ),
+        ];
+        let mut inv = DraInventory::new(slices, vec![]);
+        let claim: ResourceClaim =
+            serde_json::from_value(json!({"status": {"allocation": {"devices": {"results": [
+            {"request": "gpu", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-1"}]}}}}))
+            .unwrap();
+        inv.add_claim(&claim);
+        let labels = BTreeMap::new();
+        assert_eq!(
+            inv.node_devices(facts("n1", &labels)),
+            vec![DriverDevices {
+                driver: "gpu.example.com".into(),
+                pools: vec!["n1".into()],
+                total: 2,
+                allocated: 1,
+                free: 1,
+                partitionable: false
+            }]
+        );
+        assert!(inv.node_devices(facts("n2", &labels)).is_empty());
+    }
+
+    #[test]
+    fn partitions_are_free_only_while_their_shared_counters_last() {
+        // One 40 GiB GPU published whole and as two 20 GiB partitions.
+        let s = slice(
+            json!({"spec": {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+            "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}],
+            "devices": [
+                {"name": "gpu-0", "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}]},
+                {"name": "gpu-0-a", "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": "20Gi"}}}]},
+                {"name": "gpu-0-b", "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": "20Gi"}}}]}
+            ]}}),
+        );
+        let mut inv = DraInventory::new(vec![s], vec![]);
+        let labels = BTreeMap::new();
+        assert_eq!(inv.node_devices(facts("n1", &labels))[0].free, 3);
+        let claim: ResourceClaim =
+            serde_json::from_value(json!({"status": {"allocation": {"devices": {"results": [
+            {"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "gpu-0-a"}]}}}}))
+            .unwrap();
+        inv.add_claim(&claim);
+        let d = &inv.node_devices(facts("n1", &labels))[0];
+        assert_eq!(
+            (d.total, d.allocated, d.free, d.partitionable),
+            (3, 1, 1, true),
+            "the whole GPU no longer fits; the other half does"
+        );
+    }
+
+    #[test]
+    fn node_selector_slices_reach_the_nodes_they_select() {
+        let s = slice(
+            json!({"spec": {"driver": "net.example.com", "pool": {"name": "rack-1", "generation": 1, "resourceSliceCount": 1},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["1"]}]}]},
+            "devices": [{"name": "nic-0"}]}}),
+        );
+        let inv = DraInventory::new(vec![s], vec![]);
+        let rack1: BTreeMap<String, String> = [("rack".to_string(), "1".to_string())].into();
+        let other = BTreeMap::new();
+        assert_eq!(inv.node_devices(facts("a", &rack1)).len(), 1);
+        assert!(inv.node_devices(facts("b", &other)).is_empty());
+    }
+
+    #[test]
+    fn classes_serve_their_extended_resource_and_the_implicit_one() {
+        let class: DeviceClass = serde_json::from_value(json!({"metadata": {"name": "gpu.example.com"}, "spec": {"extendedResourceName": "example.com/gpu"}})).unwrap();
+        assert!(class.serves("example.com/gpu"));
+        assert!(class.serves("deviceclass.resource.kubernetes.io/gpu.example.com"));
+        assert!(!class.serves("nvidia.com/gpu"));
+    }
+}
