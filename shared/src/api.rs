@@ -134,13 +134,15 @@ pub async fn check_permission(
 
 /// Lists every workload that can carry node constraints (Deployments, StatefulSets,
 /// DaemonSets, ReplicaSets, Jobs, CronJobs and bare Pods) in `namespace` or all namespaces.
-/// Objects owned by a controller are skipped (their owner is listed). A kind the user may
+/// Objects a listed kind controls are skipped (their owner is listed); pods of any other
+/// controller (a RayCluster, a PyTorchJob, ...) are judged by their own spec under their
+/// owner's name, one per owner and distinct constraints. A kind the user may
 /// not list is reported as a warning, not an error: the lookup shows what it can see.
 pub async fn list_workloads(
     client: &kube::Client,
     namespace: Option<&str>,
 ) -> Result<(Vec<crate::dependents::Workload>, Vec<String>), CommandError> {
-    use crate::dependents::{Workload, has_controller};
+    use crate::dependents::{Workload, controlled_by_listed_kind, has_controller};
     use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
     use k8s_openapi::api::batch::v1::{CronJob, Job};
     use k8s_openapi::api::core::v1::Pod;
@@ -158,6 +160,8 @@ pub async fn list_workloads(
 
     let mut workloads = Vec::new();
     let mut warnings = Vec::new();
+    // Pods of controllers placekit does not list (custom resources), grouped by owner.
+    let mut owned_pods = Vec::new();
     macro_rules! collect {
         ($kind:ty, $name:literal, |$o:ident| $spec:expr) => {
             match list_all(
@@ -169,7 +173,17 @@ pub async fn list_workloads(
             {
                 Ok(items) => {
                     for $o in items {
-                        if has_controller(&$o.metadata) {
+                        // Judged through the owner's template, which is listed too.
+                        if controlled_by_listed_kind(&$o.metadata) {
+                            continue;
+                        }
+                        let owned_pod = has_controller(&$o.metadata)
+                            && <$kind as k8s_openapi::Resource>::KIND == "Pod";
+                        if owned_pod {
+                            let meta = $o.metadata.clone();
+                            if let Some(spec) = $spec {
+                                owned_pods.push((meta, spec));
+                            }
                             continue;
                         }
                         if let Some(spec) = $spec {
@@ -208,6 +222,7 @@ pub async fn list_workloads(
         .and_then(|s| s.job_template.spec)
         .and_then(|j| j.template.spec));
     collect!(Pod, "pods", |o| o.spec);
+    workloads.extend(crate::dependents::group_by_owner(owned_pods));
     Ok((workloads, warnings))
 }
 

@@ -82,10 +82,73 @@ impl KeyQuery {
 
 /// Whether a controller owns this object (then its owner is the workload to report).
 pub fn has_controller(meta: &ObjectMeta) -> bool {
+    controller(meta).is_some()
+}
+
+/// The controller ownerReference of an object, if any.
+pub fn controller(
+    meta: &ObjectMeta,
+) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
     meta.owner_references
         .iter()
         .flatten()
-        .any(|o| o.controller == Some(true))
+        .find(|o| o.controller == Some(true))
+}
+
+/// The workload kinds placekit lists itself, with their API groups: an object a controller
+/// of one of these owns is judged through its owner's template.
+pub const LISTED_KINDS: &[(&str, &str)] = &[
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "StatefulSet"),
+    ("apps/v1", "DaemonSet"),
+    ("apps/v1", "ReplicaSet"),
+    ("batch/v1", "Job"),
+    ("batch/v1", "CronJob"),
+];
+
+/// Whether an object's controller is a workload placekit lists (so its owner's template
+/// stands for it). An object controlled by anything else — a RayCluster, a PyTorchJob, a
+/// JobSet, a LeaderWorkerSet, an Argo Workflow, a KServe InferenceService — is judged by
+/// its own spec.
+pub fn controlled_by_listed_kind(meta: &ObjectMeta) -> bool {
+    controller(meta).is_some_and(|o| {
+        LISTED_KINDS
+            .iter()
+            .any(|(api_version, kind)| o.kind == *kind && o.api_version == *api_version)
+    })
+}
+
+/// Pods whose controller placekit does not list, as one workload per owner and distinct
+/// node constraints (200 RayCluster workers are one line), named by their owner as the
+/// ownerReference names it (`RayCluster ml/raycluster`). A controller recreates such pods
+/// from the same spec, so they are judged as a workload template, not as running pods.
+pub fn group_by_owner(pods: Vec<(ObjectMeta, PodSpec)>) -> Vec<Workload> {
+    let mut seen: std::collections::BTreeSet<(String, String, String, String)> =
+        std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for (meta, mut spec) in pods {
+        let Some(owner) = controller(&meta) else {
+            continue;
+        };
+        spec.node_name = None;
+        let constraints =
+            serde_json::to_string(&(&spec.node_selector, &spec.affinity)).unwrap_or_default();
+        let namespace = meta.namespace.clone().unwrap_or_default();
+        if seen.insert((
+            owner.kind.clone(),
+            namespace.clone(),
+            owner.name.clone(),
+            constraints,
+        )) {
+            out.push(Workload {
+                kind: owner.kind.clone(),
+                namespace,
+                name: owner.name.clone(),
+                pod_spec: spec,
+            });
+        }
+    }
+    out
 }
 
 /// Every dependency of `workloads` on the keys of `queries`, sorted by namespace, kind, name.

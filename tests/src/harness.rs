@@ -655,6 +655,11 @@ async fn reset_cluster(client: &kube::Client) {
                 match api.delete_collection(&now, &ListParams::default()).await {
                     Ok(_) => break,
                     Err(kube::Error::Api(e)) if e.code == 504 && attempt < 10 => continue,
+                    // A pooled connection the server closed while it worked through a large
+                    // collection: ask again on a new one.
+                    Err(kube::Error::Service(_) | kube::Error::HyperError(_)) if attempt < 10 => {
+                        continue;
+                    }
                     Err(e) => panic!("deleting {plural} in {ns}: {e}"),
                 }
             }

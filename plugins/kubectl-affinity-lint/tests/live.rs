@@ -487,3 +487,70 @@ async fn why_pending_names_the_mig_profiles_of_nodes_without_whole_gpus() {
         run.all()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn al104_counts_an_extended_resource_a_device_class_serves_as_its_free_devices() {
+    let h = Harness::start_any("affinity-lint", binary(), ACCELERATORS).await;
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = |name: &str, replicas: u32, resource: &str| {
+        format!(
+            "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers:
+      - name: main
+        image: x
+        resources: {{requests: {{{resource}: \"1\"}}, limits: {{{resource}: \"1\"}}}}
+"
+        )
+    };
+    let path = dir.path().join("deploy.yaml");
+    std::fs::write(
+        &path,
+        [
+            // One H100 is free (gpu-dra-2): one replica fits, three do not.
+            deployment("one-dra-gpu", 1, "example.com/gpu"),
+            deployment("three-dra-gpus", 3, "example.com/gpu"),
+            // 12 of 14 MIG 1g.10gb slices are free.
+            deployment("twelve-mig-slices", 12, "nvidia.com/mig-1g.10gb"),
+            deployment("thirteen-mig-slices", 13, "nvidia.com/mig-1g.10gb"),
+        ]
+        .join("---\n"),
+    )
+    .unwrap();
+    let run = h
+        .run(&["-f", path.to_str().unwrap(), "--cluster", "-o", "json"])
+        .await;
+    let report = run.json();
+    let al104: Vec<(String, String)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "AL104")
+        .map(|f| {
+            (
+                f["object"]["name"].as_str().unwrap().to_string(),
+                f["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        al104.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        vec!["three-dra-gpus", "thirteen-mig-slices"],
+        "{}",
+        run.all()
+    );
+    assert!(
+        al104[0]
+            .1
+            .contains("3 replicas x 1 example.com/gpu = 3 but the 6 candidate node(s) have 1 free"),
+        "{}",
+        al104[0].1
+    );
+}

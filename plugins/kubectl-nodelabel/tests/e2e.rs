@@ -407,6 +407,97 @@ async fn removing_a_key_a_required_constraint_needs_requires_force_and_dependent
     assert_eq!(json["items"][0]["kind"], "Deployment");
 }
 
+/// A pod of a controller placekit does not list (a RayCluster's worker, a PyTorchJob's
+/// replica), bound to `node`, requiring `gpu-family In [family]`.
+fn owned_pod(
+    name: &str,
+    owner_kind: &str,
+    owner: &str,
+    node: &str,
+    family: &str,
+) -> serde_json::Value {
+    let api_version = match owner_kind {
+        "RayCluster" => "ray.io/v1",
+        _ => "kubeflow.org/v1",
+    };
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml", "ownerReferences": [{
+            "apiVersion": api_version, "kind": owner_kind, "name": owner,
+            "uid": "6a1b2c3d-0000-4000-8000-000000000001", "controller": true, "blockOwnerDeletion": true}]},
+        "spec": {
+            "nodeName": node,
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": FAMILY, "operator": "In", "values": [family]}]}]}}},
+            "containers": [{"name": "worker", "image": "x"}]
+        },
+        "status": {"phase": "Running"}
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_of_custom_resources_are_dependents_under_their_owner() {
+    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    // Three workers of one RayCluster on gpu-h100-1 (family h100), one PyTorchJob replica.
+    for i in 0..3 {
+        h.create(owned_pod(
+            &format!("raycluster-worker-{i}"),
+            "RayCluster",
+            "raycluster",
+            "gpu-h100-1",
+            "h100",
+        ))
+        .await;
+    }
+    h.create(owned_pod(
+        "pytorchjob-worker-0",
+        "PyTorchJob",
+        "finetune",
+        "gpu-h100-1",
+        "h100",
+    ))
+    .await;
+    let dependents = h.run(&["dependents", FAMILY, "-A"]).await;
+    assert_code(&dependents, 0);
+    let rows: Vec<String> = dependents
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert!(
+        rows.contains(&format!(
+            "ml RayCluster raycluster required {FAMILY} In [h100]"
+        )),
+        "{}",
+        dependents.all()
+    );
+    assert!(
+        rows.contains(&format!(
+            "ml PyTorchJob finetune required {FAMILY} In [h100]"
+        )),
+        "{}",
+        dependents.all()
+    );
+    assert_eq!(
+        rows.iter().filter(|r| r.contains("RayCluster")).count(),
+        1,
+        "three workers with one spec are one line: {}",
+        dependents.all()
+    );
+    // Removing the label the workers require is blocked: the RayCluster recreates them from
+    // the same spec, and they could no longer land there.
+    let run = h
+        .run(&["remove", "gpu-h100-1", &format!("{FAMILY}-"), "-y"])
+        .await;
+    assert_code(&run, 1);
+    assert!(
+        run.stderr.contains(&format!("RayCluster ml/raycluster requires {FAMILY} In [h100] (required node affinity): node/gpu-h100-1 matches it now and would not after this change")),
+        "{}",
+        run.all()
+    );
+    assert_eq!(h.labels("gpu-h100-1").await[FAMILY], "h100");
+}
+
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn import_follows_the_seed_hook_scenario_and_prunes_only_its_own_labels() {

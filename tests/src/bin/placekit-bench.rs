@@ -85,6 +85,15 @@ enum Bench {
         nodes: usize,
         #[arg(long, default_value_t = 150_000)]
         pods: usize,
+        /// Of the nodes, how many also publish DRA devices (a ResourceSlice each).
+        #[arg(long, default_value_t = 0)]
+        dra_nodes: usize,
+        /// DRA devices per DRA node.
+        #[arg(long, default_value_t = 8)]
+        devices_per_node: usize,
+        /// ResourceClaims, each allocated one DRA device (at most dra-nodes x devices).
+        #[arg(long, default_value_t = 0)]
+        claims: usize,
         #[arg(long)]
         plugin: Option<PathBuf>,
         /// A real, disposable cluster's admin kubeconfig instead of the test server.
@@ -180,7 +189,7 @@ impl Cluster {
     /// `kubeconfig` (emptied first; it must carry the disposable marker).
     async fn generate(generator: Generator, kubeconfig: Option<&Path>) -> Self {
         let plain = |i: usize| generator.node(i);
-        Self::generate_with(generator.clone(), kubeconfig, &plain).await
+        Self::generate_with(generator.clone(), kubeconfig, &plain, Vec::new()).await
     }
 
     /// [`Cluster::generate`] with the real server's nodes made by `node` (the test server
@@ -189,16 +198,22 @@ impl Cluster {
         generator: Generator,
         kubeconfig: Option<&Path>,
         node: &(dyn Fn(usize) -> serde_json::Value + Sync),
+        extra: Vec<serde_json::Value>,
     ) -> Self {
+        let extra_count = extra.len();
         let dir = tempfile::tempdir().expect("tempdir");
         let started = Instant::now();
         let (counting, direct_kubeconfig) = match kubeconfig {
-            None => (
-                TestServer::start(ServerConfig::default().with_generator(generator.clone()))
-                    .await
-                    .expect("server starts"),
-                None,
-            ),
+            None => {
+                let server =
+                    TestServer::start(ServerConfig::default().with_generator(generator.clone()))
+                        .await
+                        .expect("server starts");
+                for object in extra {
+                    server.create(object).expect("generated objects are valid");
+                }
+                (server, None)
+            }
             Some(path) => {
                 let real = RealCluster::connect(path, None).await;
                 real.require_disposable().await;
@@ -211,11 +226,12 @@ impl Cluster {
                     .await;
                 real.create_all((0..generator.pods).map(|j| generator.pod(j)).collect(), 64)
                     .await;
+                real.create_all(extra, 64).await;
                 (real.proxy().await, Some(path.to_path_buf()))
             }
         };
         eprintln!(
-            "{} {} nodes and {} pods in {:.1} s",
+            "{} {} nodes, {} pods and {extra_count} other objects in {:.1} s",
             if direct_kubeconfig.is_some() {
                 "created on the real server:"
             } else {
@@ -264,6 +280,50 @@ impl Cluster {
             "the test API server"
         }
     }
+}
+
+/// DRA objects for the last `dra_nodes` generated nodes: a DeviceClass, one ResourceSlice
+/// per node with `devices` devices, and `claims` ResourceClaims (spread over the generated
+/// namespaces) each allocated one device, as the scheduler records it.
+fn dra_objects(
+    generator: &Generator,
+    dra_nodes: usize,
+    devices: usize,
+    claims: usize,
+) -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let driver = "gpu.example.com";
+    let first = generator.nodes - dra_nodes;
+    let node_name = |i: usize| {
+        generator.node(first + i)["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let mut out = vec![
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": driver},
+        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{driver}\"")}}]}}),
+    ];
+    for i in 0..dra_nodes {
+        let node = node_name(i);
+        out.push(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": format!("{node}-{driver}")},
+            "spec": {"driver": driver, "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": (0..devices).map(|d| json!({"name": format!("gpu-{d}"),
+                    "attributes": {"model": {"string": "H100"}}, "capacity": {"memory": {"value": "80Gi"}}})).collect::<Vec<_>>()}}));
+    }
+    for j in 0..claims.min(dra_nodes * devices) {
+        let node = node_name(j / devices);
+        out.push(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": format!("claim-{j:05}"), "namespace": format!("ml-{}", j % 8)},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": driver, "count": 1}}]}},
+            "status": {"allocation": {
+                "devices": {"results": [{"request": "gpu", "driver": driver, "pool": node, "device": format!("gpu-{}", j % devices)}]},
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}));
+    }
+    out
 }
 
 /// N Deployments like the seed's; every 10th has its required terms split (AL001).
@@ -633,8 +693,13 @@ async fn main() -> ExitCode {
                 }
                 node
             };
-            let cluster =
-                Cluster::generate_with(generator.clone(), kubeconfig.as_deref(), &drifted).await;
+            let cluster = Cluster::generate_with(
+                generator.clone(),
+                kubeconfig.as_deref(),
+                &drifted,
+                Vec::new(),
+            )
+            .await;
             if !cluster.is_real() {
                 for i in (0..nodes).step_by(100) {
                     cluster
@@ -677,19 +742,22 @@ async fn main() -> ExitCode {
         Bench::GpuStatus {
             nodes,
             pods,
+            dra_nodes,
+            devices_per_node,
+            claims,
             plugin,
             kubeconfig,
         } => {
             let plugin = plugin.unwrap_or_else(|| sibling("kubectl-gpu_taint"));
-            let cluster = Cluster::generate(
-                Generator {
-                    nodes,
-                    pods,
-                    gpus_per_node: 8,
-                },
-                kubeconfig.as_deref(),
-            )
-            .await;
+            let generator = Generator {
+                nodes,
+                pods,
+                gpus_per_node: 8,
+            };
+            let plain = |i: usize| generator.node(i);
+            let dra = dra_objects(&generator, dra_nodes.min(nodes), devices_per_node, claims);
+            let cluster =
+                Cluster::generate_with(generator.clone(), kubeconfig.as_deref(), &plain, dra).await;
             let name = cluster.name();
             let m = tokio::task::spawn_blocking(move || {
                 cluster.measure(|kubeconfig, _| {
@@ -703,7 +771,7 @@ async fn main() -> ExitCode {
             .expect("join");
             print_scale(
                 &format!(
-                    "kubectl gpu-taint status -o json on {nodes} nodes and {pods} pods of {name}"
+                    "kubectl gpu-taint status -o json on {nodes} nodes ({dra_nodes} with {devices_per_node} DRA devices each), {pods} pods and {claims} claims of {name}"
                 ),
                 &m,
             );
