@@ -85,9 +85,8 @@ pub async fn read_dra(conn: &Connection, keep_claims: bool) -> Result<DraRead, C
         |p: Vec<DeviceClass>| classes.extend(p),
     )
     .await?;
-    let served = note(listed, &mut out);
-    if !served && out.notes.is_empty() {
-        // The group is not served: no DRA on this cluster.
+    if !note(listed, &mut out) {
+        // Not served (no DRA on this cluster), or forbidden (said once).
         return Ok(out);
     }
     let mut slices: Vec<ResourceSlice> = Vec::new();
@@ -98,9 +97,12 @@ pub async fn read_dra(conn: &Connection, keep_claims: bool) -> Result<DraRead, C
         |p: Vec<ResourceSlice>| slices.extend(p),
     )
     .await?;
-    note(listed, &mut out);
+    let slices_read = note(listed, &mut out);
     let any_slices = !slices.is_empty();
     out.inventory = DraInventory::new(slices, classes);
+    if !slices_read {
+        return Ok(out);
+    }
     if !any_slices && !keep_claims {
         return Ok(out);
     }
@@ -251,6 +253,9 @@ pub async fn status(
     let mut breakdown: BTreeMap<BreakdownKey, (i128, usize)> = BTreeMap::new();
     let mut pod_nodes: BTreeMap<(String, String), String> = BTreeMap::new();
     let wanted_ns = options.namespace.as_deref();
+    // With NODE... or -l, the breakdown counts the pods on those nodes only.
+    let target_nodes: Option<BTreeSet<&str>> = (!matches!(targets, Targets::All))
+        .then(|| nodes.iter().map(|n| n.metadata.name.as_str()).collect());
     api::for_each_page(
         &conn.client,
         "/api/v1/pods",
@@ -264,7 +269,9 @@ pub async fn status(
                 let Some(node) = pod.spec.node_name.as_deref().filter(|n| !n.is_empty()) else {
                     continue;
                 };
-                if wanted_ns.is_some_and(|ns| ns != pod.metadata.namespace) {
+                if wanted_ns.is_some_and(|ns| ns != pod.metadata.namespace)
+                    || target_nodes.as_ref().is_some_and(|t| !t.contains(node))
+                {
                     continue;
                 }
                 pod_nodes.insert(
@@ -312,8 +319,14 @@ pub async fn status(
                 pods: (by == By::Namespace).then_some(n),
             })
             .collect();
+        // With a node selection, a claim counts when a pod on those nodes holds it.
+        let claims = dra.claims.iter().filter(|c| {
+            target_nodes.is_none()
+                || c.reserved_pods()
+                    .any(|p| pod_nodes.contains_key(&(c.metadata.namespace.clone(), p.to_string())))
+        });
         rows.extend(dra_request_rows(
-            &dra.claims,
+            claims,
             by,
             wanted_ns,
             resource.map(|_| served_driver.as_deref()),
@@ -370,8 +383,8 @@ pub async fn status(
 /// DRA devices per namespace or pod, from the allocated claims (a pod's claims are those
 /// reserved for it). `driver_filter`: `Some(x)` with `--resource` (only the driver of the
 /// class serving it, none when no class does).
-fn dra_request_rows(
-    claims: &[ResourceClaim],
+fn dra_request_rows<'a>(
+    claims: impl IntoIterator<Item = &'a ResourceClaim>,
     by: By,
     namespace: Option<&str>,
     driver_filter: Option<Option<&str>>,

@@ -206,6 +206,7 @@ fn completion_source(position: &Position) -> Source {
             "resource" => Source::ExtendedResources,
             "labels" if command == Some("release") => Source::LabelKeys { suffix: "" },
             "labels" => Source::LabelKeys { suffix: "=" },
+            "label_columns" => Source::LabelKeys { suffix: "" },
             _ => Source::Files,
         },
         _ => Source::Fixed,

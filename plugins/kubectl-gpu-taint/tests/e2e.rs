@@ -793,6 +793,21 @@ async fn status_by_namespace_and_pod_breaks_requests_down() {
         .json();
     assert_eq!(json["kind"], "GpuRequests");
     assert_eq!(json["items"].as_array().unwrap().len(), 5, "{json}");
+    // Named nodes: only the pods (and claims) on them.
+    let on_nodes = h
+        .run(&["status", "--by", "pod", "gpu-dra-1", "gpu-a100-1"])
+        .await;
+    assert_code(&on_nodes, 0);
+    let rows: Vec<String> = on_nodes.stdout.lines().skip(1).map(|l| cells(&l)).collect();
+    assert_eq!(
+        rows,
+        vec![
+            "batch a100-job gpu-a100-1 nvidia.com/gpu 3",
+            "ml trainer gpu-dra-1 gpu.example.com (DRA) 2",
+        ],
+        "{}",
+        on_nodes.all()
+    );
     let empty = h.run(&["status", "-n", "default"]).await;
     assert_code(&empty, 0);
     assert!(
@@ -890,5 +905,45 @@ async fn dedicate_accepts_mig_time_sliced_and_dra_nodes_and_refuses_a_node_witho
             .contains("node/gpu-mig-1 has no amd.com/gpu capacity"),
         "{}",
         narrowed.all()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_without_permission_to_list_dra_objects_says_so_once_and_goes_on() {
+    if std::env::var_os("PLACEKIT_E2E_KUBECONFIG").is_some() {
+        return;
+    }
+    let config = ServerConfig::default()
+        .with_fixture_yaml(ACCELERATORS)
+        .with_user(
+            "no-dra-token",
+            placekit_testserver::User {
+                name: "no-dra".into(),
+                rules: vec![placekit_testserver::Rule {
+                    verbs: vec!["get".into(), "list".into()],
+                    resources: vec!["nodes".into(), "pods".into()],
+                }],
+            },
+        );
+    let h = Harness::local("gpu-taint", binary(), config).await;
+    let run = h
+        .run_with(&["status"], &h.kubeconfig_for("no-dra-token"))
+        .await;
+    assert_code(&run, 0);
+    assert_eq!(
+        run.stderr.matches("warning:").count(),
+        1,
+        "one warning: {}",
+        run.all()
+    );
+    assert!(
+        run.stderr.contains("cannot list deviceclasses")
+            && run.stderr.contains("DRA devices are not counted"),
+        "{}",
+        run.all()
+    );
+    assert_eq!(
+        status_row(&run, "gpu-ts-1", "nvidia.com/gpu")[2..8],
+        ["32", "32", "4", "28", "time-slicing", "8x4"]
     );
 }
