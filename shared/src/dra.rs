@@ -1029,6 +1029,75 @@ mod tests {
         assert!(inv.node_devices(facts("b", &other)).is_empty());
     }
 
+    fn claim_of(v: serde_json::Value) -> ResourceClaim {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn claim_needs_check_devices_allocations_and_say_what_they_cannot_model() {
+        let slice = slice(json!({"spec": {"driver": "gpu.example.com", "nodeName": "n1",
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1}, "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}));
+        let simple: DeviceClass = serde_json::from_value(json!({"metadata": {"name": "gpu.example.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}})).unwrap();
+        let cel: DeviceClass = serde_json::from_value(json!({"metadata": {"name": "big-gpu"},
+            "spec": {"selectors": [{"cel": {"expression": "device.capacity[\"gpu.example.com\"].memory.compareTo(quantity(\"40Gi\")) >= 0"}}]}})).unwrap();
+        let claims = vec![
+            claim_of(json!({"metadata": {"name": "two", "namespace": "ml"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": 2}}]}}})),
+            claim_of(json!({"metadata": {"name": "three", "namespace": "ml"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": 3}}]}}})),
+            claim_of(json!({"metadata": {"name": "elsewhere", "namespace": "ml"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}},
+                "status": {"allocation": {"devices": {"results": []},
+                    "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]}}}})),
+            claim_of(json!({"metadata": {"name": "big", "namespace": "ml"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "big-gpu"}}]}}})),
+        ];
+        let inv = DraInventory::new(vec![slice], vec![simple, cel]);
+        let labels = BTreeMap::new();
+        let n1 = facts("n1", &labels);
+        let refs = |name: &str| {
+            vec![PodClaimRef {
+                name: "gpus".into(),
+                resource_claim_name: Some(name.into()),
+                resource_claim_template_name: None,
+            }]
+        };
+        let needs = |name: &str| ClaimNeeds::of("ml", &refs(name), &[], &BTreeMap::new(), &claims, &inv);
+        let (two, states) = needs("two");
+        assert_eq!(states[0].state, "pending");
+        assert_eq!(states[0].requests, vec!["gpu: 2 x gpu.example.com"]);
+        assert_eq!(two.check(n1, &BTreeMap::new(), &inv), Ok(()));
+        let (three, _) = needs("three");
+        assert_eq!(
+            three.check(n1, &BTreeMap::new(), &inv),
+            Err(DraFailure::CannotAllocate {
+                detail: "needs 3 of class gpu.example.com, 2 free here".into()
+            })
+        );
+        let (elsewhere, _) = needs("elsewhere");
+        assert_eq!(
+            elsewhere.check(n1, &BTreeMap::new(), &inv),
+            Err(DraFailure::NotAvailable {
+                claim: "elsewhere".into()
+            })
+        );
+        let (big, _) = needs("big");
+        assert_eq!(
+            big.unmodelled,
+            vec!["device class big-gpu: selectors beyond device.driver"]
+        );
+        assert_eq!(big.check(n1, &BTreeMap::new(), &inv), Ok(()), "not guessed");
+        let template = vec![PodClaimRef {
+            name: "gpus".into(),
+            resource_claim_name: None,
+            resource_claim_template_name: Some("gpu-template".into()),
+        }];
+        let (missing, states) = ClaimNeeds::of("ml", &template, &[], &BTreeMap::new(), &claims, &inv);
+        assert_eq!(states[0].state, "missing");
+        assert!(missing.missing[0].contains("no ResourceClaim has been generated from template gpu-template yet"));
+    }
+
     #[test]
     fn classes_serve_their_extended_resource_and_the_implicit_one() {
         let class: DeviceClass = serde_json::from_value(json!({"metadata": {"name": "gpu.example.com"}, "spec": {"extendedResourceName": "example.com/gpu"}})).unwrap();
