@@ -94,7 +94,7 @@ pub struct Figures {
 
 impl Figures {
     /// `count` devices of which `in_use` are taken and `free` can still be allocated.
-    fn devices(count: usize, in_use: usize, free: usize) -> Self {
+    pub fn devices(count: usize, in_use: usize, free: usize) -> Self {
         let n = |x: usize| Some(x as i128 * 1000);
         Figures {
             capacity: n(count),
@@ -451,7 +451,7 @@ pub struct ResourceTotal {
     /// Where some nodes share GPUs: the physical GPUs behind the resource (whole ones count
     /// as themselves, shared ones as GPU Feature Discovery's `gpu.count`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub physical: Option<u32>,
+    pub physical: Option<u64>,
 }
 
 /// Totals per resource: extended resources first (by name), then DRA drivers. Shared
@@ -459,7 +459,7 @@ pub struct ResourceTotal {
 /// physical GPUs that is.
 pub fn totals_by_resource(nodes: &[NodeInventory]) -> Vec<ResourceTotal> {
     let mut out: BTreeMap<(bool, String), ResourceTotal> = BTreeMap::new();
-    let mut physical: BTreeMap<(bool, String), Vec<Option<u32>>> = BTreeMap::new();
+    let mut physical: BTreeMap<(bool, String), Vec<Option<u64>>> = BTreeMap::new();
     let mut shared: BTreeSet<(bool, String)> = BTreeSet::new();
     for a in nodes.iter().flat_map(|n| &n.accelerators) {
         let dra = a.form == Form::Dra;
@@ -472,14 +472,17 @@ pub fn totals_by_resource(nodes: &[NodeInventory]) -> Vec<ResourceTotal> {
                 figures: Figures::default(),
                 physical: None,
             });
-        t.nodes += 1;
+        // A mixed-strategy MIG node's nvidia.com/gpu at 0 is not a node with GPUs of it.
+        if a.form != Form::MigMixed {
+            t.nodes += 1;
+        }
         t.figures.add(&a.figures);
         physical
             .entry((dra, a.resource.clone()))
             .or_default()
             .push(match a.form {
-                Form::Whole => a.figures.capacity.map(|c| (c / 1000) as u32),
-                Form::TimeSlicing | Form::Mps => a.physical,
+                Form::Whole => a.figures.capacity.map(|c| (c / 1000).max(0) as u64),
+                Form::TimeSlicing | Form::Mps => a.physical.map(u64::from),
                 Form::MigMixed => Some(0),
                 Form::Mig | Form::MigSingle | Form::Dra => None,
             });
@@ -493,7 +496,12 @@ pub fn totals_by_resource(nodes: &[NodeInventory]) -> Vec<ResourceTotal> {
         if shared.contains(key) {
             let counts = &physical[key];
             if counts.iter().all(Option::is_some) {
-                t.physical = Some(counts.iter().flatten().sum());
+                t.physical = Some(
+                    counts
+                        .iter()
+                        .flatten()
+                        .fold(0u64, |a, b| a.saturating_add(*b)),
+                );
             }
         }
     }

@@ -25,11 +25,15 @@ use crate::scheduling::{NodeFacts, terms_match};
 pub const API: &str = "/apis/resource.k8s.io/v1";
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ObjectName {
     #[serde(default)]
     pub name: String,
     #[serde(default)]
     pub namespace: String,
+    /// RFC 3339, which orders as text.
+    #[serde(default)]
+    pub creation_timestamp: Option<String>,
 }
 
 /// A ResourceSlice: one driver's devices in one pool, for one node or a set of nodes.
@@ -91,6 +95,21 @@ pub struct Device {
     pub all_nodes: Option<bool>,
     #[serde(default)]
     pub node_selector: Option<NodeSelector>,
+    /// The device may be allocated to several claims at once (shared).
+    #[serde(default)]
+    pub allow_multiple_allocations: Option<bool>,
+    /// Device taints: a NoSchedule or NoExecute one keeps claims that do not tolerate it
+    /// away (placekit counts such a device as not free).
+    #[serde(default)]
+    pub taints: Vec<DeviceTaint>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DeviceTaint {
+    #[serde(default)]
+    pub key: String,
+    #[serde(default)]
+    pub effect: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -269,6 +288,7 @@ pub struct AllocatedDevices {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct AllocationResult {
     #[serde(default)]
     pub request: String,
@@ -278,6 +298,9 @@ pub struct AllocationResult {
     pub pool: String,
     #[serde(default)]
     pub device: String,
+    /// Admin access (monitoring, maintenance) does not take the device from others.
+    #[serde(default)]
+    pub admin_access: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -346,6 +369,10 @@ pub struct KeptDevice {
     pub pool: String,
     pub name: String,
     pub reach: Reach,
+    /// Shared: allocations do not use it up.
+    pub shareable: bool,
+    /// A NoSchedule/NoExecute device taint.
+    pub tainted: bool,
     /// counter set -> counter -> thousandths consumed.
     pub consumes: BTreeMap<String, BTreeMap<String, i128>>,
 }
@@ -397,6 +424,22 @@ impl DraInventory {
             let key = (s.spec.driver.clone(), s.spec.pool.name.clone());
             let g = newest.entry(key).or_insert(s.spec.pool.generation);
             *g = (*g).max(s.spec.pool.generation);
+        }
+        // A pool whose newest generation has fewer slices than it says is incomplete: the
+        // scheduler allocates nothing from it (a driver mid-way through publishing).
+        let mut seen: BTreeMap<(String, String), (i64, i64)> = BTreeMap::new();
+        for s in &slices {
+            let key = (s.spec.driver.clone(), s.spec.pool.name.clone());
+            if newest.get(&key) == Some(&s.spec.pool.generation) {
+                let e = seen.entry(key).or_default();
+                e.0 += 1;
+                e.1 = e.1.max(s.spec.pool.resource_slice_count);
+            }
+        }
+        for (key, (slices_seen, count)) in seen {
+            if slices_seen < count {
+                newest.remove(&key);
+            }
         }
         let mut inventory = DraInventory {
             classes,
@@ -463,6 +506,11 @@ impl DraInventory {
                 pool: s.spec.pool.name.clone(),
                 name: d.name,
                 reach,
+                shareable: d.allow_multiple_allocations == Some(true),
+                tainted: d
+                    .taints
+                    .iter()
+                    .any(|t| t.effect == "NoSchedule" || t.effect == "NoExecute"),
                 consumes: d
                     .consumes_counters
                     .into_iter()
@@ -486,7 +534,12 @@ impl DraInventory {
         let Some(a) = &claim.status.allocation else {
             return;
         };
-        for r in &a.devices.results {
+        for r in a
+            .devices
+            .results
+            .iter()
+            .filter(|r| r.admin_access != Some(true))
+        {
             // A device of an older pool generation, or of a slice gone since, is not
             // counted: the scheduler does not offer it either.
             let key = (r.driver.clone(), r.pool.clone(), r.device.clone());
@@ -506,9 +559,18 @@ impl DraInventory {
         self.classes.iter().find(|c| c.metadata.name == name)
     }
 
-    /// The class that serves extended resource `resource`, if any.
+    /// The class that serves extended resource `resource`, if any: of several, the newest
+    /// (then the lowest name), as the scheduler picks it.
     pub fn class_serving(&self, resource: &str) -> Option<&DeviceClass> {
-        self.classes.iter().find(|c| c.serves(resource))
+        self.classes
+            .iter()
+            .filter(|c| c.serves(resource))
+            .min_by(|a, b| {
+                b.metadata
+                    .creation_timestamp
+                    .cmp(&a.metadata.creation_timestamp)
+                    .then_with(|| a.metadata.name.cmp(&b.metadata.name))
+            })
     }
 
     /// Whether an allocated claim names the device.
@@ -539,15 +601,47 @@ impl DraInventory {
         })
     }
 
-    /// Per driver, the devices usable from `node`: total, allocated, and free now.
+    /// Per driver, the devices usable from `node`: total, allocated, and free now. Free
+    /// devices are unallocated (or shareable), untainted, and — for partitions of one
+    /// physical device — as many as the counters left can hold at once (smallest first).
     pub fn node_devices(&self, node: NodeFacts<'_>) -> Vec<DriverDevices> {
-        let here = self.by_node.get(node.name).into_iter().flatten().chain(
-            self.elsewhere
-                .iter()
-                .filter(|&&i| self.devices[i].reach.admits(node)),
-        );
+        self.summarize(self.reachable(node))
+    }
+
+    /// The indices of the devices usable from `node`.
+    fn reachable<'a>(&'a self, node: NodeFacts<'a>) -> impl Iterator<Item = usize> + 'a {
+        self.by_node
+            .get(node.name)
+            .into_iter()
+            .flatten()
+            .copied()
+            .chain(
+                self.elsewhere
+                    .iter()
+                    .copied()
+                    .filter(move |&i| self.devices[i].reach.admits(node)),
+            )
+    }
+
+    /// Per driver, the devices usable from any of `nodes`, each counted once (a device a
+    /// node selector or `allNodes` makes reachable from many nodes is still one device).
+    pub fn devices_over<'a>(
+        &self,
+        nodes: impl IntoIterator<Item = NodeFacts<'a>>,
+    ) -> Vec<DriverDevices> {
+        let mut indices: Vec<usize> = nodes
+            .into_iter()
+            .flat_map(|n| self.reachable(n).collect::<Vec<_>>())
+            .collect();
+        indices.sort_unstable();
+        indices.dedup();
+        self.summarize(indices)
+    }
+
+    fn summarize(&self, here: impl IntoIterator<Item = usize>) -> Vec<DriverDevices> {
         let mut per_driver: BTreeMap<&str, DriverDevices> = BTreeMap::new();
-        for &i in here {
+        let mut partitions: Vec<usize> = Vec::new();
+        for i in here {
             let d = &self.devices[i];
             let e = per_driver
                 .entry(d.driver.as_str())
@@ -566,8 +660,35 @@ impl DraInventory {
             e.partitionable |= !d.consumes.is_empty();
             if self.allocated[i] {
                 e.allocated += 1;
-            } else if d.consumes.is_empty() || fits_counters(self.counters_left(), d) {
+            }
+            if (self.allocated[i] && !d.shareable) || d.tainted {
+                continue;
+            }
+            if d.consumes.is_empty() {
                 e.free += 1;
+            } else {
+                partitions.push(i);
+            }
+        }
+        if !partitions.is_empty() {
+            // Partitions exclude each other through their pool's counters: count how many
+            // fit together, smallest first.
+            let mut left = self.counters_left().clone();
+            partitions.sort_by_key(|&i| {
+                self.devices[i]
+                    .consumes
+                    .values()
+                    .flat_map(|c| c.values())
+                    .sum::<i128>()
+            });
+            for i in partitions {
+                let d = &self.devices[i];
+                if fits_counters(&left, d) {
+                    consume(&mut left, d);
+                    if let Some(e) = per_driver.get_mut(d.driver.as_str()) {
+                        e.free += 1;
+                    }
+                }
             }
         }
         per_driver
@@ -599,13 +720,22 @@ impl DraInventory {
     /// tell which devices the class selects (selectors other than one driver test).
     pub fn free_for_class(&self, class: &str, node: NodeFacts<'_>) -> Option<usize> {
         let driver = self.class(class)?.driver()?;
-        Some(
-            self.node_devices(node)
-                .into_iter()
-                .find(|d| d.driver == driver)
-                .map(|d| d.free)
-                .unwrap_or(0),
-        )
+        Some(self.driver_on(&driver, node).map(|d| d.free).unwrap_or(0))
+    }
+
+    /// The devices of `driver` usable from `node`.
+    fn driver_on(&self, driver: &str, node: NodeFacts<'_>) -> Option<DriverDevices> {
+        self.node_devices(node)
+            .into_iter()
+            .find(|d| d.driver == driver)
+    }
+
+    /// Whether `driver` publishes partitionable devices (their allocation depends on which
+    /// partitions the scheduler picks: placekit does not predict it).
+    pub fn is_partitionable(&self, driver: &str) -> bool {
+        self.devices
+            .iter()
+            .any(|d| d.driver == driver && !d.consumes.is_empty())
     }
 }
 
@@ -722,6 +852,15 @@ impl ClaimNeeds {
         let mut needs = ClaimNeeds::default();
         let mut states = Vec::new();
         for r in claim_refs {
+            // A template whose status entry names no claim needs none (the controller
+            // decided so); the scheduler skips it.
+            if r.resource_claim_name.is_none()
+                && statuses
+                    .iter()
+                    .any(|s| s.name == r.name && s.resource_claim_name.is_none())
+            {
+                continue;
+            }
             let object = r.resource_claim_name.clone().or_else(|| {
                 statuses
                     .iter()
@@ -813,19 +952,37 @@ impl ClaimNeeds {
                 });
             }
         }
-        for need in &needs.to_allocate {
-            match inventory.class(&need.class) {
-                None => needs.unmodelled.push(format!(
-                    "claim {}, request {}: device class {} does not exist",
-                    need.claim, need.request, need.class
-                )),
-                Some(c) if c.driver().is_none() => needs.unmodelled.push(format!(
-                    "device class {}: selectors beyond device.driver",
-                    need.class
-                )),
-                Some(_) => {}
+        let classes = needs
+            .to_allocate
+            .iter()
+            .map(|n| {
+                (
+                    format!("claim {}, request {}", n.claim, n.request),
+                    &n.class,
+                )
+            })
+            .chain(
+                needs
+                    .extended
+                    .iter()
+                    .map(|(r, class, _)| (format!("extended resource {r}"), class)),
+            );
+        let mut unmodelled = Vec::new();
+        for (what, class) in classes {
+            match inventory.class(class) {
+                None => unmodelled.push(format!("{what}: device class {class} does not exist")),
+                Some(c) => match c.driver() {
+                    None => unmodelled.push(format!(
+                        "device class {class}: selectors beyond device.driver"
+                    )),
+                    Some(driver) if inventory.is_partitionable(&driver) => unmodelled.push(
+                        format!("device class {class}: partitionable devices of {driver}"),
+                    ),
+                    Some(_) => {}
+                },
             }
         }
+        needs.unmodelled.extend(unmodelled);
         needs.unmodelled.sort();
         needs.unmodelled.dedup();
         (needs, states)
@@ -854,45 +1011,57 @@ impl ClaimNeeds {
         node_allocatable: &BTreeMap<String, i128>,
         inventory: &DraInventory,
     ) -> Result<(), DraFailure> {
+        // Demand per driver (classes of one driver draw on the same devices); classes
+        // placekit cannot resolve to a driver are left to the scheduler (`unmodelled`).
+        let mut wanted: BTreeMap<String, (i64, bool, Vec<&str>)> = BTreeMap::new();
+        let demands = self
+            .to_allocate
+            .iter()
+            .map(|n| (n.class.as_str(), n.count))
+            .chain(
+                self.extended
+                    .iter()
+                    .filter(|(r, _, _)| node_allocatable.get(r).copied().unwrap_or(0) == 0)
+                    .map(|(_, class, count)| (class.as_str(), Some(*count))),
+            );
+        for (class, count) in demands {
+            let Some(driver) = inventory.class(class).and_then(DeviceClass::driver) else {
+                continue;
+            };
+            let e = wanted.entry(driver).or_default();
+            match count {
+                Some(c) => e.0 += c,
+                None => e.1 = true,
+            }
+            if !e.2.contains(&class) {
+                e.2.push(class);
+            }
+        }
+        // The scheduler runs the allocator before it reports allocated claims its devices
+        // cannot reach: "cannot allocate all claims" comes first.
+        for (driver, (count, all, classes)) in wanted {
+            let devices = inventory.driver_on(&driver, node);
+            let (free, total) = devices.map(|d| (d.free, d.total)).unwrap_or((0, 0));
+            // `All` needs every device of the class there to be allocatable, and one at least.
+            let short = (all && (total == 0 || free < total)) || (free as i64) < count;
+            if short {
+                let asked = match (all, count) {
+                    (true, 0) => "all devices".to_string(),
+                    (true, c) => format!("all devices and {c} more"),
+                    (false, c) => c.to_string(),
+                };
+                let class = classes.join(", ");
+                return Err(DraFailure::CannotAllocate {
+                    detail: format!("needs {asked} of class {class}, {free} free here"),
+                });
+            }
+        }
         for (claim, selector) in &self.allocated {
             if let Some(sel) = selector
                 && !terms_match(&sel.node_selector_terms, node)
             {
                 return Err(DraFailure::NotAvailable {
                     claim: claim.clone(),
-                });
-            }
-        }
-        let mut wanted: BTreeMap<&str, (i64, bool)> = BTreeMap::new();
-        for n in &self.to_allocate {
-            let e = wanted.entry(n.class.as_str()).or_default();
-            match n.count {
-                Some(c) => e.0 += c,
-                None => e.1 = true,
-            }
-        }
-        for (resource, class, count) in &self.extended {
-            if node_allocatable.get(resource).copied().unwrap_or(0) == 0 {
-                wanted.entry(class.as_str()).or_default().0 += count;
-            }
-        }
-        for (class, (count, all)) in wanted {
-            let Some(free) = inventory.free_for_class(class, node) else {
-                continue;
-            };
-            let short = if all {
-                free == 0
-            } else {
-                (free as i64) < count
-            };
-            if short {
-                let asked = if all {
-                    "all devices".to_string()
-                } else {
-                    format!("{count}")
-                };
-                return Err(DraFailure::CannotAllocate {
-                    detail: format!("needs {asked} of class {class}, {free} free here"),
                 });
             }
         }
@@ -1001,7 +1170,11 @@ mod tests {
         );
         let mut inv = DraInventory::new(vec![s], vec![]);
         let labels = BTreeMap::new();
-        assert_eq!(inv.node_devices(facts("n1", &labels))[0].free, 3);
+        assert_eq!(
+            inv.node_devices(facts("n1", &labels))[0].free,
+            2,
+            "the whole GPU and its halves exclude each other: at most two devices at once"
+        );
         let claim: ResourceClaim =
             serde_json::from_value(json!({"status": {"allocation": {"devices": {"results": [
             {"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "gpu-0-a"}]}}}}))
@@ -1012,6 +1185,98 @@ mod tests {
             (d.total, d.allocated, d.free, d.partitionable),
             (3, 1, 1, true),
             "the whole GPU no longer fits; the other half does"
+        );
+    }
+
+    #[test]
+    fn admin_access_shared_and_tainted_devices_and_incomplete_pools() {
+        let s = slice(
+            json!({"spec": {"driver": "d", "nodeName": "n1", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "watched"}, {"name": "shared", "allowMultipleAllocations": true},
+                        {"name": "tainted", "taints": [{"key": "unhealthy", "effect": "NoSchedule"}]}, {"name": "plain"}]}}),
+        );
+        // A pool that says it has two slices and shows one: the scheduler skips it.
+        let incomplete = slice(
+            json!({"spec": {"driver": "d", "nodeName": "n1", "pool": {"name": "half", "generation": 1, "resourceSliceCount": 2},
+            "devices": [{"name": "x"}]}}),
+        );
+        let mut inv = DraInventory::new(vec![s, incomplete], vec![]);
+        inv.add_claim(
+            &serde_json::from_value(json!({"status": {"allocation": {"devices": {"results": [
+            {"request": "r", "driver": "d", "pool": "p", "device": "watched", "adminAccess": true},
+            {"request": "r", "driver": "d", "pool": "p", "device": "shared"}]}}}}))
+            .unwrap(),
+        );
+        let labels = BTreeMap::new();
+        let d = &inv.node_devices(facts("n1", &labels))[0];
+        assert_eq!(
+            (d.total, d.allocated, d.free, d.pools.clone()),
+            (4, 1, 3, vec!["p".to_string()]),
+            "admin access takes nothing; a shared device stays free; a tainted one is not free"
+        );
+    }
+
+    #[test]
+    fn a_device_many_nodes_reach_is_one_device_in_totals() {
+        let s = slice(
+            json!({"spec": {"driver": "net.example.com", "allNodes": true,
+            "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1}, "devices": [{"name": "a"}, {"name": "b"}]}}),
+        );
+        let inv = DraInventory::new(vec![s], vec![]);
+        let labels = BTreeMap::new();
+        assert_eq!(inv.node_devices(facts("n1", &labels))[0].total, 2);
+        assert_eq!(inv.node_devices(facts("n2", &labels))[0].total, 2);
+        assert_eq!(
+            inv.devices_over([facts("n1", &labels), facts("n2", &labels)])[0].total,
+            2
+        );
+    }
+
+    #[test]
+    fn allocation_mode_all_needs_every_device_of_the_node() {
+        let s = slice(
+            json!({"spec": {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}),
+        );
+        let class: DeviceClass = serde_json::from_value(json!({"metadata": {"name": "gpu.example.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}})).unwrap();
+        let mut inv = DraInventory::new(vec![s], vec![class]);
+        let all = claim_of(json!({"metadata": {"name": "all", "namespace": "ml"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "allocationMode": "All"}}]}}}));
+        let refs = vec![PodClaimRef {
+            name: "gpus".into(),
+            resource_claim_name: Some("all".into()),
+            resource_claim_template_name: None,
+        }];
+        let labels = BTreeMap::new();
+        let (needs, _) = ClaimNeeds::of(
+            "ml",
+            &refs,
+            &[],
+            &BTreeMap::new(),
+            std::slice::from_ref(&all),
+            &inv,
+        );
+        assert_eq!(
+            needs.check(facts("n1", &labels), &BTreeMap::new(), &inv),
+            Ok(())
+        );
+        assert!(
+            needs
+                .check(facts("n2", &labels), &BTreeMap::new(), &inv)
+                .is_err(),
+            "no device there"
+        );
+        inv.add_claim(
+            &serde_json::from_value(json!({"status": {"allocation": {"devices": {"results": [
+            {"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "gpu-0"}]}}}}))
+            .unwrap(),
+        );
+        assert_eq!(
+            needs.check(facts("n1", &labels), &BTreeMap::new(), &inv),
+            Err(DraFailure::CannotAllocate {
+                detail: "needs all devices of class gpu.example.com, 1 free here".into()
+            })
         );
     }
 
@@ -1035,8 +1300,10 @@ mod tests {
 
     #[test]
     fn claim_needs_check_devices_allocations_and_say_what_they_cannot_model() {
-        let slice = slice(json!({"spec": {"driver": "gpu.example.com", "nodeName": "n1",
-            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1}, "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}));
+        let slice = slice(
+            json!({"spec": {"driver": "gpu.example.com", "nodeName": "n1",
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1}, "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}),
+        );
         let simple: DeviceClass = serde_json::from_value(json!({"metadata": {"name": "gpu.example.com"},
             "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}})).unwrap();
         let cel: DeviceClass = serde_json::from_value(json!({"metadata": {"name": "big-gpu"},
@@ -1063,7 +1330,8 @@ mod tests {
                 resource_claim_template_name: None,
             }]
         };
-        let needs = |name: &str| ClaimNeeds::of("ml", &refs(name), &[], &BTreeMap::new(), &claims, &inv);
+        let needs =
+            |name: &str| ClaimNeeds::of("ml", &refs(name), &[], &BTreeMap::new(), &claims, &inv);
         let (two, states) = needs("two");
         assert_eq!(states[0].state, "pending");
         assert_eq!(states[0].requests, vec!["gpu: 2 x gpu.example.com"]);
@@ -1093,9 +1361,13 @@ mod tests {
             resource_claim_name: None,
             resource_claim_template_name: Some("gpu-template".into()),
         }];
-        let (missing, states) = ClaimNeeds::of("ml", &template, &[], &BTreeMap::new(), &claims, &inv);
+        let (missing, states) =
+            ClaimNeeds::of("ml", &template, &[], &BTreeMap::new(), &claims, &inv);
         assert_eq!(states[0].state, "missing");
-        assert!(missing.missing[0].contains("no ResourceClaim has been generated from template gpu-template yet"));
+        assert!(
+            missing.missing[0]
+                .contains("no ResourceClaim has been generated from template gpu-template yet")
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ use crate::error::CommandError;
 use crate::exit;
 use crate::gpu::{self, NodeView, PodView, format_milli};
 use crate::mutation::report::REPORT_API_VERSION;
+use crate::scheduling::NodeFacts;
 use crate::targets::Targets;
 use crate::ui::{OutputFormat, Ui};
 
@@ -363,7 +364,18 @@ pub async fn status(
         .collect();
     let legacy: Vec<gpu::NodeGpu> = rows.iter().map(|r| r.primary.clone()).collect();
     let totals = gpu::totals(&legacy);
-    let by_resource = accelerators::totals_by_resource(&rows);
+    let mut by_resource = accelerators::totals_by_resource(&rows);
+    // DRA devices a node selector or allNodes makes reachable from many nodes are one
+    // device each in the totals, not one per node.
+    let over = dra.inventory.devices_over(nodes.iter().map(|n| NodeFacts {
+        name: &n.metadata.name,
+        labels: &n.metadata.labels,
+    }));
+    for t in by_resource.iter_mut().filter(|t| t.form == Form::Dra) {
+        if let Some(d) = over.iter().find(|d| d.driver == t.resource) {
+            t.figures = accelerators::Figures::devices(d.total, d.allocated, d.free);
+        }
+    }
     if ui.output.is_structured() {
         let mut totals = serde_json::to_value(&totals).expect("totals serialise");
         totals["byResource"] = serde_json::to_value(&by_resource).expect("totals serialise");

@@ -328,7 +328,7 @@ pub async fn why_pending(
     // model the claims and so cannot say it fits.
     let placeable =
         missing.is_empty() && unmodelled.is_empty() && checked.iter().any(Result::is_ok);
-    let mig_hint = mig_hint(&requests, &nodes, &fitting);
+    let mig_hint = mig_hint(&requests, &nodes, &fitting, &filters);
     let report = json!({
         "apiVersion": REPORT_API_VERSION,
         "kind": "PendingReport",
@@ -386,18 +386,22 @@ fn mig_hint(
     requests: &BTreeMap<String, i128>,
     nodes: &[NodeInfo],
     fitting: &[&str],
+    filters: &live::PodFilters<'_>,
 ) -> Option<String> {
     if !fitting.is_empty() || !requests.contains_key("nvidia.com/gpu") {
         return None;
     }
     let mut profiles: BTreeMap<&str, i128> = BTreeMap::new();
-    for n in nodes {
+    // The candidates (node affinity and nodeSelector hold) without whole GPUs: what their
+    // MIG profiles have free.
+    for n in nodes.iter().filter(|n| filters.is_candidate(n)) {
         if n.allocatable.get("nvidia.com/gpu").copied().unwrap_or(0) > 0 {
             continue;
         }
         for (r, q) in &n.allocatable {
-            if r.starts_with("nvidia.com/mig-") && *q > 0 {
-                *profiles.entry(r.as_str()).or_default() += q;
+            let free = q - n.requested.get(r).copied().unwrap_or(0);
+            if r.starts_with("nvidia.com/mig-") && free > 0 {
+                *profiles.entry(r.as_str()).or_default() += free;
             }
         }
     }
@@ -406,7 +410,7 @@ fn mig_hint(
             "the pod asks for nvidia.com/gpu, but the nodes without it expose MIG profiles: {} (request one of them instead)",
             profiles
                 .iter()
-                .map(|(r, q)| format!("{r} ({} allocatable)", placekit::gpu::format_milli(*q)))
+                .map(|(r, q)| format!("{r} ({} free)", placekit::gpu::format_milli(*q)))
                 .collect::<Vec<_>>()
                 .join(", ")
         )

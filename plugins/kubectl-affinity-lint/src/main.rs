@@ -102,9 +102,6 @@ Running pods whose node no longer satisfies their nodeSelector or required node 
 tolerations no longer cover the node's NoExecute taints (those are evicted), from one node \
 list and one paged pod list.
 
-Exit codes: 0 when the pod is scheduled or a node fits now, 1 when it cannot be placed now \
-(no node fits, a claim is missing, or its claims cannot be modelled), 2 usage, 3 cluster.
-
 Checked against a real kube-scheduler v1.37.2 in placekit's test suite: after \
 changing the labels, taints or cordon of 105 nodes under 168 running pods, drift listed \
 exactly the 32 pods whose pinned copy the scheduler refused by node affinity or an \

@@ -476,7 +476,7 @@ async fn why_pending_names_the_mig_profiles_of_nodes_without_whole_gpus() {
     let run = h.run(&["why-pending", "whole-gpu", "-n", "ml"]).await;
     assert_code(&run, 1);
     assert!(
-        run.stdout.contains("hint: the pod asks for nvidia.com/gpu, but the nodes without it expose MIG profiles: nvidia.com/mig-1g.10gb (14 allocatable), nvidia.com/mig-2g.20gb (4 allocatable), nvidia.com/mig-3g.40gb (4 allocatable)"),
+        run.stdout.contains("hint: the pod asks for nvidia.com/gpu, but the nodes without it expose MIG profiles: nvidia.com/mig-1g.10gb (12 free), nvidia.com/mig-2g.20gb (4 free), nvidia.com/mig-3g.40gb (4 free)"),
         "{}",
         run.all()
     );
