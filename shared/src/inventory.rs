@@ -52,6 +52,8 @@ pub struct DraRead {
     pub claims: Vec<ResourceClaim>,
     /// "cannot list resourceslices: ..." — said once, the rest goes on.
     pub notes: Vec<String>,
+    /// RBAC forbids listing ResourceClaims: a pod's claims cannot be judged.
+    pub claims_forbidden: bool,
     pub requests: usize,
 }
 
@@ -61,7 +63,7 @@ pub struct DraRead {
 pub async fn read_dra(conn: &Connection, keep_claims: bool) -> Result<DraRead, CommandError> {
     let mut out = DraRead::default();
     let mut classes: Vec<DeviceClass> = Vec::new();
-    let note = |listed: Listed, out: &mut DraRead| -> bool {
+    let note = |listed: Listed, out: &mut DraRead, consequence: &str| -> bool {
         match listed {
             Listed::Read(n) => {
                 out.requests += n;
@@ -73,8 +75,7 @@ pub async fn read_dra(conn: &Connection, keep_claims: bool) -> Result<DraRead, C
             }
             Listed::Forbidden(message) => {
                 out.requests += 1;
-                out.notes
-                    .push(format!("{message}: DRA devices are not counted"));
+                out.notes.push(format!("{message}: {consequence}"));
                 false
             }
         }
@@ -86,7 +87,7 @@ pub async fn read_dra(conn: &Connection, keep_claims: bool) -> Result<DraRead, C
         |p: Vec<DeviceClass>| classes.extend(p),
     )
     .await?;
-    if !note(listed, &mut out) {
+    if !note(listed, &mut out, "DRA devices are not counted") {
         // Not served (no DRA on this cluster), or forbidden (said once).
         return Ok(out);
     }
@@ -98,7 +99,7 @@ pub async fn read_dra(conn: &Connection, keep_claims: bool) -> Result<DraRead, C
         |p: Vec<ResourceSlice>| slices.extend(p),
     )
     .await?;
-    let slices_read = note(listed, &mut out);
+    let slices_read = note(listed, &mut out, "DRA devices are not counted");
     let any_slices = !slices.is_empty();
     out.inventory = DraInventory::new(slices, classes);
     if !slices_read {
@@ -124,7 +125,11 @@ pub async fn read_dra(conn: &Connection, keep_claims: bool) -> Result<DraRead, C
         },
     )
     .await?;
-    note(listed, &mut out);
+    out.claims_forbidden = !note(
+        listed,
+        &mut out,
+        "which DRA devices are allocated is unknown (they show as free)",
+    );
     out.claims = claims;
     Ok(out)
 }

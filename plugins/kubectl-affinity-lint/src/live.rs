@@ -281,7 +281,7 @@ pub async fn why_pending(
     for n in &dra.notes {
         ui.warn(n);
     }
-    let (needs, claim_states) = placekit::dra::ClaimNeeds::of(
+    let (mut needs, mut claim_states) = placekit::dra::ClaimNeeds::of(
         namespace,
         &pod.claim_refs(),
         &pod.status.resource_claim_statuses,
@@ -289,6 +289,23 @@ pub async fn why_pending(
         &dra.claims,
         &dra.inventory,
     );
+    if dra.claims_forbidden {
+        // Not missing: unreadable. Whether the scheduler can allocate them is its word.
+        let unreadable: Vec<String> = needs
+            .missing
+            .drain(..)
+            .map(|m| {
+                format!(
+                    "{} (placekit may not list ResourceClaims)",
+                    m.replace(" does not exist", " could not be read")
+                )
+            })
+            .collect();
+        needs.unmodelled.extend(unreadable);
+        for state in claim_states.iter_mut().filter(|c| c.state == "missing") {
+            state.state = "unreadable";
+        }
+    }
     let unmodelled = needs.unmodelled.clone();
     let missing = needs.missing.clone();
     let mut filters = live::PodFilters::new(&pod, &nodes);

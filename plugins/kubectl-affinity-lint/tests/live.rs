@@ -554,3 +554,47 @@ spec:
         al104[0].1
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn why_pending_without_permission_to_list_claims_does_not_call_them_missing() {
+    if std::env::var_os("PLACEKIT_E2E_KUBECONFIG").is_some() {
+        return;
+    }
+    let config = ServerConfig::default()
+        .with_fixture_yaml(ACCELERATORS)
+        .with_user(
+            "no-claims-token",
+            User {
+                name: "no-claims".into(),
+                rules: vec![Rule {
+                    verbs: vec!["get".into(), "list".into()],
+                    resources: vec![
+                        "nodes".into(),
+                        "pods".into(),
+                        "events".into(),
+                        "deviceclasses".into(),
+                        "resourceslices".into(),
+                    ],
+                }],
+            },
+        );
+    let h = Harness::local("affinity-lint", binary(), config).await;
+    h.create(claim("needs-one-gpu", 1)).await;
+    h.create(claiming_pod("needs-one", "needs-one-gpu")).await;
+    let run = h
+        .run_with(
+            &["why-pending", "needs-one", "-n", "ml"],
+            &h.kubeconfig_for("no-claims-token"),
+        )
+        .await;
+    assert_code(&run, 1);
+    assert!(
+        run.stderr.contains("cannot list resourceclaims")
+            && run.stdout.contains("claim gpus (ResourceClaim needs-one-gpu): unreadable")
+            && run.stdout.contains("placekit cannot model gpus: ResourceClaim ml/needs-one-gpu could not be read (placekit may not list ResourceClaims)")
+            && !run.stdout.contains("fit now")
+            && !run.stdout.contains("resource claim missing"),
+        "{}",
+        run.all()
+    );
+}
