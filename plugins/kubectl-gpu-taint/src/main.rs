@@ -84,7 +84,8 @@ enum Command {
         /// Replace a taint with the same key and effect, or a label with another value.
         #[arg(long)]
         overwrite: bool,
-        /// Change pool labels that required scheduling constraints of workloads depend on.
+        /// Go on although workloads lose nodes they depend on: pool labels their required
+        /// constraints need, or their last node to a taint they do not tolerate.
         #[arg(long)]
         force: bool,
         #[command(flatten)]

@@ -947,3 +947,66 @@ async fn status_without_permission_to_list_dra_objects_says_so_once_and_goes_on(
         ["32", "32", "4", "28", "time-slicing", "8x4"]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taint_that_takes_a_workloads_last_node_blocks_and_says_did_you_mean() {
+    let h = Harness::start_any("gpu-taint", binary(), FIXTURE).await;
+    // Only gpu-a100-1 is in zone-a: the Deployment's one candidate. It tolerates
+    // dedicated=llm-online:NoSchedule.
+    h.create(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "zone-a-llm", "namespace": "ml"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "zone-a-llm"}},
+            "template": {"metadata": {"labels": {"app": "zone-a-llm"}}, "spec": {
+                "nodeSelector": {"topology.kubernetes.io/zone": "zone-a"},
+                "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "llm-online", "effect": "NoSchedule"}],
+                "containers": [{"name": "server", "image": "x"}]}}}
+    }))
+    .await;
+    // A device-plugin-like DaemonSet on the A100 nodes that tolerates only nvidia.com/gpu.
+    h.create(json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "gpu-device-plugin", "namespace": "ml"},
+        "spec": {"selector": {"matchLabels": {"app": "gpu-device-plugin"}},
+            "template": {"metadata": {"labels": {"app": "gpu-device-plugin"}}, "spec": {
+                "nodeSelector": {"accelerator.example.com/gpu-family": "a100"},
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                "containers": [{"name": "plugin", "image": "x"}]}}}
+    }))
+    .await;
+    let typo = h
+        .run(&[
+            "dedicate",
+            "gpu-a100-1",
+            "--taint",
+            "dedicated=llm-onlne:NoSchedule",
+            "-y",
+        ])
+        .await;
+    assert_code(&typo, 1);
+    assert!(
+        typo.stderr.contains("Deployment ml/zone-a-llm does not tolerate dedicated=llm-onlne:NoSchedule, and node/gpu-a100-1 is the only node it can use now: new pods of it could not be scheduled anywhere; did you mean dedicated=llm-online:NoSchedule (the workload tolerates it)?"),
+        "{}",
+        typo.all()
+    );
+    assert!(typo.stderr.contains("--force"), "{}", typo.all());
+    assert!(h.node("gpu-a100-1").await["spec"].get("taints").is_none());
+
+    // The taint it tolerates: no block; the DaemonSet is named with the toleration to add.
+    let right = h
+        .run(&[
+            "dedicate",
+            "gpu-a100-1",
+            "--taint",
+            "dedicated=llm-online:NoSchedule",
+            "-y",
+        ])
+        .await;
+    assert_code(&right, 0);
+    assert!(
+        right.stderr.contains("DaemonSet ml/gpu-device-plugin selects node/gpu-a100-1 and does not tolerate dedicated=llm-online:NoSchedule: its pods there keep running, but one that goes (e.g. on the DaemonSet's next rollout) is not recreated there; to keep it there, add to its pod template the toleration {key: dedicated, operator: Equal, value: llm-online, effect: NoSchedule}"),
+        "{}",
+        right.all()
+    );
+    assert!(!right.stderr.contains("zone-a-llm"), "{}", right.all());
+}

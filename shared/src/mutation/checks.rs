@@ -15,6 +15,12 @@
 //! - **Taints** ([`evictions`]): running pods that do not tolerate an added taint. NoSchedule
 //!   leaves them running (reported); NoExecute evicts them — DaemonSet pods included, which
 //!   tolerate only what their template says — and must be confirmed.
+//! - **Taints against workloads** ([`taint_losses`]): a workload template (or a custom
+//!   resource's pods) whose required constraints select a node that does not tolerate the
+//!   added taint loses that node. It *blocks* (unless `--force`) when the workload loses
+//!   every node it can use now; otherwise a warning says how many candidates remain. A
+//!   toleration of the same key with another value or effect gets "did you mean". A
+//!   DaemonSet that loses the node is named with the consequence and the toleration to add.
 //!
 //! All three are pure functions over plans and minimal views, so they are unit-tested
 //! without a server; [`crate::mutation::pipeline`] gathers the workloads and pods they need.
@@ -24,7 +30,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::dependents::{Constraint, KeyQuery, Workload, find_dependents};
 use crate::gpu::{AffectedPod, PodView, evicts, untolerating_pods};
 use crate::plan::{NodePlan, NodeState};
-use crate::scheduling::{NodeFacts, pod_fits_node_affinity, terms_match};
+use crate::scheduling::{
+    NodeFacts, SCHEDULING_EFFECTS, pod_fits_node_affinity, terms_match, untolerated_taints,
+};
 use crate::syntax::{LabelChange, Taint, TaintEffect};
 
 /// What the checks found: blocking problems stop the command before anything is written
@@ -265,6 +273,154 @@ fn pod_list(pods: &[AffectedPod]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Workloads that lose nodes to the taints the plans add: for each workload (templates and
+/// the pods of custom resources; bare pods are [`evictions`]' business), its candidates now
+/// — nodes its required constraints select and whose NoSchedule/NoExecute taints it
+/// tolerates — against the same nodes with the added taints. `nodes` is every node of the
+/// cluster (a workload's last candidate may be the one node changed).
+pub fn taint_losses(
+    added: &[(String, Taint)],
+    workloads: &[Workload],
+    nodes: &[NodeState],
+) -> Findings {
+    let mut findings = Findings::default();
+    let mut new_taints: BTreeMap<&str, Vec<&Taint>> = BTreeMap::new();
+    for (node, taint) in added {
+        new_taints.entry(node.as_str()).or_default().push(taint);
+    }
+    for w in workloads.iter().filter(|w| w.kind != "Pod") {
+        let spec = &w.pod_spec;
+        let tolerations = spec.tolerations.as_deref().unwrap_or_default();
+        let mut candidates = 0usize;
+        // (node, the added taint it does not tolerate)
+        let mut lost: Vec<(&str, &Taint)> = Vec::new();
+        for n in nodes {
+            let facts = NodeFacts {
+                name: &n.name,
+                labels: &n.labels,
+            };
+            if !pod_fits_node_affinity(spec, facts)
+                || !untolerated_taints(tolerations, &n.taints, SCHEDULING_EFFECTS).is_empty()
+            {
+                continue;
+            }
+            candidates += 1;
+            let untolerated = new_taints.get(n.name.as_str()).and_then(|ts| {
+                ts.iter().copied().find(|t| {
+                    SCHEDULING_EFFECTS.contains(&t.effect)
+                        && !tolerations
+                            .iter()
+                            .any(|x| crate::scheduling::tolerates(x, t))
+                })
+            });
+            if let Some(t) = untolerated {
+                lost.push((n.name.as_str(), t));
+            }
+        }
+        if lost.is_empty() {
+            continue;
+        }
+        let who = format!("{} {}/{}", w.kind, w.namespace, w.name);
+        let taints: BTreeSet<String> = lost.iter().map(|(_, t)| t.to_string()).collect();
+        let taint_text = taints.into_iter().collect::<Vec<_>>().join(", ");
+        let lost_nodes: Vec<&str> = lost.iter().map(|(n, _)| *n).collect();
+        let hint = near_tolerations(tolerations, lost.iter().map(|(_, t)| *t));
+        if w.kind == "DaemonSet" {
+            let (t, consequence) = (
+                lost[0].1,
+                if evicts(lost[0].1) {
+                    "its pods there are evicted now and not recreated"
+                } else {
+                    "its pods there keep running, but one that goes (e.g. on the DaemonSet's next rollout) is not recreated there"
+                },
+            );
+            findings.warnings.push(format!(
+                "{who} selects {} and does not tolerate {taint_text}: {consequence}; to keep it there, add to its pod template the toleration {}{hint}",
+                node_list(&lost_nodes),
+                toleration_for(t),
+            ));
+            continue;
+        }
+        let remaining = candidates - lost.len();
+        if remaining == 0 {
+            findings.blocking.push(format!(
+                "{who} does not tolerate {taint_text}, and {} {} the only node{} it can use now: new pods of it could not be scheduled anywhere{hint}",
+                node_list(&lost_nodes),
+                if lost.len() == 1 { "is" } else { "are" },
+                if lost.len() == 1 { "" } else { "s" },
+            ));
+        } else {
+            findings.warnings.push(format!(
+                "{who} does not tolerate {taint_text} and loses {}: {remaining} of its {candidates} candidate nodes remain{hint}",
+                node_list(&lost_nodes),
+            ));
+        }
+    }
+    findings
+}
+
+/// "; did you mean K=V:E (the workload tolerates it)?" when a toleration names the taint's
+/// key with another value (a typo such as llm-onlne for llm-online) or another effect.
+fn near_tolerations<'a>(
+    tolerations: &[k8s_openapi::api::core::v1::Toleration],
+    taints: impl Iterator<Item = &'a Taint>,
+) -> String {
+    let mut near: BTreeSet<String> = BTreeSet::new();
+    for t in taints {
+        for x in tolerations {
+            if x.key.as_deref() != Some(t.key.as_str()) {
+                continue;
+            }
+            let value = x.value.clone().unwrap_or_default();
+            let effect = x.effect.clone().unwrap_or_default();
+            if x.operator.as_deref() == Some("Exists") {
+                if !effect.is_empty() && effect != t.effect.to_string() {
+                    near.insert(format!("{}:{effect}", t.key));
+                }
+                continue;
+            }
+            let taint_value = t.value.clone().unwrap_or_default();
+            let value_near = value != taint_value
+                && crate::live::nearest_key(&taint_value, [value.as_str()]).is_some();
+            let effect_differs = !effect.is_empty() && effect != t.effect.to_string();
+            if value_near || (value == taint_value && effect_differs) {
+                let shown_effect = if effect.is_empty() {
+                    t.effect.to_string()
+                } else {
+                    effect
+                };
+                near.insert(if value.is_empty() {
+                    format!("{}:{shown_effect}", t.key)
+                } else {
+                    format!("{}={value}:{shown_effect}", t.key)
+                });
+            }
+        }
+    }
+    if near.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; did you mean {} (the workload tolerates it)?",
+            near.into_iter().collect::<Vec<_>>().join(" or ")
+        )
+    }
+}
+
+/// The toleration that tolerates exactly `taint`, as YAML flow.
+fn toleration_for(taint: &Taint) -> String {
+    match taint.value.as_deref().filter(|v| !v.is_empty()) {
+        None => format!(
+            "{{key: {}, operator: Exists, effect: {}}}",
+            taint.key, taint.effect
+        ),
+        Some(value) => format!(
+            "{{key: {}, operator: Equal, value: {value}, effect: {}}}",
+            taint.key, taint.effect
+        ),
+    }
 }
 
 /// Running pods that do not tolerate the taints the plans add.

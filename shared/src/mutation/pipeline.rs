@@ -90,6 +90,14 @@ async fn policy(conn: &Connection, plans: &[NodePlan]) -> Result<Findings, Comma
         nodes.dedup();
         let pods = api::active_pods_on(&conn.client, &nodes).await?;
         findings.extend(checks::evictions(&added, &pods));
+        // Which workloads lose the nodes, and whether any loses its last: every node's
+        // labels and taints (one paged list) against the workloads' templates.
+        let (workloads, unreadable) = api::list_workloads(&conn.client, None).await?;
+        if !checks::changes_labels(plans) {
+            findings.warnings.extend(unreadable);
+        }
+        let all_nodes = api::fetch_nodes(&conn.client, &crate::targets::Targets::All).await?;
+        findings.extend(checks::taint_losses(&added, &workloads, &all_nodes));
     }
     Ok(findings)
 }
@@ -149,7 +157,7 @@ pub async fn apply(
                 ""
             };
             let message = format!(
-                "nothing was changed: workloads depend on the labels being changed:\n  {}\nuse --force to change them anyway{force_also}",
+                "nothing was changed: workloads depend on the labels or taints being changed:\n  {}\nuse --force to change them anyway{force_also}",
                 findings.blocking.join("\n  ")
             );
             let all: Vec<NodePlan> = changing.iter().chain(&unchanged).cloned().collect();
