@@ -293,27 +293,30 @@ pub fn taint_losses(
     for w in workloads.iter().filter(|w| w.kind != "Pod") {
         let spec = &w.pod_spec;
         let tolerations = spec.tolerations.as_deref().unwrap_or_default();
-        let mut candidates = 0usize;
-        // (node, the added taint it does not tolerate)
+        let is_candidate = |n: &NodeState| {
+            pod_fits_node_affinity(
+                spec,
+                NodeFacts {
+                    name: &n.name,
+                    labels: &n.labels,
+                },
+            ) && untolerated_taints(tolerations, &n.taints, SCHEDULING_EFFECTS).is_empty()
+        };
+        // The changed nodes first (a few): most workloads lose none of them, and only those
+        // that do are judged over every node.
         let mut lost: Vec<(&str, &Taint)> = Vec::new();
-        for n in nodes {
-            let facts = NodeFacts {
-                name: &n.name,
-                labels: &n.labels,
-            };
-            if !pod_fits_node_affinity(spec, facts)
-                || !untolerated_taints(tolerations, &n.taints, SCHEDULING_EFFECTS).is_empty()
-            {
+        for n in nodes
+            .iter()
+            .filter(|n| new_taints.contains_key(n.name.as_str()))
+        {
+            if !is_candidate(n) {
                 continue;
             }
-            candidates += 1;
-            let untolerated = new_taints.get(n.name.as_str()).and_then(|ts| {
-                ts.iter().copied().find(|t| {
-                    SCHEDULING_EFFECTS.contains(&t.effect)
-                        && !tolerations
-                            .iter()
-                            .any(|x| crate::scheduling::tolerates(x, t))
-                })
+            let untolerated = new_taints[n.name.as_str()].iter().copied().find(|t| {
+                SCHEDULING_EFFECTS.contains(&t.effect)
+                    && !tolerations
+                        .iter()
+                        .any(|x| crate::scheduling::tolerates(x, t))
             });
             if let Some(t) = untolerated {
                 lost.push((n.name.as_str(), t));
@@ -322,6 +325,7 @@ pub fn taint_losses(
         if lost.is_empty() {
             continue;
         }
+        let candidates = nodes.iter().filter(|n| is_candidate(n)).count();
         let who = format!("{} {}/{}", w.kind, w.namespace, w.name);
         let taints: BTreeSet<String> = lost.iter().map(|(_, t)| t.to_string()).collect();
         let taint_text = taints.into_iter().collect::<Vec<_>>().join(", ");
