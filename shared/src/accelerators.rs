@@ -68,27 +68,18 @@ impl Form {
     }
 }
 
-/// Serialises thousandths as a JSON number of units (an integer when whole).
-fn units<S: serde::Serializer>(milli: &Option<i128>, s: S) -> Result<S::Ok, S::Error> {
-    match milli {
-        Some(m) if m % 1000 == 0 => s.serialize_i64((m / 1000) as i64),
-        Some(m) => s.serialize_f64(*m as f64 / 1000.0),
-        None => s.serialize_none(),
-    }
-}
-
 /// The four figures of a row or a total, in thousandths (serialised in units).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Figures {
-    #[serde(serialize_with = "units")]
+    #[serde(serialize_with = "crate::gpu::optional_units")]
     pub capacity: Option<i128>,
-    #[serde(serialize_with = "units")]
+    #[serde(serialize_with = "crate::gpu::optional_units")]
     pub allocatable: Option<i128>,
     /// Requested by active pods (extended resources) or allocated to claims (DRA).
-    #[serde(serialize_with = "units")]
+    #[serde(serialize_with = "crate::gpu::optional_units")]
     pub requested: Option<i128>,
     /// What a new pod can still get.
-    #[serde(serialize_with = "units")]
+    #[serde(serialize_with = "crate::gpu::optional_units")]
     pub free: Option<i128>,
 }
 

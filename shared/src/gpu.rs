@@ -348,7 +348,7 @@ pub struct ConditionView {
 }
 
 /// Serialises thousandths as a JSON number of units (an integer when whole).
-fn units<S: serde::Serializer>(milli: &i128, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn units<S: serde::Serializer>(milli: &i128, s: S) -> Result<S::Ok, S::Error> {
     if milli % 1000 == 0 {
         s.serialize_i64((milli / 1000) as i64)
     } else {
@@ -356,7 +356,11 @@ fn units<S: serde::Serializer>(milli: &i128, s: S) -> Result<S::Ok, S::Error> {
     }
 }
 
-fn optional_units<S: serde::Serializer>(milli: &Option<i128>, s: S) -> Result<S::Ok, S::Error> {
+/// [`units`], `null` when absent.
+pub(crate) fn optional_units<S: serde::Serializer>(
+    milli: &Option<i128>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     match milli {
         Some(m) => units(m, s),
         None => s.serialize_none(),

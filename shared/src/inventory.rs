@@ -199,19 +199,11 @@ pub struct RequestRow {
     /// DRA devices allocated to the pod's (or namespace's) claims.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub dra: bool,
-    #[serde(serialize_with = "units")]
+    #[serde(serialize_with = "crate::gpu::units")]
     pub requested: i128,
     /// `--by namespace`: how many pods (or claims, for DRA) it sums.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pods: Option<usize>,
-}
-
-fn units<S: serde::Serializer>(milli: &i128, s: S) -> Result<S::Ok, S::Error> {
-    if milli % 1000 == 0 {
-        s.serialize_i64((milli / 1000) as i64)
-    } else {
-        s.serialize_f64(*milli as f64 / 1000.0)
-    }
 }
 
 /// A `--by` line's identity: namespace, pod and node (per pod), resource.
