@@ -158,8 +158,20 @@ pub async fn list_workloads(
         }
     }
 
-    let mut workloads = Vec::new();
-    let mut warnings = Vec::new();
+    // Custom resources first: what they own (a JobSet's Jobs, a LeaderWorkerSet's
+    // StatefulSets, a RayCluster's pods) is judged through their templates.
+    let custom = list_custom_workloads(client, namespace).await?;
+    let mut workloads = custom.workloads;
+    let mut warnings = custom.warnings;
+    let read_owner = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        crate::dependents::controller(meta).is_some_and(|o| {
+            custom.read.contains(&(
+                o.kind.clone(),
+                meta.namespace.clone().unwrap_or_default(),
+                o.name.clone(),
+            ))
+        })
+    };
     // Pods of controllers placekit does not list (custom resources), grouped by owner.
     let mut owned_pods = Vec::new();
     macro_rules! collect {
@@ -174,7 +186,7 @@ pub async fn list_workloads(
                 Ok(items) => {
                     for $o in items {
                         // Judged through the owner's template, which is listed too.
-                        if controlled_by_listed_kind(&$o.metadata) {
+                        if controlled_by_listed_kind(&$o.metadata) || read_owner(&$o.metadata) {
                             continue;
                         }
                         let owned_pod = has_controller(&$o.metadata)
@@ -224,6 +236,124 @@ pub async fn list_workloads(
     collect!(Pod, "pods", |o| o.spec);
     workloads.extend(crate::dependents::group_by_owner(owned_pods));
     Ok((workloads, warnings))
+}
+
+/// The templates of the custom resources placekit understands, as far as the cluster serves
+/// them and RBAC lets them be listed.
+struct CustomWorkloads {
+    workloads: Vec<crate::dependents::Workload>,
+    /// Every custom resource read, as (kind, namespace, name): what they control is judged
+    /// through them.
+    read: std::collections::BTreeSet<(String, String, String)>,
+    warnings: Vec<String>,
+}
+
+/// Lists the custom resources of [`crate::lint::podspec::KNOWN_GROUPS`] that the API serves:
+/// one discovery request for the groups, one per served version of a known group, then a
+/// paged list per kind (each kind once, in the group's preferred version first). An absent
+/// group costs nothing; a forbidden list is said once and skipped.
+async fn list_custom_workloads(
+    client: &kube::Client,
+    namespace: Option<&str>,
+) -> Result<CustomWorkloads, CommandError> {
+    let mut out = CustomWorkloads {
+        workloads: Vec::new(),
+        read: Default::default(),
+        warnings: Vec::new(),
+    };
+    let groups = match client.list_api_groups().await {
+        Ok(g) => g,
+        Err(kube::Error::Api(s)) if matches!(s.code, 403 | 404) => return Ok(out),
+        Err(e) => return Err(api_error(e, "reading the API groups (discovery)")),
+    };
+    for group in groups.groups {
+        let Some((_, kinds)) = crate::lint::podspec::KNOWN_GROUPS
+            .iter()
+            .find(|(name, _)| *name == group.name)
+        else {
+            continue;
+        };
+        let mut versions: Vec<String> = group
+            .preferred_version
+            .iter()
+            .map(|v| v.group_version.clone())
+            .collect();
+        versions.extend(group.versions.iter().map(|v| v.group_version.clone()));
+        versions.dedup();
+        let mut done: std::collections::BTreeSet<String> = Default::default();
+        for group_version in versions.iter().filter(|v| !v.is_empty()) {
+            let resources = match client.list_api_group_resources(group_version).await {
+                Ok(r) => r,
+                Err(kube::Error::Api(s)) if matches!(s.code, 403 | 404) => continue,
+                Err(e) => {
+                    return Err(api_error(
+                        e,
+                        &format!("reading the resources of {group_version}"),
+                    ));
+                }
+            };
+            for resource in resources.resources {
+                if resource.name.contains('/')
+                    || !kinds.contains(&resource.kind.as_str())
+                    || !done.insert(resource.kind.clone())
+                {
+                    continue;
+                }
+                let collection = match namespace.filter(|_| resource.namespaced) {
+                    Some(ns) => format!("/apis/{group_version}/namespaces/{ns}/{}", resource.name),
+                    None => format!("/apis/{group_version}/{}", resource.name),
+                };
+                let mut objects: Vec<serde_json::Value> = Vec::new();
+                let listed = for_each_page_if_served(client, &collection, 500, |page| {
+                    objects.extend(page);
+                })
+                .await?;
+                if let Listed::Forbidden(message) = listed {
+                    out.warnings.push(format!(
+                        "{message} ({}.{}: their pod templates are not checked; their running pods are)",
+                        resource.name, group.name
+                    ));
+                    continue;
+                }
+                for mut object in objects {
+                    // The API list omits kind/apiVersion on items: the template table keys on them.
+                    object["kind"] = resource.kind.clone().into();
+                    object["apiVersion"] = group_version.clone().into();
+                    let text = |p: &str| {
+                        object
+                            .pointer(p)
+                            .and_then(serde_json::Value::as_str)
+                            .unwrap_or_default()
+                            .to_string()
+                    };
+                    out.read.insert((
+                        resource.kind.clone(),
+                        text("/metadata/namespace"),
+                        text("/metadata/name"),
+                    ));
+                    // A RayCluster a RayJob made is judged through the RayJob.
+                    let controlled = object
+                        .pointer("/metadata/ownerReferences")
+                        .and_then(serde_json::Value::as_array)
+                        .is_some_and(|refs| {
+                            refs.iter().any(|r| {
+                                r["controller"] == true
+                                    && r["kind"].as_str().is_some_and(|k| {
+                                        crate::lint::podspec::KNOWN_GROUPS
+                                            .iter()
+                                            .any(|(_, ks)| ks.contains(&k))
+                                    })
+                            })
+                        });
+                    if !controlled {
+                        out.workloads
+                            .extend(crate::dependents::custom_resource_workloads(&object));
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A page of a list read into a minimal view type.

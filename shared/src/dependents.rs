@@ -132,7 +132,8 @@ pub fn group_by_owner(pods: Vec<(ObjectMeta, PodSpec)>) -> Vec<Workload> {
         };
         spec.node_name = None;
         let constraints =
-            serde_json::to_string(&(&spec.node_selector, &spec.affinity)).unwrap_or_default();
+            serde_json::to_string(&(&spec.node_selector, &spec.affinity, &spec.tolerations))
+                .unwrap_or_default();
         let namespace = meta.namespace.clone().unwrap_or_default();
         if seen.insert((
             owner.kind.clone(),
@@ -144,6 +145,56 @@ pub fn group_by_owner(pods: Vec<(ObjectMeta, PodSpec)>) -> Vec<Workload> {
                 kind: owner.kind.clone(),
                 namespace,
                 name: owner.name.clone(),
+                pod_spec: spec,
+            });
+        }
+    }
+    out
+}
+
+/// The pod templates of a custom resource read from the cluster (a RayCluster's head and
+/// every worker group, a PyTorchJob's replica specs, ...), as workloads named after the
+/// resource: a worker group scaled to zero has no pod, yet its next pod depends on the
+/// node's labels. Templates with the same node constraints are one workload.
+pub fn custom_resource_workloads(object: &serde_json::Value) -> Vec<Workload> {
+    let text = |path: &str| {
+        object
+            .pointer(path)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (kind, api_version) = (text("/kind"), text("/apiVersion"));
+    // JSON is YAML: the linter's model finds the templates where its table says they are.
+    let Ok(Some(root)) = crate::lint::yaml::parse_document(&object.to_string(), 0) else {
+        return Vec::new();
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for found in crate::lint::podspec::pod_specs(&kind, &api_version, &root) {
+        let mut spec_json = found.spec.to_json();
+        if let Some(fields) = spec_json.as_object_mut() {
+            // Argo's spec-like templates carry fields a PodSpec does not know; only the
+            // scheduling ones matter here.
+            fields.retain(|k, _| {
+                matches!(
+                    k.as_str(),
+                    "nodeSelector" | "affinity" | "tolerations" | "nodeName"
+                )
+            });
+            fields.insert("containers".into(), serde_json::Value::Array(Vec::new()));
+        }
+        let Ok(spec) = serde_json::from_value::<PodSpec>(spec_json) else {
+            continue;
+        };
+        let constraints =
+            serde_json::to_string(&(&spec.node_selector, &spec.affinity, &spec.tolerations))
+                .unwrap_or_default();
+        if seen.insert(constraints) {
+            out.push(Workload {
+                kind: kind.clone(),
+                namespace: text("/metadata/namespace"),
+                name: text("/metadata/name"),
                 pod_spec: spec,
             });
         }

@@ -294,6 +294,91 @@ impl Harness {
         }
     }
 
+    /// Installs minimal CRDs (no schema, preserve-unknown-fields) for [`CUSTOM_RESOURCES`]
+    /// on a real cluster and waits until discovery serves them; the test server always
+    /// serves them.
+    pub async fn install_crds(&self) {
+        if !self.is_real() {
+            return;
+        }
+        let crds = self.crds();
+        for (group, version, plural, kind) in CUSTOM_RESOURCES {
+            let crd = json!({
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": format!("{plural}.{group}")},
+                "spec": {
+                    "group": group,
+                    "scope": "Namespaced",
+                    "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind, "listKind": format!("{kind}List")},
+                    "versions": [{"name": version, "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}],
+                },
+            });
+            let object: DynamicObject = serde_json::from_value(crd).expect("crd");
+            match crds.create(&PostParams::default(), &object).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => panic!("creating the CRD of {plural}.{group}: {e}"),
+            }
+        }
+        self.wait_for_crds(true).await;
+    }
+
+    /// Deletes the CRDs of [`CUSTOM_RESOURCES`] (and so their objects) on a real cluster
+    /// and waits until discovery no longer serves them. On the test server, which always
+    /// serves them, it panics: a test of an absent CRD runs on a real cluster.
+    pub async fn uninstall_crds(&self) {
+        assert!(
+            self.is_real(),
+            "the test server always serves its custom resources"
+        );
+        let crds = self.crds();
+        for (group, _, plural, _) in CUSTOM_RESOURCES {
+            match crds
+                .delete(&format!("{plural}.{group}"), &DeleteParams::default())
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => panic!("deleting the CRD of {plural}.{group}: {e}"),
+            }
+        }
+        self.wait_for_crds(false).await;
+    }
+
+    fn crds(&self) -> Api<DynamicObject> {
+        dynamic_api(
+            &self.client,
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            None,
+        )
+    }
+
+    async fn wait_for_crds(&self, served: bool) {
+        for _ in 0..300 {
+            let mut all = true;
+            for (group, version, plural, _) in CUSTOM_RESOURCES {
+                let is_served = self
+                    .client
+                    .list_api_group_resources(&format!("{group}/{version}"))
+                    .await
+                    .is_ok_and(|list| list.resources.iter().any(|r| r.name == *plural));
+                all &= is_served == served;
+            }
+            if all {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!(
+            "the custom resources' CRDs did not become {}",
+            if served { "served" } else { "absent" }
+        );
+    }
+
     /// [`Harness::create`] for many objects (32 at a time on a real cluster).
     pub async fn create_all(&self, objects: Vec<Value>) {
         use futures::StreamExt as _;
@@ -598,6 +683,16 @@ const WORKLOADS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// The custom resources the test server serves (see `resources.rs`), as (group, version,
+/// plural, kind): on a real cluster their CRDs come and go with
+/// [`Harness::install_crds`]/[`Harness::uninstall_crds`], and reset deletes their objects
+/// when they are served.
+pub const CUSTOM_RESOURCES: &[(&str, &str, &str, &str)] = &[
+    ("ray.io", "v1", "rayclusters", "RayCluster"),
+    ("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"),
+    ("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet"),
+];
+
 /// The cluster-scoped kinds besides nodes a fixture can hold, deleted between tests.
 const CLUSTER_SCOPED: &[(&str, &str, &str)] = &[
     ("resource.k8s.io/v1", "ResourceSlice", "resourceslices"),
@@ -663,6 +758,15 @@ async fn reset_cluster(client: &kube::Client) {
                     Err(e) => panic!("deleting {plural} in {ns}: {e}"),
                 }
             }
+        }
+    }
+    for (group, version, plural, kind) in CUSTOM_RESOURCES {
+        let api = dynamic_api(client, &format!("{group}/{version}"), kind, plural, None);
+        match api.delete_collection(&now, &ListParams::default()).await {
+            Ok(_) => {}
+            // The CRD is not installed.
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => panic!("deleting {plural}.{group}: {e}"),
         }
     }
     for (api_version, kind, plural) in CLUSTER_SCOPED {

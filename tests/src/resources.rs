@@ -204,6 +204,28 @@ pub const RESOURCES: &[Resource] = &[
         &[],
         &[],
     ),
+    // Custom resources of the training and serving operators GPU clusters run, as their
+    // CRDs serve them (no schema: preserve-unknown-fields), so a check that reads
+    // custom resources' pod templates runs here as against a cluster with those CRDs.
+    r("ray.io", "v1", "rayclusters", "RayCluster", true, &[], &[]),
+    r(
+        "kubeflow.org",
+        "v1",
+        "pytorchjobs",
+        "PyTorchJob",
+        true,
+        &[],
+        &[],
+    ),
+    r(
+        "jobset.x-k8s.io",
+        "v1alpha2",
+        "jobsets",
+        "JobSet",
+        true,
+        &[],
+        &[],
+    ),
 ];
 
 /// The group/versions served, for `/apis`.
@@ -213,6 +235,9 @@ pub const GROUPS: &[(&str, &str)] = &[
     ("policy", "v1"),
     ("authorization.k8s.io", "v1"),
     ("resource.k8s.io", "v1"),
+    ("ray.io", "v1"),
+    ("kubeflow.org", "v1"),
+    ("jobset.x-k8s.io", "v1alpha2"),
 ];
 
 /// Looks a resource up by group, version and plural.

@@ -459,11 +459,7 @@ async fn pods_of_custom_resources_are_dependents_under_their_owner() {
     .await;
     let dependents = h.run(&["dependents", FAMILY, "-A"]).await;
     assert_code(&dependents, 0);
-    let rows: Vec<String> = dependents
-        .stdout
-        .lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-        .collect();
+    let rows = table_rows(&dependents);
     assert!(
         rows.contains(&format!(
             "ml RayCluster raycluster required {FAMILY} In [h100]"
@@ -496,6 +492,122 @@ async fn pods_of_custom_resources_are_dependents_under_their_owner() {
         run.all()
     );
     assert_eq!(h.labels("gpu-h100-1").await[FAMILY], "h100");
+}
+
+/// A table's lines with columns separated by one space.
+fn table_rows(run: &Run) -> Vec<String> {
+    run.stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// A pod template requiring `gpu-family In [family]`.
+fn template_requiring(family: &str) -> serde_json::Value {
+    json!({"spec": {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": FAMILY, "operator": "In", "values": [family]}]}]}}},
+        "containers": [{"name": "worker", "image": "x"}]}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resource_templates_are_dependents_even_scaled_to_zero() {
+    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    h.install_crds().await;
+    // A RayCluster whose h100 worker group is scaled to zero: no pod, yet its next worker
+    // depends on the label. A JobSet and a PyTorchJob whose templates require h100; the
+    // PyTorchJob's running replica is reported once, under the job.
+    h.create(json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": "rc", "namespace": "ml"},
+        "spec": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "head", "image": "x"}]}}},
+                 "workerGroupSpecs": [{"groupName": "h100", "replicas": 0, "minReplicas": 0, "template": template_requiring("h100")}]}}))
+        .await;
+    h.create(json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "train", "namespace": "ml"},
+        "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": {"template": template_requiring("h100")}}}]}}))
+        .await;
+    h.create(json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "finetune", "namespace": "ml"},
+        "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 1, "template": template_requiring("h100")}}}}))
+        .await;
+    h.create(owned_pod(
+        "finetune-worker-0",
+        "PyTorchJob",
+        "finetune",
+        "gpu-h100-1",
+        "h100",
+    ))
+    .await;
+    let dependents = h.run(&["dependents", FAMILY, "-A"]).await;
+    assert_code(&dependents, 0);
+    let rows = table_rows(&dependents);
+    for owner in ["RayCluster rc", "JobSet train", "PyTorchJob finetune"] {
+        let row = format!("ml {owner} required {FAMILY} In [h100]");
+        assert_eq!(
+            rows.iter().filter(|r| **r == row).count(),
+            1,
+            "{row} once:\n{}",
+            dependents.all()
+        );
+    }
+    let run = h
+        .run(&["remove", "gpu-h100-1", &format!("{FAMILY}-"), "-y"])
+        .await;
+    assert_code(&run, 1);
+    for owner in [
+        "RayCluster ml/rc",
+        "JobSet ml/train",
+        "PyTorchJob ml/finetune",
+    ] {
+        assert!(
+            run.stderr.contains(&format!("{owner} requires {FAMILY} In [h100] (required node affinity): node/gpu-h100-1 matches it now")),
+            "{owner}: {}",
+            run.all()
+        );
+    }
+    assert_eq!(h.labels("gpu-h100-1").await[FAMILY], "h100");
+    // RBAC that does not allow listing RayClusters: said once, the rest still judged.
+    h.server().inject(Fault::new(
+        "list",
+        "rayclusters",
+        1,
+        FaultAction::Status {
+            code: 403,
+            retry_after_seconds: None,
+        },
+    ));
+    let dependents = h.run(&["dependents", FAMILY, "-A"]).await;
+    assert_code(&dependents, 0);
+    assert_eq!(
+        dependents.stderr.matches("cannot list rayclusters").count(),
+        1,
+        "{}",
+        dependents.all()
+    );
+    assert!(
+        dependents.stdout.contains("JobSet") && dependents.stdout.contains("PyTorchJob"),
+        "{}",
+        dependents.all()
+    );
+    if h.is_real() {
+        // Without the CRDs, the running pod still counts, under its owner; nothing fails.
+        h.uninstall_crds().await;
+        h.create(owned_pod(
+            "rc-worker-0",
+            "RayCluster",
+            "rc",
+            "gpu-h100-1",
+            "h100",
+        ))
+        .await;
+        let dependents = h.run(&["dependents", FAMILY, "-A"]).await;
+        assert_code(&dependents, 0);
+        assert!(
+            dependents.stdout.contains("RayCluster") && !dependents.stdout.contains("JobSet"),
+            "{}",
+            dependents.all()
+        );
+    }
 }
 
 #[cfg(unix)]

@@ -149,6 +149,30 @@ const KNOWN: &[(&str, &[&str], Ends)] = &[
     ),
 ];
 
+/// The API groups whose custom resources [`KNOWN`] describes, with the kinds in each: what
+/// a live check lists (through discovery) to judge the templates of custom resources,
+/// scaled-to-zero worker groups included.
+pub const KNOWN_GROUPS: &[(&str, &[&str])] = &[
+    ("ray.io", &["RayCluster", "RayJob", "RayService"]),
+    (
+        "kubeflow.org",
+        &["PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "PaddleJob"],
+    ),
+    ("jobset.x-k8s.io", &["JobSet"]),
+    ("leaderworkerset.x-k8s.io", &["LeaderWorkerSet"]),
+    (
+        "argoproj.io",
+        &[
+            "Workflow",
+            "WorkflowTemplate",
+            "ClusterWorkflowTemplate",
+            "CronWorkflow",
+            "Rollout",
+        ],
+    ),
+    ("serving.kserve.io", &["InferenceService"]),
+];
+
 /// The core kinds and where their pod template is.
 const CORE: &[(&str, &[&str])] = &[
     ("Deployment", &["spec", "template"]),
