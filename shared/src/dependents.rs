@@ -2,7 +2,7 @@
 //!
 //! Before a label is removed or changed, `kubectl nodelabel` shows these workloads: their
 //! new replicas may no longer schedule. Removing a key that a *required* constraint (a
-//! `nodeSelector` entry or a required affinity expression) depends on needs `--force`.
+//! `nodeSelector` entry or a required affinity expression) depends on needs `--ignore-dependents`.
 
 use k8s_openapi::api::core::v1::PodSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

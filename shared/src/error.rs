@@ -25,9 +25,9 @@ pub enum CommandError {
     /// The person answered no.
     #[error("aborted: nothing was changed")]
     Declined,
-    /// A snapshot of another cluster was named without `--force`.
+    /// A snapshot of another cluster was named without `--other-cluster`.
     #[error(
-        "{snapshot} was taken on another cluster ({taken_on}); the current context {context:?} points at {current}: nothing was changed (switch with --context, or pass --force to roll it back here anyway)"
+        "{snapshot} was taken on another cluster ({taken_on}); the current context {context:?} points at {current}: nothing was changed (switch with --context, or pass --other-cluster to roll it back here anyway)"
     )]
     OtherCluster {
         snapshot: String,
@@ -35,6 +35,10 @@ pub enum CommandError {
         context: String,
         current: String,
     },
+    /// `rollback --last` (or `show --last`) found the other plugin's change on top of the
+    /// cluster's undo stack; nothing was changed.
+    #[error("{0}")]
+    UndoOrder(String),
     /// RBAC denies what the command needs; nothing was changed.
     #[error("{0}")]
     Forbidden(String),
@@ -77,6 +81,7 @@ impl CommandError {
             | CommandError::NodesNotFound(_)
             | CommandError::NeedsConfirmation(_)
             | CommandError::OtherCluster { .. }
+            | CommandError::UndoOrder(_)
             | CommandError::Snapshot(_) => exit::USAGE,
             CommandError::Blocked(_) | CommandError::Declined => exit::PROBLEMS,
             CommandError::Forbidden(_)

@@ -5,7 +5,7 @@
 //!   remove it if it did not exist before);
 //! - if it already has the before-value, there is nothing to do;
 //! - otherwise someone changed it since: a **conflict**, reported with the value found and
-//!   the value expected, and left alone unless `force`, which restores the before-value.
+//!   the value expected, and left alone unless `overwrite_changes` (`--overwrite-changes`), which restores the before-value.
 //!
 //! A node whose uid changed was deleted and recreated: it is skipped.
 //!
@@ -34,7 +34,7 @@ pub struct RollbackConflict {
     pub found: Option<String>,
     /// What the command set and rollback expected to find (`None`: absent).
     pub expected: Option<String>,
-    /// Whether `--force` made the rollback restore it anyway.
+    /// Whether `--overwrite-changes` made the rollback restore it anyway.
     pub forced: bool,
 }
 
@@ -177,7 +177,7 @@ pub fn plan_node_rollback(
             | OutcomeKind::NotAttempted),
         ) => {
             // Recorded as not written: differences are someone else's. Restore only what
-            // this command evidently set (the journal was wrong), never by force.
+            // this command evidently set (the journal was wrong), never by an override.
             if force {
                 return plan_node_rollback(snap, Some(outcome), Some(current), false);
             }

@@ -88,7 +88,7 @@ pub enum SnapshotError {
     #[error("snapshot {path} has apiVersion {found:?}; this placekit reads {SNAPSHOT_API_VERSION}")]
     UnsupportedVersion { path: PathBuf, found: String },
     #[error(
-        "nothing to undo: no snapshot of kubectl {} for this cluster ({cluster}) that is not a rollback and not already rolled back, in {dir} (see `history`)",
+        "nothing to undo: no snapshot taken on this cluster ({cluster}) that is not a rollback and not already rolled back, in {dir} (see `kubectl {} history`)",
         plugin_name(tool)
     )]
     NoneFound {
@@ -221,6 +221,20 @@ pub struct SnapshotHeader {
 }
 
 impl SnapshotHeader {
+    /// The command as the user typed it (`kubectl nodelabel set -l pool=online ...`), not
+    /// the binary's path.
+    pub fn user_command(&self) -> String {
+        std::iter::once(format!("kubectl {}", plugin_name(&self.tool)))
+            .chain(
+                self.command_line
+                    .iter()
+                    .skip(1)
+                    .map(|a| crate::ui::shell_quote(a)),
+            )
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// A header for `plans` with the current time; plans that write nothing are left out.
     pub fn new(
         tool: &str,
@@ -319,11 +333,17 @@ pub enum JournalRecord {
     #[serde(rename_all = "camelCase")]
     RolledBack {
         by: String,
-        /// The rollback left part of this snapshot's change in place (conflicts not forced,
-        /// failures): `rollback --last` still offers this snapshot.
+        /// The rollback left part of this snapshot's change in place (failed or unknown
+        /// writes, nodes it was not asked to restore): `rollback --last` still offers this
+        /// snapshot. Keys someone changed since, left alone, do not make it partial.
         #[serde(default)]
         partial: bool,
         at: String,
+        /// What the rollback left alone because someone changed it since (`node/N: label K
+        /// is "x", expected "y"`): listed by `history` and `show`; `rollback SNAPSHOT
+        /// --overwrite-changes` restores it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        left_alone: Vec<String>,
     },
 }
 
@@ -355,6 +375,18 @@ impl Snapshot {
                 _ => None,
             })
             .collect()
+    }
+
+    /// What the newest rollback of this snapshot left alone (changed since by others).
+    pub fn left_alone(&self) -> &[String] {
+        self.records
+            .iter()
+            .rev()
+            .find_map(|r| match r {
+                JournalRecord::RolledBack { left_alone, .. } => Some(left_alone.as_slice()),
+                _ => None,
+            })
+            .unwrap_or_default()
     }
 
     /// Whether the newest rollback of this snapshot restored all of it.
@@ -744,10 +776,11 @@ impl SnapshotStore {
         Ok((snapshots, unreadable))
     }
 
-    /// What `rollback --last` undoes: the newest snapshot of `tool` taken on `cluster` that
-    /// is not itself a rollback and is not (fully) rolled back — so repeated `--last` walks
-    /// back through history. A snapshot whose rollback was itself rolled back is in effect
-    /// again and counts as not rolled back.
+    /// What `rollback --last` undoes: the newest snapshot taken on `cluster` (by either
+    /// plugin: one stack per cluster) that is not itself a rollback and is not (fully)
+    /// rolled back — so repeated `--last` walks back through history. A snapshot whose
+    /// rollback was itself rolled back is in effect again and counts as not rolled back.
+    /// The caller refuses one made by the other plugin, naming it.
     pub fn last_undoable(
         &self,
         tool: &str,
@@ -771,10 +804,7 @@ impl SnapshotStore {
         all.iter()
             .rev()
             .find(|s| {
-                s.header.tool == tool
-                    && !s.header.is_rollback()
-                    && s.header.cluster().same_cluster(cluster)
-                    && !undone(s)
+                !s.header.is_rollback() && s.header.cluster().same_cluster(cluster) && !undone(s)
             })
             .cloned()
             .ok_or_else(|| SnapshotError::NoneFound {
@@ -1127,6 +1157,7 @@ mod tests {
                 by: "rb".into(),
                 partial: false,
                 at: "t".into(),
+                left_alone: Vec::new(),
             })
             .unwrap();
         };
@@ -1285,6 +1316,7 @@ mod tests {
                     by: by.display().to_string(),
                     partial,
                     at: now_rfc3339(),
+                    left_alone: Vec::new(),
                 })
                 .unwrap()
         };
@@ -1321,6 +1353,7 @@ mod tests {
                 by: "other.jsonl".into(),
                 partial: false,
                 at: now_rfc3339(),
+                left_alone: Vec::new(),
             })
             .unwrap();
         assert_eq!(

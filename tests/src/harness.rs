@@ -254,6 +254,34 @@ impl Harness {
     /// <plugin>` (or the binary itself without kubectl) with this harness's kubeconfig and
     /// state directory, no colour and no stdin.
     pub fn command(&self, args: &[&str]) -> Command {
+        self.command_of(&self.plugin, args)
+    }
+
+    /// Installs another plugin next to this harness's (same kubeconfig and state
+    /// directory: the two plugins share one undo stack per cluster).
+    pub fn install_plugin(&self, plugin: &str, binary: &Path) {
+        assert!(
+            binary.exists(),
+            "{} is not built (cargo build -p kubectl-{plugin})",
+            binary.display()
+        );
+        let file_name = format!("kubectl-{}", plugin.replace('-', "_"));
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(binary, self.bin_dir.join(&file_name)).expect("symlink plugin");
+        #[cfg(not(unix))]
+        std::fs::copy(binary, self.bin_dir.join(&file_name)).expect("copy plugin");
+    }
+
+    /// Runs `kubectl <plugin> args...` for a plugin [`Harness::install_plugin`] installed.
+    pub async fn run_plugin(&self, plugin: &str, args: &[&str]) -> Run {
+        let mut cmd = self.command_of(plugin, args);
+        let output = tokio::task::spawn_blocking(move || cmd.output().expect("plugin runs"))
+            .await
+            .expect("join");
+        Run::from(output)
+    }
+
+    fn command_of(&self, plugin: &str, args: &[&str]) -> Command {
         let path = format!(
             "{}:{}",
             self.bin_dir.display(),
@@ -261,12 +289,12 @@ impl Harness {
         );
         let mut cmd = if self.kubectl {
             let mut c = Command::new("kubectl");
-            c.arg(&self.plugin);
+            c.arg(plugin);
             c
         } else {
             Command::new(
                 self.bin_dir
-                    .join(format!("kubectl-{}", self.plugin.replace('-', "_"))),
+                    .join(format!("kubectl-{}", plugin.replace('-', "_"))),
             )
         };
         cmd.args(args)

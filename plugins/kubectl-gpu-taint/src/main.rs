@@ -12,10 +12,10 @@ use placekit::exit;
 use placekit::inventory::{By, StatusOptions};
 use placekit::mutation::gpu::{self, COMMAND, Dedication, TOOL};
 use placekit::mutation::report::print_report;
-use placekit::mutation::undo::{self, SnapshotChoice};
+use placekit::mutation::undo::{self, RollbackArgs, SnapshotChoice};
 use placekit::syntax::{parse_label_changes, parse_taint, parse_taint_to_remove};
 use placekit::targets::Targets;
-use placekit::ui::{DisplayArgs, MutationArgs, Ui};
+use placekit::ui::{DependentsOverride, DisplayArgs, MutationArgs, Ui};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -84,10 +84,8 @@ enum Command {
         /// Replace a taint with the same key and effect, or a label with another value.
         #[arg(long)]
         overwrite: bool,
-        /// Go on although workloads lose nodes they depend on: pool labels their required
-        /// constraints need, or their last node to a taint they do not tolerate.
-        #[arg(long)]
-        force: bool,
+        #[command(flatten)]
+        overrides: DependentsOverride,
         #[command(flatten)]
         mutation: MutationArgs,
     },
@@ -109,27 +107,18 @@ enum Command {
         /// Pool labels to remove, if present.
         #[arg(long = "label", value_name = "KEY")]
         labels: Vec<String>,
-        /// Remove pool labels that required scheduling constraints of workloads depend on.
-        #[arg(long)]
-        force: bool,
+        #[command(flatten)]
+        overrides: DependentsOverride,
         #[command(flatten)]
         mutation: MutationArgs,
     },
     /// Undo a dedicate or release recorded in a snapshot, exactly.
     #[command(
-        after_help = "Examples:\n  kubectl gpu-taint rollback --last\n  kubectl gpu-taint rollback \\\n      ~/.local/state/placekit/snapshots/<file>.snapshot.jsonl --force"
+        after_help = "Examples:\n  kubectl gpu-taint rollback --last\n  kubectl gpu-taint rollback --last gpu-a100-1   # only this node of it\n  kubectl gpu-taint rollback \\\n      ~/.local/state/placekit/snapshots/<file>.snapshot.jsonl \\\n      --overwrite-changes   # also what others changed since"
     )]
     Rollback {
-        /// The snapshot file (see `history`).
-        snapshot: Option<String>,
-        /// The newest dedicate/release on the current context's cluster that is not a
-        /// rollback and not yet rolled back (repeat it to walk back through history).
-        #[arg(long)]
-        last: bool,
-        /// Also restore what someone changed after the command, roll back a snapshot of
-        /// another cluster, and change labels workloads depend on.
-        #[arg(long)]
-        force: bool,
+        #[command(flatten)]
+        rollback: RollbackArgs,
         #[command(flatten)]
         mutation: MutationArgs,
     },
@@ -200,6 +189,7 @@ fn completion_source(position: &Position) -> Source {
     let command = position.path.first().map(String::as_str);
     match (command, &position.slot) {
         (_, Slot::FlagValue { id }) if id == "selector" => Source::LabelKeys { suffix: "=" },
+        (Some("rollback"), Slot::Positional { id, .. }) if id == "nodes" => Source::Nodes,
         (Some("rollback" | "show"), Slot::Positional { .. }) => Source::Snapshots { tool: TOOL },
         (_, Slot::Positional { .. }) => Source::Nodes,
         (_, Slot::FlagValue { id }) => match id.as_str() {
@@ -245,9 +235,10 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             resource,
             allow_no_gpu,
             overwrite,
-            force,
+            overrides,
             mutation,
         } => {
+            let ignore_dependents = overrides.resolve()?;
             let taint = parse_taint(&taint).map_err(input)?;
             if let Some(bare) = labels.iter().find(|l| !l.contains('=')) {
                 return Err(input(format!(
@@ -261,7 +252,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 resource,
                 allow_no_gpu,
                 overwrite,
-                force,
+                ignore_dependents,
             };
             gpu::dedicate(
                 &cli.connection,
@@ -276,9 +267,10 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             selection,
             taint,
             labels,
-            force,
+            overrides,
             mutation,
         } => {
+            let ignore_dependents = overrides.resolve()?;
             let taint = taint
                 .as_deref()
                 .map(parse_taint_to_remove)
@@ -300,20 +292,15 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 targets(&selection, false)?,
                 taint,
                 labels,
-                force,
+                ignore_dependents,
                 &mutation,
             )
             .await
         }
-        Command::Rollback {
-            snapshot,
-            last,
-            force,
-            mutation,
-        } => {
-            let choice = SnapshotChoice::from_args(snapshot.as_deref(), last)?;
+        Command::Rollback { rollback, mutation } => {
+            let request = rollback.request()?;
             let conn = cli.connection.connect().await?;
-            let report = undo::rollback(&conn, ui, TOOL, COMMAND, choice, force, &mutation).await?;
+            let report = undo::rollback(&conn, ui, TOOL, COMMAND, request, &mutation).await?;
             Ok(print_report(ui, &report))
         }
         Command::Status {

@@ -537,11 +537,15 @@ async fn release_and_dedicate_check_the_dependents_of_pool_labels_like_nodelabel
         ])
         .await;
     assert_code(&moved, 1);
-    assert!(moved.stderr.contains("use --force"), "{}", moved.all());
+    assert!(
+        moved.stderr.contains(&format!("to change them anyway: kubectl gpu-taint dedicate gpu-a100-2 --taint dedicated=batch:NoSchedule --label {POOL}=online --overwrite -y --ignore-dependents")),
+        "{}",
+        moved.all()
+    );
     assert_eq!(h.labels("gpu-a100-2").await[POOL], "batch");
 
     let mut forced = release.to_vec();
-    forced.push("--force");
+    forced.push("--ignore-dependents");
     let run = h.run(&forced).await;
     assert_code(&run, 0);
     assert!(h.labels("gpu-a100-2").await.get(POOL).is_none());
@@ -989,7 +993,11 @@ async fn a_taint_that_takes_a_workloads_last_node_blocks_and_says_did_you_mean()
         "{}",
         typo.all()
     );
-    assert!(typo.stderr.contains("--force"), "{}", typo.all());
+    assert!(
+        typo.stderr.contains("to change them anyway: kubectl gpu-taint dedicate gpu-a100-1 --taint dedicated=llm-onlne:NoSchedule -y --ignore-dependents"),
+        "{}",
+        typo.all()
+    );
     assert!(h.node("gpu-a100-1").await["spec"].get("taints").is_none());
 
     // The taint it tolerates: no block; the DaemonSet is named with the toleration to add.
@@ -1009,4 +1017,61 @@ async fn a_taint_that_takes_a_workloads_last_node_blocks_and_says_did_you_mean()
         right.all()
     );
     assert!(!right.stderr.contains("zone-a-llm"), "{}", right.all());
+}
+
+/// One undo stack per cluster across both plugins: after `gpu-taint dedicate --label`,
+/// `nodelabel rollback --last` stops and names the dedicate with the command that undoes
+/// it, instead of silently undoing an older nodelabel change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_last_never_skips_the_other_plugins_newer_change() {
+    let h = Harness::start_any("gpu-taint", binary(), FIXTURE).await;
+    h.install_plugin(
+        "nodelabel",
+        &binary().with_file_name(format!("kubectl-nodelabel{}", std::env::consts::EXE_SUFFIX)),
+    );
+    let older = h
+        .run_plugin("nodelabel", &["set", "gpu-new-1", "team=ml", "-y"])
+        .await;
+    assert_code(&older, 0);
+    let dedicate = h
+        .run(&[
+            "dedicate",
+            "gpu-a100-1",
+            "--taint",
+            "dedicated=llm-online:NoSchedule",
+            "--label",
+            &format!("{POOL}=online"),
+            "-y",
+        ])
+        .await;
+    assert_code(&dedicate, 0);
+
+    let refused = h
+        .run_plugin("nodelabel", &["rollback", "--last", "-y"])
+        .await;
+    assert_code(&refused, 2);
+    assert!(
+        refused.stderr.contains(&format!(
+            "the newest change on this cluster not yet undone was made by kubectl gpu-taint: `kubectl gpu-taint dedicate gpu-a100-1 --taint dedicated=llm-online:NoSchedule --label {POOL}=online -y`"
+        )) && refused
+            .stderr
+            .contains("undo it first with `kubectl gpu-taint rollback --last`"),
+        "{}",
+        refused.all()
+    );
+    assert_eq!(
+        h.labels("gpu-new-1").await["team"],
+        "ml",
+        "nothing was undone"
+    );
+
+    // In order: the dedicate, then the older label change.
+    assert_code(&h.run(&["rollback", "--last", "-y"]).await, 0);
+    assert!(h.node("gpu-a100-1").await["spec"].get("taints").is_none());
+    assert_code(
+        &h.run_plugin("nodelabel", &["rollback", "--last", "-y"])
+            .await,
+        0,
+    );
+    assert!(h.labels("gpu-new-1").await.get("team").is_none());
 }

@@ -13,11 +13,11 @@ use placekit::error::{CommandError, run_to_exit_code};
 use placekit::exit;
 use placekit::mutation::labels::{self, COMMAND, FeatureSource, ImportOptions, LabelRequest, TOOL};
 use placekit::mutation::report::print_report;
-use placekit::mutation::undo::{self, SnapshotChoice};
+use placekit::mutation::undo::{self, RollbackArgs, SnapshotChoice};
 use placekit::nfd::{NamespacePolicy, Naming};
 use placekit::syntax::parse_label_changes;
 use placekit::targets::Targets;
-use placekit::ui::{DisplayArgs, MutationArgs, Ui};
+use placekit::ui::{DependentsOverride, DisplayArgs, MutationArgs, Ui};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -79,15 +79,14 @@ enum Command {
         /// Change labels that already have another value.
         #[arg(long)]
         overwrite: bool,
-        /// Remove labels that required scheduling constraints of workloads depend on.
-        #[arg(long)]
-        force: bool,
+        #[command(flatten)]
+        overrides: DependentsOverride,
         #[command(flatten)]
         mutation: MutationArgs,
     },
     /// Remove labels from nodes (keys contain '/' or end with '-'; other words are node names).
     #[command(
-        after_help = "Examples:\n  kubectl nodelabel remove gpu-a100-1 accelerator.example.com/gpu-memory\n  kubectl nodelabel remove -l pool=online power-profile- --force"
+        after_help = "Examples:\n  kubectl nodelabel remove gpu-a100-1 accelerator.example.com/gpu-memory\n  kubectl nodelabel remove -l pool=online power-profile- --ignore-dependents"
     )]
     Remove {
         /// Node names and label keys.
@@ -95,27 +94,18 @@ enum Command {
         args: Vec<String>,
         #[command(flatten)]
         selection: Selection,
-        /// Remove even if required scheduling constraints of workloads depend on the key.
-        #[arg(long)]
-        force: bool,
+        #[command(flatten)]
+        overrides: DependentsOverride,
         #[command(flatten)]
         mutation: MutationArgs,
     },
     /// Undo a change recorded in a snapshot, exactly.
     #[command(
-        after_help = "Examples:\n  kubectl nodelabel rollback --last\n  kubectl nodelabel rollback \\\n      ~/.local/state/placekit/snapshots/<file>.snapshot.jsonl --force"
+        after_help = "Examples:\n  kubectl nodelabel rollback --last\n  kubectl nodelabel rollback --last gpu-a100-1   # only this node of it\n  kubectl nodelabel rollback \\\n      ~/.local/state/placekit/snapshots/<file>.snapshot.jsonl \\\n      --overwrite-changes   # also what others changed since"
     )]
     Rollback {
-        /// The snapshot file (see `history`).
-        snapshot: Option<String>,
-        /// The newest change of this tool on the current context's cluster that is not a
-        /// rollback and not yet rolled back (repeat it to walk back through history).
-        #[arg(long)]
-        last: bool,
-        /// Also restore keys someone changed after the command, roll back a snapshot of
-        /// another cluster, and change labels workloads depend on.
-        #[arg(long)]
-        force: bool,
+        #[command(flatten)]
+        rollback: RollbackArgs,
         #[command(flatten)]
         mutation: MutationArgs,
     },
@@ -179,9 +169,8 @@ enum Command {
         /// Change existing labels that an earlier import did not set.
         #[arg(long)]
         overwrite: bool,
-        /// Prune labels that required scheduling constraints of workloads depend on.
-        #[arg(long)]
-        force: bool,
+        #[command(flatten)]
+        overrides: DependentsOverride,
         /// How long a hook may run.
         #[arg(long, default_value = "10s", value_name = "DURATION")]
         hook_timeout: String,
@@ -217,6 +206,7 @@ fn completion_source(position: &Position) -> Source {
         (Some("remove"), Slot::Positional { .. }) => Source::NodesOrLabelKeys { suffix: "-" },
         (Some("import"), Slot::Positional { .. }) => Source::Nodes,
         (Some("dependents"), Slot::Positional { .. }) => Source::LabelKeys { suffix: "" },
+        (Some("rollback"), Slot::Positional { id, .. }) if id == "nodes" => Source::Nodes,
         (Some("rollback" | "show"), Slot::Positional { .. }) => Source::Snapshots { tool: TOOL },
         // --file, --dir, --hook, --backup.
         (_, Slot::FlagValue { .. }) => Source::Files,
@@ -251,9 +241,10 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             args,
             selection,
             overwrite,
-            force,
+            overrides,
             mutation,
         } => {
+            let ignore_dependents = overrides.resolve()?;
             let (names, specs): (Vec<String>, Vec<String>) = args
                 .into_iter()
                 .partition(|a| !a.contains('=') && !a.ends_with('-'));
@@ -268,16 +259,17 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 operation: "set",
                 changes,
                 overwrite,
-                force,
+                ignore_dependents,
             };
             labels::change_labels(&cli.connection, ui, targets, request, &mutation).await
         }
         Command::Remove {
             args,
             selection,
-            force,
+            overrides,
             mutation,
         } => {
+            let ignore_dependents = overrides.resolve()?;
             let (keys, names): (Vec<String>, Vec<String>) = args.into_iter().partition(|a| {
                 (a.contains('/') && !a.starts_with("node/") && !a.starts_with("nodes/"))
                     || a.ends_with('-')
@@ -299,19 +291,14 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 operation: "remove",
                 changes,
                 overwrite: false,
-                force,
+                ignore_dependents,
             };
             labels::change_labels(&cli.connection, ui, targets, request, &mutation).await
         }
-        Command::Rollback {
-            snapshot,
-            last,
-            force,
-            mutation,
-        } => {
-            let choice = SnapshotChoice::from_args(snapshot.as_deref(), last)?;
+        Command::Rollback { rollback, mutation } => {
+            let request = rollback.request()?;
             let conn = cli.connection.connect().await?;
-            let report = undo::rollback(&conn, ui, TOOL, COMMAND, choice, force, &mutation).await?;
+            let report = undo::rollback(&conn, ui, TOOL, COMMAND, request, &mutation).await?;
             Ok(print_report(ui, &report))
         }
         Command::Completion { shell } => {
@@ -342,10 +329,11 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             prune,
             skip_invalid,
             overwrite,
-            force,
+            overrides,
             hook_timeout,
             mutation,
         } => {
+            let ignore_dependents = overrides.resolve()?;
             let source = match (file, dir, hook) {
                 (Some(f), None, None) => FeatureSource::File(f),
                 (None, Some(d), None) => FeatureSource::Dir(d),
@@ -376,7 +364,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 prune,
                 skip_invalid,
                 overwrite,
-                force,
+                ignore_dependents,
             };
             labels::import(&cli.connection, ui, source, targets, options, &mutation).await
         }

@@ -170,7 +170,7 @@ async fn rollback_last_is_exact_reports_conflicts_and_can_be_rolled_back() {
             &format!("{FAMILY}=a100"),
             "power-profile-",
             "--overwrite",
-            "--force",
+            "--ignore-dependents",
             "-y",
         ])
         .await,
@@ -193,9 +193,11 @@ async fn rollback_last_is_exact_reports_conflicts_and_can_be_rolled_back() {
     assert!(h.labels("gpu-a100-3").await.get(FAMILY).is_none());
     assert_eq!(h.labels("gpu-a100-2").await[FAMILY], "h200", "left alone");
 
-    // --force restores it (from the original snapshot, not the rollback's).
+    // --overwrite-changes restores it (from the original snapshot, not the rollback's).
     let first = h.snapshots()[0].display().to_string();
-    let forced = h.run(&["rollback", &first, "--force", "-y"]).await;
+    let forced = h
+        .run(&["rollback", &first, "--overwrite-changes", "-y"])
+        .await;
     assert_code(&forced, 0);
     assert_eq!(h.labels("gpu-a100-2").await[FAMILY], "v100");
 
@@ -361,11 +363,32 @@ async fn removing_a_key_a_required_constraint_needs_requires_force_and_dependent
         .await;
     assert_code(&run, 1);
     assert!(run.stderr.contains("Deployment ml/llm-inference requires accelerator.example.com/gpu-family In [a100] (required node affinity): node/gpu-a100-1 matches it now and would not after this change; new pods of it could no longer be scheduled there"), "{}", run.all());
-    assert!(run.stderr.contains("--force"), "{}", run.all());
+    // The message names the exact command that overrides the check, and only that check.
+    assert!(
+        run.stderr.contains(&format!(
+            "to change them anyway: kubectl nodelabel remove gpu-a100-1 {FAMILY}- -y --ignore-dependents"
+        )),
+        "{}",
+        run.all()
+    );
+    assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "a100");
+
+    // The retired catch-all is refused (usage, exit 2) with the flags that replace it.
+    let retired = h
+        .run(&["remove", "gpu-a100-1", FAMILY, "--force", "-y"])
+        .await;
+    assert_code(&retired, 2);
+    for flag in [
+        "--ignore-dependents",
+        "--overwrite-changes",
+        "--other-cluster",
+    ] {
+        assert!(retired.stderr.contains(flag), "{}", retired.all());
+    }
     assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "a100");
 
     let forced = h
-        .run(&["remove", "gpu-a100-1", FAMILY, "--force", "-y"])
+        .run(&["remove", "gpu-a100-1", FAMILY, "--ignore-dependents", "-y"])
         .await;
     assert_code(&forced, 0);
     assert!(h.labels("gpu-a100-1").await.get(FAMILY).is_none());

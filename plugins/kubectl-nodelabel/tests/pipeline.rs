@@ -134,7 +134,12 @@ async fn import_prune_removes_only_its_own_sources_keys_and_checks_dependents() 
         &blocked,
         "Deployment ml/cpu-tuned requires feature.node.kubernetes.io/cpu-model.id=6 (nodeSelector): node/gpu-a100-1 matches it now and would not after this change",
     );
-    assert_has(&blocked, "use --force");
+    assert_has(
+        &blocked,
+        &format!(
+            "to change them anyway: kubectl nodelabel import --hook {cpu_arg} gpu-a100-1 --prune -y --ignore-dependents"
+        ),
+    );
     assert_eq!(h.labels("gpu-a100-1").await[feature("cpu-model.id")], "6");
 
     let forced = h
@@ -144,7 +149,7 @@ async fn import_prune_removes_only_its_own_sources_keys_and_checks_dependents() 
             &cpu_arg,
             "gpu-a100-1",
             "--prune",
-            "--force",
+            "--ignore-dependents",
             "-y",
         ])
         .await;
@@ -345,11 +350,11 @@ async fn rollback_last_is_per_cluster_and_sees_backups() {
     assert_eq!(history.json()["items"].as_array().unwrap().len(), 4);
 }
 
-/// Behaviour 6: undo is a stack. A partial rollback prints the exact command that finishes
-/// it; `rollback --last` offers the same snapshot again (never the rollback's own); once
-/// done, the next `--last` walks back to the change before.
+/// Behaviour 6: undo is a stack. A rollback whose only leftovers are keys someone changed
+/// since counts as done: it prints the exact command that restores them anyway, `history`
+/// lists them, and the next `--last` walks back to the change before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rollback_last_walks_back_and_finishes_a_partial_rollback() {
+async fn rollback_last_walks_back_past_what_others_changed_since() {
     let h = harness().await;
     assert_code(
         &h.run(&["set", "-l", "pool=online", "team=ml", "-y"]).await,
@@ -381,31 +386,95 @@ async fn rollback_last_walks_back_and_finishes_a_partial_rollback() {
     assert_has(
         &partial,
         &format!(
-            "restore what was left alone with: kubectl nodelabel rollback {family_change} --force"
+            "restore what was left alone with: kubectl nodelabel rollback {family_change} --overwrite-changes"
         ),
     );
     assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "v100");
     assert_eq!(h.labels("gpu-a100-2").await[FAMILY], "h200");
-
-    // The natural next step finishes the same snapshot, not the rollback's own.
-    let finished = h.run(&["rollback", "--last", "--force", "-y"]).await;
-    assert_code(&finished, 0);
-    assert_eq!(h.labels("gpu-a100-2").await[FAMILY], "v100");
+    let history = h.run(&["history", "-o", "json"]).await;
+    let entry = history.json()["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == family_change.as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(entry["rolledBack"], "yes", "{entry}");
     assert_eq!(
-        h.labels("gpu-a100-1").await["team"],
-        "ml",
-        "the earlier change stays"
+        entry["leftAlone"][0],
+        format!("node/gpu-a100-2: label {FAMILY} is \"h200\", expected \"a100\""),
+        "{entry}"
     );
+    let text = h.run(&["history"]).await;
+    assert_has(&text, "yes, 1 left alone");
 
-    // Then --last walks back to the change before it.
+    // The next --last walks back to the change before: someone else's value stays.
     let earlier = h.run(&["rollback", "--last", "-y"]).await;
     assert_code(&earlier, 0);
     for node in ["gpu-a100-1", "gpu-a100-2", "gpu-a100-3"] {
         assert!(h.labels(node).await.get("team").is_none(), "{node}");
     }
+    assert_eq!(h.labels("gpu-a100-2").await[FAMILY], "h200");
     let nothing = h.run(&["rollback", "--last", "-y"]).await;
     assert_code(&nothing, 2);
     assert_has(&nothing, "nothing to undo");
+
+    // The printed command still finishes it, on demand.
+    let finished = h
+        .run(&["rollback", &family_change, "--overwrite-changes", "-y"])
+        .await;
+    assert_code(&finished, 0);
+    assert_eq!(h.labels("gpu-a100-2").await[FAMILY], "v100");
+}
+
+/// `rollback SNAPSHOT NODE...` and `-l SEL` restore only those nodes; the snapshot stays on
+/// the undo stack until every node is restored, and the confirmation names what is undone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_of_some_nodes_keeps_the_rest_on_the_stack() {
+    let h = harness().await;
+    assert_code(
+        &h.run(&["set", "-l", "pool=online", "team=ml", "-y"]).await,
+        0,
+    );
+    let change = h.snapshots().last().unwrap().display().to_string();
+
+    // Without a terminal and --yes, the refusal names the change it would undo.
+    let refused = h.run(&["rollback", "--last"]).await;
+    assert_code(&refused, 2);
+    assert_has(
+        &refused,
+        "3 nodes to undo `kubectl nodelabel set -l pool=online team=ml -y` of ",
+    );
+    assert_has(&refused, "on context ");
+
+    let one = h.run(&["rollback", &change, "gpu-a100-1", "-y"]).await;
+    assert_code(&one, 0);
+    assert_has(&one, "1 of its 3 nodes");
+    assert!(h.labels("gpu-a100-1").await.get("team").is_none());
+    assert_eq!(h.labels("gpu-a100-2").await["team"], "ml");
+    // A node the snapshot does not hold is refused before anything is written.
+    let foreign = h.run(&["rollback", &change, "cpu-1", "-y"]).await;
+    assert_code(&foreign, 2);
+    assert_has(&foreign, "node/cpu-1 not in the snapshot");
+
+    // --last still offers it (two nodes left), here by selector.
+    let zone = h
+        .run(&[
+            "rollback",
+            "--last",
+            "-l",
+            "topology.kubernetes.io/zone=zone-b",
+            "-y",
+        ])
+        .await;
+    assert_code(&zone, 0);
+    assert!(h.labels("gpu-a100-2").await.get("team").is_none());
+    assert_eq!(h.labels("gpu-a100-3").await["team"], "ml");
+    let rest = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&rest, 0);
+    assert!(h.labels("gpu-a100-3").await.get("team").is_none());
+    let nothing = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&nothing, 2);
 }
 
 /// Behaviour 10: a rollback that restores nothing it was asked to exits 1.

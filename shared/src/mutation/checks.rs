@@ -2,7 +2,7 @@
 //! where to read what happens when a label is added, removed or changed, or a taint added.
 //!
 //! - **Dependents** ([`dependents`]): a workload depends on a node's labels through its
-//!   `nodeSelector` and required node affinity. A change *blocks* (unless `--force`) only
+//!   `nodeSelector` and required node affinity. A change *blocks* (unless `--ignore-dependents`) only
 //!   when a workload's required constraint selects the node now and would not after the
 //!   change — a node that was never a candidate is not a dependent, and a change that keeps
 //!   the node matching is harmless. For a DaemonSet that means its pod there is deleted by
@@ -17,7 +17,7 @@
 //!   tolerate only what their template says — and must be confirmed.
 //! - **Taints against workloads** ([`taint_losses`]): a workload template (or a custom
 //!   resource's pods) whose required constraints select a node that does not tolerate the
-//!   added taint loses that node. It *blocks* (unless `--force`) when the workload loses
+//!   added taint loses that node. It *blocks* (unless `--ignore-dependents`) when the workload loses
 //!   every node it can use now; otherwise a warning says how many candidates remain. A
 //!   toleration of the same key with another value or effect gets "did you mean". A
 //!   DaemonSet that loses the node is named with the consequence and the toleration to add.

@@ -35,8 +35,8 @@ pub struct Dedication {
     pub resource: Option<String>,
     pub allow_no_gpu: bool,
     pub overwrite: bool,
-    /// Change labels that workloads depend on.
-    pub force: bool,
+    /// `--ignore-dependents`: go on although workloads lose nodes they depend on.
+    pub ignore_dependents: bool,
 }
 
 /// `dedicate`: the GPU preflight (the resource is registered on every node), then taint and
@@ -135,7 +135,7 @@ pub async fn dedicate(
         .map(|n| api::node_state(n).map(|s| plan_node(&s, &request)))
         .collect::<Result<_, _>>()?;
     let mut mutation = Mutation::new(TOOL, COMMAND, "dedicate", args);
-    mutation.force = dedication.force;
+    mutation.ignore_dependents = dedication.ignore_dependents;
     mutation.findings = findings;
     let report = pipeline::apply(&conn, ui, plans, mutation).await?;
     Ok(print_report(ui, &report))
@@ -149,7 +149,7 @@ pub async fn release(
     targets: Targets,
     taint: Option<Taint>,
     labels: Vec<LabelChange>,
-    force: bool,
+    ignore_dependents: bool,
     args: &MutationArgs,
 ) -> Result<u8, CommandError> {
     let conn = connection.connect().await?;
@@ -164,7 +164,7 @@ pub async fn release(
     };
     let plans: Vec<NodePlan> = nodes.iter().map(|n| plan_node(n, &request)).collect();
     let mut mutation = Mutation::new(TOOL, COMMAND, "release", args);
-    mutation.force = force;
+    mutation.ignore_dependents = ignore_dependents;
     mutation.findings.warnings = super::checks::absent_removals(&request.labels, &nodes);
     mutation.problems = plans
         .iter()

@@ -48,8 +48,8 @@ pub struct LabelRequest {
     pub changes: Vec<LabelChange>,
     /// Change a label that has another value.
     pub overwrite: bool,
-    /// Remove or change labels that workloads depend on.
-    pub force: bool,
+    /// `--ignore-dependents`: remove or change labels that workloads depend on.
+    pub ignore_dependents: bool,
 }
 
 /// `set` and `remove`: the label changes on the targets.
@@ -69,7 +69,7 @@ pub async fn change_labels(
     };
     let plans: Vec<NodePlan> = nodes.iter().map(|n| plan_node(n, &change)).collect();
     let mut mutation = Mutation::new(TOOL, COMMAND, request.operation, args);
-    mutation.force = request.force;
+    mutation.ignore_dependents = request.ignore_dependents;
     mutation.findings.warnings = super::checks::absent_removals(&change.labels, &nodes);
     let report = pipeline::apply(&conn, ui, plans, mutation).await?;
     Ok(print_report(ui, &report))
@@ -108,8 +108,8 @@ pub struct ImportOptions {
     pub prune: bool,
     pub skip_invalid: bool,
     pub overwrite: bool,
-    /// Prune labels that workloads depend on.
-    pub force: bool,
+    /// `--ignore-dependents`: prune labels that workloads depend on.
+    pub ignore_dependents: bool,
 }
 
 /// (source name, content, the node it is for: `None` = every target).
@@ -262,7 +262,7 @@ pub async fn import(
         })
         .collect();
     let mut mutation = Mutation::new(TOOL, COMMAND, "import", args);
-    mutation.force = options.force;
+    mutation.ignore_dependents = options.ignore_dependents;
     mutation.findings = findings;
     let report = pipeline::apply(&conn, ui, plans, mutation).await?;
     Ok(print_report(ui, &report))

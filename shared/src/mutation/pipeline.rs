@@ -14,7 +14,7 @@ use crate::executor::{
 use crate::interrupt::Interrupt;
 use crate::plan::NodePlan;
 use crate::snapshot::{ClusterIdentity, SnapshotHeader, SnapshotStore};
-use crate::ui::{DryRun, MutationArgs, Ui};
+use crate::ui::{DryRun, MutationArgs, Ui, shell_quote};
 
 use super::checks::{self, Findings};
 use super::report::{NodeReport, Outcome, REPORT_API_VERSION, Report, render_plan};
@@ -28,14 +28,17 @@ pub struct Mutation<'a> {
     pub command: &'a str,
     pub operation: &'a str,
     pub args: &'a MutationArgs,
-    /// `--force`: go on despite blocking dependents (they are shown as warnings).
-    pub force: bool,
+    /// `--ignore-dependents`: go on despite blocking dependents (they are shown as warnings).
+    pub ignore_dependents: bool,
     /// The command's own findings (a GPU preflight, a rollback's conflicts).
     pub findings: Findings,
     /// Reported problems that make the command exit 1 whatever the writes do.
     pub problems: Vec<String>,
     /// Set for a rollback: the snapshot it undoes.
     pub rollback_of: Option<PathBuf>,
+    /// Set for a rollback: what it undoes (command, time, context, nodes), named in the
+    /// confirmation so that pressing y twice never walks silently into an older change.
+    pub undoes: Option<String>,
     /// The cluster's identity, when the command already read it.
     pub cluster: Option<ClusterIdentity>,
 }
@@ -52,23 +55,13 @@ impl<'a> Mutation<'a> {
             command,
             operation,
             args,
-            force: false,
+            ignore_dependents: false,
             findings: Findings::default(),
             problems: Vec::new(),
             rollback_of: None,
+            undoes: None,
             cluster: None,
         }
-    }
-}
-
-/// Quotes a path for a shell only when it needs it.
-pub fn shell_quote(s: &str) -> String {
-    if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-:+@".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }
 
@@ -142,23 +135,18 @@ pub async fn apply(
     let mut findings = std::mem::take(&mut mutation.findings);
     findings.extend(policy(conn, &changing).await?);
     if !findings.blocking.is_empty() {
-        if mutation.force {
+        if mutation.ignore_dependents {
             findings.warnings.extend(
                 findings
                     .blocking
                     .drain(..)
-                    .map(|b| format!("{b} (--force given)")),
+                    .map(|b| format!("{b} (--ignore-dependents given)")),
             );
         } else {
-            // A rollback's --force does more: say so before anyone reaches for it.
-            let force_also = if mutation.operation == "rollback" {
-                " (for a rollback --force also restores keys changed since, and rolls back a snapshot of another cluster)"
-            } else {
-                ""
-            };
             let message = format!(
-                "nothing was changed: workloads depend on the labels or taints being changed:\n  {}\nuse --force to change them anyway{force_also}",
-                findings.blocking.join("\n  ")
+                "nothing was changed: workloads depend on the labels or taints being changed:\n  {}\nto change them anyway: {}",
+                findings.blocking.join("\n  "),
+                crate::ui::rerun_with(mutation.command, "--ignore-dependents")
             );
             let all: Vec<NodePlan> = changing.iter().chain(&unchanged).cloned().collect();
             return blocked_report(ui, &mutation, &all, message);
@@ -173,7 +161,7 @@ pub async fn apply(
         dry_run: dry_run_name(dry_run).into(),
         snapshot: None,
         rollback_command: None,
-        force_command: None,
+        overwrite_command: None,
         nodes: unchanged
             .iter()
             .map(|p| NodeReport::of(p, Outcome::Unchanged, None))
@@ -375,7 +363,7 @@ fn blocked_report(
             dry_run: dry_run_name(mutation.args.dry_run).into(),
             snapshot: None,
             rollback_command: None,
-            force_command: None,
+            overwrite_command: None,
             nodes: plans
                 .iter()
                 .map(|p| match p.is_noop() && p.blockers.is_empty() {
@@ -411,7 +399,10 @@ fn confirm(
     if mutation.args.dry_run != DryRun::None || mutation.args.yes {
         return Ok(());
     }
-    let what = format!("{nodes} node{}", if nodes == 1 { "" } else { "s" });
+    let what = match &mutation.undoes {
+        Some(undoes) => format!("{} to undo {undoes}", crate::ui::count(nodes, "node")),
+        None => crate::ui::count(nodes, "node"),
+    };
     if !ui.interactive {
         return Err(CommandError::NeedsConfirmation(match &findings.confirm {
             Some(extra) => format!("{what} ({extra})"),
@@ -419,24 +410,17 @@ fn confirm(
         }));
     }
     // What `confirm` stands for (evictions) was just printed as a warning: not again.
-    let question = match &findings.confirm {
-        Some(_) => format!("Apply the change to {what}, evictions included (see above)?"),
-        None => format!("Apply the change to {what}?"),
+    let question = match (&findings.confirm, &mutation.undoes) {
+        (Some(_), _) => format!("Apply the change to {what}, evictions included (see above)?"),
+        (None, Some(undoes)) => format!(
+            "Undo {undoes} (writing {})?",
+            crate::ui::count(nodes, "node")
+        ),
+        (None, None) => format!("Apply the change to {what}?"),
     };
     if ui.confirm(&question) {
         Ok(())
     } else {
         Err(CommandError::Declined)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shell_quoting() {
-        assert_eq!(shell_quote("/tmp/a-b.jsonl"), "/tmp/a-b.jsonl");
-        assert_eq!(shell_quote("/tmp/a b"), "'/tmp/a b'");
     }
 }

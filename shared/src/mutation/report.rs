@@ -151,7 +151,7 @@ pub struct Report {
     pub rollback_command: Option<String>,
     /// Rollback only: the exact command that also restores what was left alone.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub force_command: Option<String>,
+    pub overwrite_command: Option<String>,
     pub nodes: Vec<NodeReport>,
     pub warnings: Vec<String>,
     /// What makes the command exit 1 besides a node's outcome (a taint left in place
@@ -241,7 +241,7 @@ pub fn print_report(ui: &Ui, report: &Report) -> u8 {
                 shown(&c.found),
                 shown(&c.expected),
                 if c.forced {
-                    " (restored with --force)"
+                    " (restored with --overwrite-changes)"
                 } else {
                     " (left alone)"
                 }
@@ -270,7 +270,7 @@ pub fn print_report(ui: &Ui, report: &Report) -> u8 {
             )
         );
     }
-    if let Some(cmd) = &report.force_command {
+    if let Some(cmd) = &report.overwrite_command {
         println!("restore what was left alone with: {cmd}");
     }
     if let Some(cmd) = &report.rollback_command {

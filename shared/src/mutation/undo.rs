@@ -5,7 +5,7 @@
 //! taken on *this cluster* (by identity, not context name) that is not itself a rollback
 //! and not fully rolled back ([`SnapshotStore::last_undoable`]), so repeated `--last` walks
 //! back through history. A snapshot named by path that was taken on another cluster is
-//! refused unless `--force`.
+//! refused unless `--other-cluster`.
 
 use serde::Serialize;
 
@@ -23,8 +23,10 @@ use crate::snapshot::{
 use crate::ui::{MutationArgs, Ui};
 
 use super::checks::Findings;
-use super::pipeline::{self, Mutation, shell_quote};
+use super::pipeline::{self, Mutation};
 use super::report::{NodeReport, Outcome, REPORT_API_VERSION, Report};
+use crate::targets::Targets;
+use crate::ui::{RollbackOverrides, RollbackSettings, shell_quote};
 
 /// Which snapshot a `rollback` or `show` names.
 #[derive(Debug, Clone, Copy)]
@@ -54,13 +56,29 @@ impl<'a> SnapshotChoice<'a> {
                     .map_err(|e| CommandError::Input(format!("snapshot {p}: {e}")))?,
             )?,
             SnapshotChoice::Last => {
-                SnapshotStore::new(SnapshotStore::default_dir()?).last_undoable(tool, cluster)?
+                let top = SnapshotStore::new(SnapshotStore::default_dir()?)
+                    .last_undoable(tool, cluster)?;
+                // One stack per cluster: the other plugin's newer change is named, never
+                // skipped silently.
+                if top.header.tool != tool {
+                    return Err(CommandError::UndoOrder(format!(
+                        "the newest change on this cluster not yet undone was made by kubectl {}: `{}` of {} on context {}, {}; undo it first with `kubectl {} rollback --last` (or name an older snapshot of this plugin: see `kubectl {} history`); nothing was changed",
+                        crate::snapshot::plugin_name(&top.header.tool),
+                        top.header.user_command(),
+                        top.header.created_at,
+                        top.header.context,
+                        crate::ui::count(top.header.nodes.len(), "node"),
+                        crate::snapshot::plugin_name(&top.header.tool),
+                        crate::snapshot::plugin_name(tool),
+                    )));
+                }
+                top
             }
         })
     }
 }
 
-fn conflict_warning(node: &str, c: &RollbackConflict, force_command: &str) -> String {
+fn conflict_warning(node: &str, c: &RollbackConflict, overwrite_command: &str) -> String {
     let shown = crate::plan::quoted_or_absent;
     format!(
         "node/{node}: {} is {}, but the snapshot's command set {}: someone changed it since{}",
@@ -68,25 +86,96 @@ fn conflict_warning(node: &str, c: &RollbackConflict, force_command: &str) -> St
         shown(&c.found),
         shown(&c.expected),
         if c.forced {
-            "; restoring anyway (--force)".to_string()
+            "; restoring anyway (--overwrite-changes)".to_string()
         } else {
-            format!("; left alone (`{force_command}` restores it)")
+            format!("; left alone (`{overwrite_command}` restores it)")
         }
     )
 }
 
-/// `rollback [SNAPSHOT | --last] [--force]`: restores what a snapshot changed, exactly (see
-/// [`crate::rollback`]), and records in the original snapshot that (and whether fully) it
-/// was rolled back.
+/// What `rollback` is asked: which snapshot, which of its nodes, with which overrides.
+#[derive(Debug, Clone)]
+pub struct RollbackRequest<'a> {
+    pub choice: SnapshotChoice<'a>,
+    /// `NODE...` or `-l SEL`; `None`: every node of the snapshot.
+    pub only: Option<Targets>,
+    pub overrides: RollbackSettings,
+}
+
+/// `rollback`'s arguments, the same in both plugins.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RollbackArgs {
+    /// The snapshot file (see `history`).
+    #[arg(value_name = "SNAPSHOT")]
+    pub snapshot: Option<String>,
+    /// Restore only these nodes of the snapshot (NAME or node/NAME).
+    #[arg(value_name = "NODE")]
+    pub nodes: Vec<String>,
+    /// Restore only the snapshot's nodes that match this label selector now.
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// The newest change on the current context's cluster, by either plugin, that is not a
+    /// rollback and not yet rolled back (repeat it to walk back through history).
+    #[arg(long)]
+    pub last: bool,
+    #[command(flatten)]
+    pub overrides: RollbackOverrides,
+}
+
+impl RollbackArgs {
+    /// Resolves the arguments before any work: with `--last`, every positional word is a
+    /// node.
+    pub fn request(&self) -> Result<RollbackRequest<'_>, CommandError> {
+        let overrides = self.overrides.resolve()?;
+        let (path, nodes): (Option<&str>, Vec<String>) = match (self.last, &self.snapshot) {
+            (true, Some(first)) => (
+                None,
+                std::iter::once(first.clone())
+                    .chain(self.nodes.iter().cloned())
+                    .collect(),
+            ),
+            _ => (self.snapshot.as_deref(), self.nodes.clone()),
+        };
+        let choice = SnapshotChoice::from_args(path, self.last)?;
+        let only = if nodes.is_empty() && self.selector.is_none() {
+            None
+        } else {
+            Some(Targets::from_args_without_all_flag(
+                nodes,
+                self.selector.as_deref(),
+                false,
+            )?)
+        };
+        Ok(RollbackRequest {
+            choice,
+            only,
+            overrides,
+        })
+    }
+}
+
+/// `rollback [SNAPSHOT | --last] [NODE... | -l SEL]`: restores what a snapshot changed,
+/// exactly (see [`crate::rollback`]), on every node of the snapshot or only `only`, and
+/// records in the original snapshot that (and whether fully) it was rolled back.
+///
+/// Partial (the snapshot stays on top of the undo stack): a write that failed, was not
+/// attempted or has an unknown outcome, or a node outside `only` that still differs from
+/// the snapshot. Keys someone changed since and that the rollback left alone do not make
+/// it partial: they are recorded as left alone, listed by `history`/`show`, and
+/// `rollback SNAPSHOT --overwrite-changes` restores them.
 pub async fn rollback(
     conn: &Connection,
     ui: &Ui,
     tool: &str,
     command: &str,
-    choice: SnapshotChoice<'_>,
-    force: bool,
+    request: RollbackRequest<'_>,
     args: &MutationArgs,
 ) -> Result<Report, CommandError> {
+    let RollbackRequest {
+        choice,
+        only,
+        overrides,
+    } = request;
     let cluster = api::cluster_identity(conn).await;
     let snapshot = choice.load(tool, &cluster)?;
     // A hand-edited snapshot is refused before any write, not half restored.
@@ -104,7 +193,7 @@ pub async fn rollback(
         )));
     }
     let taken_on = snapshot.header.cluster();
-    if !force && !taken_on.same_cluster(&cluster) {
+    if !overrides.other_cluster && !taken_on.same_cluster(&cluster) {
         return Err(CommandError::OtherCluster {
             snapshot: snapshot.path.display().to_string(),
             taken_on: taken_on.to_string(),
@@ -112,8 +201,9 @@ pub async fn rollback(
             current: cluster.to_string(),
         });
     }
-    let force_command = format!(
-        "{command} rollback {} --force",
+    let selected = selected_nodes(conn, &snapshot, only.as_ref()).await?;
+    let overwrite_command = format!(
+        "{command} rollback {} --overwrite-changes",
         shell_quote(&snapshot.path.display().to_string())
     );
     let names = snapshot
@@ -127,15 +217,29 @@ pub async fn rollback(
     let mut plans = Vec::new();
     let mut conflicts_by_node: Vec<(String, Vec<RollbackConflict>)> = Vec::new();
     let mut skipped = Vec::new();
+    // Nodes outside the selection that still have something to restore.
+    let mut not_selected_left = 0;
     let mut findings = Findings::default();
-    findings
-        .warnings
-        .extend(snapshot.header.nodes.iter().flat_map(restore_warnings));
     for (node, (_, now)) in snapshot.header.nodes.iter().zip(&current) {
-        match plan_node_rollback(node, snapshot.outcome_of(&node.name), now.as_ref(), force) {
+        let rollback = plan_node_rollback(
+            node,
+            snapshot.outcome_of(&node.name),
+            now.as_ref(),
+            overrides.overwrite_changes,
+        );
+        if !selected.as_ref().is_none_or(|s| s.contains(&node.name)) {
+            if matches!(&rollback, NodeRollback::Restore { plan, .. } if !plan.is_noop()) {
+                not_selected_left += 1;
+            }
+            continue;
+        }
+        findings.warnings.extend(restore_warnings(node));
+        match rollback {
             NodeRollback::Restore { plan, conflicts } => {
                 for c in &conflicts {
-                    findings.warnings.push(conflict_warning(plan.node(), c, &force_command));
+                    findings
+                        .warnings
+                        .push(conflict_warning(plan.node(), c, &overwrite_command));
                 }
                 if !conflicts.is_empty() {
                     conflicts_by_node.push((plan.node().to_string(), conflicts));
@@ -161,11 +265,13 @@ pub async fn rollback(
         }
     }
     let mut mutation = Mutation::new(tool, command, "rollback", args);
-    mutation.force = force;
+    mutation.ignore_dependents = overrides.ignore_dependents;
     mutation.findings = findings;
     mutation.rollback_of = Some(snapshot.path.clone());
     mutation.cluster = Some(cluster);
+    mutation.undoes = Some(undo_description(&snapshot, selected.as_ref()));
     if !ui.output.is_structured() {
+        println!("undoing {}", mutation.undoes.as_deref().unwrap_or_default());
         for s in &skipped {
             ui.warn(&format!(
                 "node/{}: {}",
@@ -182,22 +288,38 @@ pub async fn rollback(
     }
     report.nodes.extend(skipped);
     report.nodes.sort_by(|a, b| a.name.cmp(&b.name));
-    // Left in place: open conflicts and writes that did not (surely) happen. A node deleted
-    // or recreated since has nothing left to restore, so it does not keep the snapshot on
-    // the undo stack.
-    let open_conflicts = report
+    // A node deleted or recreated since has nothing left to restore, so it does not keep
+    // the snapshot on the undo stack; nor do keys someone else changed since.
+    let left_alone: Vec<String> = report
         .nodes
         .iter()
-        .any(|n| n.conflicts.iter().any(|c| !c.forced));
-    let partial = open_conflicts
+        .flat_map(|n| {
+            n.conflicts.iter().filter(|c| !c.forced).map(move |c| {
+                format!(
+                    "node/{}: {} is {}, expected {}",
+                    n.name,
+                    c.item,
+                    crate::plan::quoted_or_absent(&c.found),
+                    crate::plan::quoted_or_absent(&c.expected)
+                )
+            })
+        })
+        .collect();
+    let partial = not_selected_left > 0
         || report.nodes.iter().any(|n| {
             matches!(
                 n.outcome,
                 Outcome::Conflict | Outcome::Failed | Outcome::Unknown | Outcome::NotAttempted
             )
         });
-    if open_conflicts {
-        report.force_command = Some(force_command);
+    if !left_alone.is_empty() {
+        report.overwrite_command = Some(overwrite_command);
+    }
+    if not_selected_left > 0 && !ui.output.is_structured() {
+        println!(
+            "{} of the snapshot not selected still to restore: it stays on the undo stack",
+            crate::ui::count(not_selected_left, "node")
+        );
     }
     if args.dry_run == crate::ui::DryRun::None {
         let by = match &report.snapshot {
@@ -209,9 +331,85 @@ pub async fn rollback(
             by,
             partial,
             at: now_rfc3339(),
+            left_alone,
         })?;
     }
     Ok(report)
+}
+
+/// The snapshot's nodes a rollback restores: `None` for all of them. A named node the
+/// snapshot does not hold is an input error; a selector is matched against the nodes'
+/// current labels (one paged list).
+async fn selected_nodes(
+    conn: &Connection,
+    snapshot: &Snapshot,
+    only: Option<&Targets>,
+) -> Result<Option<std::collections::BTreeSet<String>>, CommandError> {
+    let in_snapshot: std::collections::BTreeSet<String> = snapshot
+        .header
+        .nodes
+        .iter()
+        .map(|n| n.name.clone())
+        .collect();
+    let chosen: std::collections::BTreeSet<String> = match only {
+        None | Some(Targets::All) => return Ok(None),
+        Some(Targets::Names(names)) => {
+            let foreign: Vec<&String> =
+                names.iter().filter(|n| !in_snapshot.contains(*n)).collect();
+            if !foreign.is_empty() {
+                return Err(CommandError::Input(format!(
+                    "{} not in the snapshot {} (its nodes: {}); nothing was changed",
+                    foreign
+                        .iter()
+                        .map(|n| format!("node/{n}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    snapshot.path.display(),
+                    in_snapshot.iter().cloned().collect::<Vec<_>>().join(", ")
+                )));
+            }
+            names.iter().cloned().collect()
+        }
+        Some(selector @ Targets::Selector(_)) => api::fetch_nodes(&conn.client, selector)
+            .await?
+            .into_iter()
+            .map(|n| n.name)
+            .filter(|n| in_snapshot.contains(n))
+            .collect(),
+    };
+    if chosen.is_empty() {
+        return Err(CommandError::Input(format!(
+            "the selector matches none of the nodes of the snapshot {}; nothing was changed",
+            snapshot.path.display()
+        )));
+    }
+    Ok(Some(chosen))
+}
+
+/// What a rollback undoes, for its confirmation: the command, when, where and how many
+/// nodes (`kubectl nodelabel set -l pool=online team=ml` of 2026-12-01T10:00:00Z on
+/// context kind-gpu, 3 nodes).
+fn undo_description(
+    snapshot: &Snapshot,
+    selected: Option<&std::collections::BTreeSet<String>>,
+) -> String {
+    let h = &snapshot.header;
+    let nodes = match selected {
+        Some(s) if s.len() < h.nodes.len() => {
+            format!(
+                "{} of its {}",
+                s.len(),
+                crate::ui::count(h.nodes.len(), "node")
+            )
+        }
+        _ => crate::ui::count(h.nodes.len(), "node"),
+    };
+    format!(
+        "`{}` of {} on context {}, {nodes}",
+        h.user_command(),
+        h.created_at,
+        h.context
+    )
 }
 
 /// `show SNAPSHOT | --last`: resolves `--last` against the kubeconfig's cluster (server and
@@ -244,6 +442,9 @@ pub struct HistoryEntry {
     /// `no`, `yes` or `partly`.
     pub rolled_back: String,
     pub rolled_back_by: Vec<String>,
+    /// What the newest rollback left alone because someone changed it since.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_alone: Vec<String>,
     pub path: std::path::PathBuf,
 }
 
@@ -307,6 +508,7 @@ pub fn history(tool: &str) -> Result<History, CommandError> {
             }
             .into(),
             rolled_back_by: s.rolled_back_by().iter().map(|p| p.to_string()).collect(),
+            left_alone: s.left_alone().to_vec(),
             path: s.path.clone(),
         })
         .collect();
@@ -354,7 +556,10 @@ pub fn print_history(ui: &Ui, history: &History) {
                 e.command.clone(),
                 e.nodes.to_string(),
                 e.outcome.clone(),
-                e.rolled_back.clone(),
+                match e.left_alone.len() {
+                    0 => e.rolled_back.clone(),
+                    n => format!("{}, {n} left alone", e.rolled_back),
+                },
                 e.path.display().to_string(),
             ]);
             row
@@ -400,6 +605,9 @@ pub fn print_snapshot(ui: &Ui, snapshot: &Snapshot) {
     }
     for by in snapshot.rolled_back_by() {
         println!("undone by: {by}");
+    }
+    for left in snapshot.left_alone() {
+        println!("left alone (changed since): {left}");
     }
     for node in &h.nodes {
         let outcome = snapshot
