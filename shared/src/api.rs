@@ -356,6 +356,44 @@ async fn list_custom_workloads(
     Ok(out)
 }
 
+/// Every value each of `keys` has on the cluster's nodes: one label-selected paged list
+/// per key (only the nodes that carry it), reading labels alone.
+pub async fn label_values(
+    client: &kube::Client,
+    keys: &[&str],
+) -> Result<std::collections::BTreeMap<String, std::collections::BTreeSet<String>>, CommandError> {
+    #[derive(serde::Deserialize)]
+    struct Labelled {
+        #[serde(default)]
+        metadata: LabelsOnly,
+    }
+    #[derive(Default, serde::Deserialize)]
+    struct LabelsOnly {
+        #[serde(default)]
+        labels: std::collections::BTreeMap<String, String>,
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for key in keys {
+        let mut values = std::collections::BTreeSet::new();
+        for_each_page(
+            client,
+            "/api/v1/nodes",
+            None,
+            Some(key),
+            500,
+            |page: Vec<Labelled>| {
+                values.extend(
+                    page.into_iter()
+                        .filter_map(|n| n.metadata.labels.get(*key).cloned()),
+                );
+            },
+        )
+        .await?;
+        out.insert(key.to_string(), values);
+    }
+    Ok(out)
+}
+
 /// A page of a list read into a minimal view type.
 #[derive(Debug, serde::Deserialize)]
 struct ViewList<T> {

@@ -1371,13 +1371,14 @@ pub fn any_term_matches(
 pub fn nearest_key<'a>(key: &str, existing: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     existing
         .into_iter()
-        .map(|k| (levenshtein(key, k), k))
+        .map(|k| (edit_distance(key, k), k))
         .filter(|(d, _)| *d > 0 && *d <= 3)
         .min()
         .map(|(_, k)| k)
 }
 
-fn levenshtein(a: &str, b: &str) -> usize {
+/// The edit distance (insertions, deletions, substitutions) between two strings.
+pub fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

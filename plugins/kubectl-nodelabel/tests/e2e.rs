@@ -297,7 +297,7 @@ async fn a_fault_on_the_third_of_ten_writes_fails_only_that_node_and_rollback_re
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_transient_fault_is_retried_and_one_list_plus_one_write_per_node_is_all_it_takes() {
+async fn a_transient_fault_is_retried_and_two_lists_plus_one_write_per_node_is_all_it_takes() {
     let Some(h) = ten_nodes().await else { return };
     h.server().inject(Fault::new(
         "patch",
@@ -320,7 +320,9 @@ async fn a_transient_fault_is_retried_and_one_list_plus_one_write_per_node_is_al
         .await;
     assert_code(&run, 0);
     assert!(run.stdout.contains("10 applied"), "{}", run.all());
-    assert_eq!(h.server().count("list", "nodes"), 1);
+    // The targets, and the values the key has on the cluster (for "did you mean"): one
+    // list each, whatever the number of nodes.
+    assert_eq!(h.server().count("list", "nodes"), 2);
     assert_eq!(
         h.server().count("patch", "nodes"),
         11,
@@ -979,4 +981,50 @@ async fn on_a_terminal_it_asks_and_respects_the_answer() {
     assert_eq!(code, 0, "{screen}");
     assert!(screen.contains("node/gpu-a100-1 applied"), "{screen}");
     assert_eq!(h.labels("gpu-a100-1").await["team"], "ml");
+}
+
+/// `set` with a typo'd key or value says "did you mean" before the confirmation; a new
+/// value that is no typo of another (a new GPU family) is set without a word.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_says_did_you_mean_for_near_keys_and_values() {
+    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let typo = "accelerator.example.com/gpu-famliy";
+    // Without --yes and a terminal: refused, and the hint is already on screen.
+    let asked = h.run(&["set", "gpu-a100-1", &format!("{typo}=a100")]).await;
+    assert_code(&asked, 2);
+    assert!(
+        asked.stderr.contains(&format!(
+            "label {typo} is on none of the 1 node targeted, which have {FAMILY}: did you mean {FAMILY}?"
+        )),
+        "{}",
+        asked.all()
+    );
+    assert!(h.labels("gpu-a100-1").await.get(typo).is_none());
+
+    let value = h
+        .run(&["set", "gpu-a100-3", &format!("{FAMILY}=V100"), "-y"])
+        .await;
+    assert_code(&value, 0);
+    assert!(
+        value.stderr.contains(&format!(
+            "{FAMILY}=V100: no node has this value, and nodes have {FAMILY}=v100: did you mean v100?"
+        )),
+        "{}",
+        value.all()
+    );
+    let new_family = h
+        .run(&[
+            "set",
+            "gpu-a100-3",
+            &format!("{FAMILY}=b200"),
+            "--overwrite",
+            "-y",
+        ])
+        .await;
+    assert_code(&new_family, 0);
+    assert!(
+        !new_family.stderr.contains("did you mean"),
+        "{}",
+        new_family.all()
+    );
 }

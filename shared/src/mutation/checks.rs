@@ -100,6 +100,92 @@ pub fn absent_removals(changes: &[LabelChange], nodes: &[NodeState]) -> Vec<Stri
         .collect()
 }
 
+/// Whether `typed` is probably a typo of `known`: the same text but for case, or a small
+/// edit distance for its length (one edit from 5 characters, two from 8) — short values
+/// such as `a100` and `h100` are different values, not typos of each other.
+fn looks_like_typo(typed: &str, known: &str) -> bool {
+    if typed == known {
+        return false;
+    }
+    if typed.eq_ignore_ascii_case(known) {
+        return true;
+    }
+    let len = typed.chars().count().min(known.chars().count());
+    let allowed = match len {
+        0..=4 => 0,
+        5..=7 => 1,
+        _ => 2,
+    };
+    crate::live::edit_distance(typed, known) <= allowed
+}
+
+/// Keys `set` adds that none of the target nodes has while a near key is there: probably
+/// a typo (`gpu-famliy` for `gpu-family`), or the right name under another prefix
+/// (`gpu-family` for `accelerator.example.com/gpu-family`). Shown before the confirmation.
+pub fn near_keys(changes: &[LabelChange], nodes: &[NodeState]) -> Vec<String> {
+    let present: BTreeSet<&str> = nodes
+        .iter()
+        .flat_map(|n| n.labels.keys().map(String::as_str))
+        .collect();
+    let name = |k: &str| k.rsplit_once('/').map_or(k, |(_, n)| n).to_string();
+    changes
+        .iter()
+        .filter_map(|c| match c {
+            LabelChange::Set { key, .. } if !present.contains(key.as_str()) => Some(key),
+            _ => None,
+        })
+        .filter_map(|key| {
+            let near: Vec<&str> = present
+                .iter()
+                .copied()
+                .filter(|k| looks_like_typo(key, k) || (name(k) == name(key) && *k != key))
+                .collect();
+            (!near.is_empty()).then(|| {
+                format!(
+                    "label {key} is on none of the {} targeted, which have {}: did you mean {}? (set adds it as a new key)",
+                    crate::ui::count(nodes.len(), "node"),
+                    near.join(", "),
+                    near.join(" or ")
+                )
+            })
+        })
+        .collect()
+}
+
+/// Values `set` gives a key that no node of the cluster has for it while a near value is
+/// there (`80GB` for `80gb`, `llm-onlne` for `llm-online`). `values` holds every value
+/// each key has on the cluster's nodes.
+pub fn near_values(
+    changes: &[LabelChange],
+    values: &BTreeMap<String, BTreeSet<String>>,
+) -> Vec<String> {
+    changes
+        .iter()
+        .filter_map(|c| match c {
+            LabelChange::Set { key, value } => Some((key, value)),
+            LabelChange::Remove { .. } => None,
+        })
+        .filter_map(|(key, value)| {
+            let known = values.get(key)?;
+            if known.contains(value) {
+                return None;
+            }
+            let near: Vec<&str> = known
+                .iter()
+                .map(String::as_str)
+                .filter(|v| looks_like_typo(value, v))
+                .collect();
+            (!near.is_empty()).then(|| {
+                format!(
+                    "{key}={value}: no node has this value, and nodes have {key}={}: did you mean {}?",
+                    near.join(", "),
+                    near.join(" or ")
+                )
+            })
+        })
+        .collect()
+}
+
 /// Warnings about the label keys the plans set.
 pub fn key_warnings(plans: &[NodePlan]) -> Vec<String> {
     let mut keys: Vec<&str> = plans
@@ -577,6 +663,50 @@ mod tests {
         assert!(found.warnings[0].starts_with("Pod ml/trainer runs on node/gpu-a100-1"));
         assert!(found.warnings[0].contains("it keeps running"));
         assert!(found.warnings[1].starts_with("Deployment ml/batch prefers"));
+    }
+
+    #[test]
+    fn typos_on_set_are_said_and_new_values_are_not() {
+        let nodes = [node(
+            "gpu-a100-1",
+            &[(FAMILY, "a100"), ("gpu-memory", "80gb"), ("pool", "online")],
+        )];
+        let changes = parse_label_changes(&[
+            "accelerator.example.com/gpu-famliy=a100",
+            "gpu-family=a100",
+            "team=ml",
+        ])
+        .unwrap();
+        let found = near_keys(&changes, &nodes);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found[0].contains(&format!("did you mean {FAMILY}?")),
+            "{found:?}"
+        );
+        assert!(
+            found[1].starts_with("label gpu-family is on none"),
+            "{found:?}"
+        );
+
+        let values: BTreeMap<String, BTreeSet<String>> = [
+            (
+                FAMILY.to_string(),
+                ["a100", "h100"].map(String::from).into(),
+            ),
+            ("gpu-memory".into(), ["80gb".to_string()].into()),
+            ("dedicated".into(), ["llm-online".to_string()].into()),
+        ]
+        .into();
+        let changes = parse_label_changes(&[
+            &format!("{FAMILY}=b200"),
+            "gpu-memory=80GB",
+            "dedicated=llm-onlne",
+        ])
+        .unwrap();
+        let found = near_values(&changes, &values);
+        assert_eq!(found.len(), 2, "a new GPU family is no typo: {found:?}");
+        assert!(found[0].contains("did you mean 80gb?"), "{found:?}");
+        assert!(found[1].contains("did you mean llm-online?"), "{found:?}");
     }
 
     #[test]

@@ -71,6 +71,25 @@ pub async fn change_labels(
     let mut mutation = Mutation::new(TOOL, COMMAND, request.operation, args);
     mutation.ignore_dependents = request.ignore_dependents;
     mutation.findings.warnings = super::checks::absent_removals(&change.labels, &nodes);
+    if request.operation == "set" {
+        // Typos before the confirmation: a new key near one the nodes have, a value near
+        // one the key has on the cluster.
+        mutation
+            .findings
+            .warnings
+            .extend(super::checks::near_keys(&change.labels, &nodes));
+        let set_keys: Vec<&str> = change
+            .labels
+            .iter()
+            .filter(|c| matches!(c, LabelChange::Set { .. }))
+            .map(LabelChange::key)
+            .collect();
+        let values = api::label_values(&conn.client, &set_keys).await?;
+        mutation
+            .findings
+            .warnings
+            .extend(super::checks::near_values(&change.labels, &values));
+    }
     let report = pipeline::apply(&conn, ui, plans, mutation).await?;
     Ok(print_report(ui, &report))
 }
