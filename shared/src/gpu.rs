@@ -175,7 +175,11 @@ pub struct PodMetaView {
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
     #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
     pub owner_references: Vec<OwnerView>,
+    #[serde(default)]
+    pub deletion_timestamp: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -206,10 +210,20 @@ pub struct PodSpecView {
 pub struct PodStatusView {
     #[serde(default)]
     pub phase: Option<String>,
+    #[serde(default)]
+    pub conditions: Vec<PodConditionView>,
     /// Extended resources the scheduler allocated from DRA devices (a DeviceClass with
     /// `extendedResourceName`): the claim it made and which requests it serves.
     #[serde(default)]
     pub extended_resource_claim_status: Option<ExtendedResourceClaimStatusView>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct PodConditionView {
+    #[serde(default, rename = "type")]
+    pub type_: String,
+    #[serde(default)]
+    pub status: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -243,6 +257,16 @@ pub struct RequestMappingView {
 
 impl PodView {
     /// Running or pending: it holds its requests on its node.
+    /// Ready and not being deleted: what the disruption controller counts as healthy.
+    pub fn is_healthy(&self) -> bool {
+        self.metadata.deletion_timestamp.is_none()
+            && self
+                .status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+    }
+
     pub fn is_active(&self) -> bool {
         !matches!(self.status.phase.as_deref(), Some("Succeeded" | "Failed"))
     }
@@ -581,6 +605,18 @@ pub fn untolerating_pods(pods: &[PodView], node: &str, taint: &Taint) -> Vec<Aff
             node: node.to_string(),
             daemon_set: p.is_daemonset_pod(),
         })
+        .collect()
+}
+
+/// The pods on `node` that `taint` evicts (NoExecute, not tolerated), as views.
+pub fn evicted_pods<'a>(pods: &'a [PodView], node: &str, taint: &Taint) -> Vec<&'a PodView> {
+    if !evicts(taint) {
+        return Vec::new();
+    }
+    pods.iter()
+        .filter(|p| p.is_active() && p.spec.node_name.as_deref() == Some(node))
+        .filter(|p| !p.is_mirror_pod())
+        .filter(|p| !p.spec.tolerations.iter().any(|t| tolerates(t, taint)))
         .collect()
 }
 

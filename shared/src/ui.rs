@@ -116,12 +116,25 @@ impl DependentsOverride {
     }
 }
 
+/// The override of the disruption-budget check, for the commands that can add a NoExecute
+/// taint (`dedicate`, `rollback`).
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Overrides")]
+pub struct EvictionOverride {
+    /// Go on although an added NoExecute taint evicts pods that a PodDisruptionBudget does
+    /// not allow to go now (what `kubectl drain` would wait for).
+    #[arg(long)]
+    pub ignore_disruption_budgets: bool,
+}
+
 /// A rollback's overrides, one per thing overridden.
 #[derive(Debug, Clone, Default, clap::Args)]
 #[command(next_help_heading = "Overrides")]
 pub struct RollbackOverrides {
     #[command(flatten)]
     pub dependents: DependentsOverride,
+    #[command(flatten)]
+    pub eviction: EvictionOverride,
     /// Also restore keys that someone changed after the command (left alone and listed
     /// otherwise).
     #[arg(long)]
@@ -135,6 +148,7 @@ pub struct RollbackOverrides {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RollbackSettings {
     pub ignore_dependents: bool,
+    pub ignore_disruption_budgets: bool,
     pub overwrite_changes: bool,
     pub other_cluster: bool,
 }
@@ -143,6 +157,7 @@ impl RollbackOverrides {
     pub fn resolve(&self) -> Result<RollbackSettings, crate::error::CommandError> {
         Ok(RollbackSettings {
             ignore_dependents: self.dependents.resolve()?,
+            ignore_disruption_budgets: self.eviction.ignore_disruption_budgets,
             overwrite_changes: self.overwrite_changes,
             other_cluster: self.other_cluster,
         })

@@ -906,8 +906,12 @@ async fn create_real(client: &kube::Client, mut obj: Value) {
     if kind == "Pod"
         && let Some(status) = status.filter(|s| s.get("phase").is_some())
     {
-        // The scheduler may have set conditions already; only the phase is the fixture's.
+        // The scheduler may have set conditions already; only the phase is the fixture's,
+        // and the conditions when it gives them (a Ready pod, as a kubelet reports it).
         let mut patch = json!({"status": {"phase": status["phase"]}});
+        if let Some(conditions) = status.get("conditions") {
+            patch["status"]["conditions"] = conditions.clone();
+        }
         // What the scheduler records when it serves extended resources from DRA devices.
         if let Some(extended) = status.get("extendedResourceClaimStatus") {
             patch["status"]["extendedResourceClaimStatus"] = extended.clone();

@@ -15,7 +15,7 @@ use placekit::mutation::report::print_report;
 use placekit::mutation::undo::{self, RollbackArgs, SnapshotChoice};
 use placekit::syntax::{parse_label_changes, parse_taint, parse_taint_to_remove};
 use placekit::targets::Targets;
-use placekit::ui::{DependentsOverride, DisplayArgs, MutationArgs, Ui};
+use placekit::ui::{DependentsOverride, DisplayArgs, EvictionOverride, MutationArgs, Ui};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -86,6 +86,8 @@ enum Command {
         overwrite: bool,
         #[command(flatten)]
         overrides: DependentsOverride,
+        #[command(flatten)]
+        eviction: EvictionOverride,
         #[command(flatten)]
         mutation: MutationArgs,
     },
@@ -236,6 +238,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             allow_no_gpu,
             overwrite,
             overrides,
+            eviction,
             mutation,
         } => {
             let ignore_dependents = overrides.resolve()?;
@@ -253,6 +256,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 allow_no_gpu,
                 overwrite,
                 ignore_dependents,
+                ignore_disruption_budgets: eviction.ignore_disruption_budgets,
             };
             gpu::dedicate(
                 &cli.connection,

@@ -1075,3 +1075,85 @@ async fn rollback_last_never_skips_the_other_plugins_newer_change() {
     );
     assert!(h.labels("gpu-new-1").await.get("team").is_none());
 }
+
+/// A Ready pod of `app` on `node`, owned by a ReplicaSet.
+fn serving_pod(name: &str, app: &str, node: &str) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml", "labels": {"app": app},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{app}-5d4f"),
+                "uid": "0c1d2e3f-0000-4000-8000-00000000000a", "controller": true}]},
+        "spec": {"nodeName": node, "containers": [{"name": "server", "image": "x"}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
+}
+
+/// A NoExecute dedicate evicts pods; one that a PodDisruptionBudget does not allow to go
+/// blocks (as `kubectl drain` waits for it), with the exact command that goes on anyway. A
+/// budget that allows the eviction does not block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_execute_respects_pod_disruption_budgets() {
+    let h = Harness::start_any("gpu-taint", binary(), FIXTURE).await;
+    h.create(serving_pod("llm-0", "llm", "gpu-a100-1")).await;
+    h.create(serving_pod("llm-1", "llm", "gpu-a100-2")).await;
+    h.create(
+        json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "llm", "namespace": "ml"},
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "llm"}}}}),
+    )
+    .await;
+    let args = [
+        "dedicate",
+        "gpu-a100-1",
+        "--taint",
+        "dedicated=llm:NoExecute",
+        "--allow-no-gpu",
+        "-y",
+    ];
+    let blocked = h.run(&args).await;
+    assert_code(&blocked, 1);
+    assert!(
+        blocked.stderr.contains("PodDisruptionBudget ml/llm (maxUnavailable: 0; 2 of 2 pods healthy, 2 needed) allows 0 disruptions now: evicting ml/llm-0 on node/gpu-a100-1 would break it")
+            && blocked.stderr.contains("to evict them anyway: kubectl gpu-taint dedicate gpu-a100-1 --taint dedicated=llm:NoExecute --allow-no-gpu -y --ignore-disruption-budgets"),
+        "{}",
+        blocked.all()
+    );
+    assert!(h.node("gpu-a100-1").await["spec"].get("taints").is_none());
+
+    // A budget that allows one disruption lets the eviction go.
+    h.merge_patch(
+        "poddisruptionbudgets",
+        Some("ml"),
+        "llm",
+        &json!({"spec": {"maxUnavailable": 1}}),
+    )
+    .await;
+    let allowed = h.run(&args).await;
+    assert_code(&allowed, 0);
+    assert!(
+        !allowed.stderr.contains("PodDisruptionBudget"),
+        "{}",
+        allowed.all()
+    );
+    assert_code(&h.run(&["rollback", "--last", "-y"]).await, 0);
+
+    // The override goes on, saying what it overrode.
+    h.merge_patch(
+        "poddisruptionbudgets",
+        Some("ml"),
+        "llm",
+        &json!({"spec": {"maxUnavailable": 0}}),
+    )
+    .await;
+    let mut forced = args.to_vec();
+    forced.push("--ignore-disruption-budgets");
+    let run = h.run(&forced).await;
+    assert_code(&run, 0);
+    assert!(
+        run.stderr.contains("(--ignore-disruption-budgets given)"),
+        "{}",
+        run.all()
+    );
+    assert_eq!(
+        h.node("gpu-a100-1").await["spec"]["taints"][0]["effect"],
+        "NoExecute"
+    );
+}

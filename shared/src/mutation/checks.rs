@@ -22,7 +22,12 @@
 //!   toleration of the same key with another value or effect gets "did you mean". A
 //!   DaemonSet that loses the node is named with the consequence and the toleration to add.
 //!
-//! All three are pure functions over plans and minimal views, so they are unit-tested
+//! - **Disruption budgets** ([`disruption_budget_blocks`]): an added NoExecute taint evicts
+//!   pods; an eviction the eviction API would refuse (a PodDisruptionBudget without a
+//!   disruption to spare) *blocks* unless `--ignore-disruption-budgets`, as `kubectl drain`
+//!   waits for it.
+//!
+//! All of them are pure functions over plans and minimal views, so they are unit-tested
 //! without a server; [`crate::mutation::pipeline`] gathers the workloads and pods they need.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,13 +39,17 @@ use crate::scheduling::{
     NodeFacts, SCHEDULING_EFFECTS, pod_fits_node_affinity, terms_match, untolerated_taints,
 };
 use crate::syntax::{LabelChange, Taint, TaintEffect};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
 /// What the checks found: blocking problems stop the command before anything is written
 /// (unless forced), warnings are shown with the plan, and `confirm` must be confirmed
 /// explicitly (it is part of the prompt and of the refusal without a terminal).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Findings {
+    /// Workloads that depend on what changes (`--ignore-dependents` goes on).
     pub blocking: Vec<String>,
+    /// Evictions a PodDisruptionBudget does not allow (`--ignore-disruption-budgets`).
+    pub budget_blocking: Vec<String>,
     pub warnings: Vec<String>,
     pub confirm: Option<String>,
 }
@@ -48,6 +57,7 @@ pub struct Findings {
 impl Findings {
     pub fn extend(&mut self, other: Findings) {
         self.blocking.extend(other.blocking);
+        self.budget_blocking.extend(other.budget_blocking);
         self.warnings.extend(other.warnings);
         self.confirm = match (self.confirm.take(), other.confirm) {
             (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
@@ -451,6 +461,138 @@ pub fn taint_losses(
     findings
 }
 
+/// What a PodDisruptionBudget allows now, as the disruption controller and the eviction API
+/// judge it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Budget {
+    healthy: i64,
+    desired_healthy: i64,
+    allowed: i64,
+}
+
+/// From the budget's status when the disruption controller has processed its current
+/// generation; otherwise computed from its spec over the pods it selects now (expected =
+/// the pods it selects, percentages rounded up as the controller does). A budget with
+/// neither `minAvailable` nor `maxUnavailable` allows everything.
+fn budget(pdb: &PodDisruptionBudget, selected: &[&PodView]) -> Option<Budget> {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    let spec = pdb.spec.as_ref()?;
+    if let Some(status) = &pdb.status
+        && status.observed_generation.is_some()
+        && status.observed_generation >= pdb.metadata.generation
+    {
+        return Some(Budget {
+            healthy: i64::from(status.current_healthy),
+            desired_healthy: i64::from(status.desired_healthy),
+            allowed: i64::from(status.disruptions_allowed),
+        });
+    }
+    let expected = selected.len() as i64;
+    let healthy = selected.iter().filter(|p| p.is_healthy()).count() as i64;
+    let scaled = |v: &IntOrString| match v {
+        IntOrString::Int(n) => Some(i64::from(*n)),
+        IntOrString::String(s) => s
+            .strip_suffix('%')
+            .and_then(|p| p.parse::<i64>().ok())
+            .map(|p| (p * expected + 99) / 100),
+    };
+    let desired_healthy = match (&spec.max_unavailable, &spec.min_available) {
+        (Some(max), _) => expected - scaled(max)?,
+        (None, Some(min)) => scaled(min)?,
+        (None, None) => return None,
+    };
+    Some(Budget {
+        healthy,
+        desired_healthy,
+        allowed: (healthy - desired_healthy).max(0),
+    })
+}
+
+/// Evictions by added NoExecute taints that a PodDisruptionBudget does not allow, as the
+/// eviction API (and so `kubectl drain`) would refuse them: a Ready pod needs a disruption
+/// the budget allows (each evicted pod takes one); a pod that is not Ready may go when the
+/// budget is healthy or its `unhealthyPodEvictionPolicy` is `AlwaysAllow`. `pods` are the
+/// active pods of the budgets' namespaces.
+pub fn disruption_budget_blocks(
+    added: &[(String, Taint)],
+    pods: &[PodView],
+    budgets: &[PodDisruptionBudget],
+) -> Findings {
+    let mut findings = Findings::default();
+    let mut evicted: Vec<(&str, &PodView)> = Vec::new();
+    for (node, taint) in added {
+        for p in crate::gpu::evicted_pods(pods, node, taint) {
+            if !evicted.iter().any(|(_, e)| std::ptr::eq(*e, p)) {
+                evicted.push((node.as_str(), p));
+            }
+        }
+    }
+    for pdb in budgets {
+        let namespace = pdb.metadata.namespace.as_deref().unwrap_or_default();
+        let Some(spec) = &pdb.spec else { continue };
+        let selects = |p: &PodView| {
+            p.metadata.namespace == namespace
+                && crate::scheduling::label_selector_matches(
+                    spec.selector.as_ref(),
+                    &p.metadata.labels,
+                )
+        };
+        let hit: Vec<&(&str, &PodView)> = evicted.iter().filter(|(_, p)| selects(p)).collect();
+        if hit.is_empty() {
+            continue;
+        }
+        let selected: Vec<&PodView> = pods
+            .iter()
+            .filter(|p| p.is_active() && selects(p))
+            .collect();
+        let Some(b) = budget(pdb, &selected) else {
+            continue;
+        };
+        let always_allow = spec.unhealthy_pod_eviction_policy.as_deref() == Some("AlwaysAllow");
+        let mut left = b.allowed;
+        let mut refused: Vec<String> = Vec::new();
+        for (node, p) in hit {
+            let may_go = if p.is_healthy() {
+                left -= 1;
+                left >= 0
+            } else {
+                always_allow || b.healthy >= b.desired_healthy
+            };
+            if !may_go {
+                refused.push(format!("{namespace}/{} on node/{node}", p.metadata.name));
+            }
+        }
+        if refused.is_empty() {
+            continue;
+        }
+        let rule = match (&spec.max_unavailable, &spec.min_available) {
+            (Some(v), _) => format!("maxUnavailable: {}", int_or_string(v)),
+            (None, Some(v)) => format!("minAvailable: {}", int_or_string(v)),
+            (None, None) => String::new(),
+        };
+        findings.budget_blocking.push(format!(
+            "PodDisruptionBudget {namespace}/{} ({rule}; {} of {} pods healthy, {} needed) allows {} disruption{} now: evicting {} would break it, and `kubectl drain` would wait rather than evict {}",
+            pdb.metadata.name.as_deref().unwrap_or_default(),
+            b.healthy,
+            selected.len(),
+            b.desired_healthy,
+            b.allowed,
+            if b.allowed == 1 { "" } else { "s" },
+            refused.join(", "),
+            if refused.len() == 1 { "it" } else { "them" },
+        ));
+    }
+    findings
+}
+
+fn int_or_string(v: &k8s_openapi::apimachinery::pkg::util::intstr::IntOrString) -> String {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    match v {
+        IntOrString::Int(n) => n.to_string(),
+        IntOrString::String(s) => s.clone(),
+    }
+}
+
 /// "; did you mean K=V:E (the workload tolerates it)?" when a toleration names the taint's
 /// key with another value (a typo such as llm-onlne for llm-online) or another effect.
 fn near_tolerations<'a>(
@@ -707,6 +849,80 @@ mod tests {
         assert_eq!(found.len(), 2, "a new GPU family is no typo: {found:?}");
         assert!(found[0].contains("did you mean 80gb?"), "{found:?}");
         assert!(found[1].contains("did you mean llm-online?"), "{found:?}");
+    }
+
+    #[test]
+    fn disruption_budgets_are_judged_like_the_eviction_api() {
+        let taint = crate::syntax::parse_taint("dedicated=llm:NoExecute").unwrap();
+        let added = [("n".to_string(), taint)];
+        let pod = |name: &str, node: &str, ready: bool| -> PodView {
+            serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml", "labels": {"app": "llm"}},
+                "spec": {"nodeName": node},
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}}))
+            .unwrap()
+        };
+        let pdb = |spec: serde_json::Value, status: serde_json::Value| -> PodDisruptionBudget {
+            let mut spec = spec;
+            spec["selector"] = json!({"matchLabels": {"app": "llm"}});
+            serde_json::from_value(json!({"metadata": {"name": "llm", "namespace": "ml", "generation": 2}, "spec": spec, "status": status})).unwrap()
+        };
+        let blocks = |pods: &[PodView], budget: PodDisruptionBudget| {
+            disruption_budget_blocks(&added, pods, &[budget])
+                .budget_blocking
+                .len()
+        };
+        let three = [
+            pod("a", "n", true),
+            pod("b", "n", true),
+            pod("c", "m", true),
+        ];
+        // 50% of 3 rounds up to 2 unavailable: both pods on n may go.
+        assert_eq!(
+            blocks(&three, pdb(json!({"maxUnavailable": "50%"}), json!({}))),
+            0
+        );
+        // minAvailable 2 of 3 healthy: one may go, not two.
+        assert_eq!(
+            blocks(&three, pdb(json!({"minAvailable": 2}), json!({}))),
+            1
+        );
+        // A processed budget's status is what the eviction API reads.
+        assert_eq!(
+            blocks(
+                &three,
+                pdb(
+                    json!({"minAvailable": 2}),
+                    json!({"observedGeneration": 2, "disruptionsAllowed": 2, "currentHealthy": 3, "desiredHealthy": 1, "expectedPods": 3})
+                )
+            ),
+            0
+        );
+        // An unready pod may go while the budget is healthy, or always with AlwaysAllow.
+        let unready = [
+            pod("a", "n", false),
+            pod("b", "m", true),
+            pod("c", "m", true),
+        ];
+        assert_eq!(
+            blocks(&unready, pdb(json!({"minAvailable": 2}), json!({}))),
+            0
+        );
+        assert_eq!(
+            blocks(&unready, pdb(json!({"minAvailable": 3}), json!({}))),
+            1
+        );
+        assert_eq!(
+            blocks(
+                &unready,
+                pdb(
+                    json!({"minAvailable": 3, "unhealthyPodEvictionPolicy": "AlwaysAllow"}),
+                    json!({})
+                )
+            ),
+            0
+        );
+        // A budget with neither field restricts nothing.
+        assert_eq!(blocks(&three, pdb(json!({}), json!({}))), 0);
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub struct Dedication {
     pub overwrite: bool,
     /// `--ignore-dependents`: go on although workloads lose nodes they depend on.
     pub ignore_dependents: bool,
+    /// `--ignore-disruption-budgets`: go on although a NoExecute taint evicts pods their
+    /// PodDisruptionBudgets do not allow to go.
+    pub ignore_disruption_budgets: bool,
 }
 
 /// `dedicate`: the GPU preflight (the resource is registered on every node), then taint and
@@ -136,6 +139,7 @@ pub async fn dedicate(
         .collect::<Result<_, _>>()?;
     let mut mutation = Mutation::new(TOOL, COMMAND, "dedicate", args);
     mutation.ignore_dependents = dedication.ignore_dependents;
+    mutation.ignore_disruption_budgets = dedication.ignore_disruption_budgets;
     mutation.findings = findings;
     let report = pipeline::apply(&conn, ui, plans, mutation).await?;
     Ok(print_report(ui, &report))

@@ -30,6 +30,8 @@ pub struct Mutation<'a> {
     pub args: &'a MutationArgs,
     /// `--ignore-dependents`: go on despite blocking dependents (they are shown as warnings).
     pub ignore_dependents: bool,
+    /// `--ignore-disruption-budgets`: go on despite evictions budgets do not allow.
+    pub ignore_disruption_budgets: bool,
     /// The command's own findings (a GPU preflight, a rollback's conflicts).
     pub findings: Findings,
     /// Reported problems that make the command exit 1 whatever the writes do.
@@ -56,6 +58,7 @@ impl<'a> Mutation<'a> {
             operation,
             args,
             ignore_dependents: false,
+            ignore_disruption_budgets: false,
             findings: Findings::default(),
             problems: Vec::new(),
             rollback_of: None,
@@ -91,8 +94,73 @@ async fn policy(conn: &Connection, plans: &[NodePlan]) -> Result<Findings, Comma
         }
         let all_nodes = api::fetch_nodes(&conn.client, &crate::targets::Targets::All).await?;
         findings.extend(checks::taint_losses(&added, &workloads, &all_nodes));
+        if added.iter().any(|(_, t)| crate::gpu::evicts(t)) {
+            findings.extend(disruption_budgets(conn, &added, &pods).await?);
+        }
     }
     Ok(findings)
+}
+
+/// The PodDisruptionBudgets that the evictions of added NoExecute taints would break: one
+/// paged list of budgets, then one of the active pods of each namespace where a budget
+/// selects an evicted pod (to judge a budget the disruption controller has not processed).
+async fn disruption_budgets(
+    conn: &Connection,
+    added: &[(String, crate::syntax::Taint)],
+    on_nodes: &[crate::gpu::PodView],
+) -> Result<Findings, CommandError> {
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    let mut namespaces: Vec<&str> = added
+        .iter()
+        .flat_map(|(node, taint)| crate::gpu::evicted_pods(on_nodes, node, taint))
+        .map(|p| p.metadata.namespace.as_str())
+        .collect();
+    namespaces.sort_unstable();
+    namespaces.dedup();
+    if namespaces.is_empty() {
+        return Ok(Findings::default());
+    }
+    let budgets = match api::list_all(
+        &kube::Api::<PodDisruptionBudget>::all(conn.client.clone()),
+        None,
+        "listing poddisruptionbudgets",
+    )
+    .await
+    {
+        Ok(b) => b,
+        Err(CommandError::Forbidden(m)) => {
+            return Ok(Findings {
+                warnings: vec![format!(
+                    "cannot list poddisruptionbudgets ({m}): the evictions are not checked against them"
+                )],
+                ..Findings::default()
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    let budgets: Vec<PodDisruptionBudget> = budgets
+        .into_iter()
+        .filter(|b| namespaces.contains(&b.metadata.namespace.as_deref().unwrap_or_default()))
+        .collect();
+    let mut pods = Vec::new();
+    let mut listed: Vec<&str> = Vec::new();
+    for b in &budgets {
+        let ns = b.metadata.namespace.as_deref().unwrap_or_default();
+        if listed.contains(&ns) {
+            continue;
+        }
+        listed.push(ns);
+        api::for_each_page(
+            &conn.client,
+            &format!("/api/v1/namespaces/{ns}/pods"),
+            Some("status.phase!=Succeeded,status.phase!=Failed"),
+            None,
+            api::POD_PAGE,
+            |page: Vec<crate::gpu::PodView>| pods.extend(page),
+        )
+        .await?;
+    }
+    Ok(checks::disruption_budget_blocks(added, &pods, &budgets))
 }
 
 fn dry_run_name(dry_run: DryRun) -> &'static str {
@@ -134,6 +202,24 @@ pub async fn apply(
 
     let mut findings = std::mem::take(&mut mutation.findings);
     findings.extend(policy(conn, &changing).await?);
+    if !findings.budget_blocking.is_empty() {
+        if mutation.ignore_disruption_budgets {
+            findings.warnings.extend(
+                findings
+                    .budget_blocking
+                    .drain(..)
+                    .map(|b| format!("{b} (--ignore-disruption-budgets given)")),
+            );
+        } else {
+            let message = format!(
+                "nothing was changed: the taint would evict pods their PodDisruptionBudgets do not allow to go now:\n  {}\nto evict them anyway: {}",
+                findings.budget_blocking.join("\n  "),
+                crate::ui::rerun_with(mutation.command, "--ignore-disruption-budgets")
+            );
+            let all: Vec<NodePlan> = changing.iter().chain(&unchanged).cloned().collect();
+            return blocked_report(ui, &mutation, &all, message);
+        }
+    }
     if !findings.blocking.is_empty() {
         if mutation.ignore_dependents {
             findings.warnings.extend(
