@@ -79,9 +79,15 @@ impl ImportRecord {
     }
 
     fn claimed_by_other(&self, source: &str, key: &str) -> bool {
+        self.other_owner(source, key).is_some()
+    }
+
+    /// The other source that imported `key`, if any.
+    pub fn other_owner(&self, source: &str, key: &str) -> Option<&str> {
         self.by_source
             .iter()
-            .any(|(s, keys)| s != source && keys.contains(key))
+            .find(|(s, keys)| s.as_str() != source && keys.contains(key))
+            .map(|(s, _)| s.as_str())
     }
 }
 
@@ -336,6 +342,16 @@ pub fn resolve_hook(path: &Path) -> Result<PathBuf, SourceError> {
         .map(|dir| dir.join(path))
         .find(|candidate| is_executable_file(candidate));
     if let Some(found) = on_path {
+        // `--hook sysctl` with the runbook's ./sysctl beside it: which one is meant is not
+        // ours to guess (PATH first would run /usr/sbin/sysctl with a node name).
+        if path.is_file() {
+            return Err(not_found(format!(
+                "both {} on PATH and ./{} in the current directory: say which, with ./{} or the full path",
+                found.display(),
+                path.display(),
+                path.display()
+            )));
+        }
         return Ok(found);
     }
     if path.is_file() {
@@ -368,13 +384,25 @@ fn is_executable_file(path: &Path) -> bool {
     }
 }
 
+/// What a hook printed: its feature list, and what it wrote to stderr (shown to the user;
+/// with empty values, it makes the node an error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookOutput {
+    pub stdout: String,
+    pub stderr: String,
+}
+
 /// Runs a feature hook for one node directly (no shell) with a timeout, an output cap and
 /// an environment reduced to `PATH`, `LANG` and `NODE_NAME` (the node it describes, also
 /// its first argument), so no credential of the caller's environment reaches it. NFD runs
 /// hooks on each node; placekit runs them on the admin's machine, once per target node, so
 /// a hook must describe the node it is given rather than the machine it runs on.
 /// A non-zero exit, a timeout or too much output is an error that shows its stderr.
-pub async fn run_hook(path: &Path, timeout: Duration, node: &str) -> Result<String, SourceError> {
+pub async fn run_hook(
+    path: &Path,
+    timeout: Duration,
+    node: &str,
+) -> Result<HookOutput, SourceError> {
     use tokio::io::AsyncReadExt;
     let hook = format!("{} (node {node})", path.display());
     let fail = |message: String| SourceError::Hook {
@@ -485,7 +513,12 @@ pub async fn run_hook(path: &Path, timeout: Duration, node: &str) -> Result<Stri
             }
         )));
     }
-    String::from_utf8(out).map_err(|_| fail("printed something that is not UTF-8 text".into()))
+    let stdout = String::from_utf8(out)
+        .map_err(|_| fail("printed something that is not UTF-8 text".into()))?;
+    Ok(HookOutput {
+        stdout,
+        stderr: stderr_text,
+    })
 }
 
 /// A hook's process group (its leader's pid): killed whole, so the hook's background
@@ -847,7 +880,11 @@ mod tests {
         let out = run_hook(&hook, Duration::from_secs(5), "gpu-1")
             .await
             .unwrap();
-        assert_eq!(out, "home=none\nnode=gpu-1 arg=gpu-1\nvm.swappiness=10\n");
+        assert_eq!(
+            out.stdout,
+            "home=none\nnode=gpu-1 arg=gpu-1\nvm.swappiness=10\n"
+        );
+        assert_eq!(out.stderr, "");
 
         let failing = dir.path().join("failing");
         std::fs::write(
@@ -900,7 +937,7 @@ mod tests {
         let out = run_hook(&background, Duration::from_secs(10), "gpu-1")
             .await
             .unwrap();
-        assert_eq!(out, "a=1\n");
+        assert_eq!(out.stdout, "a=1\n");
         assert!(
             started.elapsed() < Duration::from_secs(3),
             "did not wait for the child"

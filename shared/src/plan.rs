@@ -113,6 +113,15 @@ pub enum Blocker {
     /// not given.
     #[serde(rename_all = "camelCase")]
     TaintHasOtherValue { existing: Taint, wanted: Taint },
+    /// Another import source (per the node's provenance record) owns the key and
+    /// `--overwrite` was not given.
+    #[serde(rename_all = "camelCase")]
+    ImportedByOtherSource {
+        key: String,
+        owner: String,
+        current: String,
+        wanted: String,
+    },
 }
 
 impl std::fmt::Display for Blocker {
@@ -125,6 +134,15 @@ impl std::fmt::Display for Blocker {
             } => write!(
                 f,
                 "label {key} is {current:?}, not {wanted:?} (use --overwrite to change it)"
+            ),
+            Blocker::ImportedByOtherSource {
+                key,
+                owner,
+                current,
+                wanted,
+            } => write!(
+                f,
+                "label {key} is {current:?}, imported by {owner}, not {wanted:?} (use --overwrite to take it over)"
             ),
             Blocker::TaintHasOtherValue { existing, wanted } => write!(
                 f,

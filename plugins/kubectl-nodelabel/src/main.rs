@@ -171,6 +171,10 @@ enum Command {
         overwrite: bool,
         #[command(flatten)]
         overrides: DependentsOverride,
+        /// Accept a hook that prints the same features for several nodes (refused
+        /// otherwise: a hook runs on this machine and may describe it instead of the node).
+        #[arg(long)]
+        allow_identical_features: bool,
         /// How long a hook may run.
         #[arg(long, default_value = "10s", value_name = "DURATION")]
         hook_timeout: String,
@@ -330,6 +334,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             skip_invalid,
             overwrite,
             overrides,
+            allow_identical_features,
             hook_timeout,
             mutation,
         } => {
@@ -365,6 +370,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 skip_invalid,
                 overwrite,
                 ignore_dependents,
+                allow_identical_features,
             };
             labels::import(&cli.connection, ui, source, targets, options, &mutation).await
         }

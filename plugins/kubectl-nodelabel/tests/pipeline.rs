@@ -190,15 +190,169 @@ async fn a_hook_runs_once_per_node_with_its_name() {
     }
     assert!(!run.stderr.contains("the same features"), "{}", run.all());
 
+    // The same features for several nodes: refused (this machine's facts written onto
+    // every node), unless they are meant to be identical.
     write_hook(&hook, "echo /vm.swappiness=10\n");
     let same = h
         .run(&["import", "--hook", &hook_arg, "-l", "pool=online", "-y"])
         .await;
-    assert_code(&same, 0);
+    assert_code(&same, 2);
     assert_has(
         &same,
-        "printed the same features for all 3 nodes: it runs on this machine, not on the nodes",
+        "printed the same features for node/gpu-a100-1, node/gpu-a100-2, node/gpu-a100-3. It runs on this machine, not on the nodes",
     );
+    assert!(
+        h.labels("gpu-a100-1")
+            .await
+            .get(feature("vm.swappiness"))
+            .is_none()
+    );
+    let meant = h
+        .run(&[
+            "import",
+            "--hook",
+            &hook_arg,
+            "-l",
+            "pool=online",
+            "--allow-identical-features",
+            "-y",
+        ])
+        .await;
+    assert_code(&meant, 0);
+    assert_eq!(h.labels("gpu-a100-1").await[feature("vm.swappiness")], "10");
+}
+
+/// A hook whose reads failed: its stderr is shown per node, and a node it printed empty
+/// values (or nothing) for while complaining gets nothing applied — least of all a prune —
+/// while the other nodes are imported; exit 1.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_that_complains_and_prints_empty_values_fails_that_node_only() {
+    let h = harness().await;
+    let hook = h.dir.path().join("sysctl");
+    write_hook(
+        &hook,
+        "if [ \"$1\" = gpu-a100-2 ]; then echo 'sysctl: cannot read /proc/sys/net/core/somaxconn' >&2; echo /net.core.somaxconn=; else echo \"/net.core.somaxconn=4096\"; echo \"/host=$1\"; echo 'note: read from cache' >&2; fi\n",
+    );
+    let hook_arg = hook.display().to_string();
+    let run = h
+        .run(&[
+            "import",
+            "--hook",
+            &hook_arg,
+            "gpu-a100-1",
+            "gpu-a100-2",
+            "-y",
+        ])
+        .await;
+    assert_code(&run, 1);
+    assert_has(
+        &run,
+        &format!(
+            "hook {hook_arg} (node gpu-a100-2) wrote to stderr: sysctl: cannot read /proc/sys/net/core/somaxconn"
+        ),
+    );
+    assert_has(
+        &run,
+        &format!("hook {hook_arg} (node gpu-a100-1) wrote to stderr: note: read from cache"),
+    );
+    assert_has(
+        &run,
+        &format!(
+            "node/gpu-a100-2: the hook wrote to stderr and printed empty values ({}): nothing was applied to it",
+            feature("net.core.somaxconn")
+        ),
+    );
+    assert_eq!(
+        h.labels("gpu-a100-1").await[feature("net.core.somaxconn")],
+        "4096"
+    );
+    assert!(
+        h.labels("gpu-a100-2")
+            .await
+            .get(feature("net.core.somaxconn"))
+            .is_none()
+    );
+}
+
+/// A bare hook name found both on PATH and in the current directory is refused, naming
+/// both (the runbook's ./sysctl beside /usr/sbin/sysctl).
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bare_hook_name_on_path_and_here_is_refused() {
+    let h = harness().await;
+    let here = h.dir.path().join("work");
+    std::fs::create_dir_all(&here).unwrap();
+    let bin = h.dir.path().join("pathbin");
+    std::fs::create_dir_all(&bin).unwrap();
+    write_hook(&here.join("features"), "echo /a=1\n");
+    write_hook(&bin.join("features"), "echo /a=2\n");
+    let mut cmd = h.command(&["import", "--hook", "features", "gpu-a100-1", "-y"]);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // The plugin's own directory stays first, so kubectl still finds it.
+    let plugin_dir = h.dir.path().join("bin");
+    cmd.current_dir(&here)
+        .env("PATH", format!("{}:{path}", plugin_dir.display()));
+    let run = Harness::wait(
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    assert_code(&run, 2);
+    assert_has(
+        &run,
+        &format!(
+            "both {}/features on PATH and ./features in the current directory: say which, with ./features or the full path",
+            bin.display()
+        ),
+    );
+    assert!(h.labels("gpu-a100-1").await.get(feature("a")).is_none());
+}
+
+/// A key another import source owns is not taken over without --overwrite.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_another_import_source_owns_is_a_conflict() {
+    let h = harness().await;
+    let first = h.dir.path().join("first");
+    let second = h.dir.path().join("second");
+    write_hook(&first, "echo /cpu.vendor=AMD\n");
+    write_hook(&second, "echo /cpu.vendor=Intel\n");
+    let (first_arg, second_arg) = (first.display().to_string(), second.display().to_string());
+    assert_code(
+        &h.run(&["import", "--hook", &first_arg, "gpu-a100-1", "-y"])
+            .await,
+        0,
+    );
+    let taken = h
+        .run(&["import", "--hook", &second_arg, "gpu-a100-1", "-y"])
+        .await;
+    assert_code(&taken, 1);
+    assert_has(
+        &taken,
+        &format!(
+            "label {} is \"AMD\", imported by hook:first, not \"Intel\" (use --overwrite to take it over)",
+            feature("cpu.vendor")
+        ),
+    );
+    assert_eq!(h.labels("gpu-a100-1").await[feature("cpu.vendor")], "AMD");
+    let over = h
+        .run(&[
+            "import",
+            "--hook",
+            &second_arg,
+            "gpu-a100-1",
+            "--overwrite",
+            "-y",
+        ])
+        .await;
+    assert_code(&over, 0);
+    assert_eq!(h.labels("gpu-a100-1").await[feature("cpu.vendor")], "Intel");
 }
 
 /// Behaviour 10: a conflict says which key changed to what; nothing applied, no undo.

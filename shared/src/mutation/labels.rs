@@ -129,6 +129,8 @@ pub struct ImportOptions {
     pub overwrite: bool,
     /// `--ignore-dependents`: prune labels that workloads depend on.
     pub ignore_dependents: bool,
+    /// `--allow-identical-features`: a hook may print the same features for several nodes.
+    pub allow_identical_features: bool,
 }
 
 /// (source name, content, the node it is for: `None` = every target).
@@ -163,44 +165,70 @@ fn read_files(source: &FeatureSource) -> Result<Vec<SourceText>, CommandError> {
     }
 }
 
+/// One node's hook run: its feature text as a source, and what it wrote to stderr.
+struct HookRun {
+    text: SourceText,
+    stderr: String,
+}
+
 /// Runs a hook once per node, a few at a time; the first failure stops the import.
 async fn run_hooks(
     path: &std::path::Path,
     timeout: Duration,
     nodes: &[NodeState],
-) -> Result<Vec<SourceText>, CommandError> {
+) -> Result<Vec<HookRun>, CommandError> {
     futures::stream::iter(nodes.iter().map(|n| n.name.clone()))
         .map(|node| async move {
             let output = nfd::run_hook(path, timeout, &node)
                 .await
                 .map_err(|e| CommandError::Input(e.to_string()))?;
-            Ok((
-                format!("hook {} (node {node})", path.display()),
-                output,
-                Some(node),
-            ))
+            Ok(HookRun {
+                text: (
+                    format!("hook {} (node {node})", path.display()),
+                    output.stdout,
+                    Some(node),
+                ),
+                stderr: output.stderr,
+            })
         })
         .buffered(HOOK_CONCURRENCY)
-        .collect::<Vec<Result<SourceText, CommandError>>>()
+        .collect::<Vec<Result<HookRun, CommandError>>>()
         .await
         .into_iter()
         .collect()
 }
 
-/// A warning when a hook printed the same features for several nodes: it runs on this
-/// machine, so it may describe the machine instead of the node it was given.
-fn same_output_warning(hook: &std::path::Path, texts: &[SourceText]) -> Option<String> {
-    let first = texts.first()?;
-    let same = texts.len() > 1
-        && !first.1.trim().is_empty()
-        && texts.iter().all(|(_, content, _)| *content == first.1);
-    same.then(|| {
-        format!(
-            "hook {} printed the same features for all {} nodes: it runs on this machine, not on the nodes, so check that it describes the node it is given (NODE_NAME, its first argument) rather than this machine",
-            hook.display(),
-            texts.len()
-        )
-    })
+/// Nodes a hook printed the same (non-empty) features for, in groups of two or more: it
+/// runs on this machine, so identical output for different nodes usually describes this
+/// machine (its CPU vendor written onto every GPU node), not the node it was given.
+fn identical_outputs(runs: &[HookRun]) -> Vec<Vec<String>> {
+    let mut groups: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for run in runs {
+        let (_, content, node) = &run.text;
+        if !content.trim().is_empty() {
+            groups
+                .entry(content.as_str())
+                .or_default()
+                .push(node.clone().unwrap_or_default());
+        }
+    }
+    groups.into_values().filter(|g| g.len() > 1).collect()
+}
+
+/// The first lines of a hook's stderr, for a warning.
+fn first_lines(text: &str) -> String {
+    const SHOWN: usize = 5;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut shown = lines
+        .iter()
+        .take(SHOWN)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" | ");
+    if lines.len() > SHOWN {
+        shown.push_str(&format!(" (+{} more lines)", lines.len() - SHOWN));
+    }
+    shown
 }
 
 /// `import`: node features in NFD's local-source format, through the same pipeline as
@@ -242,9 +270,36 @@ pub async fn import(
     let conn = connection.connect().await?;
     let nodes = read_targets(&conn, &targets).await?;
     let mut findings = super::checks::Findings::default();
+    let mut stderr_by_node: std::collections::BTreeMap<String, String> = Default::default();
     if let FeatureSource::Hook { path, timeout } = &source {
-        texts = run_hooks(path, *timeout, &nodes).await?;
-        findings.warnings.extend(same_output_warning(path, &texts));
+        let runs = run_hooks(path, *timeout, &nodes).await?;
+        let identical = identical_outputs(&runs);
+        if !identical.is_empty() && !options.allow_identical_features {
+            return Err(CommandError::Input(format!(
+                "nothing was applied: hook {} printed the same features for {}. It runs on this machine, not on the nodes: check that it describes the node it is given (NODE_NAME, its first argument) rather than this machine; if the features are meant to be identical, pass --allow-identical-features",
+                path.display(),
+                identical
+                    .iter()
+                    .map(|g| g
+                        .iter()
+                        .map(|n| format!("node/{n}"))
+                        .collect::<Vec<_>>()
+                        .join(", "))
+                    .collect::<Vec<_>>()
+                    .join("; and for ")
+            )));
+        }
+        for run in runs {
+            if let (false, Some(node)) = (run.stderr.is_empty(), &run.text.2) {
+                findings.warnings.push(format!(
+                    "hook {} (node {node}) wrote to stderr: {}",
+                    path.display(),
+                    first_lines(&run.stderr)
+                ));
+                stderr_by_node.insert(node.clone(), run.stderr);
+            }
+            texts.push(run.text);
+        }
     }
 
     let mut parsed: Vec<(Option<String>, Vec<nfd::Feature>)> = Vec::new();
@@ -268,6 +323,45 @@ pub async fn import(
         }
     }
 
+    // A hook that complained on stderr and printed empty values (or nothing) did not read
+    // what it describes: nothing is applied to that node, least of all a prune.
+    let mut problems = Vec::new();
+    let failed_nodes: Vec<String> = parsed
+        .iter()
+        .filter_map(|(node, features)| {
+            let node = node.as_ref()?;
+            stderr_by_node.get(node)?;
+            let empty: Vec<&str> = features
+                .iter()
+                .filter(|f| f.value.is_empty())
+                .map(|f| f.key.as_str())
+                .collect();
+            if features.is_empty() || !empty.is_empty() {
+                problems.push(format!(
+                    "node/{node}: the hook wrote to stderr and printed {}: nothing was applied to it",
+                    if features.is_empty() {
+                        "no features".to_string()
+                    } else {
+                        format!("empty values ({})", empty.join(", "))
+                    }
+                ));
+                Some(node.clone())
+            } else {
+                None
+            }
+        })
+        .collect();
+    let nodes: Vec<NodeState> = nodes
+        .into_iter()
+        .filter(|n| !failed_nodes.contains(&n.name))
+        .collect();
+    if nodes.is_empty() {
+        return Err(CommandError::Blocked(format!(
+            "nothing was applied:\n  {}",
+            problems.join("\n  ")
+        )));
+    }
+
     let provenance = source.provenance();
     let plans: Vec<NodePlan> = nodes
         .iter()
@@ -283,6 +377,7 @@ pub async fn import(
     let mut mutation = Mutation::new(TOOL, COMMAND, "import", args);
     mutation.ignore_dependents = options.ignore_dependents;
     mutation.findings = findings;
+    mutation.problems = problems;
     let report = pipeline::apply(&conn, ui, plans, mutation).await?;
     Ok(print_report(ui, &report))
 }
@@ -319,9 +414,18 @@ pub fn import_plan(
     let mut plan = plan_node(node, &request);
     if !options.overwrite {
         for d in &plan.label_changes {
-            if let (Some(current), Some(wanted)) = (&d.before, &d.after)
-                && !record.owns(&d.key)
-            {
+            let (Some(current), Some(wanted)) = (&d.before, &d.after) else {
+                continue;
+            };
+            if let Some(owner) = record.other_owner(source, &d.key) {
+                // Another import source's key is not taken over silently.
+                plan.blockers.push(Blocker::ImportedByOtherSource {
+                    key: d.key.clone(),
+                    owner: owner.to_string(),
+                    current: current.clone(),
+                    wanted: wanted.clone(),
+                });
+            } else if !record.owns(&d.key) {
                 plan.blockers.push(Blocker::LabelHasOtherValue {
                     key: d.key.clone(),
                     current: current.clone(),
