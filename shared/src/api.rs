@@ -84,17 +84,45 @@ pub async fn list_all<K>(
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    let mut params = ListParams::default().limit(PAGE);
+    list_all_paged(api, label_selector, doing, PAGE).await
+}
+
+/// [`list_all`] with pages of `page_size` objects.
+async fn list_all_paged<K>(
+    api: &Api<K>,
+    label_selector: Option<&str>,
+    doing: &str,
+    page_size: u32,
+) -> Result<Vec<K>, CommandError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut params = ListParams::default().limit(page_size);
     if let Some(s) = label_selector.filter(|s| !s.is_empty()) {
         params = params.labels(s);
     }
     let mut out = Vec::new();
+    list_pages(api, params, doing, |page| out.extend(page)).await?;
+    Ok(out)
+}
+
+/// Hands every page of a list to `on_page`, so what is kept is the caller's choice and
+/// memory stays proportional to one page.
+async fn list_pages<K>(
+    api: &Api<K>,
+    mut params: ListParams,
+    doing: &str,
+    mut on_page: impl FnMut(Vec<K>),
+) -> Result<(), CommandError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     loop {
         let page = api.list(&params).await.map_err(|e| api_error(e, doing))?;
-        out.extend(page.items);
+        on_page(page.items);
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(c) => params = params.continue_token(&c),
-            None => return Ok(out),
+            None => return Ok(()),
         }
     }
 }
@@ -138,14 +166,17 @@ pub async fn check_permission(
 /// controller (a RayCluster, a PyTorchJob, ...) are judged by their own spec under their
 /// owner's name, one per owner and distinct constraints. A kind the user may
 /// not list is reported as a warning, not an error: the lookup shows what it can see.
+/// `bare_pods_on`: keep only the bare pods that are not bound yet or bound to one of these
+/// nodes (a bare pod matters only for its node; the checks of a change pass the changed
+/// nodes, so what is kept stays small on a cluster of 150,000 pods).
 pub async fn list_workloads(
     client: &kube::Client,
     namespace: Option<&str>,
+    bare_pods_on: Option<&[String]>,
 ) -> Result<(Vec<crate::dependents::Workload>, Vec<String>), CommandError> {
     use crate::dependents::{Workload, controlled_by_listed_kind, has_controller};
     use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
     use k8s_openapi::api::batch::v1::{CronJob, Job};
-    use k8s_openapi::api::core::v1::Pod;
 
     fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
     where
@@ -172,33 +203,22 @@ pub async fn list_workloads(
             ))
         })
     };
-    // Pods of controllers placekit does not list (custom resources), grouped by owner.
-    let mut owned_pods = Vec::new();
+    // Pods of controllers placekit does not list (custom resources), grouped by owner as
+    // the pages come (200 workers with one spec are one workload, whatever the page).
+    let mut owned_pods = crate::dependents::OwnerGroups::default();
     macro_rules! collect {
         ($kind:ty, $name:literal, |$o:ident| $spec:expr) => {
-            match list_all(
+            match list_pages(
                 &api::<$kind>(client, namespace),
-                None,
+                ListParams::default().limit(PAGE),
                 concat!("listing ", $name),
-            )
-            .await
-            {
-                Ok(items) => {
+                |items: Vec<$kind>| {
                     for $o in items {
                         // Judged through the owner's template, which is listed too.
                         if controlled_by_listed_kind(&$o.metadata) || read_owner(&$o.metadata) {
                             continue;
                         }
-                        let owned_pod = has_controller(&$o.metadata)
-                            && <$kind as k8s_openapi::Resource>::KIND == "Pod";
-                        if owned_pod {
-                            let meta = $o.metadata.clone();
-                            if let Some(spec) = $spec {
-                                owned_pods.push((meta, spec));
-                            }
-                            continue;
-                        }
-                        if let Some(spec) = $spec {
+                        if let Some(spec) = $spec.map(crate::dependents::scheduling_only) {
                             workloads.push(Workload {
                                 kind: <$kind as k8s_openapi::Resource>::KIND.to_string(),
                                 namespace: $o.metadata.namespace.clone().unwrap_or_default(),
@@ -207,7 +227,11 @@ pub async fn list_workloads(
                             });
                         }
                     }
-                }
+                },
+            )
+            .await
+            {
+                Ok(()) => {}
                 Err(CommandError::Forbidden(m)) => {
                     warnings.push(format!("cannot list {}: {m}", $name))
                 }
@@ -233,8 +257,67 @@ pub async fn list_workloads(
         .spec
         .and_then(|s| s.job_template.spec)
         .and_then(|j| j.template.spec));
-    collect!(Pod, "pods", |o| o.spec);
-    workloads.extend(crate::dependents::group_by_owner(owned_pods));
+    // Pods are the bulk (150,000 on a large cluster): read into a view of the fields the
+    // checks use, page by page, without managedFields, containers or status.
+    #[derive(serde::Deserialize)]
+    struct PodScheduling {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        #[serde(default)]
+        spec: SchedulingSpec,
+    }
+    #[derive(Default, serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct SchedulingSpec {
+        node_selector: Option<std::collections::BTreeMap<String, String>>,
+        affinity: Option<k8s_openapi::api::core::v1::Affinity>,
+        tolerations: Option<Vec<k8s_openapi::api::core::v1::Toleration>>,
+        node_name: Option<String>,
+    }
+    let collection = match namespace {
+        Some(ns) => format!("/api/v1/namespaces/{ns}/pods"),
+        None => "/api/v1/pods".to_string(),
+    };
+    let listed = for_each_page(
+        client,
+        &collection,
+        Some("status.phase!=Succeeded,status.phase!=Failed"),
+        None,
+        POD_PAGE,
+        |page: Vec<PodScheduling>| {
+            for pod in page {
+                let meta = pod.metadata;
+                if controlled_by_listed_kind(&meta) || read_owner(&meta) {
+                    continue;
+                }
+                let spec = k8s_openapi::api::core::v1::PodSpec {
+                    node_selector: pod.spec.node_selector,
+                    affinity: pod.spec.affinity,
+                    tolerations: pod.spec.tolerations,
+                    node_name: pod.spec.node_name,
+                    ..Default::default()
+                };
+                if has_controller(&meta) {
+                    owned_pods.add(&meta, spec);
+                } else if bare_pods_on
+                    .is_none_or(|nodes| spec.node_name.as_ref().is_none_or(|n| nodes.contains(n)))
+                {
+                    workloads.push(Workload {
+                        kind: "Pod".to_string(),
+                        namespace: meta.namespace.unwrap_or_default(),
+                        name: meta.name.unwrap_or_default(),
+                        pod_spec: spec,
+                    });
+                }
+            }
+        },
+    )
+    .await;
+    match listed {
+        Ok(_) => {}
+        Err(CommandError::Forbidden(m)) => warnings.push(format!("cannot list pods: {m}")),
+        Err(e) => return Err(e),
+    }
+    workloads.extend(owned_pods.into_workloads());
     Ok((workloads, warnings))
 }
 

@@ -80,6 +80,18 @@ impl KeyQuery {
     }
 }
 
+/// A pod spec reduced to what the checks read (node selector, affinity, tolerations, node
+/// name): what is kept per workload and bare pod stays small whatever the containers hold.
+pub fn scheduling_only(spec: PodSpec) -> PodSpec {
+    PodSpec {
+        node_selector: spec.node_selector,
+        affinity: spec.affinity,
+        tolerations: spec.tolerations,
+        node_name: spec.node_name,
+        ..PodSpec::default()
+    }
+}
+
 /// Whether a controller owns this object (then its owner is the workload to report).
 pub fn has_controller(meta: &ObjectMeta) -> bool {
     controller(meta).is_some()
@@ -123,25 +135,39 @@ pub fn controlled_by_listed_kind(meta: &ObjectMeta) -> bool {
 /// ownerReference names it (`RayCluster ml/raycluster`). A controller recreates such pods
 /// from the same spec, so they are judged as a workload template, not as running pods.
 pub fn group_by_owner(pods: Vec<(ObjectMeta, PodSpec)>) -> Vec<Workload> {
-    let mut seen: std::collections::BTreeSet<(String, String, String, String)> =
-        std::collections::BTreeSet::new();
-    let mut out = Vec::new();
-    for (meta, mut spec) in pods {
-        let Some(owner) = controller(&meta) else {
-            continue;
+    let mut groups = OwnerGroups::default();
+    for (meta, spec) in pods {
+        groups.add(&meta, spec);
+    }
+    groups.into_workloads()
+}
+
+/// [`group_by_owner`] as pods come, page by page: one workload per owner and distinct
+/// node constraints, whatever the number of pods.
+#[derive(Debug, Default)]
+pub struct OwnerGroups {
+    seen: std::collections::BTreeSet<(String, String, String, String)>,
+    workloads: Vec<Workload>,
+}
+
+impl OwnerGroups {
+    /// Adds a pod (one without a controller is ignored).
+    pub fn add(&mut self, meta: &ObjectMeta, mut spec: PodSpec) {
+        let Some(owner) = controller(meta) else {
+            return;
         };
         spec.node_name = None;
         let constraints =
             serde_json::to_string(&(&spec.node_selector, &spec.affinity, &spec.tolerations))
                 .unwrap_or_default();
         let namespace = meta.namespace.clone().unwrap_or_default();
-        if seen.insert((
+        if self.seen.insert((
             owner.kind.clone(),
             namespace.clone(),
             owner.name.clone(),
             constraints,
         )) {
-            out.push(Workload {
+            self.workloads.push(Workload {
                 kind: owner.kind.clone(),
                 namespace,
                 name: owner.name.clone(),
@@ -149,7 +175,10 @@ pub fn group_by_owner(pods: Vec<(ObjectMeta, PodSpec)>) -> Vec<Workload> {
             });
         }
     }
-    out
+
+    pub fn into_workloads(self) -> Vec<Workload> {
+        self.workloads
+    }
 }
 
 /// The pod templates of a custom resource read from the cluster (a RayCluster's head and

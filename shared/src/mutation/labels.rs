@@ -460,7 +460,7 @@ pub async fn dependents(
         }
     }
     let conn = connection.connect().await?;
-    let (workloads, warnings) = api::list_workloads(&conn.client, namespace).await?;
+    let (workloads, warnings) = api::list_workloads(&conn.client, namespace, None).await?;
     for w in &warnings {
         ui.warn(w);
     }

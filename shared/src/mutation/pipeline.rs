@@ -75,8 +75,10 @@ async fn policy(conn: &Connection, plans: &[NodePlan]) -> Result<Findings, Comma
         warnings: checks::key_warnings(plans),
         ..Findings::default()
     };
+    let changed: Vec<String> = plans.iter().map(|p| p.node().to_string()).collect();
     if checks::changes_labels(plans) {
-        let (workloads, unreadable) = api::list_workloads(&conn.client, None).await?;
+        let (workloads, unreadable) =
+            api::list_workloads(&conn.client, None, Some(&changed)).await?;
         findings.warnings.extend(unreadable);
         findings.extend(checks::dependents(plans, &workloads));
     }
@@ -88,7 +90,8 @@ async fn policy(conn: &Connection, plans: &[NodePlan]) -> Result<Findings, Comma
         findings.extend(checks::evictions(&added, &pods));
         // Which workloads lose the nodes, and whether any loses its last: every node's
         // labels and taints (one paged list) against the workloads' templates.
-        let (workloads, unreadable) = api::list_workloads(&conn.client, None).await?;
+        let (workloads, unreadable) =
+            api::list_workloads(&conn.client, None, Some(&changed)).await?;
         if !checks::changes_labels(plans) {
             findings.warnings.extend(unreadable);
         }

@@ -79,6 +79,22 @@ enum Bench {
         #[arg(long)]
         kubeconfig: Option<PathBuf>,
     },
+    /// The policy checks of a change on a generated cluster: `nodelabel remove` of a key
+    /// every pod of the node requires (dependents) and `gpu-taint dedicate` with a
+    /// NoExecute taint (pods, workloads, taints, disruption budgets), both
+    /// `--dry-run=client`: wall time, peak memory and the requests by verb and resource.
+    Checks {
+        #[arg(long, default_value_t = 5000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 20_000)]
+        pods: usize,
+        /// The nodelabel binary (default: next to this benchmark binary).
+        #[arg(long)]
+        nodelabel: Option<PathBuf>,
+        /// The gpu-taint binary (default: next to this benchmark binary).
+        #[arg(long)]
+        gpu_taint: Option<PathBuf>,
+    },
     /// `kubectl gpu-taint status` on a generated cluster: wall time, peak memory, requests.
     GpuStatus {
         #[arg(long, default_value_t = 5000)]
@@ -738,6 +754,72 @@ async fn main() -> ExitCode {
             } else {
                 ExitCode::FAILURE
             }
+        }
+        Bench::Checks {
+            nodes,
+            pods,
+            nodelabel,
+            gpu_taint,
+        } => {
+            let nodelabel = nodelabel.unwrap_or_else(|| sibling("kubectl-nodelabel"));
+            let gpu_taint = gpu_taint.unwrap_or_else(|| sibling("kubectl-gpu_taint"));
+            let cluster = Cluster::generate(
+                Generator {
+                    nodes,
+                    pods,
+                    gpus_per_node: 8,
+                },
+                None,
+            )
+            .await;
+            let runs: [(&str, PathBuf, Vec<&str>); 2] = [
+                (
+                    "kubectl nodelabel remove gpu-node-00000 accelerator.example.com/gpu-family- --dry-run=client -y",
+                    nodelabel,
+                    vec![
+                        "remove",
+                        "gpu-node-00000",
+                        "accelerator.example.com/gpu-family-",
+                        "--dry-run=client",
+                        "-y",
+                    ],
+                ),
+                (
+                    "kubectl gpu-taint dedicate gpu-node-00000 --taint dedicated=llm:NoExecute --dry-run=client -y",
+                    gpu_taint,
+                    vec![
+                        "dedicate",
+                        "gpu-node-00000",
+                        "--taint",
+                        "dedicated=llm:NoExecute",
+                        "--dry-run=client",
+                        "-y",
+                    ],
+                ),
+            ];
+            let cluster = std::sync::Arc::new(cluster);
+            for (title, plugin, args) in runs {
+                let cluster = cluster.clone();
+                let args: Vec<String> = args.into_iter().map(str::to_string).collect();
+                let m = tokio::task::spawn_blocking(move || {
+                    cluster.measure(|kubeconfig, _| {
+                        let mut c = Command::new(&plugin);
+                        c.args(&args).env("KUBECONFIG", kubeconfig);
+                        c
+                    })
+                })
+                .await
+                .expect("join");
+                // Exit 1 (blocked by the checks) is the measured outcome, not a failure.
+                print_scale(
+                    &format!(
+                        "{title} on {nodes} nodes and {pods} pods (exit {:?})",
+                        m.code
+                    ),
+                    &m,
+                );
+            }
+            ExitCode::SUCCESS
         }
         Bench::GpuStatus {
             nodes,
