@@ -65,7 +65,7 @@ pub enum CompletionTarget {
     Fish,
     Powershell,
     Elvish,
-    /// The kubectl_complete-<plugin> helper, to put on PATH.
+    /// The `kubectl_complete-<plugin>` helper, to put on PATH.
     Kubectl,
 }
 

@@ -149,7 +149,7 @@ const KNOWN: &[(&str, &[&str], Ends)] = &[
     ),
 ];
 
-/// The API groups whose custom resources [`KNOWN`] describes, with the kinds in each: what
+/// The API groups whose custom resources the template table describes, with the kinds in each: what
 /// a live check lists (through discovery) to judge the templates of custom resources,
 /// scaled-to-zero worker groups included.
 pub const KNOWN_GROUPS: &[(&str, &[&str])] = &[

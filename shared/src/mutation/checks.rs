@@ -1,31 +1,30 @@
 //! The policy checks every change to a node goes through, whatever the command: this is
-//! where to read what happens when a label is added, removed or changed, or a taint added.
+//! where to read what happens when a label is added, removed or changed, or a taint added
+//! — what *blocks* (exit 1, nothing written, one named override to go on) and what only
+//! warns.
 //!
-//! - **Dependents** ([`dependents`]): a workload depends on a node's labels through its
-//!   `nodeSelector` and required node affinity. A change *blocks* (unless `--ignore-dependents`) only
-//!   when a workload's required constraint selects the node now and would not after the
-//!   change — a node that was never a candidate is not a dependent, and a change that keeps
-//!   the node matching is harmless. For a DaemonSet that means its pod there is deleted by
-//!   its controller; for other workloads, new replicas can no longer land there. A bare pod
-//!   already running on the node keeps running (required affinity is
-//!   IgnoredDuringExecution): reported, not blocking. A preferred term that stops matching
-//!   only changes scoring: reported.
-//! - **Keys** ([`key_warnings`]): a label set outside `node-restriction.kubernetes.io/` that
-//!   looks like it isolates workloads, or in a namespace kubelets and controllers own.
-//! - **Taints** ([`evictions`]): running pods that do not tolerate an added taint. NoSchedule
-//!   leaves them running (reported); NoExecute evicts them — DaemonSet pods included, which
-//!   tolerate only what their template says — and must be confirmed.
-//! - **Taints against workloads** ([`taint_losses`]): a workload template (or a custom
-//!   resource's pods) whose required constraints select a node that does not tolerate the
-//!   added taint loses that node. It *blocks* (unless `--ignore-dependents`) when the workload loses
-//!   every node it can use now; otherwise a warning says how many candidates remain. A
-//!   toleration of the same key with another value or effect gets "did you mean". A
-//!   DaemonSet that loses the node is named with the consequence and the toleration to add.
+//! | Check | Blocks | Warns | Override |
+//! |---|---|---|---|
+//! | [`dependents`] | a workload's required constraint selects the node now and would not after | a bare pod bound there (keeps running); a preferred term that stops matching | `--ignore-dependents` |
+//! | [`taint_losses`] | a workload loses *every* node it can use now to an added taint | it loses some (candidates left named); a DaemonSet that loses the node (consequence and toleration to add); "did you mean" for a near toleration | `--ignore-dependents` |
+//! | [`disruption_budget_blocks`] | a NoExecute eviction the eviction API would refuse (budget without a disruption to spare) | — | `--ignore-disruption-budgets` |
+//! | [`evictions`] | — | running pods an added taint keeps away; NoExecute evictions (must be confirmed) | `--yes` confirms |
+//! | [`key_warnings`] | — | isolation-like keys outside `node-restriction.kubernetes.io/`, reserved namespaces | — |
+//! | [`absent_removals`], [`near_keys`], [`near_values`] | — | a removed key no target has; a new key or value near an existing one ("did you mean") | — |
 //!
-//! - **Disruption budgets** ([`disruption_budget_blocks`]): an added NoExecute taint evicts
-//!   pods; an eviction the eviction API would refuse (a PodDisruptionBudget without a
-//!   disruption to spare) *blocks* unless `--ignore-disruption-budgets`, as `kubectl drain`
-//!   waits for it.
+//! - **Dependents**: a workload depends on a node's labels through its `nodeSelector` and
+//!   required node affinity. A node that was never a candidate is not a dependent, and a
+//!   change that keeps the node matching is harmless. For a DaemonSet a lost node means its
+//!   pod there is deleted by its controller; for other workloads, new replicas can no longer
+//!   land there. A bare pod already running on the node keeps running (required affinity
+//!   is IgnoredDuringExecution). Workloads are the core kinds' templates, the templates of
+//!   the custom resources the cluster serves (a scaled-to-zero worker group counts), and
+//!   pods of any other controller, grouped under their owner.
+//! - **Taints against workloads**: a workload template (or a custom resource's pods) whose
+//!   required constraints select a node that does not tolerate the added taint loses that
+//!   node.
+//! - **Disruption budgets**: judged as the eviction API does (see
+//!   [`disruption_budget_blocks`]), since `kubectl drain` waits for what it refuses.
 //!
 //! All of them are pure functions over plans and minimal views, so they are unit-tested
 //! without a server; [`crate::mutation::pipeline`] gathers the workloads and pods they need.
