@@ -317,17 +317,22 @@ fn write_in_place(path: &Path, text: &str) -> std::io::Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let temp = dir.join(format!(".{file_name}.affinity-lint-{}", std::process::id()));
+    // Created exclusively under a name nobody can guess: a file or symlink planted in the
+    // directory (which others may be able to write) is never opened, followed or
+    // truncated; mode and owner are set on the open file, not by path.
+    let (mut file, temp) = create_exclusive_temp(dir, &file_name)?;
     let result = (|| {
-        std::fs::write(&temp, text)?;
-        std::fs::set_permissions(&temp, metadata.permissions())?;
+        use std::io::Write as _;
+        file.write_all(text.as_bytes())?;
+        file.set_permissions(metadata.permissions())?;
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
             // Keeps the owner when allowed (root in a CI container); otherwise the file
             // is the runner's, as any editor's save would make it.
-            let _ = std::os::unix::fs::chown(&temp, Some(metadata.uid()), Some(metadata.gid()));
+            let _ = std::os::unix::fs::fchown(&file, Some(metadata.uid()), Some(metadata.gid()));
         }
+        file.sync_all()?;
         std::fs::rename(&temp, &path)
     })();
     if result.is_err() {
@@ -336,9 +341,74 @@ fn write_in_place(path: &Path, text: &str) -> std::io::Result<()> {
     result
 }
 
+/// A new file `.NAME.affinity-lint-RANDOM` in `dir`, created with `O_CREAT|O_EXCL` (which
+/// never follows a symlink) and mode 0600 until the caller sets the original's.
+fn create_exclusive_temp(
+    dir: &Path,
+    file_name: &str,
+) -> std::io::Result<(std::fs::File, std::path::PathBuf)> {
+    use std::hash::{BuildHasher, Hasher};
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut last = None;
+    for _ in 0..16 {
+        // RandomState is seeded from the OS's randomness.
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        let temp = dir.join(format!(
+            ".{file_name}.affinity-lint-{:016x}",
+            hasher.finish()
+        ));
+        match options.open(&temp) {
+            Ok(file) => return Ok((file, temp)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no temporary name was free")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An attacker who can write the manifest's directory plants symlinks at the names the
+    /// temporary file could have (the old `.NAME.affinity-lint-PID` among them): the fix
+    /// never writes through them, the victim file keeps its content and mode, and the
+    /// manifest stays a regular file with its own mode.
+    #[cfg(unix)]
+    #[test]
+    fn write_in_place_never_follows_a_planted_symlink() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "secret\n").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let manifest = dir.path().join("deploy.yaml");
+        std::fs::write(&manifest, "a: 1\n").unwrap();
+        std::fs::set_permissions(&manifest, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::os::unix::fs::symlink(
+            &victim,
+            dir.path()
+                .join(format!(".deploy.yaml.affinity-lint-{}", std::process::id())),
+        )
+        .unwrap();
+        write_in_place(&manifest, "a: 2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "secret\n");
+        assert_eq!(
+            std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let meta = std::fs::symlink_metadata(&manifest).unwrap();
+        assert!(meta.file_type().is_file(), "the manifest is not a symlink");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o644);
+        assert_eq!(std::fs::read_to_string(&manifest).unwrap(), "a: 2\n");
+    }
 
     #[test]
     fn lines_of_an_edited_text_are_said_as_the_original_had_them() {
