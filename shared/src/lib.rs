@@ -56,5 +56,6 @@ pub mod scheduling;
 pub mod snapshot;
 pub mod syntax;
 pub mod targets;
+pub mod trust;
 pub mod ui;
 pub mod validation;

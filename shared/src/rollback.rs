@@ -246,6 +246,17 @@ pub fn restore_problems(node: &SnapshotNode) -> Vec<String> {
         .taints_before
         .iter()
         .map(|t| (t.key.as_str(), t.value_str()));
+    // A node name goes into the request path: `gpu-2/proxy/configz` would make a rollback
+    // GET the node's proxy with the user's credentials. Checked as the API server checks
+    // a node's name (a DNS subdomain), before anything else about the node.
+    let name_errors = crate::validation::dns1123_subdomain_errors(&node.name);
+    if !name_errors.is_empty() {
+        return vec![format!(
+            "node name {:?}: {}",
+            node.name,
+            name_errors.join("; ")
+        )];
+    }
     crate::validation::label_map_errors("metadata.labels", restored)
         .into_iter()
         .chain(crate::validation::label_map_errors("spec.taints", taints))

@@ -85,6 +85,10 @@ pub enum SnapshotError {
         line: usize,
         message: String,
     },
+    /// A state directory, snapshot or index file placekit must not trust (another user's,
+    /// writable by others, a symlink, not a regular file, too large).
+    #[error("not trusted: {0}")]
+    Untrusted(#[source] crate::trust::Untrusted),
     #[error("snapshot {path} has apiVersion {found:?}; this placekit reads {SNAPSHOT_API_VERSION}")]
     UnsupportedVersion { path: PathBuf, found: String },
     #[error(
@@ -435,8 +439,21 @@ impl Snapshot {
     }
 
     /// Loads a snapshot file.
+    /// Reads a snapshot the user named: a regular file (not a FIFO or device, no symlink at
+    /// its name) of bounded size.
     pub fn load(path: &Path) -> Result<Self, SnapshotError> {
-        let file = File::open(path).map_err(io_err(path))?;
+        Self::load_checked(path, false)
+    }
+
+    /// Reads a snapshot found in the state directory: also the user's own and writable by
+    /// nobody else.
+    pub fn load_private(path: &Path) -> Result<Self, SnapshotError> {
+        Self::load_checked(path, true)
+    }
+
+    fn load_checked(path: &Path, own: bool) -> Result<Self, SnapshotError> {
+        let file = crate::trust::open_regular(path, crate::trust::MAX_SNAPSHOT_BYTES, own)
+            .map_err(SnapshotError::Untrusted)?;
         let mut lines = BufReader::new(file).lines().enumerate().peekable();
         let malformed = |line: usize, message: String| SnapshotError::Malformed {
             path: path.to_path_buf(),
@@ -502,11 +519,22 @@ impl Journal {
     pub fn open_existing(path: &Path) -> Result<Self, SnapshotError> {
         // Append mode: two processes marking the same snapshot (two rollbacks) never write
         // over each other's records.
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(path)
-            .map_err(io_err(path))?;
+        let mut options = OpenOptions::new();
+        options.read(true).append(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            // The snapshot replaced by a symlink since it was read (after the confirmation)
+            // is refused, not followed into the file it points at.
+            options.custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+        }
+        let mut file = options.open(path).map_err(io_err(path))?;
+        if !file.metadata().map_err(io_err(path))?.is_file() {
+            return Err(SnapshotError::Untrusted(crate::trust::Untrusted {
+                path: path.display().to_string(),
+                reason: "not a regular file".into(),
+            }));
+        }
         let len = repair_tail(&mut file).map_err(io_err(path))?;
         Ok(Journal {
             path: path.to_path_buf(),
@@ -687,6 +715,7 @@ impl SnapshotStore {
 
     /// Writes a new snapshot in this store durably and returns its journal.
     pub fn create(&self, header: &SnapshotHeader) -> Result<Journal, SnapshotError> {
+        crate::trust::check_private_dir(&self.dir).map_err(SnapshotError::Untrusted)?;
         create_dir_private(&self.dir)?;
         write_snapshot(&self.new_path(header), header)
     }
@@ -733,7 +762,12 @@ impl SnapshotStore {
     }
 
     /// Like [`SnapshotStore::list`], and the files that could not be read, with why.
+    ///
+    /// The directory must be the user's and writable by nobody else (else an error saying
+    /// how to fix it), and so must every file read from it: another's file is listed as
+    /// unreadable and never offered to `rollback --last`.
     pub fn list_all(&self) -> Result<(Vec<Snapshot>, Vec<Unreadable>), SnapshotError> {
+        crate::trust::check_private_dir(&self.dir).map_err(SnapshotError::Untrusted)?;
         let entries = match fs::read_dir(&self.dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -753,16 +787,16 @@ impl SnapshotStore {
         let (mut snapshots, mut unreadable) = (Vec::new(), Vec::new());
         for p in paths {
             let (path, loaded) = if p.to_string_lossy().ends_with(SNAPSHOT_REF_SUFFIX) {
-                match fs::read_to_string(&p) {
+                match crate::trust::read_regular(&p, crate::trust::MAX_REF_BYTES, true) {
                     Ok(target) => {
                         let target = PathBuf::from(target.trim_end_matches('\n'));
-                        let loaded = Snapshot::load(&target);
+                        let loaded = Snapshot::load_private(&target);
                         (target, loaded)
                     }
-                    Err(e) => (p.clone(), Err(io_err(&p)(e))),
+                    Err(e) => (p.clone(), Err(SnapshotError::Untrusted(e))),
                 }
             } else {
-                let loaded = Snapshot::load(&p);
+                let loaded = Snapshot::load_private(&p);
                 (p, loaded)
             };
             match loaded {

@@ -343,10 +343,7 @@ fn write_in_place(path: &Path, text: &str) -> std::io::Result<()> {
 
 /// A new file `.NAME.affinity-lint-RANDOM` in `dir`, created with `O_CREAT|O_EXCL` (which
 /// never follows a symlink) and mode 0600 until the caller sets the original's.
-fn create_exclusive_temp(
-    dir: &Path,
-    file_name: &str,
-) -> std::io::Result<(std::fs::File, std::path::PathBuf)> {
+fn create_exclusive_temp(dir: &Path, file_name: &str) -> std::io::Result<(std::fs::File, PathBuf)> {
     use std::hash::{BuildHasher, Hasher};
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
