@@ -82,6 +82,29 @@ impl ImportRecord {
         self.other_owner(source, key).is_some()
     }
 
+    /// The keys `source` claims that no import could have produced: without a namespace
+    /// (an import always sets one), or in one the namespace rules refuse
+    /// (`node-restriction.kubernetes.io/...`). The record is a node annotation, which the
+    /// node's own kubelet can write: such a claim is tampering, and `--prune` must not
+    /// remove those labels with the admin's rights.
+    pub fn implausible(&self, source: &str, policy: &NamespacePolicy) -> Vec<String> {
+        self.by_source
+            .get(source)
+            .into_iter()
+            .flatten()
+            .filter(|k| !k.contains('/') || policy.denies(k).is_some())
+            .cloned()
+            .collect()
+    }
+
+    /// The record without `keys` claimed by `source`.
+    pub fn without(mut self, source: &str, keys: &[String]) -> Self {
+        if let Some(claimed) = self.by_source.get_mut(source) {
+            claimed.retain(|k| !keys.contains(k));
+        }
+        self
+    }
+
     /// The other source that imported `key`, if any.
     pub fn other_owner(&self, source: &str, key: &str) -> Option<&str> {
         self.by_source

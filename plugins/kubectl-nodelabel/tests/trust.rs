@@ -124,3 +124,46 @@ async fn node_names_in_a_snapshot_are_checked_before_any_request() {
     );
     assert_eq!(h.server().count("get", "nodes"), 0, "no node was read");
 }
+
+/// `placekit.dev/imported-labels` is a node annotation its kubelet can write: a claim that
+/// a hook imported `node-restriction.kubernetes.io/quarantined` (which NodeRestriction
+/// keeps the kubelet from touching) is reported as tampered and never pruned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_ignores_claims_no_import_could_have_made() {
+    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let hook = h.dir.path().join("x");
+    std::fs::write(&hook, "#!/bin/sh\necho /gpu.ok=true\n").unwrap();
+    chmod(&hook, 0o755);
+    let quarantine = "node-restriction.kubernetes.io/quarantined";
+    h.merge_patch(
+        "nodes",
+        None,
+        "cpu-1",
+        &serde_json::json!({"metadata": {
+            "labels": {quarantine: "true", "team": "ml"},
+            "annotations": {"placekit.dev/imported-labels": serde_json::json!({"hook:x": [quarantine, "team"]}).to_string()}}}),
+    )
+    .await;
+    let run = h
+        .run(&[
+            "import",
+            "--hook",
+            &hook.display().to_string(),
+            "cpu-1",
+            "--prune",
+            "-y",
+        ])
+        .await;
+    assert_code(&run, 0);
+    assert!(
+        run.stderr.contains(&format!(
+            "node/cpu-1: its placekit.dev/imported-labels annotation claims that hook:x imported {quarantine}, team, which no import can produce: tampered"
+        )),
+        "{}",
+        run.all()
+    );
+    let labels = h.labels("cpu-1").await;
+    assert_eq!(labels[quarantine], "true", "the quarantine stays");
+    assert_eq!(labels["team"], "ml");
+    assert_eq!(labels["feature.node.kubernetes.io/gpu.ok"], "true");
+}

@@ -363,6 +363,21 @@ pub async fn import(
     }
 
     let provenance = source.provenance();
+    for node in &nodes {
+        let record = ImportRecord::parse(
+            node.annotations
+                .get(IMPORTED_LABELS_ANNOTATION)
+                .map(String::as_str),
+        );
+        let tampered = record.implausible(&provenance, &options.policy);
+        if !tampered.is_empty() {
+            findings.warnings.push(format!(
+                "node/{}: its {IMPORTED_LABELS_ANNOTATION} annotation claims that {provenance} imported {}, which no import can produce: tampered (the node's kubelet can write its annotations), ignored and not pruned",
+                node.name,
+                tampered.join(", ")
+            ));
+        }
+    }
     let plans: Vec<NodePlan> = nodes
         .iter()
         .map(|node| {
@@ -395,6 +410,9 @@ pub fn import_plan(
             .get(IMPORTED_LABELS_ANNOTATION)
             .map(String::as_str),
     );
+    // Claims no import could have made are ignored (reported by `import`), never pruned.
+    let tampered = record.implausible(source, &options.policy);
+    let record = record.without(source, &tampered);
     // A label someone set by hand that already has the imported value stays theirs.
     let not_claimed = features
         .iter()
