@@ -198,8 +198,12 @@ pub fn run_to_exit_code(
     match block_on(work) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {
-            // The last stop before the terminal: no configured secret gets past it.
-            eprintln!("error: {}", crate::connect::redact(&e.to_string()));
+            // The last stop before the terminal: no configured secret gets past it, and no
+            // control character from a cluster string or a file.
+            eprintln!(
+                "error: {}",
+                crate::ui::escape_controls(&crate::connect::redact(&e.to_string()), true)
+            );
             std::process::ExitCode::from(e.exit_code())
         }
     }

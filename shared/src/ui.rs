@@ -275,8 +275,14 @@ impl Ui {
     }
 
     /// Prints a warning on stderr.
+    /// Prints a warning. Warnings quote cluster strings and files (node names, label
+    /// values, hook stderr): control characters are escaped, line breaks kept.
     pub fn warn(&self, message: &str) {
-        eprintln!("{} {message}", self.paint("warning:", Color::Yellow));
+        eprintln!(
+            "{} {}",
+            self.paint("warning:", Color::Yellow),
+            escape_controls(message, true)
+        );
     }
 
     /// Asks a yes/no question on the terminal; `false` when declined or unanswerable.
@@ -333,7 +339,42 @@ pub enum Color {
 }
 
 /// Formats rows as an aligned table (two spaces between columns), header first.
+/// `text` with control characters (C0 but for the line break when `keep_newlines`, DEL,
+/// C1) shown as `\xNN`/`\u{NNNN}` escapes: a string from the cluster or a file (an event
+/// message, a snapshot's context, a hook's stderr) cannot move the cursor, recolour or
+/// retitle the terminal.
+pub fn escape_controls(text: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && !(keep_newlines && c == '\n');
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            if (c as u32) < 0x100 {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            } else {
+                out.push_str(&format!("\\u{{{:04x}}}", c as u32));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// A table; every cell (data from the cluster or files) has its control characters
+/// escaped.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|c| escape_controls(c, false).into_owned())
+                .collect()
+        })
+        .collect();
+    let rows = &rows;
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
@@ -398,6 +439,18 @@ pub fn exit_quietly_on_broken_pipe() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(escape_controls("plain", false), "plain");
+        assert_eq!(
+            escape_controls("ctx\u{1b}]0;pwned\u{7}", false),
+            "ctx\\x1b]0;pwned\\x07"
+        );
+        assert_eq!(escape_controls("a\nb\r", true), "a\nb\\x0d");
+        assert_eq!(escape_controls("a\nb", false), "a\\x0ab");
+        assert_eq!(escape_controls("\u{9b}31m", false), "\\x9b31m");
+    }
 
     #[test]
     fn shell_quoting() {

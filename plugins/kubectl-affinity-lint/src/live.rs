@@ -266,13 +266,23 @@ pub async fn why_pending(
     let (nodes, _) = cluster_state(conn).await?;
     let mut events: Vec<Value> = Vec::new();
     let selector = format!("involvedObject.kind=Pod,involvedObject.name={name}");
+    // By uid too: the events of an earlier pod of the same name (another uid) are not this
+    // pod's. An event that names no uid cannot be told apart and is kept.
+    let uid = raw["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let this_pod = |e: &Value| {
+        let about = e["involvedObject"]["uid"].as_str().unwrap_or_default();
+        about.is_empty() || uid.is_empty() || about == uid
+    };
     api::for_each_page(
         &conn.client,
         &format!("/api/v1/namespaces/{namespace}/events"),
         Some(&selector),
         None,
         PAGE,
-        |p: Vec<Value>| events.extend(p),
+        |p: Vec<Value>| events.extend(p.into_iter().filter(this_pod)),
     )
     .await?;
     // DRA: the pod's claims and the devices the cluster publishes (nothing when the
@@ -445,21 +455,24 @@ fn print_text(
 ) {
     println!("pod {namespace}/{name} is Pending");
     for c in report["conditions"].as_array().into_iter().flatten() {
-        println!(
+        let line = format!(
             "  condition {}={} {}: {}",
             c["type"].as_str().unwrap_or_default(),
             c["status"].as_str().unwrap_or_default(),
             c["reason"].as_str().unwrap_or_default(),
             c["message"].as_str().unwrap_or_default()
         );
+        println!("{}", placekit::ui::escape_controls(&line, false));
     }
     for e in report["events"].as_array().into_iter().flatten() {
-        println!(
+        let line = format!(
             "  event {} {}: {}",
             e["type"].as_str().unwrap_or_default(),
             e["reason"].as_str().unwrap_or_default(),
             e["message"].as_str().unwrap_or_default()
         );
+        // Event messages are cluster strings: control characters escaped.
+        println!("{}", placekit::ui::escape_controls(&line, false));
     }
     if let Some(r) = report["requests"].as_object().filter(|r| !r.is_empty()) {
         println!(
@@ -530,7 +543,10 @@ fn print_text(
             .filter_map(|e| e["message"].as_str())
             .next_back()
         {
-            println!("the scheduler says: {m}");
+            println!(
+                "the scheduler says: {}",
+                placekit::ui::escape_controls(m, false)
+            );
         }
         if verdict.is_none() {
             return;

@@ -598,3 +598,46 @@ async fn why_pending_without_permission_to_list_claims_does_not_call_them_missin
         run.all()
     );
 }
+
+/// why-pending quotes only this pod's events (by uid: an earlier pod of the same name is
+/// another pod), and a cluster string's control characters are escaped, not sent to the
+/// terminal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn why_pending_matches_events_by_uid_and_escapes_them() {
+    let Some(h) = harness().await else { return };
+    let event = |name: &str, uid: &str, message: &str| {
+        json!({"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name, "namespace": "ml"},
+            "involvedObject": {"kind": "Pod", "namespace": "ml", "name": "pending-taint", "uid": uid},
+            "reason": "FailedScheduling", "type": "Warning", "message": message,
+            "firstTimestamp": "2026-12-01T00:00:00Z", "lastTimestamp": "2026-12-01T00:00:00Z", "count": 1})
+    };
+    let api: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::namespaced(h.client(), "ml");
+    let uid = api
+        .get("pending-taint")
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    h.create(event(
+        "pending-taint.old",
+        "00000000-0000-4000-8000-000000000000",
+        "EARLIER POD of the same name",
+    ))
+    .await;
+    h.create(event(
+        "pending-taint.now",
+        &uid,
+        "0/4 nodes are available: \u{1b}]0;pwned\u{7}\u{1b}[2J",
+    ))
+    .await;
+    let text = h.run(&["why-pending", "pending-taint", "-n", "ml"]).await;
+    assert!(!text.stdout.contains("EARLIER POD"), "{}", text.all());
+    assert!(
+        text.stdout.contains("\\x1b]0;pwned\\x07\\x1b[2J"),
+        "{}",
+        text.all()
+    );
+    assert!(!text.stdout.contains('\u{1b}'), "{}", text.all());
+}

@@ -167,3 +167,29 @@ async fn prune_ignores_claims_no_import_could_have_made() {
     assert_eq!(labels["team"], "ml");
     assert_eq!(labels["feature.node.kubernetes.io/gpu.ok"], "true");
 }
+
+/// A snapshot's context and command line are the file's words: `history` and `show`
+/// escape their control characters instead of sending them to the terminal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_and_show_escape_control_characters_from_snapshots() {
+    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    assert_code(&h.run(&["set", "cpu-1", "team=ml", "-y"]).await, 0);
+    let path = h.snapshots().last().unwrap().clone();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut header: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    header["context"] = "prod\u{1b}]0;owned\u{7}".into();
+    header["commandLine"][1] = "set\u{1b}[2J".into();
+    lines[0] = header.to_string();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    for args in [vec!["history"], vec!["show", path.to_str().unwrap()]] {
+        let run = h.run(&args).await;
+        assert_code(&run, 0);
+        assert!(!run.stdout.contains('\u{1b}'), "{}", run.all());
+        assert!(
+            run.stdout.contains("prod\\x1b]0;owned\\x07"),
+            "{}",
+            run.all()
+        );
+    }
+}

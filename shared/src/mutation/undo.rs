@@ -272,7 +272,10 @@ pub async fn rollback(
     mutation.cluster = Some(cluster);
     mutation.undoes = Some(undo_description(&snapshot, selected.as_ref()));
     if !ui.output.is_structured() {
-        println!("undoing {}", mutation.undoes.as_deref().unwrap_or_default());
+        println!(
+            "undoing {}",
+            crate::ui::escape_controls(mutation.undoes.as_deref().unwrap_or_default(), false)
+        );
         for s in &skipped {
             ui.warn(&format!(
                 "node/{}: {}",
@@ -583,6 +586,12 @@ pub fn print_snapshot(ui: &Ui, snapshot: &Snapshot) {
         return;
     }
     let h = &snapshot.header;
+    // A snapshot is a file: what it says is shown with its control characters escaped.
+    macro_rules! println {
+        ($($arg:tt)*) => {
+            std::println!("{}", crate::ui::escape_controls(&format!($($arg)*), false))
+        };
+    }
     println!("snapshot:  {}", snapshot.path.display());
     println!(
         "created:   {} by {} {}",
