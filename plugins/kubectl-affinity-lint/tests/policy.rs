@@ -429,24 +429,43 @@ fn the_policy_and_the_linter_agree() {
         !admitted && err.contains("AL001"),
         "an ownerReference a person writes does not exempt: {err}"
     );
-    // Owned by a ReplicaSet (what its controller creates, whoever submits it).
-    let (admitted, err) = cluster.admits(&owned.replace(
+    // A made-up ReplicaSet owner (any client can write one, with any uid) does not
+    // exempt a person's pod: the exemption keys on who sends it.
+    let fake_owner = owned.replace(
         "apiVersion: v1, kind: ConfigMap, name: mine",
         "apiVersion: apps/v1, kind: ReplicaSet, name: rs",
-    ));
-    assert!(
-        admitted,
-        "a ReplicaSet's pod is its owner's business: {err}"
     );
-    // The ConfigMap-owned pod from a controller (a service account, impersonated).
+    let (admitted, err) = cluster.admits(&fake_owner);
+    assert!(
+        !admitted && err.contains("AL001"),
+        "a made-up controller ownerReference does not exempt: {err}"
+    );
+    // The same pod from the ReplicaSet controller (its service account, impersonated).
     let (code, out, err) = cluster.sh(
         "kubectl create --dry-run=server --as system:serviceaccount:kube-system:replicaset-controller -f -",
-        Some(&owned),
+        Some(&fake_owner),
     );
     assert_eq!(
         code, 0,
         "a controller's pod is not judged again: {out}{err}"
     );
+    // Gated, patched, ungated: node affinity added to a pod while it has a scheduling
+    // gate is judged like a create.
+    let gated = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: gated\n  namespace: {ns}\nspec:\n  schedulingGates: [{{name: example.com/hold}}]\n  containers: [{{name: c, image: x}}]\n"
+    );
+    let (code, out, err) = cluster.sh("kubectl apply -f -", Some(&gated));
+    assert_eq!(code, 0, "{out}{err}");
+    let affinity = serde_json::json!({"spec": {"affinity": serde_json::from_str::<serde_json::Value>(
+        r#"{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+            {"matchExpressions":[{"key":"accelerator.example.com/gpu-family","operator":"In","values":["a100"]}]},
+            {"matchExpressions":[{"key":"pool","operator":"In","values":["online"]}]}]}}}"#).unwrap()}});
+    let (code, _, err) = cluster.sh(
+        &format!("kubectl -n {ns} patch pod gated --type merge -p '{affinity}'"),
+        None,
+    );
+    assert_ne!(code, 0, "split terms patched into a gated pod are judged");
+    assert!(err.contains("AL001"), "{err}");
 
     // Warn instead of Deny: admitted, and kubectl prints the rule.
     let warned = |err: &str| {

@@ -112,23 +112,29 @@ metadata:
     app.kubernetes.io/managed-by: kubectl-affinity-lint
 spec:
   failurePolicy: Fail
-  # Judged: what a user creates, and updates that change the pod template. Not judged:
-  # objects a controller creates for its owner — an owner of a workload kind this policy
-  # judges, or any owner when a system: user (a service account, a control-plane
-  # component) creates it: the owner was judged, and a pre-existing workload must keep
-  # creating its pods — and updates that leave the template alone (scaling, labels,
-  # finalizers), so objects older than the policy keep working. An object a person
-  # creates with an ownerReference to another kind (a ConfigMap) is judged.
+  # Judged: what anyone creates, updates that change the pod template, and pod updates
+  # that change node affinity or nodeSelector (allowed while a pod has scheduling gates:
+  # gated, patched, ungated is a way around a CREATE-only check).
+  # Not judged (threat model): an object with a controller ownerReference that the
+  # kube-controller-manager creates (`system:kube-controller-manager`, or its controllers'
+  # service accounts in kube-system): its owner was judged, and a workload older than the
+  # policy must keep creating its pods. The exemption keys on who sends the request, never
+  # on the ownerReference alone, which any client can write (a made-up ReplicaSet owner
+  # does not exempt a person's pod); operators in other namespaces are judged like people.
+  # Updates that leave the template alone (scaling, labels, finalizers) are not judged, so
+  # objects older than the policy keep working.
   matchConditions:
-  - name: not-created-by-a-controller
+  - name: not-created-by-the-controller-manager
     expression: >-
-      !object.metadata.?ownerReferences.orValue([]).exists(r, r.?controller.orValue(false) &&
-        (request.userInfo.username.startsWith('system:') ||
-         r.kind in ['ReplicaSet', 'Deployment', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob', 'ReplicationController']))
+      !(object.metadata.?ownerReferences.orValue([]).exists(r, r.?controller.orValue(false)) &&
+        (request.userInfo.username == 'system:kube-controller-manager' ||
+         request.userInfo.username.startsWith('system:serviceaccount:kube-system:')))
   - name: template-created-or-changed
     expression: >-
       request.operation == 'CREATE' ||
-      (object.kind == 'Pod' ? false :
+      (object.kind == 'Pod' ?
+         object.spec.?affinity.orValue({{}}) != oldObject.spec.?affinity.orValue({{}}) ||
+         object.spec.?nodeSelector.orValue({{}}) != oldObject.spec.?nodeSelector.orValue({{}}) :
        object.kind == 'PodTemplate' ? object.template != oldObject.template :
        object.kind == 'CronJob' ? object.spec.jobTemplate.spec.template != oldObject.spec.jobTemplate.spec.template :
        object.spec.template != oldObject.spec.template)
