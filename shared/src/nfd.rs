@@ -451,6 +451,8 @@ pub async fn run_hook(
         .map_err(|e| fail(format!("cannot run it: {e}")))?;
     let group = ProcessGroup(child.id());
     let mut stdout = child.stdout.take().expect("piped");
+    // The pipe's identity, to find a process of another session that still holds it.
+    let pipe = PipeHolders::of(&stdout);
     let mut stderr = child.stderr.take().expect("piped");
     let cap = MAX_FEATURE_FILE_BYTES as u64 + 1;
     // Both pipes are drained on their own tasks so a chatty hook never blocks on a full
@@ -504,13 +506,21 @@ pub async fn run_hook(
                 Ok(out) => out.unwrap_or_default(),
                 Err(_) => {
                     // Killing the holders closes the pipe: the reader ends with what the
-                    // hook printed.
+                    // hook printed. A child that left the group (setsid) is found by the
+                    // pipe it holds and stopped too.
                     group.kill();
-                    tokio::time::timeout(grace, stdout_task)
-                        .await
-                        .ok()
-                        .and_then(Result::ok)
-                        .unwrap_or_default()
+                    pipe.kill_holders();
+                    match tokio::time::timeout(grace, stdout_task).await {
+                        Ok(Ok(out)) => out,
+                        // Never a partial or empty output in its place: an import with
+                        // --prune would remove every label the hook set before.
+                        _ => {
+                            return Err(fail(
+                                "exited, but a process it started (in a session of its own) still holds its output open and could not be stopped: its output is not used"
+                                    .into(),
+                            ));
+                        }
+                    }
                 }
             }
         }
@@ -542,6 +552,58 @@ pub async fn run_hook(
         stdout,
         stderr: stderr_text,
     })
+}
+
+/// The processes holding a hook's stdout pipe, found by the pipe's inode in `/proc/*/fd`
+/// (Linux): a background child that called `setsid` left the hook's process group, and is
+/// stopped through the pipe it still holds. Elsewhere there is nothing to find, and the
+/// hook's output is then refused rather than cut short.
+#[derive(Debug, Clone, Copy)]
+struct PipeHolders(Option<u64>);
+
+impl PipeHolders {
+    fn of(stdout: &tokio::process::ChildStdout) -> Self {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsFd;
+            PipeHolders(rustix::fs::fstat(stdout.as_fd()).ok().map(|s| s.st_ino))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = stdout;
+            PipeHolders(None)
+        }
+    }
+
+    fn kill_holders(self) {
+        #[cfg(target_os = "linux")]
+        if let Some(ino) = self.0 {
+            let target = format!("pipe:[{ino}]");
+            let me = std::process::id().to_string();
+            for proc_dir in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+                let pid = proc_dir.file_name().to_string_lossy().into_owned();
+                if pid == me || !pid.bytes().all(|b| b.is_ascii_digit()) {
+                    continue;
+                }
+                let holds = std::fs::read_dir(proc_dir.path().join("fd"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|fd| {
+                        std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy() == target)
+                    });
+                if holds {
+                    let _ = std::process::Command::new("kill")
+                        .args(["-KILL", &pid])
+                        .stdout(std::process::Stdio::null())
+                        .stderr(std::process::Stdio::null())
+                        .status();
+                }
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = self;
+    }
 }
 
 /// A hook's process group (its leader's pid): killed whole, so the hook's background
@@ -965,6 +1027,30 @@ mod tests {
             started.elapsed() < Duration::from_secs(3),
             "did not wait for the child"
         );
+
+        // A child that left the hook's session (setsid) and holds its stdout: what the hook
+        // printed is still its output, and the child is stopped through the pipe.
+        let escaped = dir.path().join("escaped");
+        let escaped_marker = dir.path().join("escaped-still-running");
+        std::fs::write(
+            &escaped,
+            format!(
+                "#!/bin/sh\necho 'a=1'\nsetsid sh -c 'sleep 3; touch {}' &\nexit 0\n",
+                escaped_marker.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&escaped, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let started = std::time::Instant::now();
+        let out = run_hook(&escaped, Duration::from_secs(10), "gpu-1").await;
+        assert_eq!(
+            out.unwrap().stdout,
+            "a=1\n",
+            "what the hook printed is kept"
+        );
+        assert!(started.elapsed() < Duration::from_secs(3));
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert!(!escaped_marker.exists(), "the setsid child was stopped");
 
         // A timed-out hook's grandchildren are stopped with it.
         let slow_tree = dir.path().join("slow-tree");
