@@ -335,10 +335,27 @@ impl ConnectionArgs {
                 secrets.values.push(token.trim().to_string());
             }
         }
-        let server = cluster
+        let selected_cluster = cluster
             .and_then(|c| kubeconfig.clusters.iter().find(|n| n.name == c))
-            .and_then(|c| c.cluster.as_ref())
-            .and_then(|c| c.server.clone());
+            .and_then(|c| c.cluster.as_ref());
+        // Proxy credentials, from the kubeconfig's proxy-url or the environment.
+        let proxies = selected_cluster
+            .and_then(|c| c.proxy_url.clone())
+            .into_iter()
+            .chain(
+                ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"]
+                    .iter()
+                    .filter_map(|v| std::env::var(v).ok()),
+            );
+        for proxy in proxies {
+            if let Some(userinfo) = url_userinfo(&proxy) {
+                secrets.values.push(userinfo.to_string());
+                if let Some((_, password)) = userinfo.split_once(':') {
+                    secrets.values.push(password.to_string());
+                }
+            }
+        }
+        let server = selected_cluster.and_then(|c| c.server.clone());
         if let Some(userinfo) = server.as_deref().and_then(url_userinfo) {
             secrets.values.push(userinfo.to_string());
             if let Some((_, password)) = userinfo.split_once(':') {
@@ -471,6 +488,19 @@ impl ConnectionArgs {
         // placekit's executor owns retries (it honours Retry-After, counts attempts and
         // journals them); kube's own retry layer would hide 429/503/504 from it.
         config.default_retry = false;
+        // Without a proxy-url in the kubeconfig, the environment's proxy, as kubectl (Go's
+        // ProxyFromEnvironment) reads it.
+        if config.proxy_url.is_none()
+            && let Some(proxy) =
+                env_proxy(&config.cluster_url.to_string(), |k| std::env::var(k).ok())
+        {
+            config.proxy_url = Some(proxy.parse().map_err(|_| {
+                ConnectError::Kubeconfig(format!(
+                    "the proxy {} (from the environment) is not a URL",
+                    redact(&proxy)
+                ))
+            })?);
+        }
         let server = normalize_server(&config.cluster_url.to_string());
         let _ = SERVER.set(server.clone());
         let cluster = ClusterIdentity {
@@ -495,6 +525,71 @@ impl ConnectionArgs {
             namespace,
         })
     }
+}
+
+/// The proxy for `server` from the environment, as Go's `ProxyFromEnvironment` (which
+/// kubectl uses) reads it: `HTTPS_PROXY` for https servers, `HTTP_PROXY` for http ones
+/// (upper case first), unless `NO_PROXY` names the host: `*`, the host, a domain it is
+/// in (`example.com` or `.example.com`), its IP or a CIDR holding it. A proxy without a
+/// scheme is `http://`.
+pub fn env_proxy(server: &str, env: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let get = |names: [&str; 2]| {
+        names
+            .iter()
+            .find_map(|n| env(n).filter(|v| !v.trim().is_empty()))
+    };
+    let uri: http::Uri = server.parse().ok()?;
+    let host = uri
+        .host()?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
+    let proxy = if uri.scheme_str() == Some("https") {
+        get(["HTTPS_PROXY", "https_proxy"])?
+    } else {
+        get(["HTTP_PROXY", "http_proxy"])?
+    };
+    let no_proxy = get(["NO_PROXY", "no_proxy"]).unwrap_or_default();
+    let excluded = no_proxy
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .any(|entry| {
+            let entry = entry.to_ascii_lowercase();
+            if entry == "*" {
+                return true;
+            }
+            if let Some((net, bits)) = entry.split_once('/')
+                && let (Ok(net), Ok(bits), Ok(ip)) = (
+                    net.parse::<std::net::Ipv4Addr>(),
+                    bits.parse::<u32>(),
+                    host.parse::<std::net::Ipv4Addr>(),
+                )
+                && bits <= 32
+            {
+                let mask = if bits == 0 {
+                    0
+                } else {
+                    u32::MAX << (32 - bits)
+                };
+                return u32::from(net) & mask == u32::from(ip) & mask;
+            }
+            // host:port entries match the host on any port here (the port is the server's).
+            let name = entry
+                .rsplit_once(':')
+                .filter(|(h, p)| !h.contains(':') && p.bytes().all(|b| b.is_ascii_digit()))
+                .map_or(entry.as_str(), |(h, _)| h);
+            let name = name.trim_start_matches('.');
+            host == name || host.ends_with(&format!(".{name}"))
+        });
+    if excluded {
+        return None;
+    }
+    Some(if proxy.contains("://") {
+        proxy
+    } else {
+        format!("http://{proxy}")
+    })
 }
 
 /// Whether a flag or variable name says its value is a credential (`--token`,
@@ -555,6 +650,35 @@ fn ca_fingerprint(der: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proxies_from_the_environment_as_go_reads_them() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        const HTTPS: &[(&str, &str)] = &[
+            ("HTTPS_PROXY", "proxy:3128"),
+            ("NO_PROXY", ".corp.example,10.0.0.0/8"),
+        ];
+        assert_eq!(
+            env_proxy("https://api.prod.example:6443", env(HTTPS)),
+            Some("http://proxy:3128".into())
+        );
+        assert_eq!(env_proxy("https://k8s.corp.example:6443", env(HTTPS)), None);
+        assert_eq!(env_proxy("https://corp.example", env(HTTPS)), None);
+        assert_eq!(env_proxy("https://10.1.2.3:6443", env(HTTPS)), None);
+        assert_eq!(
+            env_proxy("http://api:8080", env(HTTPS)),
+            None,
+            "http uses HTTP_PROXY"
+        );
+        const STAR: &[(&str, &str)] = &[("https_proxy", "http://p:1"), ("no_proxy", "*")];
+        assert_eq!(env_proxy("https://x", env(STAR)), None);
+    }
     use clap::Parser;
 
     #[derive(Debug, Parser)]
