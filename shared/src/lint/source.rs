@@ -92,7 +92,24 @@ fn walk(dir: &Path, recursive: bool, files: &mut Vec<PathBuf>, errors: &mut Vec<
             .and_then(|e| e.to_str())
             .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
         {
-            files.push(path);
+            // A FIFO, socket or device named like a manifest in a walked directory would
+            // hang or flood the linter: only regular files (or links to them) are read.
+            // A FIFO named on the command line (`-f <(...)`) is read, as kubectl does.
+            match std::fs::metadata(&path) {
+                Ok(m) if m.is_file() => files.push(path),
+                Ok(_) => errors.push(InputError {
+                    file: path.display().to_string(),
+                    line: None,
+                    column: None,
+                    message: "not a regular file: skipped".into(),
+                }),
+                Err(e) => errors.push(InputError {
+                    file: path.display().to_string(),
+                    line: None,
+                    column: None,
+                    message: e.to_string(),
+                }),
+            }
         }
     }
 }
@@ -833,6 +850,32 @@ mod tests {
                 .unwrap_err()
                 .message
                 .contains("is a directory")
+        );
+    }
+}
+
+#[cfg(all(test, unix))]
+mod walk_tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_named_like_a_manifest_is_skipped_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.yaml"), "kind: Pod\n").unwrap();
+        let fifo = dir.path().join("b.yaml");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let (files, errors) = collect_paths(&[dir.path().to_path_buf()], true);
+        assert_eq!(files, vec![dir.path().join("a.yaml")]);
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].message.contains("not a regular file"),
+            "{errors:?}"
         );
     }
 }
