@@ -313,9 +313,14 @@ fn text_output_streams_file_by_file() {
     let pipe = second.join("pipe.yaml");
     let made = Command::new("mkfifo").arg(&pipe).status().unwrap();
     assert!(made.success());
+    // A FIFO found by walking a directory is skipped (it could hang the linter); one named
+    // on the command line is read, as `kubectl apply -f <(...)` reads it.
     let mut child = Command::new(bin())
-        .args(["-R", "-f"])
-        .arg(dir.path())
+        .arg("-R")
+        .arg("-f")
+        .arg(&first)
+        .arg("-f")
+        .arg(&pipe)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -353,6 +358,19 @@ fn text_output_streams_file_by_file() {
         rest.ends_with("2 errors, 0 warnings, 0 infos in 2 objects of 2 files\n"),
         "{rest}"
     );
+
+    // Walking the directory with the FIFO in it: reported and skipped, never waited on.
+    let walked = Command::new(bin())
+        .args(["-R", "-f"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&walked.stdout);
+    assert!(
+        out.contains("input error: ") && out.contains("b/pipe.yaml: not a regular file: skipped"),
+        "{out}"
+    );
+    assert_eq!(walked.status.code(), Some(2), "an input error: {out}");
 }
 
 /// `-R` walks directories as `kubectl apply -R` does: a symlink to a directory is not
