@@ -33,7 +33,7 @@ Examples:
   kubectl gpu-taint status -o json
   kubectl gpu-taint status --by namespace
 
-  # Undo the newest dedicate/release on this cluster (again: the one before it)
+  # Undo the newest change on this cluster, exactly (again: the one before it)
   kubectl gpu-taint rollback --last";
 
 /// Dedicate GPU nodes safely and release them exactly.
@@ -179,8 +179,8 @@ a GPU node. --by namespace|pod breaks the requests down instead (-n/-A choose wh
     Show {
         /// The snapshot file (see `history`).
         snapshot: Option<String>,
-        /// The newest dedicate/release on the current context's cluster that is not a
-        /// rollback and not yet rolled back (the one `rollback --last` would undo).
+        /// The newest change on the current context's cluster, by either plugin, that is
+        /// not a rollback and not yet rolled back (the one `rollback --last` would undo).
         #[arg(long)]
         last: bool,
     },

@@ -129,8 +129,8 @@ enum Command {
     Show {
         /// The snapshot file (see `history`).
         snapshot: Option<String>,
-        /// The newest change of this tool on the current context's cluster that is not a
-        /// rollback and not yet rolled back (the one `rollback --last` would undo).
+        /// The newest change on the current context's cluster, by either plugin, that is
+        /// not a rollback and not yet rolled back (the one `rollback --last` would undo).
         #[arg(long)]
         last: bool,
     },

@@ -1,11 +1,13 @@
 //! Undo: `rollback` (exact-match, through the same pipeline as every change), and the
 //! snapshot history it walks: `history` and `show`.
 //!
-//! Undo is a stack per cluster: `rollback --last` takes the newest snapshot of this tool
-//! taken on *this cluster* (by identity, not context name) that is not itself a rollback
-//! and not fully rolled back ([`SnapshotStore::last_undoable`]), so repeated `--last` walks
-//! back through history. A snapshot named by path that was taken on another cluster is
-//! refused unless `--other-cluster`.
+//! Undo is one stack per cluster, across both plugins: `rollback --last` takes the newest
+//! snapshot taken on *this cluster* (by identity, not context name) that is not itself a
+//! rollback and not fully rolled back ([`SnapshotStore::last_undoable`]), so repeated
+//! `--last` walks back through history; when the other plugin made it, `--last` stops and
+//! names it. A rollback that left only keys others changed since counts as done. A
+//! snapshot named by path that was taken on another cluster is refused unless
+//! `--other-cluster`.
 
 use serde::Serialize;
 
