@@ -132,6 +132,16 @@ pub fn read_regular(path: &Path, max_bytes: u64, own: bool) -> Result<String, Un
     Ok(text)
 }
 
+/// A FIFO at `path`, for tests of what must not wait on one.
+#[cfg(all(test, unix))]
+pub(crate) fn make_fifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
@@ -185,13 +195,7 @@ mod tests {
                 .contains("symbolic link")
         );
         let fifo = state.join("fifo.jsonl");
-        assert!(
-            std::process::Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .unwrap()
-                .success()
-        );
+        make_fifo(&fifo);
         assert!(
             read_regular(&fifo, 10, false)
                 .unwrap_err()

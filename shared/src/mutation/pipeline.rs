@@ -75,14 +75,20 @@ async fn policy(conn: &Connection, plans: &[NodePlan]) -> Result<Findings, Comma
         warnings: checks::key_warnings(plans),
         ..Findings::default()
     };
-    let changed: Vec<String> = plans.iter().map(|p| p.node().to_string()).collect();
-    if checks::changes_labels(plans) {
+    let added = checks::added_restrictive_taints(plans);
+    // The workloads are listed once, for the label check and the taint check alike.
+    let workloads = if checks::changes_labels(plans) || !added.is_empty() {
+        let changed: Vec<String> = plans.iter().map(|p| p.node().to_string()).collect();
         let (workloads, unreadable) =
             api::list_workloads(&conn.client, None, Some(&changed)).await?;
         findings.warnings.extend(unreadable);
+        workloads
+    } else {
+        Vec::new()
+    };
+    if checks::changes_labels(plans) {
         findings.extend(checks::dependents(plans, &workloads));
     }
-    let added = checks::added_restrictive_taints(plans);
     if !added.is_empty() {
         let mut nodes: Vec<String> = added.iter().map(|(n, _)| n.clone()).collect();
         nodes.dedup();
@@ -90,11 +96,6 @@ async fn policy(conn: &Connection, plans: &[NodePlan]) -> Result<Findings, Comma
         findings.extend(checks::evictions(&added, &pods));
         // Which workloads lose the nodes, and whether any loses its last: every node's
         // labels and taints (one paged list) against the workloads' templates.
-        let (workloads, unreadable) =
-            api::list_workloads(&conn.client, None, Some(&changed)).await?;
-        if !checks::changes_labels(plans) {
-            findings.warnings.extend(unreadable);
-        }
         let all_nodes = api::fetch_nodes(&conn.client, &crate::targets::Targets::All).await?;
         findings.extend(checks::taint_losses(&added, &workloads, &all_nodes));
         if added.iter().any(|(_, t)| crate::gpu::evicts(t)) {
@@ -205,41 +206,41 @@ pub async fn apply(
 
     let mut findings = std::mem::take(&mut mutation.findings);
     findings.extend(policy(conn, &changing).await?);
-    if !findings.budget_blocking.is_empty() {
-        if mutation.ignore_disruption_budgets {
-            findings.warnings.extend(
-                findings
-                    .budget_blocking
-                    .drain(..)
-                    .map(|b| format!("{b} (--ignore-disruption-budgets given)")),
-            );
-        } else {
-            let message = format!(
-                "nothing was changed: the taint would evict pods their PodDisruptionBudgets do not allow to go now:\n  {}\nto evict them anyway: {}",
-                findings.budget_blocking.join("\n  "),
-                crate::ui::rerun_with(mutation.command, "--ignore-disruption-budgets")
-            );
-            let all: Vec<NodePlan> = changing.iter().chain(&unchanged).cloned().collect();
-            return blocked_report(ui, &mutation, &all, message);
+    // Each kind of blocking finding has its own override; without it, nothing is written
+    // and the message ends with the command to run with that one flag.
+    let overridable = [
+        (
+            std::mem::take(&mut findings.budget_blocking),
+            mutation.ignore_disruption_budgets,
+            "--ignore-disruption-budgets",
+            "the taint would evict pods their PodDisruptionBudgets do not allow to go now",
+            "to evict them anyway",
+        ),
+        (
+            std::mem::take(&mut findings.blocking),
+            mutation.ignore_dependents,
+            "--ignore-dependents",
+            "workloads depend on the labels or taints being changed",
+            "to change them anyway",
+        ),
+    ];
+    for (blocking, overridden, flag, what, anyway) in overridable {
+        if blocking.is_empty() {
+            continue;
         }
-    }
-    if !findings.blocking.is_empty() {
-        if mutation.ignore_dependents {
-            findings.warnings.extend(
-                findings
-                    .blocking
-                    .drain(..)
-                    .map(|b| format!("{b} (--ignore-dependents given)")),
-            );
-        } else {
-            let message = format!(
-                "nothing was changed: workloads depend on the labels or taints being changed:\n  {}\nto change them anyway: {}",
-                findings.blocking.join("\n  "),
-                crate::ui::rerun_with(mutation.command, "--ignore-dependents")
-            );
-            let all: Vec<NodePlan> = changing.iter().chain(&unchanged).cloned().collect();
-            return blocked_report(ui, &mutation, &all, message);
+        if overridden {
+            findings
+                .warnings
+                .extend(blocking.into_iter().map(|b| format!("{b} ({flag} given)")));
+            continue;
         }
+        let message = format!(
+            "nothing was changed: {what}:\n  {}\n{anyway}: {}",
+            blocking.join("\n  "),
+            crate::ui::rerun_with(mutation.command, flag)
+        );
+        let all: Vec<NodePlan> = changing.iter().chain(&unchanged).cloned().collect();
+        return blocked_report(ui, &mutation, &all, message);
     }
 
     let dry_run = mutation.args.dry_run;
