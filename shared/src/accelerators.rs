@@ -445,6 +445,31 @@ pub struct ResourceTotal {
     pub physical: Option<u64>,
 }
 
+/// Totals per resource over several clusters' totals, in the same order as
+/// [`totals_by_resource`]: figures, nodes and physical GPUs add up.
+pub fn merge_totals<'a>(
+    clusters: impl IntoIterator<Item = &'a [ResourceTotal]>,
+) -> Vec<ResourceTotal> {
+    let mut out: BTreeMap<(bool, String), ResourceTotal> = BTreeMap::new();
+    for t in clusters.into_iter().flatten() {
+        let key = (t.form == Form::Dra, t.resource.clone());
+        match out.get_mut(&key) {
+            None => {
+                out.insert(key, t.clone());
+            }
+            Some(sum) => {
+                sum.nodes += t.nodes;
+                sum.figures.add(&t.figures);
+                sum.physical = match (sum.physical, t.physical) {
+                    (None, None) => None,
+                    (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+                };
+            }
+        }
+    }
+    out.into_values().collect()
+}
+
 /// Totals per resource: extended resources first (by name), then DRA drivers. Shared
 /// replicas and whole GPUs of one resource are totalled together; `physical` says how many
 /// physical GPUs that is.

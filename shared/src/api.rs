@@ -680,6 +680,27 @@ pub async fn cluster_identity(conn: &Connection) -> ClusterIdentity {
     }
 }
 
+/// [`cluster_identity`] for a context that may not answer: a request that gets no answer,
+/// or is refused for bad credentials, is an error; one RBAC forbids still proves the
+/// cluster is there (the identity then has no `kube-system` uid).
+pub async fn probe_identity(conn: &Connection) -> Result<ClusterIdentity, CommandError> {
+    let api: Api<Namespace> = Api::all(conn.client.clone());
+    let uid = match api.get_opt("kube-system").await {
+        Ok(ns) => ns.and_then(|ns| ns.metadata.uid),
+        Err(kube::Error::Api(status)) if status.code == 403 => None,
+        Err(e) => {
+            return Err(CommandError::from_api(
+                e,
+                "reading the kube-system namespace",
+            ));
+        }
+    };
+    Ok(ClusterIdentity {
+        kube_system_uid: uid,
+        ..conn.cluster.clone()
+    })
+}
+
 /// GETs nodes by name, 16 at a time; a node that does not exist is `None`.
 async fn get_nodes(
     client: &kube::Client,

@@ -63,6 +63,17 @@ pub struct ConnectionArgs {
 /// The API server of this process's connection, for messages about requests to it.
 static SERVER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
+tokio::task_local! {
+    /// The API server the current task talks to, when a command reads several clusters at
+    /// once ([`crate::fleet`]): its messages name that server, not the first one connected.
+    static TASK_SERVER: String;
+}
+
+/// Runs `work` with [`current_server`] answering `server` inside it.
+pub async fn with_server<T>(server: String, work: impl Future<Output = T>) -> T {
+    TASK_SERVER.scope(server, work).await
+}
+
 /// What this process's kubeconfig user and cluster hold that must never be shown: the exec
 /// credential plugin's arguments and environment values, the token, the password, the
 /// client key (inline or the contents of its file), auth-provider settings and the
@@ -74,18 +85,28 @@ struct Secrets {
     values: Vec<String>,
 }
 
-static SECRETS: std::sync::OnceLock<Secrets> = std::sync::OnceLock::new();
+/// Every secret of every context this process connected to (one, or several with
+/// `--contexts`): a message about one cluster must not show another's credentials either.
+static SECRETS: std::sync::RwLock<Secrets> = std::sync::RwLock::new(Secrets {
+    exec_command: None,
+    values: Vec::new(),
+});
+
+fn secrets() -> std::sync::RwLockReadGuard<'static, Secrets> {
+    SECRETS
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// Every occurrence of a configured secret in `text` replaced by `[redacted]`.
 pub fn redact(text: &str) -> String {
-    SECRETS.get().map_or(text.to_string(), |s| {
-        s.values
-            .iter()
-            .filter(|v| v.len() >= 3)
-            .fold(text.to_string(), |t, secret| {
-                t.replace(secret.as_str(), "[redacted]")
-            })
-    })
+    secrets()
+        .values
+        .iter()
+        .filter(|v| v.len() >= 3)
+        .fold(text.to_string(), |t, secret| {
+            t.replace(secret.as_str(), "[redacted]")
+        })
 }
 
 /// An error text with every configured secret taken out ([`redact`]), and an exec plugin's
@@ -95,10 +116,10 @@ pub fn redact(text: &str) -> String {
 /// stderr. That stderr is shown too, redacted.
 pub fn redact_exec(message: &str) -> String {
     let blank = redact;
-    let command = SECRETS
-        .get()
-        .and_then(|s| s.exec_command.as_deref())
-        .unwrap_or("the credential plugin");
+    let command = secrets()
+        .exec_command
+        .clone()
+        .unwrap_or_else(|| "the credential plugin".to_string());
     // The plugin's output did not parse: kube quotes it, token and all.
     if let Some(at) = message.find("failed to parse auth exec output") {
         return format!(
@@ -144,9 +165,13 @@ pub fn redact_exec(message: &str) -> String {
     out
 }
 
-/// The server URL (without userinfo) this process connected to, if it did.
+/// The server URL (without userinfo) this task's requests go to: the one this process
+/// connected to, or inside [`with_server`] that one.
 pub fn current_server() -> Option<String> {
-    SERVER.get().cloned()
+    TASK_SERVER
+        .try_with(Clone::clone)
+        .ok()
+        .or_else(|| SERVER.get().cloned())
 }
 
 impl ConnectError {
@@ -370,10 +395,16 @@ impl ConnectionArgs {
             .filter(|e| !secrets.values.contains(e))
             .collect();
         secrets.values.extend(escaped);
+        let mut all = SECRETS
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if all.exec_command.is_none() {
+            all.exec_command = secrets.exec_command;
+        }
+        all.values.extend(secrets.values);
         // Longest first, so a secret containing another is blanked whole.
-        secrets.values.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        secrets.values.dedup();
-        let _ = SECRETS.set(secrets);
+        all.values.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        all.values.dedup();
     }
 
     /// Leaves the selected user's credentials out when the server is plain `http://`, as

@@ -10,6 +10,10 @@ pub const PROBLEMS: u8 = 1;
 pub const USAGE: u8 = 2;
 /// The cluster was unreachable or the request was forbidden; nothing was changed.
 pub const CLUSTER: u8 = 3;
+/// With `--contexts`/`--all-contexts`: some contexts could not be read (unreachable,
+/// unauthorized, timed out); the others' results are printed. Findings there do not change
+/// it: the report is incomplete. When every context failed, their own code (3).
+pub const SOME_CONTEXTS_UNREAD: u8 = 4;
 /// Interrupted (Ctrl-C, SIGTERM or SIGHUP) while writing: what was written is recorded
 /// and reported; the rest was not attempted. 128 + SIGINT, as shells report Ctrl-C.
 pub const INTERRUPTED: u8 = 130;
@@ -21,5 +25,7 @@ Exit codes:
     1  problems found, or some targets failed (conflicts, partial failure)
     2  usage or input error; nothing was changed
     3  cluster unreachable or forbidden; nothing was changed
+    4  with --contexts/--all-contexts: some contexts could not be read; the
+       others' results are printed
   130  interrupted (Ctrl-C, SIGTERM, SIGHUP) while writing; the report says what
        was done";

@@ -532,6 +532,21 @@ pub fn totals(rows: &[NodeGpu]) -> GpuTotals {
     }
 }
 
+impl GpuTotals {
+    /// The sum of several clusters' totals.
+    pub fn sum<'a>(totals: impl IntoIterator<Item = &'a GpuTotals>) -> GpuTotals {
+        totals
+            .into_iter()
+            .fold(GpuTotals::default(), |a, t| GpuTotals {
+                nodes: a.nodes + t.nodes,
+                capacity: a.capacity + t.capacity,
+                allocatable: a.allocatable + t.allocatable,
+                requested: a.requested + t.requested,
+                free: a.free + t.free,
+            })
+    }
+}
+
 /// A resource that no node of a command's targets has.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownResource {

@@ -13,6 +13,7 @@ use crate::connect::Connection;
 use crate::dra::{self, DeviceClass, DraInventory, ResourceClaim, ResourceSlice};
 use crate::error::CommandError;
 use crate::exit;
+use crate::fleet::{self, ClusterRead};
 use crate::gpu::{self, NodeView, PodView, format_milli};
 use crate::mutation::report::REPORT_API_VERSION;
 use crate::scheduling::NodeFacts;
@@ -209,6 +210,42 @@ pub struct RequestRow {
 /// A `--by` line's identity: namespace, pod and node (per pod), resource.
 type BreakdownKey = (String, Option<String>, Option<String>, String);
 
+/// What `status` found on one cluster, before it is rendered.
+#[derive(Debug)]
+pub struct Status {
+    /// "cannot list resourceslices: ..." — said once per cluster; the rest goes on.
+    pub notes: Vec<String>,
+    pub view: StatusView,
+}
+
+/// The two reports of `status`.
+#[derive(Debug)]
+pub enum StatusView {
+    /// No node matched the targets.
+    NoNodes,
+    /// `--by namespace|pod`: requests, sorted.
+    Breakdown(Vec<RequestRow>),
+    /// One row per node and accelerator, with totals.
+    Nodes {
+        /// The resource the flat (legacy) fields count.
+        primary: String,
+        rows: Vec<NodeInventory>,
+        totals: gpu::GpuTotals,
+        by_resource: Vec<ResourceTotal>,
+    },
+}
+
+/// How a cluster's reads are judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// One cluster: a named node that is not there, or a `--resource` no node has, is the
+    /// user's mistake (exit 2).
+    One,
+    /// One of several clusters: nodes and resources differ from cluster to cluster, so a
+    /// name that is not there is just not listed.
+    OfMany,
+}
+
 /// `status`: the accelerator inventory of the targets (all nodes by default).
 pub async fn status(
     conn: &Connection,
@@ -216,24 +253,40 @@ pub async fn status(
     targets: &Targets,
     options: &StatusOptions,
 ) -> Result<u8, CommandError> {
-    let nodes = read_nodes(conn, targets).await?;
-    if nodes.is_empty() && !ui.output.is_structured() {
-        // As `kubectl get nodes -l ...` says it.
-        eprintln!(
-            "No nodes found{}",
-            match targets {
-                Targets::Selector(s) => format!(" matching -l {s}"),
-                _ => String::new(),
-            }
-        );
-        return Ok(exit::SUCCESS);
-    }
-    let dra = read_dra(conn, options.by.is_some()).await?;
-    for n in &dra.notes {
+    let found = read_status(conn, targets, options, Reading::One).await?;
+    for n in &found.notes {
         ui.warn(n);
     }
+    print_status(ui, targets, options, &found.view);
+    Ok(exit::SUCCESS)
+}
+
+/// Reads what `status` shows for one cluster.
+pub async fn read_status(
+    conn: &Connection,
+    targets: &Targets,
+    options: &StatusOptions,
+    reading: Reading,
+) -> Result<Status, CommandError> {
+    let nodes = match (targets, reading) {
+        (Targets::Names(names), Reading::OfMany) => {
+            let mut all = read_nodes(conn, &Targets::All).await?;
+            all.retain(|n| names.contains(&n.metadata.name));
+            all
+        }
+        _ => read_nodes(conn, targets).await?,
+    };
+    if nodes.is_empty() {
+        return Ok(Status {
+            notes: Vec::new(),
+            view: StatusView::NoNodes,
+        });
+    }
+    let dra = read_dra(conn, options.by.is_some()).await?;
+    let notes = dra.notes.clone();
     let resource = options.resource.as_deref();
     if let Some(r) = resource
+        && reading == Reading::One
         && dra.inventory.class_serving(r).is_none()
         && let Some(unknown) = gpu::unknown_resource(&nodes, r)
     {
@@ -338,8 +391,10 @@ pub async fn status(
                 &b.resource,
             ))
         });
-        print_breakdown(ui, by, &rows, options);
-        return Ok(exit::SUCCESS);
+        return Ok(Status {
+            notes,
+            view: StatusView::Breakdown(rows),
+        });
     }
     let empty = BTreeMap::new();
     let scope = Scope {
@@ -373,20 +428,220 @@ pub async fn status(
             t.figures = accelerators::Figures::devices(d.total, d.allocated, d.free);
         }
     }
-    if ui.output.is_structured() {
-        let mut totals = serde_json::to_value(&totals).expect("totals serialise");
-        totals["byResource"] = serde_json::to_value(&by_resource).expect("totals serialise");
-        ui.print_structured(&serde_json::json!({
-            "apiVersion": REPORT_API_VERSION,
-            "kind": "GpuInventory",
-            "resource": primary,
-            "nodes": rows,
-            "totals": totals,
-        }));
-        return Ok(exit::SUCCESS);
+    Ok(Status {
+        notes,
+        view: StatusView::Nodes {
+            primary,
+            rows,
+            totals,
+            by_resource,
+        },
+    })
+}
+
+/// Renders one cluster's `status`.
+pub fn print_status(ui: &Ui, targets: &Targets, options: &StatusOptions, view: &StatusView) {
+    match view {
+        StatusView::NoNodes if !ui.output.is_structured() => {
+            // As `kubectl get nodes -l ...` says it.
+            eprintln!(
+                "No nodes found{}",
+                match targets {
+                    Targets::Selector(s) => format!(" matching -l {s}"),
+                    _ => String::new(),
+                }
+            );
+        }
+        StatusView::NoNodes => {}
+        StatusView::Breakdown(rows) => {
+            print_breakdown(ui, options.by.unwrap_or(By::Namespace), rows, options)
+        }
+        StatusView::Nodes {
+            primary,
+            rows,
+            totals,
+            by_resource,
+        } => {
+            if ui.output.is_structured() {
+                let mut totals = serde_json::to_value(totals).expect("totals serialise");
+                totals["byResource"] = serde_json::to_value(by_resource).expect("totals serialise");
+                ui.print_structured(&serde_json::json!({
+                    "apiVersion": REPORT_API_VERSION,
+                    "kind": "GpuInventory",
+                    "resource": primary,
+                    "nodes": rows,
+                    "totals": totals,
+                }));
+                return;
+            }
+            let header = inventory_header(ui, options);
+            let header: Vec<&str> = header.iter().map(String::as_str).collect();
+            print!(
+                "{}",
+                crate::ui::table(&header, &inventory_rows(ui, rows, by_resource, options))
+            );
+        }
     }
-    print_table(ui, &rows, &by_resource, options);
-    Ok(exit::SUCCESS)
+}
+
+/// Renders `status` over several clusters: a leading CONTEXT column, each cluster's rows and
+/// totals under its name, then the totals over all of them; `-o json|yaml` tags every item
+/// with its context and server and lists each cluster read (with its error, if any).
+/// Returns the exit code.
+pub fn print_fleet_status(ui: &Ui, options: &StatusOptions, reads: &[ClusterRead<Status>]) -> u8 {
+    for r in reads {
+        if let Ok(found) = &r.outcome {
+            for n in &found.notes {
+                ui.warn(&format!("context {}: {n}", r.label()));
+            }
+        }
+    }
+    let ok = || {
+        reads
+            .iter()
+            .filter_map(|r| r.outcome.as_ref().ok().map(|s| (r, &s.view)))
+    };
+    let primary = options
+        .resource
+        .clone()
+        .unwrap_or_else(|| gpu::DEFAULT_RESOURCE.to_string());
+    if ui.output.is_structured() {
+        let contexts: Vec<serde_json::Value> = reads
+            .iter()
+            .map(|r| {
+                let mut entry = serde_json::json!({
+                    "context": r.contexts.first(),
+                    "contexts": r.contexts,
+                    "server": r.server,
+                });
+                match &r.outcome {
+                    Ok(found) => {
+                        if let StatusView::Nodes { totals, .. } = &found.view {
+                            entry["totals"] =
+                                serde_json::to_value(totals).expect("totals serialise");
+                        }
+                        if !found.notes.is_empty() {
+                            entry["warnings"] = serde_json::json!(found.notes);
+                        }
+                    }
+                    Err(f) => entry["error"] = serde_json::json!(f.reason),
+                }
+                entry
+            })
+            .collect();
+        let report = match options.by {
+            Some(by) => {
+                let items: Vec<serde_json::Value> = ok()
+                    .flat_map(|(r, view)| match view {
+                        StatusView::Breakdown(rows) => {
+                            fleet::tag_items(r, serde_json::to_value(rows).expect("rows serialise"))
+                        }
+                        _ => Vec::new(),
+                    })
+                    .collect();
+                serde_json::json!({
+                    "apiVersion": REPORT_API_VERSION,
+                    "kind": "GpuRequests",
+                    "by": match by { By::Namespace => "namespace", By::Pod => "pod" },
+                    "namespace": options.namespace,
+                    "items": items,
+                    "contexts": contexts,
+                })
+            }
+            None => {
+                let mut nodes = Vec::new();
+                let mut legacy = Vec::new();
+                let mut per_cluster = Vec::new();
+                for (r, view) in ok() {
+                    if let StatusView::Nodes {
+                        rows,
+                        totals,
+                        by_resource,
+                        ..
+                    } = view
+                    {
+                        nodes.extend(fleet::tag_items(
+                            r,
+                            serde_json::to_value(rows).expect("rows serialise"),
+                        ));
+                        legacy.push(totals);
+                        per_cluster.push(by_resource.as_slice());
+                    }
+                }
+                let mut totals =
+                    serde_json::to_value(gpu::GpuTotals::sum(legacy)).expect("totals serialise");
+                totals["byResource"] =
+                    serde_json::to_value(accelerators::merge_totals(per_cluster))
+                        .expect("totals serialise");
+                serde_json::json!({
+                    "apiVersion": REPORT_API_VERSION,
+                    "kind": "GpuInventory",
+                    "resource": primary,
+                    "nodes": nodes,
+                    "totals": totals,
+                    "contexts": contexts,
+                })
+            }
+        };
+        ui.print_structured(&report);
+        fleet::warn_failures(ui, reads);
+        return fleet::exit_code(reads, |_| exit::SUCCESS);
+    }
+    let mut parts: Vec<(String, Vec<Vec<String>>)> = Vec::new();
+    let mut empty: Vec<String> = Vec::new();
+    let header: Vec<String>;
+    match options.by {
+        Some(by) => {
+            header = breakdown_table(by, &[])
+                .0
+                .iter()
+                .map(|h| h.to_string())
+                .collect();
+            for (r, view) in ok() {
+                match view {
+                    StatusView::Breakdown(rows) if !rows.is_empty() => {
+                        parts.push((r.label(), breakdown_table(by, rows).1))
+                    }
+                    _ => empty.push(r.label()),
+                }
+            }
+        }
+        None => {
+            header = inventory_header(ui, options);
+            let mut per_cluster = Vec::new();
+            for (r, view) in ok() {
+                match view {
+                    StatusView::Nodes {
+                        rows, by_resource, ..
+                    } => {
+                        parts.push((r.label(), inventory_rows(ui, rows, by_resource, options)));
+                        per_cluster.push(by_resource.as_slice());
+                    }
+                    _ => empty.push(r.label()),
+                }
+            }
+            if parts.len() > 1 {
+                let overall = accelerators::merge_totals(per_cluster);
+                let total_rows: Vec<Vec<String>> = inventory_rows(ui, &[], &overall, options);
+                parts.push((fleet::ALL.to_string(), total_rows));
+            }
+        }
+    }
+    for label in &empty {
+        match (options.by, &options.namespace) {
+            (Some(_), Some(ns)) => {
+                eprintln!("context {label}: no accelerator requests found in {ns} namespace.")
+            }
+            (Some(_), None) => eprintln!("context {label}: no accelerator requests found."),
+            (None, _) => eprintln!("context {label}: no nodes found"),
+        }
+    }
+    if !parts.is_empty() {
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        print!("{}", fleet::context_table(&header, &parts));
+    }
+    fleet::warn_failures(ui, reads);
+    fleet::exit_code(reads, |_| exit::SUCCESS)
 }
 
 /// DRA devices per namespace or pod, from the allocated claims (a pod's claims are those
@@ -466,6 +721,12 @@ fn print_breakdown(ui: &Ui, by: By, rows: &[RequestRow], options: &StatusOptions
         }
         return;
     }
+    let (header, rows) = breakdown_table(by, rows);
+    print!("{}", crate::ui::table(&header, &rows));
+}
+
+/// The `--by` table's header and rows.
+fn breakdown_table(by: By, rows: &[RequestRow]) -> (Vec<&'static str>, Vec<Vec<String>>) {
     let resource = |r: &RequestRow| {
         if r.dra {
             format!("{} (DRA)", r.resource)
@@ -473,11 +734,10 @@ fn print_breakdown(ui: &Ui, by: By, rows: &[RequestRow], options: &StatusOptions
             r.resource.clone()
         }
     };
-    let table = match by {
-        By::Namespace => crate::ui::table(
-            &["NAMESPACE", "RESOURCE", "REQUESTED", "PODS"],
-            &rows
-                .iter()
+    match by {
+        By::Namespace => (
+            vec!["NAMESPACE", "RESOURCE", "REQUESTED", "PODS"],
+            rows.iter()
                 .map(|r| {
                     vec![
                         r.namespace.clone(),
@@ -486,12 +746,11 @@ fn print_breakdown(ui: &Ui, by: By, rows: &[RequestRow], options: &StatusOptions
                         r.pods.unwrap_or(0).to_string(),
                     ]
                 })
-                .collect::<Vec<_>>(),
+                .collect(),
         ),
-        By::Pod => crate::ui::table(
-            &["NAMESPACE", "POD", "NODE", "RESOURCE", "REQUESTED"],
-            &rows
-                .iter()
+        By::Pod => (
+            vec!["NAMESPACE", "POD", "NODE", "RESOURCE", "REQUESTED"],
+            rows.iter()
                 .map(|r| {
                     vec![
                         r.namespace.clone(),
@@ -501,10 +760,9 @@ fn print_breakdown(ui: &Ui, by: By, rows: &[RequestRow], options: &StatusOptions
                         format_milli(r.requested),
                     ]
                 })
-                .collect::<Vec<_>>(),
+                .collect(),
         ),
-    };
-    print!("{table}");
+    }
 }
 
 /// The upper-cased last segment of a label key, as kubectl's `-L` heads its columns.
@@ -512,14 +770,10 @@ fn label_header(key: &str) -> String {
     key.rsplit('/').next().unwrap_or(key).to_ascii_uppercase()
 }
 
-fn print_table(ui: &Ui, rows: &[NodeInventory], totals: &[ResourceTotal], options: &StatusOptions) {
+/// The node table's header: `-o wide` adds the pool labels, `-L` a column per key.
+fn inventory_header(ui: &Ui, options: &StatusOptions) -> Vec<String> {
     let wide = ui.output == OutputFormat::Wide;
-    let label_headers: Vec<String> = options
-        .label_columns
-        .iter()
-        .map(|k| label_header(k))
-        .collect();
-    let mut header: Vec<&str> = vec![
+    let mut header: Vec<String> = [
         "NAME",
         "RESOURCE",
         "CAPACITY",
@@ -529,12 +783,25 @@ fn print_table(ui: &Ui, rows: &[NodeInventory], totals: &[ResourceTotal], option
         "FORM",
         "ZONE",
         "TAINTS",
-    ];
+    ]
+    .map(String::from)
+    .to_vec();
     if wide {
-        header.push("POOL LABELS");
+        header.push("POOL LABELS".into());
     }
-    header.extend(label_headers.iter().map(String::as_str));
-    header.push("WARNINGS");
+    header.extend(options.label_columns.iter().map(|k| label_header(k)));
+    header.push("WARNINGS".into());
+    header
+}
+
+/// The node table's rows: one per node and accelerator, then the totals per resource.
+fn inventory_rows(
+    ui: &Ui,
+    rows: &[NodeInventory],
+    totals: &[ResourceTotal],
+    options: &StatusOptions,
+) -> Vec<Vec<String>> {
+    let wide = ui.output == OutputFormat::Wide;
     let dash = || "-".to_string();
     let mut table_rows: Vec<Vec<String>> = Vec::new();
     for node in rows {
@@ -641,7 +908,7 @@ fn print_table(ui: &Ui, rows: &[NodeInventory], totals: &[ResourceTotal], option
         row.push(String::new());
         table_rows.push(row);
     }
-    print!("{}", crate::ui::table(&header, &table_rows));
+    table_rows
 }
 
 /// Which accelerators a node has, in words, for the `dedicate` preflight: `None` when it

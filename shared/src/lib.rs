@@ -30,6 +30,7 @@
 //! - [`api`]: reading from the API server (paged lists, workloads, pods, cluster identity);
 //! - [`mutation`]: the one pipeline every node change goes through, its policy checks,
 //!   reports and undo, and the plugins' commands on top of it;
+//! - [`fleet`]: the read-only commands across kubeconfig contexts, in one report;
 //! - [`error`]: why a command stopped, each reason with its exit code;
 //! - [`exit`]: exit codes with fixed meanings.
 
@@ -42,6 +43,7 @@ pub mod dra;
 pub mod error;
 pub mod executor;
 pub mod exit;
+pub mod fleet;
 pub mod gpu;
 pub mod interrupt;
 pub mod inventory;

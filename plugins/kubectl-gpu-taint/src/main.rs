@@ -9,6 +9,7 @@ use placekit::complete::{self, CompletionTarget, Position, Slot, Source};
 use placekit::connect::ConnectionArgs;
 use placekit::error::{CommandError, run_to_exit_code};
 use placekit::exit;
+use placekit::fleet::{Fleet, FleetArgs};
 use placekit::inventory::{By, StatusOptions};
 use placekit::mutation::gpu::{self, COMMAND, Dedication, TOOL};
 use placekit::mutation::report::print_report;
@@ -44,6 +45,8 @@ struct Cli {
     connection: ConnectionArgs,
     #[command(flatten)]
     display: DisplayArgs,
+    #[command(flatten)]
+    fleet: FleetArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -228,7 +231,18 @@ fn input(e: impl std::fmt::Display) -> CommandError {
     CommandError::Input(e.to_string())
 }
 
+/// The commands that read several contexts, for the others' refusal.
+const READERS: &str = "`kubectl gpu-taint status` and `history`";
+
 async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
+    // Several clusters are read by status and history only; the rest refuse before any work.
+    match &cli.command {
+        Command::Status { .. } | Command::History | Command::Completion { .. } => {}
+        Command::Dedicate { .. } => cli.fleet.refuse("kubectl gpu-taint dedicate", READERS)?,
+        Command::Release { .. } => cli.fleet.refuse("kubectl gpu-taint release", READERS)?,
+        Command::Rollback { .. } => cli.fleet.refuse("kubectl gpu-taint rollback", READERS)?,
+        Command::Show { .. } => cli.fleet.refuse("kubectl gpu-taint show", READERS)?,
+    }
     match cli.command {
         Command::Dedicate {
             selection,
@@ -322,7 +336,9 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 namespace,
                 label_columns,
             };
-            gpu::status_command(&cli.connection, ui, targets(&selection, true)?, &options).await
+            let targets = targets(&selection, true)?;
+            let fleet = Fleet::resolve(&cli.connection, &cli.fleet)?;
+            gpu::status_command(&cli.connection, fleet.as_ref(), ui, targets, &options).await
         }
         Command::Completion { shell } => {
             complete::print_completion(
@@ -334,7 +350,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             Ok(exit::SUCCESS)
         }
         Command::History => {
-            undo::print_history(ui, &undo::history(TOOL)?);
+            undo::print_history(ui, &undo::history(TOOL, &cli.fleet)?);
             Ok(exit::SUCCESS)
         }
         Command::Show { snapshot, last } => {

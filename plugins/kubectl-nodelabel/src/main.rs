@@ -11,6 +11,7 @@ use placekit::complete::{self, CompletionTarget, Position, Slot, Source};
 use placekit::connect::ConnectionArgs;
 use placekit::error::{CommandError, run_to_exit_code};
 use placekit::exit;
+use placekit::fleet::{Fleet, FleetArgs};
 use placekit::mutation::labels::{self, COMMAND, FeatureSource, ImportOptions, LabelRequest, TOOL};
 use placekit::mutation::report::print_report;
 use placekit::mutation::undo::{self, RollbackArgs, SnapshotChoice};
@@ -49,6 +50,8 @@ struct Cli {
     connection: ConnectionArgs,
     #[command(flatten)]
     display: DisplayArgs,
+    #[command(flatten)]
+    fleet: FleetArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -240,6 +243,22 @@ fn targets(names: Vec<String>, selection: &Selection) -> Result<Targets, Command
 }
 
 async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
+    // Several clusters are read by dependents and history only; the rest refuse before any
+    // work.
+    let refuse = |command: &str| {
+        cli.fleet.refuse(
+            &format!("kubectl nodelabel {command}"),
+            "`kubectl nodelabel dependents` and `history`",
+        )
+    };
+    match &cli.command {
+        Command::Dependents { .. } | Command::History | Command::Completion { .. } => {}
+        Command::Set { .. } => refuse("set")?,
+        Command::Remove { .. } => refuse("remove")?,
+        Command::Import { .. } => refuse("import")?,
+        Command::Rollback { .. } => refuse("rollback")?,
+        Command::Show { .. } => refuse("show")?,
+    }
     match cli.command {
         Command::Set {
             args,
@@ -315,7 +334,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             Ok(exit::SUCCESS)
         }
         Command::History => {
-            undo::print_history(ui, &undo::history(TOOL)?);
+            undo::print_history(ui, &undo::history(TOOL, &cli.fleet)?);
             Ok(exit::SUCCESS)
         }
         Command::Show { snapshot, last } => {
@@ -383,7 +402,8 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             } else {
                 cli.connection.namespace.as_deref()
             };
-            labels::dependents(&cli.connection, ui, &keys, namespace).await
+            let fleet = Fleet::resolve(&cli.connection, &cli.fleet)?;
+            labels::dependents(&cli.connection, fleet.as_ref(), ui, &keys, namespace).await
         }
     }
 }

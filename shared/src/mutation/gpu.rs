@@ -186,10 +186,21 @@ pub async fn release(
 /// `status`: the accelerator inventory of the targets (all nodes by default).
 pub async fn status_command(
     connection: &ConnectionArgs,
+    fleet: Option<&crate::fleet::Fleet>,
     ui: &Ui,
     targets: Targets,
     options: &crate::inventory::StatusOptions,
 ) -> Result<u8, CommandError> {
-    let conn = connection.connect().await?;
-    crate::inventory::status(&conn, ui, &targets, options).await
+    use crate::inventory::{Reading, print_fleet_status, read_status, status};
+    let Some(fleet) = fleet else {
+        let conn = connection.connect().await?;
+        return status(&conn, ui, &targets, options).await;
+    };
+    let reads = fleet
+        .read(|conn| {
+            let targets = &targets;
+            async move { read_status(&conn, targets, options, Reading::OfMany).await }
+        })
+        .await;
+    Ok(print_fleet_status(ui, options, &reads))
 }

@@ -455,9 +455,11 @@ pub fn import_plan(
     plan
 }
 
-/// `dependents KEY[=VALUE]...`: the workloads whose node constraints mention the keys.
+/// `dependents KEY[=VALUE]...`: the workloads whose node constraints mention the keys, on
+/// one cluster or (`fleet`) on each cluster the contexts reach.
 pub async fn dependents(
     connection: &ConnectionArgs,
+    fleet: Option<&crate::fleet::Fleet>,
     ui: &Ui,
     keys: &[String],
     namespace: Option<&str>,
@@ -477,12 +479,34 @@ pub async fn dependents(
             )));
         }
     }
-    let conn = connection.connect().await?;
+    let Some(fleet) = fleet else {
+        let conn = connection.connect().await?;
+        let (found, warnings) = read_dependents(&conn, &queries, namespace, true).await?;
+        for w in &warnings {
+            ui.warn(w);
+        }
+        print_dependents(ui, &found, queries.len());
+        return Ok(exit::SUCCESS);
+    };
+    let queries = &queries;
+    let reads = fleet
+        .read(|conn| async move { read_dependents(&conn, queries, namespace, false).await })
+        .await;
+    print_fleet_dependents(ui, &reads, queries.len());
+    Ok(crate::fleet::exit_code(&reads, |_| exit::SUCCESS))
+}
+
+/// One cluster's dependents and the warnings of its reads. A namespace that is not there is
+/// an error on one cluster (`namespace_must_exist`), and just empty on one of several.
+async fn read_dependents(
+    conn: &Connection,
+    queries: &[KeyQuery],
+    namespace: Option<&str>,
+    namespace_must_exist: bool,
+) -> Result<(Vec<Dependent>, Vec<String>), CommandError> {
     let (workloads, warnings) = api::list_workloads(&conn.client, namespace, None).await?;
-    for w in &warnings {
-        ui.warn(w);
-    }
     if let Some(ns) = namespace
+        && namespace_must_exist
         && workloads.is_empty()
         && !api::namespace_exists(&conn.client, ns).await?
     {
@@ -490,8 +514,81 @@ pub async fn dependents(
             "namespace {ns:?} not found (see `kubectl get namespaces`)"
         )));
     }
-    print_dependents(ui, &find_dependents(&workloads, &queries), queries.len());
-    Ok(exit::SUCCESS)
+    Ok((find_dependents(&workloads, queries), warnings))
+}
+
+/// `dependents` over several clusters: a leading CONTEXT column; JSON items with `context`
+/// and `server`, and every cluster read listed (with its error, if any).
+fn print_fleet_dependents(
+    ui: &Ui,
+    reads: &[crate::fleet::ClusterRead<(Vec<Dependent>, Vec<String>)>],
+    keys: usize,
+) {
+    use crate::fleet;
+    for r in reads {
+        if let Ok((_, warnings)) = &r.outcome {
+            for w in warnings {
+                ui.warn(&format!("context {}: {w}", r.label()));
+            }
+        }
+    }
+    if ui.output.is_structured() {
+        let items: Vec<serde_json::Value> = reads
+            .iter()
+            .filter_map(|r| r.outcome.as_ref().ok().map(|(found, _)| (r, found)))
+            .flat_map(|(r, found)| {
+                fleet::tag_items(
+                    r,
+                    serde_json::to_value(found).expect("dependents serialise"),
+                )
+            })
+            .collect();
+        ui.print_structured(&serde_json::json!({
+            "apiVersion": REPORT_API_VERSION, "kind": "LabelDependents", "items": items,
+            "contexts": fleet::contexts_json(reads),
+        }));
+    } else {
+        let parts: Vec<(String, Vec<Vec<String>>)> = reads
+            .iter()
+            .filter_map(|r| r.outcome.as_ref().ok().map(|(found, _)| (r, found)))
+            .filter(|(_, found)| !found.is_empty())
+            .map(|(r, found)| (r.label(), dependents_rows(found)))
+            .collect();
+        if parts.is_empty() {
+            println!(
+                "no workload depends on {} in {}",
+                if keys == 1 {
+                    "this label"
+                } else {
+                    "these labels"
+                },
+                crate::ui::count(
+                    reads.iter().filter(|r| r.outcome.is_ok()).count(),
+                    "cluster"
+                )
+            );
+        } else {
+            print!("{}", fleet::context_table(&DEPENDENTS_HEADER, &parts));
+        }
+    }
+    fleet::warn_failures(ui, reads);
+}
+
+const DEPENDENTS_HEADER: [&str; 5] = ["NAMESPACE", "KIND", "NAME", "CONSTRAINT", "EXPRESSION"];
+
+fn dependents_rows(found: &[Dependent]) -> Vec<Vec<String>> {
+    found
+        .iter()
+        .map(|d| {
+            vec![
+                d.namespace.clone(),
+                d.kind.clone(),
+                d.name.clone(),
+                d.constraint.as_str().to_string(),
+                d.expression.clone(),
+            ]
+        })
+        .collect()
 }
 
 fn print_dependents(ui: &Ui, found: &[Dependent], keys: usize) {
@@ -512,23 +609,8 @@ fn print_dependents(ui: &Ui, found: &[Dependent], keys: usize) {
         );
         return;
     }
-    let rows: Vec<Vec<String>> = found
-        .iter()
-        .map(|d| {
-            vec![
-                d.namespace.clone(),
-                d.kind.clone(),
-                d.name.clone(),
-                d.constraint.as_str().to_string(),
-                d.expression.clone(),
-            ]
-        })
-        .collect();
     print!(
         "{}",
-        crate::ui::table(
-            &["NAMESPACE", "KIND", "NAME", "CONSTRAINT", "EXPRESSION"],
-            &rows
-        )
+        crate::ui::table(&DEPENDENTS_HEADER, &dependents_rows(found))
     );
 }

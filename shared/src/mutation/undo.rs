@@ -463,8 +463,10 @@ pub struct History {
 
 /// `history`: every snapshot of `tool`, oldest first, and the snapshot files that could not
 /// be read (a damaged file is listed with why, never hidden). An unreadable file is listed
-/// under `tool` unless its name says it belongs to the other plugin.
-pub fn history(tool: &str) -> Result<History, CommandError> {
+/// under `tool` unless its name says it belongs to the other plugin. With `--contexts`, only
+/// the snapshots taken through the contexts the patterns choose (`--all-contexts`, like no
+/// flag, lists every cluster's).
+pub fn history(tool: &str, fleet: &crate::fleet::FleetArgs) -> Result<History, CommandError> {
     let store = SnapshotStore::new(SnapshotStore::default_dir()?);
     let (snapshots, unreadable) = store.list_all()?;
     let unreadable = unreadable
@@ -485,6 +487,7 @@ pub fn history(tool: &str) -> Result<History, CommandError> {
     let entries = snapshots
         .into_iter()
         .filter(|s| s.header.tool == tool)
+        .filter(|s| crate::fleet::chooses(&fleet.contexts, &s.header.context))
         .map(|s| HistoryEntry {
             created_at: s.header.created_at.clone(),
             context: s.header.context.clone(),

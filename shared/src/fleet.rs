@@ -1,0 +1,670 @@
+//! Many clusters: the read-only commands across kubeconfig contexts, concurrently, in one
+//! report.
+//!
+//! `--contexts PATTERN[,…]` and `--all-contexts` choose contexts from the kubeconfig as
+//! kubectl reads it. [`Fleet::read`] then reaches every context with its own credentials,
+//! at most `--parallel-contexts` at a time: a probe (the `kube-system` namespace, within
+//! `--context-timeout`) tells a live cluster from a dead or hung one and gives the cluster
+//! identity the undo stack uses, so contexts naming one cluster are read once and reported
+//! under all their names. Each request of the command's own reads has the same deadline.
+//! The results come back in the order the contexts were given, each cluster's either the
+//! command's data or why it could not be read, in kubectl's words.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::config::Kubeconfig;
+
+use crate::connect::{Connection, ConnectionArgs, parse_request_timeout};
+use crate::error::CommandError;
+use crate::exit;
+use crate::snapshot::ClusterIdentity;
+use crate::ui::Ui;
+
+/// How many contexts are read at once unless `--parallel-contexts` says otherwise.
+pub const DEFAULT_PARALLEL: usize = 8;
+/// The deadline for connecting and for each request unless `--context-timeout` says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The flags of the read-only commands that read several clusters.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Many clusters (read-only commands)")]
+pub struct FleetArgs {
+    /// Read these kubeconfig contexts, in this order: names or globs (`*`, `?`),
+    /// comma-separated; a leading `!` excludes (e.g. 'prod-*,!prod-cn-*').
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATTERN[,PATTERN...]",
+        value_delimiter = ',',
+        conflicts_with = "all_contexts"
+    )]
+    pub contexts: Vec<String>,
+    /// Read every context of the kubeconfig (as `kubectl config get-contexts` lists them).
+    #[arg(long, global = true)]
+    pub all_contexts: bool,
+    /// With --contexts/--all-contexts: how many contexts are read at once [default: 8].
+    #[arg(long, global = true, value_name = "N")]
+    pub parallel_contexts: Option<usize>,
+    /// With --contexts/--all-contexts: the deadline for reaching each context and for each
+    /// of its requests, e.g. 5s, 1m [default: 10s]. A context that misses it is reported as
+    /// failed; the others are not held up.
+    #[arg(long, global = true, value_name = "DURATION")]
+    pub context_timeout: Option<String>,
+}
+
+impl FleetArgs {
+    /// Whether several contexts were asked for.
+    pub fn is_set(&self) -> bool {
+        self.all_contexts || !self.contexts.is_empty()
+    }
+
+    /// For the commands that write (or look at one object): these flags are refused, with
+    /// why and which commands of the plugin (`readers`) take them. Writes go to one cluster
+    /// at a time.
+    pub fn refuse(&self, command: &str, readers: &str) -> Result<(), CommandError> {
+        let flag = if self.all_contexts {
+            "--all-contexts"
+        } else if !self.contexts.is_empty() {
+            "--contexts"
+        } else if self.parallel_contexts.is_some() {
+            "--parallel-contexts"
+        } else if self.context_timeout.is_some() {
+            "--context-timeout"
+        } else {
+            return Ok(());
+        };
+        Err(CommandError::Input(format!(
+            "{command} does not take {flag}: it {} one cluster at a time (choose it with --context); {readers} read several",
+            if WRITES.contains(&command.rsplit(' ').next().unwrap_or(command)) {
+                "changes"
+            } else {
+                "reads"
+            }
+        )))
+    }
+}
+
+/// The subcommands that write (for [`FleetArgs::refuse`]'s wording).
+const WRITES: &[&str] = &[
+    "set", "remove", "import", "dedicate", "release", "rollback", "prune",
+];
+
+/// A context pattern matches a name: `*` any run, `?` any one character, the rest itself.
+pub fn glob_matches(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    // Iterative match with one backtrack point per `*`: linear in practice.
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ni));
+            pi += 1;
+        } else if let Some((sp, sn)) = star {
+            pi = sp + 1;
+            ni = sn + 1;
+            star = Some((sp, sn + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+/// The contexts `patterns` choose from `available` (the kubeconfig's, sorted by name as
+/// `kubectl config get-contexts` lists them), in the order the patterns give them; each
+/// context once. Patterns with a leading `!` take contexts out again. With only exclusions,
+/// they are taken out of every context. A pattern that includes nothing is an error (a typo
+/// must not quietly read fewer clusters).
+pub fn select_contexts(
+    available: &[String],
+    patterns: &[String],
+) -> Result<Vec<String>, CommandError> {
+    let mut sorted: Vec<&String> = available.iter().collect();
+    sorted.sort();
+    let patterns: Vec<&str> = patterns
+        .iter()
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .collect();
+    if patterns.is_empty() {
+        return Err(CommandError::Input(
+            "--contexts needs at least one context name or pattern (or use --all-contexts)".into(),
+        ));
+    }
+    let (excludes, includes): (Vec<&str>, Vec<&str>) =
+        patterns.iter().partition(|p| p.starts_with('!'));
+    let excludes: Vec<&str> = excludes.iter().map(|p| &p[1..]).collect();
+    let mut chosen: Vec<String> = Vec::new();
+    if includes.is_empty() {
+        chosen.extend(sorted.iter().map(|s| s.to_string()));
+    }
+    for pattern in &includes {
+        let matched: Vec<&&String> = sorted.iter().filter(|c| glob_matches(pattern, c)).collect();
+        if matched.is_empty() {
+            let what = if pattern.contains(['*', '?']) {
+                format!("--contexts {pattern}: no context matches")
+            } else {
+                format!("--contexts {pattern}: context {pattern:?} was not found in the kubeconfig")
+            };
+            return Err(CommandError::Input(format!(
+                "{what} (see `kubectl config get-contexts`)"
+            )));
+        }
+        for c in matched {
+            if !chosen.contains(c) {
+                chosen.push(c.to_string());
+            }
+        }
+    }
+    chosen.retain(|c| !excludes.iter().any(|p| glob_matches(p, c)));
+    if chosen.is_empty() {
+        return Err(CommandError::Input(format!(
+            "--contexts {}: every context is excluded",
+            patterns.join(",")
+        )));
+    }
+    Ok(chosen)
+}
+
+/// Whether `patterns` (as `--contexts` takes them) choose the context `name`, for what is
+/// recorded rather than read (`history`): no pattern needs to match anything.
+pub fn chooses(patterns: &[String], name: &str) -> bool {
+    let patterns: Vec<&str> = patterns
+        .iter()
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .collect();
+    let included = patterns
+        .iter()
+        .filter(|p| !p.starts_with('!'))
+        .peekable()
+        .collect::<Vec<_>>();
+    (included.is_empty() || included.iter().any(|p| glob_matches(p, name)))
+        && !patterns
+            .iter()
+            .filter_map(|p| p.strip_prefix('!'))
+            .any(|p| glob_matches(p, name))
+}
+
+/// The contexts a command reads and how.
+#[derive(Debug, Clone)]
+pub struct Fleet {
+    /// The context names, in the order given.
+    pub contexts: Vec<String>,
+    base: ConnectionArgs,
+    parallel: usize,
+    timeout: Duration,
+}
+
+/// The CONTEXT of the rows that total every cluster: not a name a kubeconfig context can
+/// be mistaken for (`kubectl config` refuses no name, but parentheses read as a remark).
+pub const ALL: &str = "(all)";
+
+/// One cluster's part of the report: every context name that reaches it (the first reads
+/// it), its server, and the command's data or why it could not be read.
+#[derive(Debug)]
+pub struct ClusterRead<T> {
+    pub contexts: Vec<String>,
+    pub server: String,
+    pub outcome: Result<T, ContextFailure>,
+}
+
+impl<T> ClusterRead<T> {
+    /// The context name the report shows: the first, with the others in parentheses.
+    pub fn label(&self) -> String {
+        match self.contexts.split_first() {
+            Some((first, [])) => first.clone(),
+            Some((first, rest)) => format!("{first} (also {})", rest.join(", ")),
+            None => String::new(),
+        }
+    }
+}
+
+/// Why a context could not be read.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ContextFailure {
+    /// kubectl's words: cannot reach, unauthorized, timeout, forbidden…
+    pub reason: String,
+    /// The exit code this failure alone would have given.
+    #[serde(skip)]
+    pub exit_code: u8,
+}
+
+impl ContextFailure {
+    fn from_error(e: &CommandError) -> Self {
+        ContextFailure {
+            reason: crate::ui::escape_controls(&crate::connect::redact(&e.to_string()), true)
+                .into_owned(),
+            exit_code: e.exit_code(),
+        }
+    }
+}
+
+impl Fleet {
+    /// The fleet the flags ask for, or `None` for the one context of `--context`. Checked
+    /// before any request: the kubeconfig, the patterns, the flags that do not go with them.
+    pub fn resolve(
+        connection: &ConnectionArgs,
+        args: &FleetArgs,
+    ) -> Result<Option<Fleet>, CommandError> {
+        if !args.is_set() {
+            for (given, flag) in [
+                (args.parallel_contexts.is_some(), "--parallel-contexts"),
+                (args.context_timeout.is_some(), "--context-timeout"),
+            ] {
+                if given {
+                    return Err(CommandError::Input(format!(
+                        "{flag} applies with --contexts or --all-contexts"
+                    )));
+                }
+            }
+            return Ok(None);
+        }
+        let flag = if args.all_contexts {
+            "--all-contexts"
+        } else {
+            "--contexts"
+        };
+        for (given, other) in [
+            (connection.context.is_some(), "--context"),
+            (connection.cluster.is_some(), "--cluster"),
+            (connection.user.is_some(), "--user"),
+        ] {
+            if given {
+                return Err(CommandError::Input(format!(
+                    "{flag} and {other} exclude each other: each context brings its own cluster and user"
+                )));
+            }
+        }
+        let parallel = args.parallel_contexts.unwrap_or(DEFAULT_PARALLEL);
+        if parallel == 0 {
+            return Err(CommandError::Input(
+                "--parallel-contexts must be at least 1".into(),
+            ));
+        }
+        let timeout = match &args.context_timeout {
+            Some(t) => parse_request_timeout(t)
+                .map_err(|_| {
+                    CommandError::Input(format!(
+                        "invalid --context-timeout {t:?}: use a number with a unit (5s, 1m), more than 0"
+                    ))
+                })?
+                .ok_or_else(|| {
+                    CommandError::Input(
+                        "--context-timeout 0: every context needs a deadline, or one hung cluster would hold up the report"
+                            .into(),
+                    )
+                })?,
+            None => DEFAULT_TIMEOUT,
+        };
+        let kubeconfig: Kubeconfig = connection.load_kubeconfig()?;
+        let available: Vec<String> = kubeconfig.contexts.iter().map(|c| c.name.clone()).collect();
+        if available.is_empty() {
+            return Err(CommandError::Input(format!(
+                "{flag}: the kubeconfig has no contexts (see `kubectl config get-contexts`)"
+            )));
+        }
+        let contexts = if args.all_contexts {
+            select_contexts(&available, &["*".to_string()])?
+        } else {
+            select_contexts(&available, &args.contexts)?
+        };
+        Ok(Some(Fleet {
+            contexts,
+            base: connection.clone(),
+            parallel,
+            timeout,
+        }))
+    }
+
+    /// The connection flags of one context: the user's, with that context and the deadline
+    /// (or a shorter `--request-timeout`).
+    fn connection_args(&self, context: &str) -> ConnectionArgs {
+        let own = parse_request_timeout(&self.base.request_timeout)
+            .ok()
+            .flatten()
+            .filter(|t| *t < self.timeout);
+        ConnectionArgs {
+            context: Some(context.to_string()),
+            request_timeout: format!("{}ms", own.unwrap_or(self.timeout).as_millis()),
+            ..self.base.clone()
+        }
+    }
+
+    /// Connects to one context and asks for its identity within the deadline.
+    async fn probe(&self, context: &str) -> Result<(Connection, ClusterIdentity), CommandError> {
+        let args = self.connection_args(context);
+        let reach = async {
+            let conn = args.connect().await?;
+            let identity =
+                crate::connect::with_server(conn.server.clone(), crate::api::probe_identity(&conn))
+                    .await?;
+            Ok::<_, CommandError>((conn, identity))
+        };
+        match tokio::time::timeout(self.timeout, reach).await {
+            Ok(result) => result,
+            Err(_) => Err(CommandError::Unreachable {
+                doing: "waiting for its first answer".into(),
+                server: args
+                    .load_kubeconfig()
+                    .ok()
+                    .and_then(|k| server_of(&k, context)),
+                cause: format!(
+                    "timeout: no answer within {} (--context-timeout)",
+                    humantime(self.timeout)
+                ),
+            }),
+        }
+    }
+
+    /// Runs `read` once per cluster the contexts reach, at most `--parallel-contexts` at a
+    /// time; returns each cluster's outcome in the order the contexts were given.
+    pub async fn read<T, F, Fut>(&self, read: F) -> Vec<ClusterRead<T>>
+    where
+        F: Fn(Connection) -> Fut,
+        Fut: Future<Output = Result<T, CommandError>>,
+    {
+        let probes: Vec<(String, Result<(Connection, ClusterIdentity), CommandError>)> =
+            futures::stream::iter(self.contexts.iter())
+                .map(|c| async move { (c.clone(), self.probe(c).await) })
+                .buffered(self.parallel)
+                .collect()
+                .await;
+        // Group contexts by cluster, first seen first.
+        struct Group {
+            contexts: Vec<String>,
+            server: String,
+            target: Result<(Connection, ClusterIdentity), CommandError>,
+        }
+        let mut groups: Vec<Group> = Vec::new();
+        for (context, probe) in probes {
+            if let Ok((_, identity)) = &probe
+                && let Some(g) = groups.iter_mut().find(|g| {
+                    g.target
+                        .as_ref()
+                        .is_ok_and(|(_, other)| other.same_cluster(identity))
+                })
+            {
+                g.contexts.push(context);
+                continue;
+            }
+            let server = match &probe {
+                Ok((conn, _)) => conn.server.clone(),
+                Err(_) => self
+                    .connection_args(&context)
+                    .load_kubeconfig()
+                    .ok()
+                    .and_then(|k| server_of(&k, &context))
+                    .unwrap_or_default(),
+            };
+            groups.push(Group {
+                contexts: vec![context],
+                server,
+                target: probe,
+            });
+        }
+        let read = &read;
+        futures::stream::iter(groups)
+            .map(|g| async move {
+                let outcome = match g.target {
+                    Err(e) => Err(ContextFailure::from_error(&e)),
+                    Ok((conn, _)) => crate::connect::with_server(g.server.clone(), read(conn))
+                        .await
+                        .map_err(|e| ContextFailure::from_error(&e)),
+                };
+                ClusterRead {
+                    contexts: g.contexts,
+                    server: g.server,
+                    outcome,
+                }
+            })
+            .buffered(self.parallel)
+            .collect()
+            .await
+    }
+}
+
+/// The server URL a context's cluster names in the kubeconfig, without userinfo.
+fn server_of(kubeconfig: &Kubeconfig, context: &str) -> Option<String> {
+    let cluster = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == context)?
+        .context
+        .as_ref()?
+        .cluster
+        .clone();
+    kubeconfig
+        .clusters
+        .iter()
+        .find(|c| c.name == cluster)?
+        .cluster
+        .as_ref()?
+        .server
+        .as_deref()
+        .map(crate::snapshot::normalize_server)
+}
+
+fn humantime(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
+/// The exit code of a fleet report: 2 is never here (usage errors stop before any read);
+/// every context failed: the worst failure's code (3 for unreachable); some failed: 4;
+/// otherwise the worst of what each cluster's data says (`code`).
+pub fn exit_code<T>(reads: &[ClusterRead<T>], code: impl Fn(&T) -> u8) -> u8 {
+    let failed = reads.iter().filter(|r| r.outcome.is_err()).count();
+    if failed > 0 && failed == reads.len() {
+        return reads
+            .iter()
+            .filter_map(|r| r.outcome.as_ref().err())
+            .map(|f| f.exit_code)
+            .max()
+            .unwrap_or(exit::CLUSTER);
+    }
+    if failed > 0 {
+        return exit::SOME_CONTEXTS_UNREAD;
+    }
+    reads
+        .iter()
+        .filter_map(|r| r.outcome.as_ref().ok())
+        .map(code)
+        .max()
+        .unwrap_or(exit::SUCCESS)
+}
+
+/// Each failed context once, on stderr, in the order given; then one line saying what the
+/// exit code will mean.
+pub fn warn_failures<T>(ui: &Ui, reads: &[ClusterRead<T>]) {
+    let mut failed = 0;
+    for r in reads {
+        if let Err(f) = &r.outcome {
+            failed += 1;
+            ui.warn(&format!("context {}: {}", r.label(), f.reason));
+        }
+    }
+    if failed > 0 && failed < reads.len() {
+        ui.warn(&format!(
+            "{} of {} could not be read; the report covers the others (exit {})",
+            crate::ui::count(failed, "cluster"),
+            reads.len(),
+            exit::SOME_CONTEXTS_UNREAD
+        ));
+    }
+}
+
+/// Every cluster read, for a JSON/YAML report: `[{context, contexts, server, error?}]`.
+pub fn contexts_json<T>(reads: &[ClusterRead<T>]) -> serde_json::Value {
+    serde_json::Value::Array(
+        reads
+            .iter()
+            .map(|r| {
+                let mut entry = serde_json::json!({
+                    "context": r.contexts.first(),
+                    "contexts": r.contexts,
+                    "server": r.server,
+                });
+                if let Err(f) = &r.outcome {
+                    entry["error"] = serde_json::json!(f.reason);
+                }
+                entry
+            })
+            .collect(),
+    )
+}
+
+/// The failed contexts for a JSON/YAML report: `[{context, contexts, server, error}]`.
+pub fn failures_json<T>(reads: &[ClusterRead<T>]) -> serde_json::Value {
+    serde_json::Value::Array(
+        reads
+            .iter()
+            .filter_map(|r| {
+                r.outcome.as_ref().err().map(|f| {
+                    serde_json::json!({
+                        "context": r.contexts.first(),
+                        "contexts": r.contexts,
+                        "server": r.server,
+                        "error": f.reason,
+                    })
+                })
+            })
+            .collect(),
+    )
+}
+
+/// `items` (JSON objects) with `context`, `contexts` (when several name the cluster) and
+/// `server` added to each.
+pub fn tag_items<T>(read: &ClusterRead<T>, items: serde_json::Value) -> Vec<serde_json::Value> {
+    let serde_json::Value::Array(items) = items else {
+        return Vec::new();
+    };
+    items
+        .into_iter()
+        .map(|mut item| {
+            if let Some(object) = item.as_object_mut() {
+                let mut tagged = serde_json::Map::new();
+                tagged.insert("context".into(), read.contexts.first().cloned().into());
+                if read.contexts.len() > 1 {
+                    tagged.insert("contexts".into(), read.contexts.clone().into());
+                }
+                tagged.insert("server".into(), read.server.clone().into());
+                tagged.extend(std::mem::take(object));
+                *object = tagged;
+            }
+            item
+        })
+        .collect()
+}
+
+/// A table with a leading CONTEXT column: each cluster's rows under its label, in order.
+pub fn context_table(header: &[&str], parts: &[(String, Vec<Vec<String>>)]) -> String {
+    let mut full_header = vec!["CONTEXT"];
+    full_header.extend_from_slice(header);
+    let rows: Vec<Vec<String>> = parts
+        .iter()
+        .flat_map(|(label, rows)| {
+            rows.iter().map(move |r| {
+                let mut row = vec![label.clone()];
+                row.extend(r.iter().cloned());
+                row
+            })
+        })
+        .collect();
+    crate::ui::table(&full_header, &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn globs_match_like_shell_patterns() {
+        assert!(glob_matches("prod-*", "prod-eu"));
+        assert!(glob_matches("*", ""));
+        assert!(glob_matches("p?od", "prod"));
+        assert!(glob_matches("*-eu-*", "gke-eu-west"));
+        assert!(!glob_matches("prod-*", "staging-prod-eu"));
+        assert!(!glob_matches("prod", "prod-eu"));
+        assert!(glob_matches("a*b*c", "aXbYbZc"));
+        assert!(!glob_matches("a*b*c", "aXbYbZ"));
+    }
+
+    #[test]
+    fn patterns_choose_in_the_order_given_and_exclusions_take_out() {
+        let all = names(&["staging", "prod-us", "prod-eu", "prod-cn", "dev"]);
+        assert_eq!(
+            select_contexts(&all, &names(&["staging", "prod-*", "!prod-cn"])).unwrap(),
+            names(&["staging", "prod-eu", "prod-us"])
+        );
+        // Only exclusions: out of every context, sorted by name.
+        assert_eq!(
+            select_contexts(&all, &names(&["!prod-*"])).unwrap(),
+            names(&["dev", "staging"])
+        );
+        // A context named twice is read once.
+        assert_eq!(
+            select_contexts(&all, &names(&["dev", "d*"])).unwrap(),
+            names(&["dev"])
+        );
+    }
+
+    #[test]
+    fn recorded_contexts_are_chosen_by_the_same_patterns() {
+        let p = names(&["prod-*", "!prod-cn"]);
+        assert!(chooses(&p, "prod-eu"));
+        assert!(!chooses(&p, "prod-cn"));
+        assert!(!chooses(&p, "dev"));
+        assert!(chooses(&names(&["!dev"]), "prod"));
+        assert!(chooses(&[], "any"));
+    }
+
+    #[test]
+    fn a_pattern_that_chooses_nothing_is_a_usage_error() {
+        let all = names(&["prod-eu", "dev"]);
+        let e = select_contexts(&all, &names(&["prd-*"])).unwrap_err();
+        assert_eq!(e.exit_code(), exit::USAGE);
+        assert!(e.to_string().contains("no context matches"), "{e}");
+        let e = select_contexts(&all, &names(&["prod"])).unwrap_err();
+        assert!(e.to_string().contains("\"prod\" was not found"), "{e}");
+        let e = select_contexts(&all, &names(&["*", "!*"])).unwrap_err();
+        assert!(e.to_string().contains("every context is excluded"), "{e}");
+        assert!(select_contexts(&all, &names(&[""])).is_err());
+    }
+
+    #[test]
+    fn exit_codes_say_whether_some_contexts_were_not_read() {
+        let ok = |code: u8| ClusterRead {
+            contexts: vec!["a".into()],
+            server: String::new(),
+            outcome: Ok(code),
+        };
+        let failed = || ClusterRead::<u8> {
+            contexts: vec!["b".into()],
+            server: String::new(),
+            outcome: Err(ContextFailure {
+                reason: "x".into(),
+                exit_code: exit::CLUSTER,
+            }),
+        };
+        assert_eq!(exit_code(&[ok(0), ok(1)], |c| *c), exit::PROBLEMS);
+        assert_eq!(exit_code(&[ok(0), ok(0)], |c| *c), exit::SUCCESS);
+        assert_eq!(
+            exit_code(&[ok(1), failed()], |c| *c),
+            exit::SOME_CONTEXTS_UNREAD
+        );
+        assert_eq!(exit_code(&[failed(), failed()], |c| *c), exit::CLUSTER);
+    }
+}
