@@ -368,7 +368,7 @@ pub fn common_source(position: &Position) -> Option<Source> {
         Slot::Subcommand | Slot::Flag | Slot::Nothing => Some(Source::Fixed),
         Slot::FlagValue { id } => match id.as_str() {
             "kubeconfig" => Some(Source::Files),
-            "context" => Some(Source::Contexts),
+            "context" | "contexts" => Some(Source::Contexts),
             "cluster" => Some(Source::Clusters),
             "user" => Some(Source::Users),
             "namespace" => Some(Source::Namespaces),
@@ -470,6 +470,19 @@ fn node_names(nodes: &[Node]) -> Vec<Candidate> {
 
 /// The candidates of `source` at `position`, and cobra's directive. Never fails.
 pub async fn resolve(position: &Position, source: Source) -> (Vec<Candidate>, u8) {
+    // `--contexts prod-*,!prod-c<TAB>`: an exclusion completes the name after its `!`.
+    let excluding;
+    let position = match position.current.strip_prefix('!') {
+        Some(rest) if matches!(&position.slot, Slot::FlagValue { id } if id == "contexts") => {
+            excluding = Position {
+                prefix: format!("{}!", position.prefix),
+                current: rest.to_string(),
+                ..position.clone()
+            };
+            &excluding
+        }
+        _ => position,
+    };
     let args = connection_of(position);
     let none = directive::NO_FILE_COMP;
     let (candidates, directive) = match source {

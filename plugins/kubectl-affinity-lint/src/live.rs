@@ -4,9 +4,11 @@
 use std::collections::BTreeMap;
 
 use placekit::api;
-use placekit::connect::Connection;
+use placekit::connect::{Connection, ConnectionArgs};
 use placekit::error::CommandError;
 use placekit::exit;
+use placekit::fleet::{self, Fleet};
+use placekit::lint::engine::LiveCluster;
 use placekit::live::{
     self, ConstraintsPod, Drift, DriftKind, FilterFailure, NodeInfo, NodeObject, PodObject,
 };
@@ -47,12 +49,12 @@ pub async fn cluster_state(
 /// from DRA devices (`extendedResourceName`) counts, on a node whose allocatable lacks it,
 /// as the devices behind it there (total as allocatable, those in use as requested) — what
 /// the scheduler allocates such a request from.
-pub async fn lint_cluster_state(conn: &Connection, ui: &Ui) -> Result<Vec<NodeInfo>, CommandError> {
+/// Returns the nodes and what must be said about the reads ("cannot list resourceslices").
+pub async fn lint_cluster_state(
+    conn: &Connection,
+) -> Result<(Vec<NodeInfo>, Vec<String>), CommandError> {
     let (mut nodes, _) = cluster_state(conn).await?;
     let dra = placekit::inventory::read_dra(conn, false).await?;
-    for n in &dra.notes {
-        ui.warn(n);
-    }
     for node in &mut nodes {
         let served = dra
             .inventory
@@ -68,7 +70,69 @@ pub async fn lint_cluster_state(conn: &Connection, ui: &Ui) -> Result<Vec<NodeIn
             }
         }
     }
-    Ok(nodes)
+    Ok((nodes, dra.notes))
+}
+
+/// The nodes of the `--cluster` rules: of the current context, or of each cluster the
+/// `--contexts` reach (those that could not be read are said on stderr, once each). Returns
+/// the clusters read and the exit code the failures stand for, if any (3 when none could be
+/// read, 4 when some could not).
+pub async fn lint_clusters(
+    connection: &ConnectionArgs,
+    fleet: Option<&Fleet>,
+    ui: &Ui,
+) -> Result<(Vec<LiveCluster>, Vec<fleet::ClusterRead<()>>), CommandError> {
+    let Some(fleet) = fleet else {
+        let conn = connection.connect().await?;
+        let (nodes, notes) = lint_cluster_state(&conn).await?;
+        for n in &notes {
+            ui.warn(n);
+        }
+        return Ok((
+            vec![LiveCluster {
+                context: None,
+                nodes,
+            }],
+            Vec::new(),
+        ));
+    };
+    let reads = fleet
+        .read(|conn| async move { lint_cluster_state(&conn).await })
+        .await;
+    let mut clusters = Vec::new();
+    let mut outcomes = Vec::new();
+    for r in reads {
+        let outcome = match r.outcome {
+            Ok((nodes, notes)) => {
+                for n in &notes {
+                    ui.warn(&format!("context {}: {n}", r.contexts[0]));
+                }
+                clusters.push(LiveCluster {
+                    context: r.contexts.first().cloned(),
+                    nodes,
+                });
+                Ok(())
+            }
+            Err(f) => Err(f),
+        };
+        outcomes.push(fleet::ClusterRead {
+            contexts: r.contexts,
+            server: r.server,
+            outcome,
+        });
+    }
+    fleet::warn_failures(ui, &outcomes);
+    Ok((clusters, outcomes))
+}
+
+/// What `drift` found on one cluster.
+#[derive(Debug, Default)]
+pub struct DriftFound {
+    drifted: Vec<Drift>,
+    checked: usize,
+    /// Running pods bound to a node that is gone: nothing to check them against.
+    orphans: Vec<Value>,
+    requests: usize,
 }
 
 /// `drift`: running pods whose node no longer satisfies their constraints.
@@ -78,11 +142,113 @@ pub async fn drift(
     namespace: Option<&str>,
     selector: Option<&str>,
 ) -> Result<u8, CommandError> {
-    // The selector is checked here, with the same messages as everywhere in placekit,
-    // before the server's parser sees it.
+    check_selector(selector)?;
+    let found = read_drift(conn, namespace, selector, true).await?;
+    if ui.output.is_structured() {
+        ui.print_structured(&json!({
+            "apiVersion": REPORT_API_VERSION,
+            "kind": "DriftReport",
+            "podsChecked": found.checked,
+            "listRequests": found.requests,
+            "items": found.drifted,
+            "podsOnMissingNodes": found.orphans,
+        }));
+    } else {
+        print_drift(&found.drifted, found.checked, &found.orphans, ui);
+    }
+    Ok(drift_exit_code(&found))
+}
+
+fn drift_exit_code(found: &DriftFound) -> u8 {
+    if found.drifted.is_empty() {
+        exit::SUCCESS
+    } else {
+        exit::PROBLEMS
+    }
+}
+
+/// The selector is checked here, with the same messages as everywhere in placekit, before
+/// the server's parser sees it.
+fn check_selector(selector: Option<&str>) -> Result<(), CommandError> {
     if let Some(s) = selector {
         LabelSelector::parse(s).map_err(|e| CommandError::Input(e.to_string()))?;
     }
+    Ok(())
+}
+
+/// `drift` over the clusters of `--contexts`/`--all-contexts`: a leading CONTEXT column, a
+/// summary per cluster; JSON items with `context` and `server`, every cluster listed.
+pub async fn drift_fleet(
+    fleet: &Fleet,
+    ui: &Ui,
+    namespace: Option<&str>,
+    selector: Option<&str>,
+) -> Result<u8, CommandError> {
+    check_selector(selector)?;
+    let reads = fleet
+        .read(|conn| async move { read_drift(&conn, namespace, selector, false).await })
+        .await;
+    let ok = || {
+        reads
+            .iter()
+            .filter_map(|r| r.outcome.as_ref().ok().map(|f| (r, f)))
+    };
+    if ui.output.is_structured() {
+        let mut contexts = fleet::contexts_json(&reads);
+        for (entry, r) in contexts.as_array_mut().into_iter().flatten().zip(&reads) {
+            if let Ok(f) = &r.outcome {
+                entry["podsChecked"] = json!(f.checked);
+                entry["drifted"] = json!(f.drifted.len());
+            }
+        }
+        let items: Vec<Value> = ok()
+            .flat_map(|(r, f)| fleet::tag_items(r, json!(f.drifted)))
+            .collect();
+        let orphans: Vec<Value> = ok()
+            .flat_map(|(r, f)| fleet::tag_items(r, json!(f.orphans)))
+            .collect();
+        ui.print_structured(&json!({
+            "apiVersion": REPORT_API_VERSION,
+            "kind": "DriftReport",
+            "podsChecked": ok().map(|(_, f)| f.checked).sum::<usize>(),
+            "listRequests": ok().map(|(_, f)| f.requests).sum::<usize>(),
+            "items": items,
+            "podsOnMissingNodes": orphans,
+            "contexts": contexts,
+        }));
+    } else {
+        let parts: Vec<(String, Vec<Vec<String>>)> = ok()
+            .filter(|(_, f)| !f.drifted.is_empty())
+            .map(|(r, f)| (r.label(), drift_rows(&f.drifted)))
+            .collect();
+        if !parts.is_empty() {
+            print!("{}", fleet::context_table(&DRIFT_HEADER, &parts));
+        }
+        for (r, f) in ok() {
+            let pods = placekit::ui::count(f.checked, "running pod");
+            if f.drifted.is_empty() {
+                println!("{}: no drift ({pods} checked)", r.label());
+            } else {
+                println!("{}: {} of {pods} drifted", r.label(), f.drifted.len());
+            }
+            for o in &f.orphans {
+                ui.warn(&format!("context {}: {}", r.label(), orphan_message(o)));
+            }
+        }
+    }
+    fleet::warn_failures(ui, &reads);
+    Ok(fleet::exit_code(&reads, drift_exit_code))
+}
+
+/// Reads nodes and running pods and judges each pod against its node. A namespace that is
+/// not there is an error on one cluster (`namespace_must_exist`), and nothing to check on
+/// one of several.
+async fn read_drift(
+    conn: &Connection,
+    namespace: Option<&str>,
+    selector: Option<&str>,
+    namespace_must_exist: bool,
+) -> Result<DriftFound, CommandError> {
     let mut nodes: Vec<NodeObject> = Vec::new();
     api::for_each_page(&conn.client, "/api/v1/nodes", None, None, PAGE, |p| {
         nodes.extend(p)
@@ -94,10 +260,7 @@ pub async fn drift(
         Some(ns) => format!("/api/v1/namespaces/{ns}/pods"),
         None => "/api/v1/pods".to_string(),
     };
-    let mut drifted: Vec<Drift> = Vec::new();
-    // Running pods bound to a node that is gone: nothing to check them against.
-    let mut orphans: Vec<Value> = Vec::new();
-    let mut checked = 0usize;
+    let mut found = DriftFound::default();
     let requests = api::for_each_page(
         &conn.client,
         &collection,
@@ -110,45 +273,56 @@ pub async fn drift(
                     continue;
                 };
                 let Some(node) = by_name.get(name) else {
-                    orphans.push(json!({
+                    found.orphans.push(json!({
                         "namespace": pod.metadata.namespace, "pod": pod.metadata.name, "node": name
                     }));
                     continue;
                 };
-                checked += 1;
+                found.checked += 1;
                 if let Some(d) = live::drift(&pod, node) {
-                    drifted.push(d);
+                    found.drifted.push(d);
                 }
             }
         },
     )
     .await?;
+    found.requests = requests + 1;
     if let Some(ns) = namespace
-        && checked == 0
-        && orphans.is_empty()
+        && namespace_must_exist
+        && found.checked == 0
+        && found.orphans.is_empty()
         && !api::namespace_exists(&conn.client, ns).await?
     {
         return Err(CommandError::Input(format!(
             "namespace {ns:?} not found (see `kubectl get namespaces`)"
         )));
     }
-    if ui.output.is_structured() {
-        ui.print_structured(&json!({
-            "apiVersion": REPORT_API_VERSION,
-            "kind": "DriftReport",
-            "podsChecked": checked,
-            "listRequests": requests + 1,
-            "items": drifted,
-            "podsOnMissingNodes": orphans,
-        }));
-    } else {
-        print_drift(&drifted, checked, &orphans, ui);
-    }
-    Ok(if drifted.is_empty() {
-        exit::SUCCESS
-    } else {
-        exit::PROBLEMS
-    })
+    Ok(found)
+}
+
+const DRIFT_HEADER: [&str; 4] = ["NAMESPACE", "POD", "NODE", "NO LONGER HOLDS"];
+
+fn drift_rows(drifted: &[Drift]) -> Vec<Vec<String>> {
+    drifted
+        .iter()
+        .map(|d| {
+            vec![
+                d.namespace.clone(),
+                d.pod.clone(),
+                d.node.clone(),
+                d.reason.clone(),
+            ]
+        })
+        .collect()
+}
+
+fn orphan_message(o: &Value) -> String {
+    format!(
+        "pod {}/{} is Running on node {}, which no longer exists: not checked",
+        o["namespace"].as_str().unwrap_or_default(),
+        o["pod"].as_str().unwrap_or_default(),
+        o["node"].as_str().unwrap_or_default()
+    )
 }
 
 fn print_drift(drifted: &[Drift], checked: usize, orphans: &[Value], ui: &Ui) {
@@ -162,20 +336,9 @@ fn print_drift(drifted: &[Drift], checked: usize, orphans: &[Value], ui: &Ui) {
             }
         }
     } else {
-        let rows: Vec<Vec<String>> = drifted
-            .iter()
-            .map(|d| {
-                vec![
-                    d.namespace.clone(),
-                    d.pod.clone(),
-                    d.node.clone(),
-                    d.reason.clone(),
-                ]
-            })
-            .collect();
         print!(
             "{}",
-            placekit::ui::table(&["NAMESPACE", "POD", "NODE", "NO LONGER HOLDS"], &rows)
+            placekit::ui::table(&DRIFT_HEADER, &drift_rows(drifted))
         );
         let by_labels = drifted
             .iter()
@@ -195,12 +358,7 @@ fn print_drift(drifted: &[Drift], checked: usize, orphans: &[Value], ui: &Ui) {
         }
     }
     for o in orphans {
-        ui.warn(&format!(
-            "pod {}/{} is Running on node {}, which no longer exists: not checked",
-            o["namespace"].as_str().unwrap_or_default(),
-            o["pod"].as_str().unwrap_or_default(),
-            o["node"].as_str().unwrap_or_default()
-        ));
+        ui.warn(&orphan_message(o));
     }
 }
 

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use placekit::complete::{self, Candidate, CompletionTarget, Position, Slot, Source};
 use placekit::connect::ConnectionArgs;
 use placekit::exit;
+use placekit::fleet::{self, ClusterRead, Fleet, FleetArgs};
 use placekit::lint::admission;
 use placekit::lint::engine::{
     Config, Fixable, Outcome, Settings, lint_paths, lint_paths_streaming,
@@ -211,6 +212,8 @@ struct Cli {
     cluster: bool,
     #[command(flatten)]
     connection: ConnectionArgs,
+    #[command(flatten)]
+    fleet: FleetArgs,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -365,8 +368,16 @@ fn main() -> ExitCode {
             };
             let selector = selector.clone();
             return placekit::error::run_to_exit_code(async {
-                let conn = cli.connection.connect().await?;
-                live::drift(&conn, &ui, namespace.as_deref(), selector.as_deref()).await
+                match Fleet::resolve(&cli.connection, &cli.fleet)? {
+                    Some(fleet) => {
+                        live::drift_fleet(&fleet, &ui, namespace.as_deref(), selector.as_deref())
+                            .await
+                    }
+                    None => {
+                        let conn = cli.connection.connect().await?;
+                        live::drift(&conn, &ui, namespace.as_deref(), selector.as_deref()).await
+                    }
+                }
             });
         }
         Some(Command::WhyPending { pod, output }) => {
@@ -376,6 +387,10 @@ fn main() -> ExitCode {
                 ..DisplayArgs::default()
             });
             return placekit::error::run_to_exit_code(async {
+                cli.fleet.refuse(
+                    "kubectl affinity-lint why-pending",
+                    "`kubectl affinity-lint --cluster` and `drift`",
+                )?;
                 let conn = cli.connection.connect().await?;
                 live::why_pending(&conn, &ui, &conn.namespace, pod).await
             });
@@ -414,37 +429,52 @@ fn main() -> ExitCode {
         color: cli.color,
         ..DisplayArgs::default()
     });
-    let nodes = if cli.cluster {
+    // --contexts/--all-contexts check the files against each cluster: they imply --cluster.
+    let (clusters, contexts) = if cli.cluster || cli.fleet.is_set() {
         let state = placekit::error::block_on(async {
-            let conn = cli.connection.connect().await?;
-            live::lint_cluster_state(&conn, &ui).await
+            let fleet = Fleet::resolve(&cli.connection, &cli.fleet)?;
+            live::lint_clusters(&cli.connection, fleet.as_ref(), &ui).await
         });
         match state {
-            Ok(nodes) => Some(nodes),
+            Ok(read) => read,
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!(
+                    "error: {}",
+                    placekit::ui::escape_controls(&placekit::connect::redact(&e.to_string()), true)
+                );
                 return ExitCode::from(e.exit_code());
             }
         }
     } else {
-        None
+        (Vec::new(), Vec::new())
     };
+    // Every context failed: there is nothing to check the files against.
+    if !contexts.is_empty() && clusters.is_empty() {
+        return ExitCode::from(fleet::exit_code(&contexts, |_| exit::SUCCESS));
+    }
     let settings = Settings {
         config: &config,
         keep_source_lines: cli.output == Format::Text,
-        cluster: nodes.as_deref(),
+        clusters: &clusters,
         jobs: cli.jobs,
         contents: None,
     };
-    if cli.fix || cli.diff {
-        return fix(&cli, &settings, &ui);
+    let code = if cli.fix || cli.diff {
+        fix(&cli, &settings, &ui, &contexts)
+    } else if matches!(cli.output, Format::Text | Format::Github) {
+        lint_streaming(&cli, &settings, &ui)
+    } else {
+        let outcome = lint_paths(&cli.files, cli.recursive, &settings);
+        print_report(&cli, &outcome, &ui, false, &contexts);
+        exit_code(&outcome, cli.fail_on)
+    };
+    // Some contexts could not be read: the report is incomplete (input errors still say 2).
+    if fleet::exit_code(&contexts, |_| exit::SUCCESS) == exit::SOME_CONTEXTS_UNREAD
+        && code != ExitCode::from(exit::USAGE)
+    {
+        return ExitCode::from(exit::SOME_CONTEXTS_UNREAD);
     }
-    if matches!(cli.output, Format::Text | Format::Github) {
-        return lint_streaming(&cli, &settings, &ui);
-    }
-    let outcome = lint_paths(&cli.files, cli.recursive, &settings);
-    print_report(&cli, &outcome, &ui, false);
-    exit_code(&outcome, cli.fail_on)
+    code
 }
 
 /// Text and GitHub annotations are printed file by file as the files are done, so a
@@ -499,10 +529,23 @@ impl Output {
 
 /// Renders the report in the chosen format, on stdout (or stderr when stdout carries the
 /// fixed stream).
-fn print_report(cli: &Cli, outcome: &Outcome, ui: &Ui, to_stderr: bool) {
+/// With `--contexts`, the JSON report lists every cluster read (and why one could not be).
+fn print_report(
+    cli: &Cli,
+    outcome: &Outcome,
+    ui: &Ui,
+    to_stderr: bool,
+    contexts: &[ClusterRead<()>],
+) {
     let rendered = match cli.output {
         Format::Text => output::text_report(outcome, ui),
-        Format::Json => pretty(&output::json_report(outcome)),
+        Format::Json => {
+            let mut report = output::json_report(outcome);
+            if !contexts.is_empty() {
+                report["contexts"] = fleet::contexts_json(contexts);
+            }
+            pretty(&report)
+        }
         Format::Sarif => pretty(&output::sarif_report(outcome, env!("CARGO_PKG_VERSION"))),
         Format::Github => output::github_report(outcome),
         Format::Gitlab => pretty(&output::gitlab_report(outcome)),
@@ -537,7 +580,7 @@ fn exit_code(outcome: &Outcome, fail_on: Severity) -> ExitCode {
 
 /// `--fix` / `--diff`: fix, then report what was fixed and what is left; exit codes as
 /// without them, computed on what is left (for `--diff`, 1 also when there is a diff).
-fn fix(cli: &Cli, settings: &Settings<'_>, ui: &Ui) -> ExitCode {
+fn fix(cli: &Cli, settings: &Settings<'_>, ui: &Ui, contexts: &[ClusterRead<()>]) -> ExitCode {
     let stdin_input = cli.files.iter().any(|f| f.as_os_str() == "-");
     let stdin = if stdin_input {
         let mut text = String::new();
@@ -660,9 +703,9 @@ fn fix(cli: &Cli, settings: &Settings<'_>, ui: &Ui) -> ExitCode {
                 .unwrap_or_default(),
             false,
         );
-        print_report(cli, &outcome.remaining, ui, true);
+        print_report(cli, &outcome.remaining, ui, true, contexts);
     } else {
-        print_report(cli, &outcome.remaining, ui, false);
+        print_report(cli, &outcome.remaining, ui, false, contexts);
     }
     if !outcome.write_errors.is_empty() {
         return ExitCode::from(exit::USAGE);

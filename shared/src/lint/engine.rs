@@ -168,6 +168,10 @@ pub struct Finding {
     /// Why there is no automatic fix, when `fixable` is `manual`.
     #[serde(skip)]
     pub manual_reason: Option<&'static str>,
+    /// With `--cluster` over several contexts: the context whose nodes the live rule read
+    /// (the first name of its cluster).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 /// What `--fix` can do about a finding.
@@ -198,13 +202,22 @@ pub struct Settings<'a> {
     pub config: &'a Config,
     /// Keep each finding's source line (for text output).
     pub keep_source_lines: bool,
-    /// With the cluster's nodes, the `--cluster` rules run too.
-    pub cluster: Option<&'a [crate::live::NodeInfo]>,
+    /// With the nodes of the cluster (or, with `--contexts`, of each cluster), the
+    /// `--cluster` rules run too, once per cluster.
+    pub clusters: &'a [LiveCluster],
     /// Worker threads; 0 for one per core.
     pub jobs: usize,
     /// Texts to lint instead of the files (or stdin) of these names: what `--fix` has
     /// edited so far, and stdin read once.
     pub contents: Option<&'a BTreeMap<String, String>>,
+}
+
+/// One cluster's nodes for the `--cluster` rules.
+#[derive(Debug, Clone, Default)]
+pub struct LiveCluster {
+    /// The context named in the findings, when several clusters are read.
+    pub context: Option<String>,
+    pub nodes: Vec<crate::live::NodeInfo>,
 }
 
 /// What linting one document yields.
@@ -281,13 +294,15 @@ fn lint_chunk(file: &InputFile, chunk: Chunk, settings: &Settings<'_>) -> Docume
             }
         }
     }
-    if let Some(nodes) = settings.cluster {
-        let mut cluster =
-            super::cluster::check(&objects, nodes, |id, default| config.severity(id, default));
-        if settings.keep_source_lines {
-            for f in &mut cluster {
+    for live in settings.clusters {
+        let mut cluster = super::cluster::check(&objects, &live.nodes, |id, default| {
+            config.severity(id, default)
+        });
+        for f in &mut cluster {
+            if settings.keep_source_lines {
                 f.source_line = document.line(f.line).map(str::to_string);
             }
+            f.context.clone_from(&live.context);
         }
         result.findings.extend(cluster);
     }
@@ -323,6 +338,7 @@ pub(crate) fn finding(
         fixable: None,
         edit: None,
         manual_reason: None,
+        context: None,
     }
 }
 

@@ -108,6 +108,9 @@ fn object_name(f: &Finding) -> String {
 /// custom resource, and the Helm template the file was rendered from.
 fn context(f: &Finding) -> String {
     let mut parts = vec![object_name(f)];
+    if let Some(context) = &f.context {
+        parts.push(format!("context {context}"));
+    }
     if let Some(path) = f
         .pod_spec
         .as_deref()
@@ -153,8 +156,14 @@ fn text_finding(f: &Finding, ui: &Ui) -> String {
         Severity::Warning => ui.paint(&label, Color::Yellow),
         Severity::Info => ui.paint(&label, Color::Bold),
     };
+    // A live rule over several clusters says whose nodes it read.
+    let on = f
+        .context
+        .as_ref()
+        .map(|c| format!("context {c}: "))
+        .unwrap_or_default();
     out.push_str(&format!(
-        "{}:{}:{}: {painted}: {}\n",
+        "{}:{}:{}: {painted}: {on}{}\n",
         f.file, f.line, f.column, f.message
     ));
     if let Some(line) = &f.source_line {
@@ -281,7 +290,7 @@ pub fn sarif_report(outcome: &Outcome, version: &str) -> Value {
             if let Some(fix) = &f.fix {
                 message.push_str(&format!("\nFix:\n{fix}"));
             }
-            json!({
+            let mut result = json!({
                 "ruleId": f.rule,
                 "ruleIndex": index,
                 "level": sarif_level(f.severity),
@@ -293,7 +302,13 @@ pub fn sarif_report(outcome: &Outcome, version: &str) -> Value {
                     },
                     "logicalLocations": [{"name": format!("{}/{}", f.object.kind, f.object.name), "kind": "object"}],
                 }],
-            })
+            });
+            // One finding per cluster at one place: code scanning must not merge them.
+            if let Some(context) = &f.context {
+                result["properties"] = json!({"context": context});
+                result["partialFingerprints"] = json!({"placekitContext/v1": context});
+            }
+            result
         })
         .collect();
     json!({
@@ -425,7 +440,13 @@ pub fn gitlab_report(outcome: &Outcome) -> Value {
             f.object.name
         );
         let occurrence = seen
-            .entry(format!("{}\0{}\0{object}\0{}", f.rule, f.file, f.message))
+            .entry(format!(
+                "{}\0{}\0{object}\0{}\0{}",
+                f.rule,
+                f.file,
+                f.message,
+                f.context.as_deref().unwrap_or_default()
+            ))
             .and_modify(|n| *n += 1)
             .or_insert(0)
             .to_string();
@@ -434,7 +455,11 @@ pub fn gitlab_report(outcome: &Outcome) -> Value {
             "description": format!("{}{}", f.message, context(f)),
             "check_name": f.rule,
             "categories": ["Bug Risk"],
-            "fingerprint": fingerprint(&[&f.rule, &f.file, &object, &f.message, &occurrence]),
+            // The context only when there is one, so one cluster's fingerprints stay as they were.
+            "fingerprint": match &f.context {
+                None => fingerprint(&[&f.rule, &f.file, &object, &f.message, &occurrence]),
+                Some(c) => fingerprint(&[&f.rule, &f.file, &object, &f.message, &occurrence, c]),
+            },
             "severity": severity(f.severity),
             "location": {"path": repository_path(&f.file), "lines": {"begin": f.line.max(1)}},
         }));

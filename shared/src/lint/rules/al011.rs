@@ -342,6 +342,7 @@ pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
                 fixable: None,
                 edit: None,
                 manual_reason: None,
+                context: None,
             });
         }
     }
