@@ -337,7 +337,7 @@ impl Fleet {
     }
 
     /// Connects to one context and asks for its identity within the deadline.
-    async fn probe(&self, context: &str) -> Result<(Connection, ClusterIdentity), CommandError> {
+    async fn probe(&self, context: &str) -> Probed {
         let args = self.connection_args(context);
         let reach = async {
             let conn = args.connect().await?;
@@ -369,17 +369,16 @@ impl Fleet {
         F: Fn(Connection) -> Fut,
         Fut: Future<Output = Result<T, CommandError>>,
     {
-        let probes: Vec<(String, Result<(Connection, ClusterIdentity), CommandError>)> =
-            futures::stream::iter(self.contexts.iter())
-                .map(|c| async move { (c.clone(), self.probe(c).await) })
-                .buffered(self.parallel)
-                .collect()
-                .await;
+        let probes: Vec<(String, Probed)> = futures::stream::iter(self.contexts.iter())
+            .map(|c| async move { (c.clone(), self.probe(c).await) })
+            .buffered(self.parallel)
+            .collect()
+            .await;
         // Group contexts by cluster, first seen first.
         struct Group {
             contexts: Vec<String>,
             server: String,
-            target: Result<(Connection, ClusterIdentity), CommandError>,
+            target: Probed,
         }
         let mut groups: Vec<Group> = Vec::new();
         for (context, probe) in probes {
@@ -428,6 +427,9 @@ impl Fleet {
             .await
     }
 }
+
+/// A context reached (its client and cluster identity), or why not.
+type Probed = Result<(Connection, ClusterIdentity), CommandError>;
 
 /// The server URL a context's cluster names in the kubeconfig, without userinfo.
 fn server_of(kubeconfig: &Kubeconfig, context: &str) -> Option<String> {

@@ -33,8 +33,19 @@ use crate::{ServerConfig, TestServer};
 pub const E2E_KUBECONFIG: &str = "PLACEKIT_E2E_KUBECONFIG";
 /// The environment variable naming the same cluster's read-only kubeconfig.
 pub const E2E_VIEWER_KUBECONFIG: &str = "PLACEKIT_E2E_VIEWER_KUBECONFIG";
+/// The environment variable naming a second real cluster's admin kubeconfig (another
+/// `tests/control-plane/cp up` with its own `PLACEKIT_CP_DIR`), for the tests that read
+/// several clusters at once.
+pub const E2E_SECOND_KUBECONFIG: &str = "PLACEKIT_E2E_SECOND_KUBECONFIG";
+/// Set (by `.ci/run`): with a real first cluster, a missing second one fails the tests that
+/// need it instead of standing in a test API server for it.
+pub const REQUIRE_SECOND_CLUSTER: &str = "PLACEKIT_REQUIRE_SECOND_CLUSTER";
 /// The ConfigMap (in `kube-system`) by which a cluster consents to being emptied by tests.
 pub const DISPOSABLE_MARKER: &str = "placekit-e2e-disposable";
+
+/// One test at a time on the second real cluster; held for an [`OtherCluster`]'s lifetime.
+static SECOND_CLUSTER: LazyLock<Arc<tokio::sync::Mutex<()>>> =
+    LazyLock::new(|| Arc::new(tokio::sync::Mutex::new(())));
 
 /// One test at a time on a shared real cluster; held for a harness's lifetime.
 static REAL_CLUSTER: LazyLock<Arc<tokio::sync::Mutex<()>>> =
@@ -162,6 +173,58 @@ impl Harness {
     /// A cluster with `fixture` and no plugin installed, for tests of kubectl itself.
     pub async fn cluster(fixture: &str) -> Self {
         Self::start_any("", Path::new(""), fixture).await
+    }
+
+    /// Another cluster holding `fixture`, for the commands that read several: with
+    /// `PLACEKIT_E2E_SECOND_KUBECONFIG`, that real cluster (emptied first; its own kubeconfig
+    /// and credentials, no proxy); else a test API server. With a real first cluster and no
+    /// second one, a test API server stands in, with a notice, unless
+    /// `PLACEKIT_REQUIRE_SECOND_CLUSTER` is set (CI), where that fails.
+    pub async fn other_cluster(&self, fixture: &str) -> OtherCluster {
+        let dir = tempfile::tempdir().expect("tempdir");
+        match std::env::var_os(E2E_SECOND_KUBECONFIG) {
+            Some(path) => {
+                let exclusive = SECOND_CLUSTER.clone().lock_owned().await;
+                let cluster = RealCluster::connect(Path::new(&path), None).await;
+                cluster.require_disposable().await;
+                cluster.reset().await;
+                cluster.apply_fixture(fixture).await;
+                let kubeconfig = dir.path().join("kubeconfig");
+                std::fs::copy(&path, &kubeconfig).expect("copy the second kubeconfig");
+                OtherCluster {
+                    kubeconfig,
+                    server: None,
+                    client: cluster.client(),
+                    _dir: dir,
+                    _exclusive: Some(exclusive),
+                }
+            }
+            None => {
+                if self.is_real() {
+                    assert!(
+                        std::env::var_os(REQUIRE_SECOND_CLUSTER).is_none(),
+                        "{REQUIRE_SECOND_CLUSTER} is set but {E2E_SECOND_KUBECONFIG} is not: start a second control plane (PLACEKIT_CP_DIR=... tests/control-plane/cp up)"
+                    );
+                    eprintln!(
+                        "NOTICE: {E2E_SECOND_KUBECONFIG} is not set; a test API server stands in for the second cluster"
+                    );
+                }
+                let server = TestServer::start(ServerConfig::default().with_fixture_yaml(fixture))
+                    .await
+                    .expect("test server starts");
+                let kubeconfig = server
+                    .write_kubeconfig(&dir.path().join("kubeconfig"), "admin")
+                    .expect("kubeconfig");
+                let client = server.client(crate::ADMIN_TOKEN);
+                OtherCluster {
+                    kubeconfig,
+                    server: Some(server),
+                    client,
+                    _dir: dir,
+                    _exclusive: None,
+                }
+            }
+        }
     }
 
     /// Whether this harness runs against a real cluster (through the proxy).
@@ -598,6 +661,74 @@ impl RealCluster {
             .collect::<Vec<()>>()
             .await;
     }
+}
+
+/// A second cluster of [`Harness::other_cluster`].
+pub struct OtherCluster {
+    /// Its admin kubeconfig (current context only).
+    pub kubeconfig: PathBuf,
+    /// The test API server, when it is one.
+    pub server: Option<TestServer>,
+    client: kube::Client,
+    _dir: tempfile::TempDir,
+    _exclusive: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl std::fmt::Debug for OtherCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OtherCluster")
+            .field("kubeconfig", &self.kubeconfig)
+            .field("real", &self.server.is_none())
+            .finish_non_exhaustive()
+    }
+}
+
+impl OtherCluster {
+    /// A client with admin rights on it.
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+}
+
+/// One kubeconfig holding the current context of each `(name, kubeconfig)` under `name`
+/// (its cluster and user renamed alike), the first current: what a user's merged kubeconfig
+/// of several clusters looks like.
+pub fn merge_kubeconfigs(contexts: &[(&str, &Path)]) -> String {
+    let mut clusters = Vec::new();
+    let mut users = Vec::new();
+    let mut entries = Vec::new();
+    for (name, path) in contexts {
+        let text = std::fs::read_to_string(path).expect("kubeconfig readable");
+        let config: Value = serde_yaml::from_str(&text).expect("kubeconfig is YAML");
+        let current = config["current-context"].as_str().expect("current context");
+        let context = config["contexts"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["name"] == current))
+            .expect("the current context exists");
+        let find = |list: &str, wanted: &Value| {
+            config[list]
+                .as_array()
+                .and_then(|l| l.iter().find(|e| &e["name"] == wanted))
+                .cloned()
+                .expect("the context's entry exists")
+        };
+        let mut cluster = find("clusters", &context["context"]["cluster"]);
+        let mut user = find("users", &context["context"]["user"]);
+        cluster["name"] = json!(name);
+        user["name"] = json!(name);
+        clusters.push(cluster);
+        users.push(user);
+        entries.push(json!({"name": name, "context": {"cluster": name, "user": name}}));
+    }
+    serde_yaml::to_string(&json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": contexts.first().map(|(n, _)| *n),
+        "clusters": clusters,
+        "users": users,
+        "contexts": entries,
+    }))
+    .expect("kubeconfig serialises")
 }
 
 /// The upstream, bearer token and a direct client of a kubeconfig's current context.
