@@ -10,9 +10,9 @@
 //! The results come back in the order the contexts were given, each cluster's either the
 //! command's data or why it could not be read, in kubectl's words.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures::StreamExt;
 use kube::config::Kubeconfig;
 
 use crate::connect::{Connection, ConnectionArgs, parse_request_timeout};
@@ -362,69 +362,111 @@ impl Fleet {
         }
     }
 
-    /// Runs `read` once per cluster the contexts reach, at most `--parallel-contexts` at a
-    /// time; returns each cluster's outcome in the order the contexts were given.
+    /// Runs `read` once per cluster the contexts reach, at most `--parallel-contexts`
+    /// contexts at a time, each on its own task (the clusters' answers are decoded on every
+    /// core); returns each cluster's outcome in the order the contexts were given.
+    ///
+    /// Each context is probed and, unless a context probed before it reached the same
+    /// cluster, read at once: a context that does not answer costs its own deadline and
+    /// holds up no other.
     pub async fn read<T, F, Fut>(&self, read: F) -> Vec<ClusterRead<T>>
     where
-        F: Fn(Connection) -> Fut,
-        Fut: Future<Output = Result<T, CommandError>>,
+        F: Fn(Connection) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, CommandError>> + Send + 'static,
+        T: Send + 'static,
     {
-        let probes: Vec<(String, Probed)> = futures::stream::iter(self.contexts.iter())
-            .map(|c| async move { (c.clone(), self.probe(c).await) })
-            .buffered(self.parallel)
-            .collect()
-            .await;
-        // Group contexts by cluster, first seen first.
-        struct Group {
-            contexts: Vec<String>,
-            server: String,
-            target: Probed,
+        /// What became of one context.
+        enum Done<T> {
+            /// It was read (or could not be): the cluster's outcome.
+            Read(String, Result<T, ContextFailure>),
+            /// It reaches the cluster the context at this index reads.
+            SameAs(usize),
         }
-        let mut groups: Vec<Group> = Vec::new();
-        for (context, probe) in probes {
-            if let Ok((_, identity)) = &probe
-                && let Some(g) = groups.iter_mut().find(|g| {
-                    g.target
-                        .as_ref()
-                        .is_ok_and(|(_, other)| other.same_cluster(identity))
+        let read = Arc::new(read);
+        let slots = Arc::new(tokio::sync::Semaphore::new(self.parallel));
+        let claimed: Arc<Mutex<Vec<(ClusterIdentity, usize)>>> = Arc::default();
+        let tasks: Vec<_> = self
+            .contexts
+            .iter()
+            .enumerate()
+            .map(|(index, context)| {
+                let (fleet, context) = (self.clone(), context.clone());
+                let (read, slots, claimed) = (read.clone(), slots.clone(), claimed.clone());
+                tokio::spawn(async move {
+                    let _slot = slots.acquire_owned().await.expect("never closed");
+                    let (conn, identity) = match fleet.probe(&context).await {
+                        Ok(probed) => probed,
+                        Err(e) => {
+                            let server = fleet.server_of(&context);
+                            return Done::Read(server, Err(ContextFailure::from_error(&e)));
+                        }
+                    };
+                    {
+                        let mut claimed = claimed.lock().unwrap_or_else(PoisonError::into_inner);
+                        if let Some((_, owner)) = claimed
+                            .iter()
+                            .find(|(other, _)| other.same_cluster(&identity))
+                        {
+                            return Done::SameAs(*owner);
+                        }
+                        claimed.push((identity, index));
+                    }
+                    let server = conn.server.clone();
+                    let outcome = crate::connect::with_server(server.clone(), read(conn))
+                        .await
+                        .map_err(|e| ContextFailure::from_error(&e));
+                    Done::Read(server, outcome)
                 })
-            {
-                g.contexts.push(context);
+            })
+            .collect();
+        let mut done: Vec<Option<Done<T>>> = Vec::new();
+        for (index, task) in tasks.into_iter().enumerate() {
+            done.push(Some(task.await.unwrap_or_else(|e| {
+                Done::Read(
+                    self.server_of(&self.contexts[index]),
+                    Err(ContextFailure {
+                        reason: format!("internal error: {e}"),
+                        exit_code: exit::CLUSTER,
+                    }),
+                )
+            })));
+        }
+        // Each cluster under every context that reached it, in the order given; the report
+        // shows it where the first of them was given.
+        let mut owner_of: Vec<usize> = (0..done.len()).collect();
+        for (index, d) in done.iter().enumerate() {
+            if let Some(Done::SameAs(owner)) = d {
+                owner_of[index] = *owner;
+            }
+        }
+        let mut reads = Vec::new();
+        for index in 0..done.len() {
+            let owner = owner_of[index];
+            if (0..index).any(|earlier| owner_of[earlier] == owner) {
                 continue;
             }
-            let server = match &probe {
-                Ok((conn, _)) => conn.server.clone(),
-                Err(_) => self
-                    .connection_args(&context)
-                    .load_kubeconfig()
-                    .ok()
-                    .and_then(|k| server_of(&k, &context))
-                    .unwrap_or_default(),
+            let Some(Done::Read(server, outcome)) = done[owner].take() else {
+                continue;
             };
-            groups.push(Group {
-                contexts: vec![context],
+            reads.push(ClusterRead {
+                contexts: (0..done.len())
+                    .filter(|i| owner_of[*i] == owner)
+                    .map(|i| self.contexts[i].clone())
+                    .collect(),
                 server,
-                target: probe,
+                outcome,
             });
         }
-        let read = &read;
-        futures::stream::iter(groups)
-            .map(|g| async move {
-                let outcome = match g.target {
-                    Err(e) => Err(ContextFailure::from_error(&e)),
-                    Ok((conn, _)) => crate::connect::with_server(g.server.clone(), read(conn))
-                        .await
-                        .map_err(|e| ContextFailure::from_error(&e)),
-                };
-                ClusterRead {
-                    contexts: g.contexts,
-                    server: g.server,
-                    outcome,
-                }
-            })
-            .buffered(self.parallel)
-            .collect()
-            .await
+        reads
+    }
+
+    /// The server a context names, for a context that could not be reached.
+    fn server_of(&self, context: &str) -> String {
+        self.connection_args(context)
+            .load_kubeconfig()
+            .ok()
+            .and_then(|k| server_of(&k, context))
+            .unwrap_or_default()
     }
 }
 

@@ -185,8 +185,12 @@ pub async fn drift_fleet(
     selector: Option<&str>,
 ) -> Result<u8, CommandError> {
     check_selector(selector)?;
+    let asked = std::sync::Arc::new((namespace.map(str::to_string), selector.map(str::to_string)));
     let reads = fleet
-        .read(|conn| async move { read_drift(&conn, namespace, selector, false).await })
+        .read(move |conn| {
+            let asked = asked.clone();
+            async move { read_drift(&conn, asked.0.as_deref(), asked.1.as_deref(), false).await }
+        })
         .await;
     let ok = || {
         reads

@@ -50,10 +50,13 @@ Examples:
   # The same manifests against the live nodes (AL101-AL105: no candidate,
   # typo'd keys, tainted candidates, not enough free GPUs, impossible spread)
   kubectl affinity-lint -f deploy.yaml --cluster
+  # ... against every production cluster at once (one report, a CONTEXT each)
+  kubectl affinity-lint -f deploy.yaml --contexts 'prod-*'
 
   # Running pods whose node no longer satisfies their affinity (a constant
   # number of paged list calls, never one call per pod)
   kubectl affinity-lint drift -A -l app=llm-inference
+  kubectl affinity-lint drift -A --all-contexts --context-timeout 5s
 
   # Why is this pod Pending? Every node through the scheduler's filters
   kubectl affinity-lint why-pending llm-inference-0 -n ml -o json
@@ -68,7 +71,9 @@ Exit codes:
   0  no finding at or above --fail-on
   1  findings at or above --fail-on
   2  input errors (unreadable files, broken YAML); other documents are still linted
-  3  the cluster was unreachable or forbidden (--cluster, drift, why-pending)";
+  3  the cluster was unreachable or forbidden (--cluster, drift, why-pending)
+  4  with --contexts/--all-contexts: some contexts could not be read; the
+     others' results are printed";
 
 /// `policy --help`.
 const POLICY_ABOUT: &str = "\

@@ -33,6 +33,9 @@ Examples:
   kubectl gpu-taint status -l pool=online
   kubectl gpu-taint status -o json
   kubectl gpu-taint status --by namespace
+  # Every cluster of the kubeconfig in one table (exit 4 if some cannot be read)
+  kubectl gpu-taint status --all-contexts
+  kubectl gpu-taint status --contexts 'prod-*,!prod-cn-*' -o json
 
   # Undo the newest change on this cluster, exactly (again: the one before it)
   kubectl gpu-taint rollback --last";
@@ -136,7 +139,7 @@ habana.ai/*, google.com/tpu, aws.amazon.com/neuron*), shown with how they are ex
 whole, time-slicing 8x4 = 8 physical GPUs shared 4 ways, MPS, MIG, MIG single/mixed), and DRA \
 devices per driver (total, allocated to claims, free). A node with accelerators of any kind is \
 a GPU node. --by namespace|pod breaks the requests down instead (-n/-A choose whose).",
-        after_help = "Examples:\n  kubectl gpu-taint status\n  kubectl gpu-taint status -l pool=online -o wide   # also the pool labels\n  kubectl gpu-taint status -L nvidia.com/gpu.product -L pool\n  kubectl gpu-taint status --resource nvidia.com/gpu -o json\n  # Requests per namespace; per pod in one namespace (the runbook's script)\n  kubectl gpu-taint status --by namespace\n  kubectl gpu-taint status --by pod -n ml"
+        after_help = "Examples:\n  kubectl gpu-taint status\n  kubectl gpu-taint status -l pool=online -o wide   # also the pool labels\n  kubectl gpu-taint status -L nvidia.com/gpu.product -L pool\n  kubectl gpu-taint status --resource nvidia.com/gpu -o json\n  # Requests per namespace; per pod in one namespace (the runbook's script)\n  kubectl gpu-taint status --by namespace\n  kubectl gpu-taint status --by pod -n ml\n  # Where are our free H100s? Every cluster at once\n  kubectl gpu-taint status --all-contexts -L nvidia.com/gpu.product"
     )]
     Status {
         #[command(flatten)]

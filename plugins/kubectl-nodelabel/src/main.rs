@@ -186,7 +186,7 @@ enum Command {
     },
     /// Show the workloads whose nodeSelector or node affinity mentions a label.
     #[command(
-        after_help = "Examples:\n  kubectl nodelabel dependents accelerator.example.com/gpu-family -A\n  kubectl nodelabel dependents accelerator.example.com/gpu-family=a100 -n ml"
+        after_help = "Examples:\n  kubectl nodelabel dependents accelerator.example.com/gpu-family -A\n  kubectl nodelabel dependents accelerator.example.com/gpu-family=a100 -n ml\n  # Which clusters run a workload this label change would break?\n  kubectl nodelabel dependents accelerator.example.com/gpu-family -A \\\n      --contexts 'prod-*'"
     )]
     Dependents {
         /// Label keys, or KEY=VALUE for the workloads that need that value.

@@ -196,10 +196,11 @@ pub async fn status_command(
         let conn = connection.connect().await?;
         return status(&conn, ui, &targets, options).await;
     };
+    let asked = std::sync::Arc::new((targets, options.clone()));
     let reads = fleet
-        .read(|conn| {
-            let targets = &targets;
-            async move { read_status(&conn, targets, options, Reading::OfMany).await }
+        .read(move |conn| {
+            let asked = asked.clone();
+            async move { read_status(&conn, &asked.0, &asked.1, Reading::OfMany).await }
         })
         .await;
     Ok(print_fleet_status(ui, options, &reads))

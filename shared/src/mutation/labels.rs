@@ -488,11 +488,15 @@ pub async fn dependents(
         print_dependents(ui, &found, queries.len());
         return Ok(exit::SUCCESS);
     };
-    let queries = &queries;
+    let keys = queries.len();
+    let asked = std::sync::Arc::new((queries, namespace.map(str::to_string)));
     let reads = fleet
-        .read(|conn| async move { read_dependents(&conn, queries, namespace, false).await })
+        .read(move |conn| {
+            let asked = asked.clone();
+            async move { read_dependents(&conn, &asked.0, asked.1.as_deref(), false).await }
+        })
         .await;
-    print_fleet_dependents(ui, &reads, queries.len());
+    print_fleet_dependents(ui, &reads, keys);
     Ok(crate::fleet::exit_code(&reads, |_| exit::SUCCESS))
 }
 

@@ -95,6 +95,23 @@ enum Bench {
         #[arg(long)]
         gpu_taint: Option<PathBuf>,
     },
+    /// `kubectl gpu-taint status --all-contexts` over several test API servers vs one
+    /// single-context run per cluster, in turn; then with one more context that never
+    /// answers.
+    Fleet {
+        /// How many clusters (test API servers, one context each).
+        #[arg(long, default_value_t = 8)]
+        clusters: usize,
+        #[arg(long, default_value_t = 1000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 10_000)]
+        pods: usize,
+        /// The fleet run's `--context-timeout` (the hung context costs this).
+        #[arg(long, default_value = "5s")]
+        context_timeout: String,
+        #[arg(long)]
+        plugin: Option<PathBuf>,
+    },
     /// `kubectl gpu-taint status` on a generated cluster: wall time, peak memory, requests.
     GpuStatus {
         #[arg(long, default_value_t = 5000)]
@@ -447,6 +464,137 @@ fn precision(plugin: &Path, corpus: &Path, verdicts: &Path, linter: &str) -> Exi
         }
     );
     if u == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `status --all-contexts` over `clusters` test API servers against one run per context in
+/// turn, then with a hung context (accepts, never answers) added.
+async fn fleet(
+    plugin: PathBuf,
+    clusters: usize,
+    nodes: usize,
+    pods: usize,
+    context_timeout: &str,
+) -> ExitCode {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let started = Instant::now();
+    let mut servers = Vec::new();
+    for i in 0..clusters {
+        let server = TestServer::start(ServerConfig::default().with_generator(Generator {
+            nodes,
+            pods,
+            gpus_per_node: 8,
+        }))
+        .await
+        .expect("server starts");
+        let path = server
+            .write_kubeconfig(&dir.path().join(format!("c{i}.kubeconfig")), "admin")
+            .expect("kubeconfig");
+        servers.push((format!("cluster-{i}"), path, server));
+    }
+    eprintln!(
+        "{clusters} test API servers of {nodes} nodes and {pods} pods each in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let hung = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let hung_url = format!("https://{}", hung.local_addr().expect("address"));
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in hung.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let named: Vec<(&str, &Path)> = servers
+        .iter()
+        .map(|(n, p, _)| (n.as_str(), p.as_path()))
+        .chain(servers.first().map(|(_, p, _)| ("hung", p.as_path())))
+        .collect();
+    let mut merged: serde_json::Value =
+        serde_yaml::from_str(&placekit_testserver::harness::merge_kubeconfigs(&named))
+            .expect("yaml");
+    merged["clusters"][clusters]["cluster"] =
+        serde_json::json!({"server": hung_url, "insecure-skip-tls-verify": true});
+    let kubeconfig = dir.path().join("fleet.kubeconfig");
+    std::fs::write(&kubeconfig, serde_yaml::to_string(&merged).expect("yaml")).expect("write");
+    let run = |args: Vec<String>| {
+        let kubeconfig = kubeconfig.clone();
+        let plugin = plugin.clone();
+        move || {
+            let mut c = Command::new(&plugin);
+            c.args(&args).env("KUBECONFIG", &kubeconfig);
+            run_watched(c, std::process::Stdio::null())
+        }
+    };
+    let mut singles = Vec::new();
+    for (name, _, _) in &servers {
+        let args = vec![
+            "status".into(),
+            "-o".into(),
+            "json".into(),
+            "--context".into(),
+            name.clone(),
+        ];
+        let (output, seconds, _) = tokio::task::spawn_blocking(run(args)).await.expect("join");
+        if !output.status.success() {
+            eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+            return ExitCode::FAILURE;
+        }
+        singles.push(seconds);
+    }
+    let sequential: f64 = singles.iter().sum();
+    let slowest = singles.iter().copied().fold(0.0, f64::max);
+    let pattern = "cluster-*".to_string();
+    let fleet_args = |pattern: String| {
+        vec![
+            "status".into(),
+            "-o".into(),
+            "json".into(),
+            "--contexts".into(),
+            pattern,
+            "--context-timeout".into(),
+            context_timeout.to_string(),
+        ]
+    };
+    let (output, together, peak) = tokio::task::spawn_blocking(run(fleet_args(pattern)))
+        .await
+        .expect("join");
+    let all_read = output.status.success();
+    let (hung_output, with_hung, _) =
+        tokio::task::spawn_blocking(run(fleet_args("cluster-*,hung".into())))
+            .await
+            .expect("join");
+    let deadline = placekit::connect::parse_request_timeout(context_timeout)
+        .ok()
+        .flatten()
+        .map_or(0.0, |d| d.as_secs_f64());
+    println!(
+        "kubectl gpu-taint status -o json over {clusters} clusters of {nodes} nodes and {pods} pods (test API servers in one process on this machine)"
+    );
+    println!(
+        "one context at a time: {sequential:.2} s in all, slowest {slowest:.2} s (each: {})",
+        singles
+            .iter()
+            .map(|s| format!("{s:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "--contexts 'cluster-*':  {together:.2} s ({:.2}x the slowest single context, target <= 1.5x; {:.1}x faster than in turn), peak memory {}, exit {}",
+        together / slowest,
+        sequential / together,
+        peak.map_or("n/a".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0)),
+        output.status.code().unwrap_or(-1)
+    );
+    println!(
+        "with a hung context:    {with_hung:.2} s (target <= deadline {deadline:.1} s + slowest {slowest:.2} s = {:.2} s), exit {} (4: some contexts could not be read)",
+        deadline + slowest,
+        hung_output.status.code().unwrap_or(-1)
+    );
+    let on_target = together <= 1.5 * slowest && with_hung <= deadline + slowest;
+    if all_read && hung_output.status.code() == Some(4) && on_target {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -820,6 +968,16 @@ async fn main() -> ExitCode {
                 );
             }
             ExitCode::SUCCESS
+        }
+        Bench::Fleet {
+            clusters,
+            nodes,
+            pods,
+            context_timeout,
+            plugin,
+        } => {
+            let plugin = plugin.unwrap_or_else(|| sibling("kubectl-gpu_taint"));
+            fleet(plugin, clusters, nodes, pods, &context_timeout).await
         }
         Bench::GpuStatus {
             nodes,
