@@ -10,7 +10,7 @@
 //! The results come back in the order the contexts were given, each cluster's either the
 //! command's data or why it could not be read, in kubectl's words.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kube::config::Kubeconfig;
@@ -237,9 +237,13 @@ pub struct ContextFailure {
 
 impl ContextFailure {
     fn from_error(e: &CommandError) -> Self {
+        // Each context's requests have the deadline of --context-timeout, not the
+        // --request-timeout the one-context message points at.
+        let reason = e
+            .to_string()
+            .replace("see --request-timeout", "see --context-timeout");
         ContextFailure {
-            reason: crate::ui::escape_controls(&crate::connect::redact(&e.to_string()), true)
-                .into_owned(),
+            reason: crate::ui::escape_controls(&crate::connect::redact(&reason), true).into_owned(),
             exit_code: e.exit_code(),
         }
     }
@@ -336,24 +340,13 @@ impl Fleet {
         }
     }
 
-    /// Connects to one context and asks for its identity within the deadline.
-    async fn probe(&self, context: &str) -> Probed {
-        let args = self.connection_args(context);
-        let reach = async {
-            let conn = args.connect().await?;
-            let identity =
-                crate::connect::with_server(conn.server.clone(), crate::api::probe_identity(&conn))
-                    .await?;
-            Ok::<_, CommandError>((conn, identity))
-        };
-        match tokio::time::timeout(self.timeout, reach).await {
+    /// Asks one cluster for its identity within the deadline.
+    async fn probe(&self, conn: &Connection) -> Result<ClusterIdentity, CommandError> {
+        match tokio::time::timeout(self.timeout, crate::api::probe_identity(conn)).await {
             Ok(result) => result,
             Err(_) => Err(CommandError::Unreachable {
                 doing: "waiting for its first answer".into(),
-                server: args
-                    .load_kubeconfig()
-                    .ok()
-                    .and_then(|k| server_of(&k, context)),
+                server: Some(conn.server.clone()),
                 cause: format!(
                     "timeout: no answer within {} (--context-timeout)",
                     humantime(self.timeout)
@@ -363,101 +356,113 @@ impl Fleet {
     }
 
     /// Runs `read` once per cluster the contexts reach, at most `--parallel-contexts`
-    /// contexts at a time, each on its own task (the clusters' answers are decoded on every
+    /// clusters at a time, each on its own task (the clusters' answers are decoded on every
     /// core); returns each cluster's outcome in the order the contexts were given.
     ///
-    /// Each context is probed and, unless a context probed before it reached the same
-    /// cluster, read at once: a context that does not answer costs its own deadline and
-    /// holds up no other.
+    /// Contexts whose kubeconfig names the same server and CA are one cluster before any
+    /// request. Each cluster is then read at once, while its identity (the `kube-system`
+    /// uid) is asked alongside within the deadline: a context that does not answer costs
+    /// its own deadline and holds up no other, and the identity costs no round trip of its
+    /// own. Clusters reached through different URLs that turn out to be one are merged
+    /// afterwards (the later read is dropped).
     pub async fn read<T, F, Fut>(&self, read: F) -> Vec<ClusterRead<T>>
     where
         F: Fn(Connection) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<T, CommandError>> + Send + 'static,
         T: Send + 'static,
     {
-        /// What became of one context.
-        enum Done<T> {
-            /// It was read (or could not be): the cluster's outcome.
-            Read(String, Result<T, ContextFailure>),
-            /// It reaches the cluster the context at this index reads.
-            SameAs(usize),
+        /// Contexts that name one cluster with the same credentials, and the client of the
+        /// first.
+        struct Group {
+            contexts: Vec<String>,
+            server: String,
+            credentials: Option<serde_json::Value>,
+            conn: Result<Connection, ContextFailure>,
+        }
+        let kubeconfig = self.base.load_kubeconfig().ok();
+        let mut groups: Vec<Group> = Vec::new();
+        for context in &self.contexts {
+            // Another user may be refused, or see less: only the same credentials share a read.
+            let credentials = kubeconfig.as_ref().and_then(|k| credentials_of(k, context));
+            match self.connection_args(context).connect().await {
+                Ok(conn) => {
+                    if let Some(g) = groups.iter_mut().find(|g| {
+                        g.credentials == credentials
+                            && g.conn
+                                .as_ref()
+                                .is_ok_and(|c| c.cluster.same_cluster(&conn.cluster))
+                    }) {
+                        g.contexts.push(context.clone());
+                        continue;
+                    }
+                    groups.push(Group {
+                        contexts: vec![context.clone()],
+                        server: conn.server.clone(),
+                        credentials,
+                        conn: Ok(conn),
+                    });
+                }
+                Err(e) => groups.push(Group {
+                    contexts: vec![context.clone()],
+                    server: self.server_of(context),
+                    credentials,
+                    conn: Err(ContextFailure::from_error(&e.into())),
+                }),
+            }
         }
         let read = Arc::new(read);
         let slots = Arc::new(tokio::sync::Semaphore::new(self.parallel));
-        let claimed: Arc<Mutex<Vec<(ClusterIdentity, usize)>>> = Arc::default();
-        let tasks: Vec<_> = self
-            .contexts
+        let tasks: Vec<_> = groups
             .iter()
-            .enumerate()
-            .map(|(index, context)| {
-                let (fleet, context) = (self.clone(), context.clone());
-                let (read, slots, claimed) = (read.clone(), slots.clone(), claimed.clone());
+            .map(|g| {
+                let conn = g.conn.clone();
+                let (fleet, read, slots) = (self.clone(), read.clone(), slots.clone());
                 tokio::spawn(async move {
+                    let conn = conn?;
                     let _slot = slots.acquire_owned().await.expect("never closed");
-                    let (conn, identity) = match fleet.probe(&context).await {
-                        Ok(probed) => probed,
-                        Err(e) => {
-                            let server = fleet.server_of(&context);
-                            return Done::Read(server, Err(ContextFailure::from_error(&e)));
-                        }
-                    };
-                    {
-                        let mut claimed = claimed.lock().unwrap_or_else(PoisonError::into_inner);
-                        if let Some((_, owner)) = claimed
-                            .iter()
-                            .find(|(other, _)| other.same_cluster(&identity))
-                        {
-                            return Done::SameAs(*owner);
-                        }
-                        claimed.push((identity, index));
-                    }
                     let server = conn.server.clone();
-                    let outcome = crate::connect::with_server(server.clone(), read(conn))
-                        .await
-                        .map_err(|e| ContextFailure::from_error(&e));
-                    Done::Read(server, outcome)
+                    let (identity, outcome) = crate::connect::with_server(server, async {
+                        tokio::join!(fleet.probe(&conn), read(conn.clone()))
+                    })
+                    .await;
+                    // Bad credentials or no answer: said as the first request found it.
+                    let identity = identity.map_err(|e| ContextFailure::from_error(&e))?;
+                    let outcome = outcome.map_err(|e| ContextFailure::from_error(&e))?;
+                    Ok((identity, outcome))
                 })
             })
             .collect();
-        let mut done: Vec<Option<Done<T>>> = Vec::new();
-        for (index, task) in tasks.into_iter().enumerate() {
-            done.push(Some(task.await.unwrap_or_else(|e| {
-                Done::Read(
-                    self.server_of(&self.contexts[index]),
-                    Err(ContextFailure {
-                        reason: format!("internal error: {e}"),
-                        exit_code: exit::CLUSTER,
-                    }),
-                )
-            })));
-        }
-        // Each cluster under every context that reached it, in the order given; the report
-        // shows it where the first of them was given.
-        let mut owner_of: Vec<usize> = (0..done.len()).collect();
-        for (index, d) in done.iter().enumerate() {
-            if let Some(Done::SameAs(owner)) = d {
-                owner_of[index] = *owner;
-            }
-        }
-        let mut reads = Vec::new();
-        for index in 0..done.len() {
-            let owner = owner_of[index];
-            if (0..index).any(|earlier| owner_of[earlier] == owner) {
-                continue;
-            }
-            let Some(Done::Read(server, outcome)) = done[owner].take() else {
-                continue;
-            };
-            reads.push(ClusterRead {
-                contexts: (0..done.len())
-                    .filter(|i| owner_of[*i] == owner)
-                    .map(|i| self.contexts[i].clone())
-                    .collect(),
-                server,
-                outcome,
+        let mut reads: Vec<(Option<ClusterIdentity>, ClusterRead<T>)> = Vec::new();
+        for (group, task) in groups.into_iter().zip(tasks) {
+            let done = task.await.unwrap_or_else(|e| {
+                Err(ContextFailure {
+                    reason: format!("internal error: {e}"),
+                    exit_code: exit::CLUSTER,
+                })
             });
+            let (identity, outcome) = match done {
+                Ok((identity, data)) => (Some(identity), Ok(data)),
+                Err(failure) => (None, Err(failure)),
+            };
+            // The same cluster through another URL: its names join the first read.
+            if let Some(id) = identity.as_ref().filter(|id| id.kube_system_uid.is_some())
+                && let Some((_, first)) = reads
+                    .iter_mut()
+                    .find(|(other, _)| other.as_ref().is_some_and(|o| o.same_cluster(id)))
+            {
+                first.contexts.extend(group.contexts);
+                continue;
+            }
+            reads.push((
+                identity,
+                ClusterRead {
+                    contexts: group.contexts,
+                    server: group.server,
+                    outcome,
+                },
+            ));
         }
-        reads
+        reads.into_iter().map(|(_, r)| r).collect()
     }
 
     /// The server a context names, for a context that could not be reached.
@@ -470,8 +475,24 @@ impl Fleet {
     }
 }
 
-/// A context reached (its client and cluster identity), or why not.
-type Probed = Result<(Connection, ClusterIdentity), CommandError>;
+/// The user entry a context names, as written (compared, never shown).
+fn credentials_of(kubeconfig: &Kubeconfig, context: &str) -> Option<serde_json::Value> {
+    let user = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == context)?
+        .context
+        .as_ref()?
+        .user
+        .clone()?;
+    let auth = kubeconfig
+        .auth_infos
+        .iter()
+        .find(|a| a.name == user)?
+        .auth_info
+        .as_ref()?;
+    serde_json::to_value(auth).ok()
+}
 
 /// The server URL a context's cluster names in the kubeconfig, without userinfo.
 fn server_of(kubeconfig: &Kubeconfig, context: &str) -> Option<String> {
@@ -585,28 +606,55 @@ pub fn failures_json<T>(reads: &[ClusterRead<T>]) -> serde_json::Value {
     )
 }
 
-/// `items` (JSON objects) with `context`, `contexts` (when several name the cluster) and
-/// `server` added to each.
-pub fn tag_items<T>(read: &ClusterRead<T>, items: serde_json::Value) -> Vec<serde_json::Value> {
-    let serde_json::Value::Array(items) = items else {
-        return Vec::new();
-    };
-    items
-        .into_iter()
-        .map(|mut item| {
-            if let Some(object) = item.as_object_mut() {
-                let mut tagged = serde_json::Map::new();
-                tagged.insert("context".into(), read.contexts.first().cloned().into());
-                if read.contexts.len() > 1 {
-                    tagged.insert("contexts".into(), read.contexts.clone().into());
-                }
-                tagged.insert("server".into(), read.server.clone().into());
-                tagged.extend(std::mem::take(object));
-                *object = tagged;
-            }
-            item
-        })
-        .collect()
+/// One item of a cluster's part of a JSON/YAML report, with where it comes from: `context`,
+/// `contexts` (when several name the cluster) and `server`, then the item's own fields.
+/// Serialised as it goes (no JSON tree per item: a fleet report can hold many thousands).
+#[derive(Debug, serde::Serialize)]
+pub struct Tagged<'a, T: serde::Serialize> {
+    pub context: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contexts: Option<&'a [String]>,
+    pub server: &'a str,
+    #[serde(flatten)]
+    pub item: &'a T,
+}
+
+/// `items` of one cluster, each [`Tagged`] with its context and server.
+pub fn tagged<'a, T: serde::Serialize, U>(
+    read: &'a ClusterRead<U>,
+    items: &'a [T],
+) -> impl Iterator<Item = Tagged<'a, T>> + 'a {
+    items.iter().map(move |item| Tagged {
+        context: read.contexts.first().map_or("", String::as_str),
+        contexts: (read.contexts.len() > 1).then_some(read.contexts.as_slice()),
+        server: &read.server,
+        item,
+    })
+}
+
+/// A JSON/YAML report of several clusters: the fields of `head` (a JSON object: kind,
+/// totals, `contexts`…), then `lists` (`items`, `nodes`…) of [`Tagged`] items, serialised
+/// as they go.
+#[derive(Debug)]
+pub struct Report<'a, T: serde::Serialize> {
+    pub head: serde_json::Value,
+    pub lists: Vec<(&'static str, Vec<Tagged<'a, T>>)>,
+}
+
+impl<T: serde::Serialize> serde::Serialize for Report<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let head = self.head.as_object();
+        let mut map =
+            serializer.serialize_map(Some(head.map_or(0, |h| h.len()) + self.lists.len()))?;
+        for (key, value) in head.into_iter().flatten() {
+            map.serialize_entry(key, value)?;
+        }
+        for (key, items) in &self.lists {
+            map.serialize_entry(key, items)?;
+        }
+        map.end()
+    }
 }
 
 /// A table with a leading CONTEXT column: each cluster's rows under its label, in order.

@@ -529,24 +529,24 @@ pub fn print_fleet_status(ui: &Ui, options: &StatusOptions, reads: &[ClusterRead
                 entry
             })
             .collect();
-        let report = match options.by {
+        match options.by {
             Some(by) => {
-                let items: Vec<serde_json::Value> = ok()
+                let items: Vec<fleet::Tagged<RequestRow>> = ok()
                     .flat_map(|(r, view)| match view {
-                        StatusView::Breakdown(rows) => {
-                            fleet::tag_items(r, serde_json::to_value(rows).expect("rows serialise"))
-                        }
+                        StatusView::Breakdown(rows) => fleet::tagged(r, rows).collect(),
                         _ => Vec::new(),
                     })
                     .collect();
-                serde_json::json!({
-                    "apiVersion": REPORT_API_VERSION,
-                    "kind": "GpuRequests",
-                    "by": match by { By::Namespace => "namespace", By::Pod => "pod" },
-                    "namespace": options.namespace,
-                    "items": items,
-                    "contexts": contexts,
-                })
+                ui.print_structured(&fleet::Report {
+                    head: serde_json::json!({
+                        "apiVersion": REPORT_API_VERSION,
+                        "kind": "GpuRequests",
+                        "by": match by { By::Namespace => "namespace", By::Pod => "pod" },
+                        "namespace": options.namespace,
+                        "contexts": contexts,
+                    }),
+                    lists: vec![("items", items)],
+                });
             }
             None => {
                 let mut nodes = Vec::new();
@@ -560,10 +560,7 @@ pub fn print_fleet_status(ui: &Ui, options: &StatusOptions, reads: &[ClusterRead
                         ..
                     } = view
                     {
-                        nodes.extend(fleet::tag_items(
-                            r,
-                            serde_json::to_value(rows).expect("rows serialise"),
-                        ));
+                        nodes.extend(fleet::tagged(r, rows));
                         legacy.push(totals);
                         per_cluster.push(by_resource.as_slice());
                     }
@@ -573,17 +570,18 @@ pub fn print_fleet_status(ui: &Ui, options: &StatusOptions, reads: &[ClusterRead
                 totals["byResource"] =
                     serde_json::to_value(accelerators::merge_totals(per_cluster))
                         .expect("totals serialise");
-                serde_json::json!({
-                    "apiVersion": REPORT_API_VERSION,
-                    "kind": "GpuInventory",
-                    "resource": primary,
-                    "nodes": nodes,
-                    "totals": totals,
-                    "contexts": contexts,
-                })
+                ui.print_structured(&fleet::Report {
+                    head: serde_json::json!({
+                        "apiVersion": REPORT_API_VERSION,
+                        "kind": "GpuInventory",
+                        "resource": primary,
+                        "totals": totals,
+                        "contexts": contexts,
+                    }),
+                    lists: vec![("nodes", nodes)],
+                });
             }
-        };
-        ui.print_structured(&report);
+        }
         fleet::warn_failures(ui, reads);
         return fleet::exit_code(reads, |_| exit::SUCCESS);
     }

@@ -205,21 +205,23 @@ pub async fn drift_fleet(
                 entry["drifted"] = json!(f.drifted.len());
             }
         }
-        let items: Vec<Value> = ok()
-            .flat_map(|(r, f)| fleet::tag_items(r, json!(f.drifted)))
+        let items: Vec<fleet::Tagged<Drift>> = ok()
+            .flat_map(|(r, f)| fleet::tagged(r, &f.drifted))
             .collect();
-        let orphans: Vec<Value> = ok()
-            .flat_map(|(r, f)| fleet::tag_items(r, json!(f.orphans)))
+        let orphans: Vec<fleet::Tagged<Value>> = ok()
+            .flat_map(|(r, f)| fleet::tagged(r, &f.orphans))
             .collect();
-        ui.print_structured(&json!({
-            "apiVersion": REPORT_API_VERSION,
-            "kind": "DriftReport",
-            "podsChecked": ok().map(|(_, f)| f.checked).sum::<usize>(),
-            "listRequests": ok().map(|(_, f)| f.requests).sum::<usize>(),
-            "items": items,
-            "podsOnMissingNodes": orphans,
-            "contexts": contexts,
-        }));
+        ui.print_structured(&fleet::Report {
+            head: json!({
+                "apiVersion": REPORT_API_VERSION,
+                "kind": "DriftReport",
+                "podsChecked": ok().map(|(_, f)| f.checked).sum::<usize>(),
+                "listRequests": ok().map(|(_, f)| f.requests).sum::<usize>(),
+                "podsOnMissingNodes": orphans,
+                "contexts": contexts,
+            }),
+            lists: vec![("items", items)],
+        });
     } else {
         let parts: Vec<(String, Vec<Vec<String>>)> = ok()
             .filter(|(_, f)| !f.drifted.is_empty())

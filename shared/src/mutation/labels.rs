@@ -537,20 +537,18 @@ fn print_fleet_dependents(
         }
     }
     if ui.output.is_structured() {
-        let items: Vec<serde_json::Value> = reads
+        let items: Vec<fleet::Tagged<Dependent>> = reads
             .iter()
             .filter_map(|r| r.outcome.as_ref().ok().map(|(found, _)| (r, found)))
-            .flat_map(|(r, found)| {
-                fleet::tag_items(
-                    r,
-                    serde_json::to_value(found).expect("dependents serialise"),
-                )
-            })
+            .flat_map(|(r, found)| fleet::tagged(r, found))
             .collect();
-        ui.print_structured(&serde_json::json!({
-            "apiVersion": REPORT_API_VERSION, "kind": "LabelDependents", "items": items,
-            "contexts": fleet::contexts_json(reads),
-        }));
+        ui.print_structured(&fleet::Report {
+            head: serde_json::json!({
+                "apiVersion": REPORT_API_VERSION, "kind": "LabelDependents",
+                "contexts": fleet::contexts_json(reads),
+            }),
+            lists: vec![("items", items)],
+        });
     } else {
         let parts: Vec<(String, Vec<Vec<String>>)> = reads
             .iter()

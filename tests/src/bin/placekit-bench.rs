@@ -109,6 +109,11 @@ enum Bench {
         /// The fleet run's `--context-timeout` (the hung context costs this).
         #[arg(long, default_value = "5s")]
         context_timeout: String,
+        /// Added to every request, as the round trip to a cluster in another region adds it
+        /// (0: the servers answer at once, and the runs compete for this machine's cores
+        /// with the servers themselves).
+        #[arg(long, default_value_t = 50)]
+        latency_ms: u64,
         #[arg(long)]
         plugin: Option<PathBuf>,
     },
@@ -470,14 +475,15 @@ fn precision(plugin: &Path, corpus: &Path, verdicts: &Path, linter: &str) -> Exi
     }
 }
 
-/// `status --all-contexts` over `clusters` test API servers against one run per context in
-/// turn, then with a hung context (accepts, never answers) added.
+/// `status --contexts` over `clusters` test API servers against one run per context in turn,
+/// then with one of them replaced by a hung context (accepts, never answers).
 async fn fleet(
     plugin: PathBuf,
     clusters: usize,
     nodes: usize,
     pods: usize,
     context_timeout: &str,
+    latency_ms: u64,
 ) -> ExitCode {
     let dir = tempfile::tempdir().expect("tempdir");
     let started = Instant::now();
@@ -490,6 +496,17 @@ async fn fleet(
         }))
         .await
         .expect("server starts");
+        if latency_ms > 0 {
+            server.inject(placekit_testserver::Fault {
+                times: u64::MAX,
+                ..placekit_testserver::Fault::new(
+                    "*",
+                    "*",
+                    1,
+                    placekit_testserver::FaultAction::Delay { millis: latency_ms },
+                )
+            });
+        }
         let path = server
             .write_kubeconfig(&dir.path().join(format!("c{i}.kubeconfig")), "admin")
             .expect("kubeconfig");
@@ -547,6 +564,8 @@ async fn fleet(
     let sequential: f64 = singles.iter().sum();
     let slowest = singles.iter().copied().fold(0.0, f64::max);
     let pattern = "cluster-*".to_string();
+    // One of the clusters hung: the last one's name stands for the hung context.
+    let with_hung_pattern = format!("cluster-*,!cluster-{},hung", clusters - 1);
     let fleet_args = |pattern: String| {
         vec![
             "status".into(),
@@ -563,7 +582,7 @@ async fn fleet(
         .expect("join");
     let all_read = output.status.success();
     let (hung_output, with_hung, _) =
-        tokio::task::spawn_blocking(run(fleet_args("cluster-*,hung".into())))
+        tokio::task::spawn_blocking(run(fleet_args(with_hung_pattern)))
             .await
             .expect("join");
     let deadline = placekit::connect::parse_request_timeout(context_timeout)
@@ -571,7 +590,7 @@ async fn fleet(
         .flatten()
         .map_or(0.0, |d| d.as_secs_f64());
     println!(
-        "kubectl gpu-taint status -o json over {clusters} clusters of {nodes} nodes and {pods} pods (test API servers in one process on this machine)"
+        "kubectl gpu-taint status -o json over {clusters} clusters of {nodes} nodes and {pods} pods (test API servers in one process on this machine, {latency_ms} ms added to each request)"
     );
     println!(
         "one context at a time: {sequential:.2} s in all, slowest {slowest:.2} s (each: {})",
@@ -589,7 +608,7 @@ async fn fleet(
         output.status.code().unwrap_or(-1)
     );
     println!(
-        "with a hung context:    {with_hung:.2} s (target <= deadline {deadline:.1} s + slowest {slowest:.2} s = {:.2} s), exit {} (4: some contexts could not be read)",
+        "one of them hung:       {with_hung:.2} s (target <= deadline {deadline:.1} s + slowest {slowest:.2} s = {:.2} s), exit {} (4: some contexts could not be read)",
         deadline + slowest,
         hung_output.status.code().unwrap_or(-1)
     );
@@ -974,10 +993,11 @@ async fn main() -> ExitCode {
             nodes,
             pods,
             context_timeout,
+            latency_ms,
             plugin,
         } => {
             let plugin = plugin.unwrap_or_else(|| sibling("kubectl-gpu_taint"));
-            fleet(plugin, clusters, nodes, pods, &context_timeout).await
+            fleet(plugin, clusters, nodes, pods, &context_timeout, latency_ms).await
         }
         Bench::GpuStatus {
             nodes,
