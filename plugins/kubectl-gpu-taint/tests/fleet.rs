@@ -575,3 +575,28 @@ async fn contexts_come_from_every_file_of_a_kubeconfig_list() {
     assert_code(&run, 0);
     assert_eq!(contexts_read(&run), ["east", "west-2"], "{}", run.all());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_completes_context_names_and_patterns() {
+    let f = fleet().await;
+    let env = [("KUBECONFIG", f.h.kubeconfig.as_path())];
+    let complete = |words: &[&str]| {
+        tokio::task::block_in_place(|| {
+            placekit_testserver::harness::kubectl_complete(binary(), "gpu-taint", words, &env)
+        })
+    };
+    let Some((contexts, _)) = complete(&["status", "--contexts", "e"]) else {
+        assert!(
+            std::env::var_os("PLACEKIT_REQUIRE_KUBECTL").is_none(),
+            "kubectl is required here"
+        );
+        eprintln!("NOTICE: kubectl is not installed; skipping");
+        return;
+    };
+    assert_eq!(contexts, ["east", "east-alias"]);
+    // After a comma and after `!`: the rest of the word is kept in front.
+    let (contexts, _) = complete(&["status", "--contexts", "west,!east"]).unwrap();
+    assert_eq!(contexts, ["west,!east", "west,!east-alias"]);
+    let (flags, _) = complete(&["status", "--all-con"]).unwrap();
+    assert_eq!(flags, ["--all-contexts"]);
+}
