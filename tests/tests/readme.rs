@@ -292,7 +292,9 @@ fn runnable_examples(help: &str) -> Vec<String> {
             }
         }
     }
-    const NOT_ON_THE_DEMO: [&str; 12] = [
+    // The demo kubeconfig has one context: patterns naming a fleet's contexts match none.
+    const NOT_ON_THE_DEMO: [&str; 13] = [
+        "'prod-",
         "|",
         ">",
         "NODE",
