@@ -132,3 +132,60 @@ async fn typos_are_named_with_what_was_meant() {
         run.all()
     );
 }
+
+/// Reserved-prefix warnings say what NodeRestriction and the kubelet really do: a role
+/// label is the admin's (no kubelet may set it), the kubelet's own labels are the kubelet's,
+/// and an isolation key a node may set on itself is said to be one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reserved_prefix_warnings_follow_node_restriction() {
+    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let warned = |run: &placekit_testserver::harness::Run| -> Vec<String> {
+        run.stderr
+            .lines()
+            .filter(|l| l.starts_with("warning:"))
+            .map(str::to_string)
+            .collect()
+    };
+    let run = h
+        .run(&[
+            "set",
+            "gpu-a100-1",
+            "node-role.kubernetes.io/gpu=",
+            "--dry-run=client",
+        ])
+        .await;
+    assert_eq!(run.code, 0, "{}", run.all());
+    assert!(warned(&run).is_empty(), "{}", run.all());
+    let run = h
+        .run(&[
+            "set",
+            "gpu-a100-1",
+            "topology.kubernetes.io/zone=zone-x",
+            "--overwrite",
+            "--dry-run=client",
+        ])
+        .await;
+    assert_eq!(run.code, 0, "{}", run.all());
+    assert!(
+        warned(&run).iter().any(|w| w.contains(
+            "topology.kubernetes.io/zone is one of the kubelet's own labels: the kubelet sets it on its own Node"
+        )),
+        "{}",
+        run.all()
+    );
+    let run = h
+        .run(&[
+            "set",
+            "gpu-a100-1",
+            "example.kubernetes.io/tier=gold",
+            "--dry-run=client",
+        ])
+        .await;
+    assert!(
+        warned(&run).iter().any(|w| w.contains(
+            "example.kubernetes.io/tier is in the example.kubernetes.io namespace, reserved for Kubernetes' own labels: use a domain of your own (e.g. example.com/tier)"
+        )),
+        "{}",
+        run.all()
+    );
+}

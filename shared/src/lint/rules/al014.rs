@@ -15,6 +15,9 @@ Notes required node constraints (`nodeSelector`, required affinity) on isolation
 ## When it does not fire
 - Keys under `[*.]node-restriction.kubernetes.io/`, and keys that do not look like an
   isolation key (`pool`, `dedicated`, `tenant`, ...).
+- Keys no kubelet may set on its own Node either: `node-role.kubernetes.io/*` and other keys
+  in the `kubernetes.io`/`k8s.io` namespaces but for the kubelet's own labels and
+  `[*.]kubelet.kubernetes.io/`, `[*.]node.kubernetes.io/`.
 - Preferred terms (they do not isolate anything).
 - Node-pool labels of cloud providers' node provisioning (`cloud.google.com/gke-nodepool`,
   `eks.amazonaws.com/nodegroup`, `karpenter.sh/nodepool`, `kubernetes.azure.com/agentpool`,
@@ -24,9 +27,10 @@ Turn it off for clusters without the NodeRestriction admission plugin in
 `.affinity-lint.yaml`: `rules: {AL014: off}`.
 
 ## Why it matters
-A node's own kubelet may set any label outside `[*.]node-restriction.kubernetes.io/`, so a
-compromised node could label itself into the pool and attract the workload. The
-NodeRestriction admission plugin forbids kubelets from setting keys under that prefix.
+A node's own kubelet may set any label outside `[*.]node-restriction.kubernetes.io/` and the
+reserved `kubernetes.io`/`k8s.io` namespaces, so a compromised node could label itself into
+the pool and attract the workload. The NodeRestriction admission plugin forbids kubelets
+from setting keys under that prefix.
 
 ## Example
 ```yaml
