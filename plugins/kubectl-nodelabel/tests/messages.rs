@@ -189,3 +189,32 @@ async fn reserved_prefix_warnings_follow_node_restriction() {
         run.all()
     );
 }
+
+/// A long command line is shortened in `history`'s table (it would push the other columns
+/// off the screen) and kept whole in `-o wide` and JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_shortens_long_commands_in_the_table_only() {
+    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let labels: Vec<String> = (0..12)
+        .map(|i| format!("ops.example.com/feature-{i:02}=enabled-with-a-long-value"))
+        .collect();
+    let mut args = vec!["set", "gpu-a100-1"];
+    args.extend(labels.iter().map(String::as_str));
+    args.push("-y");
+    let run = h.run(&args).await;
+    assert_eq!(run.code, 0, "{}", run.all());
+    let full = format!("set gpu-a100-1 {} -y", labels.join(" "));
+    assert!(full.len() > 200);
+
+    let table = h.run(&["history"]).await;
+    let row = table.stdout.lines().nth(1).expect("one row");
+    // 80 characters of the command, the last an ellipsis.
+    let shown = format!("{}… ", &full[..79]);
+    assert!(row.contains(&shown), "{row}");
+    assert!(!row.contains(&full[..80]), "{row}");
+    let wide = h.run(&["history", "-o", "wide"]).await;
+    assert!(wide.stdout.contains(&full), "{}", wide.all());
+    let json = h.run(&["history", "-o", "json"]).await;
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(report["items"][0]["command"], full.as_str());
+}

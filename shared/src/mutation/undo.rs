@@ -562,7 +562,11 @@ pub fn print_history(ui: &Ui, history: &History) {
                 row.extend([e.server.clone(), e.operation.clone()]);
             }
             row.extend([
-                e.command.clone(),
+                if wide {
+                    e.command.clone()
+                } else {
+                    shorten(&e.command, COMMAND_COLUMN)
+                },
                 e.nodes.to_string(),
                 e.outcome.clone(),
                 match e.left_alone.len() {
@@ -580,6 +584,18 @@ pub fn print_history(ui: &Ui, history: &History) {
     }
     header.extend(["COMMAND", "NODES", "OUTCOME", "ROLLED BACK", "SNAPSHOT"]);
     print!("{}", crate::ui::table(&header, &rows));
+}
+
+/// The widest COMMAND `history` shows in its table (`-o wide` and JSON show it whole).
+const COMMAND_COLUMN: usize = 80;
+
+/// `text` cut to `width` characters, the last an ellipsis, when longer.
+fn shorten(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(width.saturating_sub(1)).collect();
+    format!("{kept}…")
 }
 
 /// Prints one snapshot (`show`).
