@@ -309,3 +309,68 @@ async fn a_server_that_stops_answering_trips_the_breaker() {
     // Three nodes × five attempts, and not one attempt more.
     assert_eq!(h.server().count("patch", "nodes"), 15);
 }
+
+/// An interrupted change of hundreds of nodes says what was not attempted in one line —
+/// how many, and the first few names — instead of one line per node; the JSON report
+/// keeps every node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_large_change_summarises_the_nodes_not_attempted() {
+    let h = Harness::local(
+        "nodelabel",
+        binary(),
+        placekit_testserver::ServerConfig::default().with_generator(
+            placekit_testserver::Generator {
+                nodes: 300,
+                pods: 0,
+                gpus_per_node: 8,
+            },
+        ),
+    )
+    .await;
+    h.server().inject(Fault {
+        times: 1000,
+        ..Fault::new(
+            "patch",
+            "nodes",
+            1,
+            FaultAction::Status {
+                code: 429,
+                retry_after_seconds: Some(20),
+            },
+        )
+    });
+    let child = h
+        .command(&["set", "--all", "team=ml", "--concurrency", "1", "-y"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while h.server().count("patch", "nodes") == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no write started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    send(&child, "INT");
+    let run = tokio::task::block_in_place(|| Harness::wait(child));
+    assert_code(&run, 130);
+    let lines: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains("notAttempted"))
+        .collect();
+    // One line for the 299 nodes not attempted, and the summary's count.
+    assert_eq!(lines.len(), 2, "{}", run.all());
+    assert!(
+        lines[0].starts_with("node/gpu-node-00001, node/gpu-node-00002, node/gpu-node-00003 and 296 more: notAttempted"),
+        "{}",
+        run.all()
+    );
+    assert!(lines[1].contains("299 notAttempted"), "{}", run.all());
+    // The journal keeps every node.
+    let show = h.run(&["show", "--last", "-o", "json"]).await;
+    assert_eq!(show.json()["records"].as_array().unwrap().len(), 300);
+}

@@ -215,13 +215,28 @@ pub fn render_plan(ui: &Ui, changing: &[NodePlan], unchanged: usize, left: usize
     out
 }
 
+/// How many names a summarised list of nodes shows.
+const NAMES_SHOWN: usize = 3;
+
 /// Prints a report as text (or JSON/YAML) and returns the exit code.
 pub fn print_report(ui: &Ui, report: &Report) -> u8 {
     if ui.output.is_structured() {
         ui.print_structured(report);
         return report.exit_code();
     }
+    // Hundreds of nodes an interruption left alone are one line, as kubectl shortens long
+    // lists: how many, and the first few names.
+    let not_attempted: Vec<&str> = report
+        .nodes
+        .iter()
+        .filter(|n| n.outcome == Outcome::NotAttempted && n.conflicts.is_empty())
+        .map(|n| n.name.as_str())
+        .collect();
+    let summarise_not_attempted = not_attempted.len() > NAMES_SHOWN;
     for n in &report.nodes {
+        if summarise_not_attempted && n.outcome == Outcome::NotAttempted && n.conflicts.is_empty() {
+            continue;
+        }
         let outcome = match n.outcome {
             Outcome::Applied => ui.paint("applied", Color::Green),
             Outcome::Unchanged | Outcome::Planned => n.outcome.as_str().to_string(),
@@ -247,6 +262,18 @@ pub fn print_report(ui: &Ui, report: &Report) -> u8 {
                 }
             );
         }
+    }
+    if summarise_not_attempted {
+        let first: Vec<String> = not_attempted[..NAMES_SHOWN]
+            .iter()
+            .map(|n| format!("node/{n}"))
+            .collect();
+        println!(
+            "{} and {} more: {} (every node is in the snapshot: show --last -o json)",
+            first.join(", "),
+            not_attempted.len() - NAMES_SHOWN,
+            ui.paint(Outcome::NotAttempted.as_str(), Color::Red)
+        );
     }
     let summary: Vec<String> = Outcome::ORDER
         .iter()
