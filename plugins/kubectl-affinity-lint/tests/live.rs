@@ -52,6 +52,7 @@ async fn cluster_rules_find_exactly_the_expected_problems() {
     assert_eq!(
         found,
         vec![
+            ("near-value".into(), "AL101".into()),
             ("no-candidate".into(), "AL101".into()),
             ("rollout-stalls".into(), "AL010".into()),
             ("spread".into(), "AL105".into()),
@@ -75,6 +76,16 @@ async fn cluster_rules_find_exactly_the_expected_problems() {
     assert_eq!(
         message("typo", "AL102"),
         "no node has the label key accelerator.example.com/gpu-famliy; did you mean accelerator.example.com/gpu-family?"
+    );
+    // AL101 names the expression no node satisfies, the values the nodes have, and the
+    // near one.
+    assert_eq!(
+        message("no-candidate", "AL101"),
+        "no node of 5 satisfies the nodeSelector and required node affinity: replicas stay Pending (didn't match Pod's node affinity); accelerator.example.com/gpu-family In [b200] holds on no node (the nodes have a100 on 3, h100 on 1)"
+    );
+    assert_eq!(
+        message("near-value", "AL101"),
+        "no node of 5 satisfies the nodeSelector and required node affinity: replicas stay Pending (didn't match Pod's node affinity); nodeSelector accelerator.example.com/gpu-family: A100 holds on no node (the nodes have a100 on 3, h100 on 1; did you mean a100?)"
     );
     assert!(
         message("tainted", "AL103").contains("h100-batch")

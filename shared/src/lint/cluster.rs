@@ -60,6 +60,78 @@ unschedulable pods (the others fail on cordons, pod limits, anti-affinity or spr
 why-pending explains). AL105 is a warning about spread constraints, not a verdict (1 of its
 4 findings was on an unschedulable pod).";
 
+/// Why no node is a candidate, when one requirement alone holds on no node: the first
+/// such (nodeSelector entries, then each required term's expressions), the values the nodes
+/// have for its key, and the one the manifest probably meant (`80GB` for `80gb`).
+/// `None` when each holds somewhere and only their combination fails.
+fn why_no_candidate(spec: &PodSpec, nodes: &[NodeInfo]) -> Option<String> {
+    use crate::scheduling::{expression_matches, required_node_terms};
+    let mut culprits: Vec<(String, String, Vec<String>)> = Vec::new();
+    for (key, value) in spec.node_selector.iter().flatten() {
+        if !nodes.iter().any(|n| n.labels.get(key) == Some(value)) {
+            culprits.push((
+                format!("nodeSelector {key}: {value}"),
+                key.clone(),
+                vec![value.clone()],
+            ));
+        }
+    }
+    for term in required_node_terms(spec).unwrap_or_default() {
+        for req in term.match_expressions.iter().flatten() {
+            if !nodes
+                .iter()
+                .any(|n| expression_matches(req, &n.labels) == Some(true))
+            {
+                let values = req.values.clone().unwrap_or_default();
+                let rendered = match req.operator.as_str() {
+                    "Exists" | "DoesNotExist" => format!("{} {}", req.key, req.operator),
+                    _ => format!("{} {} [{}]", req.key, req.operator, values.join(", ")),
+                };
+                culprits.push((rendered, req.key.clone(), values));
+            }
+        }
+    }
+    let (rendered, key, wanted) = culprits.into_iter().next()?;
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for n in nodes {
+        if let Some(v) = n.labels.get(&key) {
+            *counts.entry(v.as_str()).or_default() += 1;
+        }
+    }
+    if counts.is_empty() {
+        return Some(format!("{rendered} holds on no node (no node has {key})"));
+    }
+    let mut by_count: Vec<(&str, usize)> = counts.iter().map(|(v, n)| (*v, *n)).collect();
+    by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    const SHOWN: usize = 5;
+    let mut have: Vec<String> = by_count
+        .iter()
+        .take(SHOWN)
+        .map(|(v, n)| format!("{v} on {n}"))
+        .collect();
+    if by_count.len() > SHOWN {
+        have.push(format!("{} more values", by_count.len() - SHOWN));
+    }
+    // The same value in another case first, then a typo of one or two characters.
+    let near = wanted.iter().find_map(|w| {
+        counts
+            .keys()
+            .find(|v| v.eq_ignore_ascii_case(w) && *v != w)
+            .or_else(|| {
+                counts.keys().find(|v| {
+                    let d = crate::live::edit_distance(w, v);
+                    d > 0 && d <= 2 && d < w.len().max(v.len()) / 2
+                })
+            })
+    });
+    Some(format!(
+        "{rendered} holds on no node (the nodes have {}{})",
+        have.join(", "),
+        near.map(|v| format!("; did you mean {v}?"))
+            .unwrap_or_default()
+    ))
+}
+
 fn names(nodes: &[&NodeInfo]) -> String {
     let mut shown: Vec<&str> = nodes.iter().take(5).map(|n| n.name.as_str()).collect();
     if nodes.len() > 5 {
@@ -213,8 +285,11 @@ pub fn check(
                     "AL101",
                     anchor,
                     format!(
-                        "no node of {} satisfies the nodeSelector and required node affinity: replicas stay Pending (didn't match Pod's node affinity)",
-                        nodes.len()
+                        "no node of {} satisfies the nodeSelector and required node affinity: replicas stay Pending (didn't match Pod's node affinity){}",
+                        nodes.len(),
+                        why_no_candidate(&spec, nodes)
+                            .map(|why| format!("; {why}"))
+                            .unwrap_or_default()
                     ),
                 );
             }
