@@ -476,10 +476,12 @@ fn has_go_action(line: &str) -> bool {
 
 /// The line (1-based, in the file) of a Helm template action in a document that parsed
 /// as YAML, if it has one: a Go action where YAML has structure (`replicas: {{ $n }}`
-/// reads as a flow mapping), or an action on Helm's own objects and functions anywhere
-/// (`image: "{{ .Values.image }}"`). Go templates that are data are not Helm's: a
-/// PrometheusRule's `description: '{{ $labels.pod }} is down'`, Alertmanager's
-/// `{{ define "x" }}` in a block scalar, Argo's `{{inputs.parameters.x}}`.
+/// reads as a flow mapping), or an action on Helm's own objects and functions in a plain
+/// scalar (`image: repo:{{ .Chart.AppVersion }}`). Text in quoted and block scalars is
+/// data, whatever it looks like: a PrometheusRule's `description: '{{ $labels.pod }} is
+/// down'`, Alertmanager's `{{ define "x" }}` in a block scalar, Argo's
+/// `{{inputs.parameters.x}}`, and rendered output that carries Helm's words as text
+/// (`linkerd install`'s `{{ .Release.Namespace }}` in a ConfigMap's block scalar).
 fn template_action_line(text: &str, first_line: usize, root: &Node) -> Option<usize> {
     /// Helm's own objects (`.Values.x`, `$.Release.Name`) and functions, as words of the
     /// action (not of the text after it: `{{ $labels.x }} is missing required labels`).
@@ -511,10 +513,12 @@ fn template_action_line(text: &str, first_line: usize, root: &Node) -> Option<us
     }
     let mut scalars = Vec::new();
     scalar_spans(root, &mut scalars);
-    let inside_scalar = |line: usize, col: usize| {
+    // The scalar a position is in, and whether it is plain (not quoted, not a block).
+    let scalar_at = |line: usize, col: usize| {
         scalars
             .iter()
-            .any(|&(start, end)| start <= (line, col) && (line, col) < end)
+            .find(|&&(start, end, _)| start <= (line, col) && (line, col) < end)
+            .map(|&(_, _, plain)| plain)
     };
     text.lines().enumerate().find_map(|(index, l)| {
         let line = first_line + index + 1;
@@ -529,19 +533,27 @@ fn template_action_line(text: &str, first_line: usize, root: &Node) -> Option<us
                 let go = GO_ACTIONS.iter().any(|a| action.starts_with(a));
                 // Node columns count characters, not bytes.
                 let column = l[..i].chars().count() + 1;
-                helm_action(action) || (go && !inside_scalar(line, column))
+                match scalar_at(line, column) {
+                    // Text in quotes or a block scalar is data, whatever it looks like:
+                    // rendered output (`linkerd install`) carries Helm's words there.
+                    Some(false) => false,
+                    Some(true) => helm_action(action),
+                    None => go || helm_action(action),
+                }
             })
             .then_some(line)
     })
 }
 
-/// A node's text from (line, column) to (end line, end column).
-type Span = ((usize, usize), (usize, usize));
+/// A scalar's text from (line, column) to (end line, end column), and whether it is plain.
+type Span = ((usize, usize), (usize, usize), bool);
 
 /// Every scalar's span.
 fn scalar_spans(node: &Node, out: &mut Vec<Span>) {
     match &node.kind {
-        NodeKind::Scalar { .. } => out.push(((node.line, node.col), (node.end_line, node.end_col))),
+        NodeKind::Scalar { plain, .. } => {
+            out.push(((node.line, node.col), (node.end_line, node.end_col), *plain))
+        }
         NodeKind::Seq(items) => items.iter().for_each(|n| scalar_spans(n, out)),
         NodeKind::Map(entries) => entries.iter().for_each(|(k, v)| {
             scalar_spans(k, out);
@@ -788,12 +800,14 @@ mod tests {
         let (docs, errors) = chunks(data);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(docs.len(), 3);
-        // Helm's own objects in a string, and an action where YAML has structure.
+        // Rendered output that carries Helm's words as data (`linkerd install`): in a block
+        // scalar, in quoted strings. kubectl applies it as it is.
+        let rendered = "kind: ConfigMap\ndata:\n  values: |\n    namespace: {{ .Release.Namespace }}\n    image: {{ .Values.image | quote }}\n---\nkind: Pod\nspec:\n  containers:\n  - image: \"{{ .Values.image }}\"\n    args: ['--ns={{ .Release.Namespace }}', \"{{ include \\\"x\\\" . }}\"]\n";
+        let (docs, errors) = chunks(rendered);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(docs.len(), 2);
+        // Helm's own objects in a plain scalar, and an action where YAML has structure.
         for (text, line) in [
-            (
-                "kind: Pod\nspec:\n  containers:\n  - image: \"{{ .Values.image }}\"\n",
-                4,
-            ),
             (
                 "kind: Pod\nmetadata:\n  name: x\n  labels: {{- include \"l\" . | nindent 4 }}\n",
                 4,
