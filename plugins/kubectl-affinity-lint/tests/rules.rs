@@ -309,6 +309,26 @@ fn al008_spread_selectors_must_select_the_replicas() {
         "{CONTAINER}topologySpreadConstraints:\n- {{maxSkew: 1, minDomains: 3, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway, labelSelector: {{matchLabels: {{app: d}}}}}}\n"
     ));
     assert_eq!(rules_of(&l.lint(&min_domains).1), vec!["AL008"]);
+    // A DaemonSet's pod is bound to its one node: no spread constraint can spread it, so
+    // a selector for other pods (or none) is no finding; invalid fields still are.
+    let daemonset = |constraint: &str| {
+        deployment(&format!(
+            "{CONTAINER}topologySpreadConstraints:\n- {constraint}\n"
+        ))
+        .replace("kind: Deployment", "kind: DaemonSet")
+        .replace("  replicas: 2\n  strategy: {type: Recreate}\n", "")
+    };
+    for constraint in [
+        "{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: other}}}",
+        "{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}",
+    ] {
+        let (_, f, json) = l.lint(&daemonset(constraint));
+        assert!(f.is_empty(), "{constraint}: {json:#}");
+    }
+    let (_, f, _) = l.lint(&daemonset(
+        "{maxSkew: 1, minDomains: 2, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {app: d}}}",
+    ));
+    assert_eq!(rules_of(&f), vec!["AL008"]);
 }
 
 #[test]

@@ -21,7 +21,9 @@ warning with `ScheduleAnyway` or preferred), and invalid combinations: `minDomai
   another key), a value one typo away, or the pod's value under a related key (`app: zk`
   for a pod labelled `app.kubernetes.io/name: zk`) — and no other term already selects
   the pod. Mark a deliberate case with `affinity-lint.placekit.dev/ignore: AL008`.
-- DaemonSets: they have no replicas to keep apart, so their anti-affinity is not judged.
+- DaemonSets: they have no replicas to keep apart, so their anti-affinity is not judged;
+  and each pod may go to its one node only, so a spread constraint cannot spread (or block)
+  it, whatever it selects. Invalid fields (`minDomains`, `matchLabelKeys`) are still named.
 - Pod templates without labels (nothing to compare with).
 - Selector keys the pods get from their controller rather than the template: the core
   controllers' own (`pod-template-hash`, `job-name`, `statefulset.kubernetes.io/pod-name`,
@@ -150,7 +152,10 @@ impl Rule for Al008 {
                 Severity::Warning
             };
             let topology = c.get("topologyKey").and_then(Node::as_str).unwrap_or("?");
-            match c.get("labelSelector") {
+            // A DaemonSet's pod may go to its one node only: the spread filter sees a single
+            // domain, so the constraint spreads (and blocks) nothing, whatever it selects.
+            let spreads = cx.object.kind != "DaemonSet";
+            match c.get("labelSelector").filter(|_| spreads) {
                 Some(sel)
                     if !labels.is_empty()
                         && !LabelSelector::from_node(sel).may_select(&labels, added) =>
@@ -162,7 +167,7 @@ impl Rule for Al008 {
                 }
                 // An operator may fill the selector in (prometheus-operator's
                 // additionalLabelSelectors), and matchLabelKeys can stand for it.
-                None if core && c.get("matchLabelKeys").is_none() => out.push(RawFinding::at(c, format!("the spread constraint over {topology} has no labelSelector: it counts no pods and spreads nothing")).with_severity(severity)),
+                None if spreads && core && c.get("matchLabelKeys").is_none() => out.push(RawFinding::at(c, format!("the spread constraint over {topology} has no labelSelector: it counts no pods and spreads nothing")).with_severity(severity)),
                 _ => {}
             }
             if let Some(min) = c.get("minDomains") {
