@@ -652,3 +652,134 @@ async fn why_pending_matches_events_by_uid_and_escapes_them() {
     );
     assert!(!text.stdout.contains('\u{1b}'), "{}", text.all());
 }
+
+/// AL004 says what the API server answers for the placement fields it validates, word for
+/// word: each form is linted, and on a real cluster (`PLACEKIT_E2E_KUBECONFIG`) created
+/// with a server-side dry run, whose refusal must carry the same text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn al004_says_what_the_api_server_answers() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, PostParams};
+    let Some(h) = harness().await else { return };
+    let table: &[(&str, &str)] = &[
+        (
+            "tolerations: [{key: k, operator: Exists, value: v}]",
+            "spec.tolerations[0].operator: Invalid value: \"v\": value must be empty when `operator` is 'Exists'",
+        ),
+        (
+            "tolerations: [{operator: Equal, value: v}]",
+            "spec.tolerations[0].operator: Invalid value: \"Equal\": operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
+        ),
+        (
+            "tolerations: [{key: k, operator: Equal, value: v, effect: NoSchedule, tolerationSeconds: 30}]",
+            "spec.tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set",
+        ),
+        (
+            "tolerations: [{key: k, operator: Exists, tolerationSeconds: 30}]",
+            "spec.tolerations[0].effect: Invalid value: \"\": effect must be 'NoExecute' when `tolerationSeconds` is set",
+        ),
+        (
+            "tolerations: [{key: k, operator: Equal, value: v, effect: NoShedule}]",
+            "spec.tolerations[0].effect: Unsupported value: \"NoShedule\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"",
+        ),
+        (
+            "tolerations: [{key: k, operator: Equals, value: v}]",
+            "spec.tolerations[0].operator: Unsupported value: \"Equals\": supported values: \"Equal\", \"Exists\"",
+        ),
+        (
+            "affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {matchLabels: {app: x}}}]}}",
+            "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Required value: can not be empty",
+        ),
+        (
+            "affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {matchLabels: {app: x}}, topologyKey: ''}]}}",
+            "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Required value: can not be empty",
+        ),
+        (
+            "affinity: {podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{podAffinityTerm: {labelSelector: {matchLabels: {app: x}}, topologyKey: kubernetes.io/hostname}}]}}",
+            "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 0: must be in the range 1-100",
+        ),
+        (
+            "affinity: {podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 101, podAffinityTerm: {labelSelector: {matchLabels: {app: x}}, topologyKey: kubernetes.io/hostname}}]}}",
+            "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 101: must be in the range 1-100",
+        ),
+        (
+            "topologySpreadConstraints: [{maxSkew: 0, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: x}}}]",
+            "spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0: must be greater than zero",
+        ),
+        (
+            "topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedulee, labelSelector: {matchLabels: {app: x}}}]",
+            "spec.topologySpreadConstraints[0].whenUnsatisfiable: Unsupported value: \"DoNotSchedulee\": supported values: \"DoNotSchedule\", \"ScheduleAnyway\"",
+        ),
+        (
+            "topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, labelSelector: {matchLabels: {app: x}}}]",
+            "spec.topologySpreadConstraints[0].whenUnsatisfiable: Unsupported value: \"\": supported values: \"DoNotSchedule\", \"ScheduleAnyway\"",
+        ),
+        (
+            "topologySpreadConstraints: [{maxSkew: 1, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: x}}}]",
+            "spec.topologySpreadConstraints[0].topologyKey: Required value: can not be empty",
+        ),
+    ];
+    let pods: Api<Pod> = Api::namespaced(h.client(), "ml");
+    for (i, (field, answer)) in table.iter().enumerate() {
+        let manifest = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: al004-{i}, namespace: ml, labels: {{app: x}}}}\nspec:\n  containers: [{{name: c, image: x}}]\n  {field}\n"
+        );
+        let path = h.dir.path().join(format!("al004-{i}.yaml"));
+        std::fs::write(&path, &manifest).unwrap();
+        let run = h
+            .run(&[
+                "-f",
+                path.to_str().unwrap(),
+                "-o",
+                "json",
+                "--enable",
+                "AL004",
+            ])
+            .await;
+        let report = run.json();
+        let said: Vec<&str> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["rule"] == "AL004")
+            .map(|f| f["message"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            said,
+            [format!("the API server rejects it: {answer}").as_str()],
+            "{field}"
+        );
+        if h.is_real() {
+            let pod: Pod = serde_yaml::from_str(&manifest).unwrap();
+            let refused = pods
+                .create(
+                    &PostParams {
+                        dry_run: true,
+                        ..Default::default()
+                    },
+                    &pod,
+                )
+                .await
+                .expect_err(field);
+            assert!(
+                refused.to_string().contains(answer),
+                "{field}: the API server said {refused}"
+            );
+        }
+    }
+    // What the API server accepts is no finding.
+    for field in [
+        "tolerations: [{key: k, operator: Exists, effect: NoExecute, tolerationSeconds: 30}]",
+        "tolerations: [{operator: Exists, effect: NoSchedule}]",
+        "tolerations: [{key: k, value: v, effect: NoSchedule}]",
+    ] {
+        let path = h.dir.path().join("al004-ok.yaml");
+        std::fs::write(
+            &path,
+            format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: ok, namespace: ml}}\nspec:\n  containers: [{{name: c, image: x}}]\n  {field}\n"),
+        )
+        .unwrap();
+        let run = h.run(&["-f", path.to_str().unwrap(), "-o", "json"]).await;
+        assert!(!run.stdout.contains("AL004"), "{field}: {}", run.all());
+    }
+}

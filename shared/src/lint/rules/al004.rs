@@ -9,7 +9,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "AL004",
     name: "invalid-requirement",
     severity: Severity::Error,
-    summary: "a node selector requirement the API server rejects",
+    summary: "a node selector requirement, toleration, pod affinity term or spread constraint the API server rejects",
     doc: "## What it does
 Checks every node selector requirement (required and preferred) with the API server's
 rules: `In`/`NotIn` need values, `Exists`/`DoesNotExist` take none, `Gt`/`Lt` take exactly one
@@ -19,6 +19,15 @@ supports `metadata.name` with `In`/`NotIn` and one value.
 It also checks the shape the API server expects: `requiredDuringScheduling...` is a
 mapping with `nodeSelectorTerms` (a list written there instead is rejected, not ignored),
 terms and `matchExpressions` are lists of mappings, `values` is a list (`values: x` is not).
+
+It checks the other placement fields as the API server validates them, and quotes its
+answer (each form checked against kube-apiserver v1.37.2): tolerations (`operator: Exists`
+with a `value`, an empty `key` without `Exists`, `tolerationSeconds` without `NoExecute`,
+an unknown `operator` or `effect`), pod affinity and anti-affinity terms (a required term
+without `topologyKey`, a preferred one without a `weight` of 1-100) and topology spread
+constraints (`maxSkew` below 1, no `topologyKey`, a `whenUnsatisfiable` other than
+`DoNotSchedule`/`ScheduleAnyway`). In a custom resource's pod template, the pods its
+operator creates are the ones refused.
 
 And it checks the strings as kubectl sends them: kubectl reads YAML 1.1, so an unquoted
 `true`, `yes`, `on`, `80`, `1.0` or `0x1` in `values`, a `nodeSelector` value or a
@@ -288,6 +297,193 @@ impl Rule for Al004 {
             if let Some(p) = preference {
                 check_term(p, out);
             }
+        }
+        let path = cx.object.pod.as_ref().map_or("spec", |p| p.path.as_str());
+        // A custom resource is stored as written; the pods its operator creates are refused.
+        let whose = if cx.object.pod.as_ref().is_none_or(|p| p.core) {
+            "it"
+        } else {
+            "the pods its operator creates"
+        };
+        check_validation(spec, path, whose, out);
+    }
+}
+
+/// The API server's validation of the other placement fields, each finding quoting what it
+/// answers (checked against kube-apiserver v1.37.2): tolerations (operator, value, key,
+/// effect, tolerationSeconds), pod (anti-)affinity terms (topologyKey, weight) and topology
+/// spread constraints (maxSkew, topologyKey, whenUnsatisfiable). `path` is where the pod
+/// spec is (`spec.template.spec`), as the API server names the field.
+fn check_validation(spec: &Node, path: &str, whose: &str, out: &mut Vec<RawFinding>) {
+    let text = |n: &Node, k: &str| {
+        n.get(k)
+            .and_then(Node::scalar_text)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let mut reject = |at: &Node, field: String, answer: String| {
+        out.push(RawFinding::at(
+            at,
+            format!("the API server rejects {whose}: {path}.{field}: {answer}"),
+        ));
+    };
+    for (i, t) in spec
+        .get("tolerations")
+        .map(Node::items)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        let (key, operator, value, effect) = (
+            text(t, "key"),
+            text(t, "operator"),
+            text(t, "value"),
+            text(t, "effect"),
+        );
+        if [&key, &operator, &value, &effect]
+            .iter()
+            .any(|v| is_placeholder(v))
+        {
+            continue;
+        }
+        let at = |k: &str| t.get(k).unwrap_or(t);
+        let field = |f: &str| format!("tolerations[{i}].{f}");
+        match operator.as_str() {
+            "Exists" if !value.is_empty() => reject(
+                at("value"),
+                field("operator"),
+                format!(
+                    "Invalid value: {value:?}: value must be empty when `operator` is 'Exists'"
+                ),
+            ),
+            "" | "Equal" if key.is_empty() => reject(
+                at("operator"),
+                field("operator"),
+                format!(
+                    "Invalid value: {:?}: operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
+                    operator
+                ),
+            ),
+            "" | "Equal" | "Exists" => {}
+            other => reject(
+                at("operator"),
+                field("operator"),
+                format!("Unsupported value: {other:?}: supported values: \"Equal\", \"Exists\""),
+            ),
+        }
+        if !matches!(
+            effect.as_str(),
+            "" | "NoSchedule" | "PreferNoSchedule" | "NoExecute"
+        ) {
+            reject(
+                at("effect"),
+                field("effect"),
+                format!(
+                    "Unsupported value: {effect:?}: supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\""
+                ),
+            );
+        } else if t.get("tolerationSeconds").is_some_and(|s| !s.is_null()) && effect != "NoExecute"
+        {
+            reject(
+                at("tolerationSeconds"),
+                field("effect"),
+                format!(
+                    "Invalid value: {effect:?}: effect must be 'NoExecute' when `tolerationSeconds` is set"
+                ),
+            );
+        }
+    }
+    for kind in ["podAffinity", "podAntiAffinity"] {
+        let Some(affinity) = spec.path(&["affinity", kind]) else {
+            continue;
+        };
+        let required = "requiredDuringSchedulingIgnoredDuringExecution";
+        for (i, term) in affinity
+            .get(required)
+            .map(Node::items)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            if text(term, "topologyKey").is_empty() && is_map(term) {
+                reject(
+                    term.get("topologyKey").unwrap_or(term),
+                    format!("affinity.{kind}.{required}[{i}].topologyKey"),
+                    "Required value: can not be empty".into(),
+                );
+            }
+        }
+        let preferred = "preferredDuringSchedulingIgnoredDuringExecution";
+        for (i, term) in affinity
+            .get(preferred)
+            .map(Node::items)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            if !is_map(term) {
+                continue;
+            }
+            let weight = term.get("weight");
+            if weight.is_none_or(|w| w.as_i64().is_some_and(|w| !(1..=100).contains(&w))) {
+                reject(
+                    weight.unwrap_or(term),
+                    format!("affinity.{kind}.{preferred}[{i}].weight"),
+                    format!(
+                        "Invalid value: {}: must be in the range 1-100",
+                        weight.and_then(Node::as_i64).unwrap_or(0)
+                    ),
+                );
+            }
+            if let Some(inner) = term.get("podAffinityTerm")
+                && is_map(inner)
+                && text(inner, "topologyKey").is_empty()
+            {
+                reject(
+                    inner.get("topologyKey").unwrap_or(inner),
+                    format!("affinity.{kind}.{preferred}[{i}].podAffinityTerm.topologyKey"),
+                    "Required value: can not be empty".into(),
+                );
+            }
+        }
+    }
+    for (i, c) in spec
+        .get("topologySpreadConstraints")
+        .map(Node::items)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        if !is_map(c) {
+            continue;
+        }
+        let field = |f: &str| format!("topologySpreadConstraints[{i}].{f}");
+        let skew = c.get("maxSkew");
+        if let Some(n) = skew.map_or(Some(0), Node::as_i64)
+            && n <= 0
+        {
+            reject(
+                skew.unwrap_or(c),
+                field("maxSkew"),
+                format!("Invalid value: {n}: must be greater than zero"),
+            );
+        }
+        if text(c, "topologyKey").is_empty() {
+            reject(
+                c.get("topologyKey").unwrap_or(c),
+                field("topologyKey"),
+                "Required value: can not be empty".into(),
+            );
+        }
+        let when = text(c, "whenUnsatisfiable");
+        if !is_placeholder(&when) && !matches!(when.as_str(), "DoNotSchedule" | "ScheduleAnyway") {
+            reject(
+                c.get("whenUnsatisfiable").unwrap_or(c),
+                field("whenUnsatisfiable"),
+                format!(
+                    "Unsupported value: {when:?}: supported values: \"DoNotSchedule\", \"ScheduleAnyway\""
+                ),
+            );
         }
     }
 }
