@@ -133,6 +133,29 @@ fn controller_labels_revisions_policies_provider_pools_and_autoscaled_pdbs_are_n
 }
 
 #[test]
+fn placement_in_kubevirt_strimzi_and_kserve_models_is_linted() {
+    let json = assert_findings(
+        "miss-placement-kinds.yaml",
+        &[("AL001", 19), ("AL004", 34), ("AL004", 49), ("AL007", 62)],
+    );
+    let paths: Vec<&str> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["podSpec"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "spec.template.spec",
+            "spec",
+            "spec.kafka.template.pod",
+            "spec.predictor"
+        ]
+    );
+}
+
+#[test]
 fn pod_templates_of_custom_resources_are_linted_with_their_path() {
     let json = assert_findings(
         "miss-custom-resources.yaml",

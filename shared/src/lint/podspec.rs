@@ -141,6 +141,53 @@ const KNOWN: &[(&str, &[&str], Ends)] = &[
         &["spec", "templates", "*"],
         Ends::SpecLike,
     ),
+    // KubeVirt: a VM's instance template, and an instance's own spec (affinity,
+    // nodeSelector, tolerations and spread beside `domain`, where a pod has containers).
+    ("VirtualMachine", &["spec", "template"], Ends::Template),
+    ("VirtualMachineInstance", &["spec"], Ends::SpecLike),
+    (
+        "VirtualMachineInstanceReplicaSet",
+        &["spec", "template"],
+        Ends::Template,
+    ),
+    (
+        "VirtualMachinePool",
+        &["spec", "virtualMachineTemplate", "spec", "template"],
+        Ends::Template,
+    ),
+    // Strimzi: each component's `template.pod` (affinity, tolerations, spread).
+    (
+        "Kafka",
+        &["spec", "kafka", "template", "pod"],
+        Ends::SpecLike,
+    ),
+    (
+        "Kafka",
+        &["spec", "zookeeper", "template", "pod"],
+        Ends::SpecLike,
+    ),
+    (
+        "Kafka",
+        &["spec", "entityOperator", "template", "pod"],
+        Ends::SpecLike,
+    ),
+    (
+        "Kafka",
+        &["spec", "cruiseControl", "template", "pod"],
+        Ends::SpecLike,
+    ),
+    (
+        "KafkaNodePool",
+        &["spec", "template", "pod"],
+        Ends::SpecLike,
+    ),
+    ("KafkaConnect", &["spec", "template", "pod"], Ends::SpecLike),
+    (
+        "KafkaMirrorMaker2",
+        &["spec", "template", "pod"],
+        Ends::SpecLike,
+    ),
+    ("KafkaBridge", &["spec", "template", "pod"], Ends::SpecLike),
     ("CronWorkflow", &["spec", "workflowSpec"], Ends::SpecLike),
     (
         "CronWorkflow",
@@ -209,6 +256,7 @@ const POLICY_GROUPS: &[&str] = &[
 /// Fields of a pod spec the rules read: a spec-like node without any is not worth a look.
 const SCHEDULING_FIELDS: &[&str] = &[
     "containers",
+    "model",
     "container",
     "script",
     "containerSet",
@@ -219,8 +267,9 @@ const SCHEDULING_FIELDS: &[&str] = &[
     "topologySpreadConstraints",
 ];
 
-/// The containers a pod spec runs for its work: `containers`, and in Argo's templates the
-/// single `container` or `script` and a `containerSet`'s containers.
+/// The containers a pod spec runs for its work: `containers`, in Argo's templates the
+/// single `container` or `script` and a `containerSet`'s containers, and KServe's
+/// predictor `model` (a container with a `modelFormat`).
 pub fn app_containers(spec: &Node) -> Vec<&Node> {
     let mut out: Vec<&Node> = spec
         .get("containers")
@@ -229,6 +278,7 @@ pub fn app_containers(spec: &Node) -> Vec<&Node> {
         .iter()
         .collect();
     out.extend(["container", "script"].iter().filter_map(|k| spec.get(k)));
+    out.extend(spec.get("model").filter(|m| m.get("modelFormat").is_some()));
     out.extend(
         spec.path(&["containerSet", "containers"])
             .map(Node::items)

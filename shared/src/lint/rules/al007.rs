@@ -136,11 +136,14 @@ impl Rule for Al007 {
             return;
         };
         for container in all_containers(spec) {
-            // Argo's single `container`/`script` has no name of its own.
-            let name = container
-                .get("name")
-                .and_then(Node::as_str)
-                .unwrap_or("(unnamed)");
+            // Argo's single `container`/`script` has no name of its own; KServe's is `model`.
+            let name = container.get("name").and_then(Node::as_str).unwrap_or(
+                if container.get("modelFormat").is_some() {
+                    "model"
+                } else {
+                    "(unnamed)"
+                },
+            );
             let Some(requests) = container.path(&["resources", "requests"]) else {
                 continue;
             };
