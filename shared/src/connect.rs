@@ -244,7 +244,9 @@ pub fn parse_request_timeout(s: &str) -> Result<Option<Duration>, ConnectError> 
             _ => return Err(bad()),
         };
         rest = &rest[unit_len..];
-        total += Duration::try_from_secs_f64(number * unit_secs).map_err(|_| bad())?;
+        total = total
+            .checked_add(Duration::try_from_secs_f64(number * unit_secs).map_err(|_| bad())?)
+            .ok_or_else(bad)?;
     }
     Ok((!total.is_zero()).then_some(total))
 }
@@ -512,6 +514,8 @@ impl ConnectionArgs {
             config.read_timeout = Some(t);
             config.write_timeout = Some(t);
             config.connect_timeout = Some(t);
+            // The time a pooled connection sat idle must not count against the next answer.
+            config.reset_reader_on_write = true;
         }
         if let Some(ns) = &self.namespace {
             config.default_namespace = ns.clone();
@@ -721,6 +725,8 @@ mod tests {
     #[test]
     fn timeouts_like_kubectl() {
         assert_eq!(parse_request_timeout("0").unwrap(), None);
+        // Too large to add up is a bad flag, not a panic.
+        assert!(parse_request_timeout("10000000000000000000s10000000000000000000s").is_err());
         assert_eq!(
             parse_request_timeout("5").unwrap(),
             Some(Duration::from_secs(5))

@@ -211,11 +211,15 @@ pub fn run_to_exit_code(
 
 /// Runs async work on a multi-thread runtime built for it.
 pub fn block_on<T>(work: impl Future<Output = Result<T, CommandError>>) -> Result<T, CommandError> {
-    tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(CommandError::Runtime)?
-        .block_on(work)
+        .map_err(CommandError::Runtime)?;
+    let result = runtime.block_on(work);
+    // Work left behind — an exec credential plugin a context's deadline gave up on — must
+    // not keep the finished command waiting.
+    runtime.shutdown_background();
+    result
 }
 
 #[cfg(test)]

@@ -215,13 +215,15 @@ pub struct ClusterRead<T> {
 }
 
 impl<T> ClusterRead<T> {
-    /// The context name the report shows: the first, with the others in parentheses.
+    /// The context name the report shows: the first, with the others in parentheses
+    /// (control characters of a kubeconfig's names escaped: it goes to a terminal).
     pub fn label(&self) -> String {
-        match self.contexts.split_first() {
+        let label = match self.contexts.split_first() {
             Some((first, [])) => first.clone(),
             Some((first, rest)) => format!("{first} (also {})", rest.join(", ")),
             None => String::new(),
-        }
+        };
+        crate::ui::escape_controls(&label, true).into_owned()
     }
 }
 
@@ -236,12 +238,15 @@ pub struct ContextFailure {
 }
 
 impl ContextFailure {
-    fn from_error(e: &CommandError) -> Self {
+    fn from_error(e: &CommandError, fleet: &Fleet) -> Self {
         // Each context's requests have the deadline of --context-timeout, not the
-        // --request-timeout the one-context message points at.
-        let reason = e
-            .to_string()
-            .replace("see --request-timeout", "see --context-timeout");
+        // --request-timeout the one-context message points at (unless that was shorter).
+        let reason = if fleet.request_timeout_is_shorter() {
+            e.to_string()
+        } else {
+            e.to_string()
+                .replace("see --request-timeout", "see --context-timeout")
+        };
         ContextFailure {
             reason: crate::ui::escape_controls(&crate::connect::redact(&reason), true).into_owned(),
             exit_code: e.exit_code(),
@@ -326,6 +331,15 @@ impl Fleet {
         }))
     }
 
+    /// Whether a `--request-timeout` shorter than the deadline was given (it then bounds
+    /// each request).
+    fn request_timeout_is_shorter(&self) -> bool {
+        parse_request_timeout(&self.base.request_timeout)
+            .ok()
+            .flatten()
+            .is_some_and(|t| t < self.timeout)
+    }
+
     /// The connection flags of one context: the user's, with that context and the deadline
     /// (or a shorter `--request-timeout`).
     fn connection_args(&self, context: &str) -> ConnectionArgs {
@@ -359,11 +373,13 @@ impl Fleet {
     /// clusters at a time, each on its own task (the clusters' answers are decoded on every
     /// core); returns each cluster's outcome in the order the contexts were given.
     ///
-    /// Contexts whose kubeconfig names the same server and CA are one cluster before any
-    /// request. Each cluster is then read at once, while its identity (the `kube-system`
-    /// uid) is asked alongside within the deadline: a context that does not answer costs
-    /// its own deadline and holds up no other, and the identity costs no round trip of its
-    /// own. Clusters reached through different URLs that turn out to be one are merged
+    /// Contexts whose kubeconfig entries are the same cluster (server, CA, proxy, TLS
+    /// settings) and the same user are one read before any request. Each is then reached on
+    /// its own task — building the client (which may run an exec credential plugin) within
+    /// the deadline — and read at once, while its identity (the `kube-system` uid) is asked
+    /// alongside within the deadline: a context that does not answer costs its own deadline
+    /// and holds up no other, and the identity costs no round trip of its own. Reads with the
+    /// same credentials that turn out to reach one cluster through different URLs are merged
     /// afterwards (the later read is dropped).
     pub async fn read<T, F, Fut>(&self, read: F) -> Vec<ClusterRead<T>>
     where
@@ -371,42 +387,26 @@ impl Fleet {
         Fut: Future<Output = Result<T, CommandError>> + Send + 'static,
         T: Send + 'static,
     {
-        /// Contexts that name one cluster with the same credentials, and the client of the
-        /// first.
+        /// Contexts whose kubeconfig names one cluster entry and one user entry alike.
         struct Group {
             contexts: Vec<String>,
-            server: String,
-            credentials: Option<serde_json::Value>,
-            conn: Result<Connection, ContextFailure>,
+            /// The cluster and user entries as written (compared, never shown).
+            entries: Option<serde_json::Value>,
         }
         let kubeconfig = self.base.load_kubeconfig().ok();
         let mut groups: Vec<Group> = Vec::new();
         for context in &self.contexts {
-            // Another user may be refused, or see less: only the same credentials share a read.
-            let credentials = kubeconfig.as_ref().and_then(|k| credentials_of(k, context));
-            match self.connection_args(context).connect().await {
-                Ok(conn) => {
-                    if let Some(g) = groups.iter_mut().find(|g| {
-                        g.credentials == credentials
-                            && g.conn
-                                .as_ref()
-                                .is_ok_and(|c| c.cluster.same_cluster(&conn.cluster))
-                    }) {
-                        g.contexts.push(context.clone());
-                        continue;
-                    }
-                    groups.push(Group {
-                        contexts: vec![context.clone()],
-                        server: conn.server.clone(),
-                        credentials,
-                        conn: Ok(conn),
-                    });
-                }
-                Err(e) => groups.push(Group {
+            // Another user may be refused or see less, another proxy or TLS setting may
+            // reach where this one does not: only identical entries share a read.
+            let entries = kubeconfig.as_ref().and_then(|k| entries_of(k, context));
+            match groups
+                .iter_mut()
+                .find(|g| entries.is_some() && g.entries == entries)
+            {
+                Some(g) => g.contexts.push(context.clone()),
+                None => groups.push(Group {
                     contexts: vec![context.clone()],
-                    server: self.server_of(context),
-                    credentials,
-                    conn: Err(ContextFailure::from_error(&e.into())),
+                    entries,
                 }),
             }
         }
@@ -415,54 +415,91 @@ impl Fleet {
         let tasks: Vec<_> = groups
             .iter()
             .map(|g| {
-                let conn = g.conn.clone();
+                let context = g.contexts[0].clone();
                 let (fleet, read, slots) = (self.clone(), read.clone(), slots.clone());
                 tokio::spawn(async move {
-                    let conn = conn?;
                     let _slot = slots.acquire_owned().await.expect("never closed");
+                    let conn = fleet.connect(&context).await.map_err(|e| {
+                        (
+                            fleet.server_of(&context),
+                            ContextFailure::from_error(&e, &fleet),
+                        )
+                    })?;
                     let server = conn.server.clone();
-                    let (identity, outcome) = crate::connect::with_server(server, async {
-                        tokio::join!(fleet.probe(&conn), read(conn.clone()))
+                    // The identity and the read together; whichever fails first ends both
+                    // (bad credentials or no answer: said as the first request found it).
+                    let both = crate::connect::with_server(server.clone(), async {
+                        tokio::try_join!(fleet.probe(&conn), read(conn.clone()))
                     })
                     .await;
-                    // Bad credentials or no answer: said as the first request found it.
-                    let identity = identity.map_err(|e| ContextFailure::from_error(&e))?;
-                    let outcome = outcome.map_err(|e| ContextFailure::from_error(&e))?;
-                    Ok((identity, outcome))
+                    both.map(|(identity, data)| (server.clone(), identity, data))
+                        .map_err(|e| (server, ContextFailure::from_error(&e, &fleet)))
                 })
             })
             .collect();
-        let mut reads: Vec<(Option<ClusterIdentity>, ClusterRead<T>)> = Vec::new();
+        let mut reads: Vec<(Reached, ClusterRead<T>)> = Vec::new();
         for (group, task) in groups.into_iter().zip(tasks) {
             let done = task.await.unwrap_or_else(|e| {
-                Err(ContextFailure {
-                    reason: format!("internal error: {e}"),
-                    exit_code: exit::CLUSTER,
-                })
+                Err((
+                    self.server_of(&group.contexts[0]),
+                    ContextFailure {
+                        reason: format!("internal error: {e}"),
+                        exit_code: exit::CLUSTER,
+                    },
+                ))
             });
-            let (identity, outcome) = match done {
-                Ok((identity, data)) => (Some(identity), Ok(data)),
-                Err(failure) => (None, Err(failure)),
+            let (key, server, outcome) = match done {
+                Ok((server, identity, data)) => {
+                    (Some((identity, group.entries.clone())), server, Ok(data))
+                }
+                Err((server, failure)) => (None, server, Err(failure)),
             };
-            // The same cluster through another URL: its names join the first read.
-            if let Some(id) = identity.as_ref().filter(|id| id.kube_system_uid.is_some())
-                && let Some((_, first)) = reads
-                    .iter_mut()
-                    .find(|(other, _)| other.as_ref().is_some_and(|o| o.same_cluster(id)))
+            // The same cluster through another URL, with the same credentials: its names
+            // join the first read.
+            if let Some((id, entries)) = key.as_ref().filter(|(id, _)| id.kube_system_uid.is_some())
+                && let Some((_, first)) = reads.iter_mut().find(|(other, _)| {
+                    other.as_ref().is_some_and(|(o, e)| {
+                        o.same_cluster(id)
+                            && credentials(e.as_ref()) == credentials(entries.as_ref())
+                    })
+                })
             {
                 first.contexts.extend(group.contexts);
                 continue;
             }
             reads.push((
-                identity,
+                key,
                 ClusterRead {
                     contexts: group.contexts,
-                    server: group.server,
+                    server,
                     outcome,
                 },
             ));
         }
         reads.into_iter().map(|(_, r)| r).collect()
+    }
+
+    /// Builds one context's client within the deadline, off the async workers: kube runs an
+    /// exec credential plugin while building it, and a plugin waiting for a login must cost
+    /// this context its deadline, not hold up the others (or the process).
+    async fn connect(&self, context: &str) -> Result<Connection, CommandError> {
+        let args = self.connection_args(context);
+        let handle = tokio::runtime::Handle::current();
+        let building = tokio::task::spawn_blocking(move || handle.block_on(args.connect()));
+        match tokio::time::timeout(self.timeout, building).await {
+            Ok(Ok(result)) => Ok(result?),
+            Ok(Err(e)) => Err(CommandError::Cluster(format!(
+                "building the client failed: {e}"
+            ))),
+            Err(_) => Err(CommandError::Unreachable {
+                doing: "getting credentials".into(),
+                server: Some(self.server_of(context)),
+                cause: format!(
+                    "timeout: no credentials within {} (--context-timeout; is the exec credential plugin waiting for a login?)",
+                    humantime(self.timeout)
+                ),
+            }),
+        }
     }
 
     /// The server a context names, for a context that could not be reached.
@@ -475,23 +512,40 @@ impl Fleet {
     }
 }
 
-/// The user entry a context names, as written (compared, never shown).
-fn credentials_of(kubeconfig: &Kubeconfig, context: &str) -> Option<serde_json::Value> {
-    let user = kubeconfig
+/// A cluster read: its identity and the kubeconfig entries it was read with.
+type Reached = Option<(ClusterIdentity, Option<serde_json::Value>)>;
+
+/// The cluster entry (without its name) and the user entry a context names, as written
+/// (compared, never shown): `{"cluster": …, "user": …}`.
+fn entries_of(kubeconfig: &Kubeconfig, context: &str) -> Option<serde_json::Value> {
+    let named = kubeconfig
         .contexts
         .iter()
         .find(|c| c.name == context)?
         .context
-        .as_ref()?
-        .user
-        .clone()?;
-    let auth = kubeconfig
-        .auth_infos
-        .iter()
-        .find(|a| a.name == user)?
-        .auth_info
         .as_ref()?;
-    serde_json::to_value(auth).ok()
+    let cluster = kubeconfig
+        .clusters
+        .iter()
+        .find(|c| c.name == named.cluster)?
+        .cluster
+        .as_ref()?;
+    let user = named.user.as_ref().and_then(|u| {
+        kubeconfig
+            .auth_infos
+            .iter()
+            .find(|a| &a.name == u)
+            .and_then(|a| a.auth_info.as_ref())
+    });
+    Some(serde_json::json!({
+        "cluster": serde_json::to_value(cluster).ok()?,
+        "user": user.and_then(|u| serde_json::to_value(u).ok()),
+    }))
+}
+
+/// The user part of [`entries_of`].
+fn credentials(entries: Option<&serde_json::Value>) -> Option<&serde_json::Value> {
+    entries.map(|e| &e["user"])
 }
 
 /// The server URL a context's cluster names in the kubeconfig, without userinfo.
@@ -607,13 +661,12 @@ pub fn failures_json<T>(reads: &[ClusterRead<T>]) -> serde_json::Value {
 }
 
 /// One item of a cluster's part of a JSON/YAML report, with where it comes from: `context`,
-/// `contexts` (when several name the cluster) and `server`, then the item's own fields.
+/// `contexts` (every name of the cluster) and `server`, then the item's own fields.
 /// Serialised as it goes (no JSON tree per item: a fleet report can hold many thousands).
 #[derive(Debug, serde::Serialize)]
 pub struct Tagged<'a, T: serde::Serialize> {
     pub context: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub contexts: Option<&'a [String]>,
+    pub contexts: &'a [String],
     pub server: &'a str,
     #[serde(flatten)]
     pub item: &'a T,
@@ -626,7 +679,7 @@ pub fn tagged<'a, T: serde::Serialize, U>(
 ) -> impl Iterator<Item = Tagged<'a, T>> + 'a {
     items.iter().map(move |item| Tagged {
         context: read.contexts.first().map_or("", String::as_str),
-        contexts: (read.contexts.len() > 1).then_some(read.contexts.as_slice()),
+        contexts: read.contexts.as_slice(),
         server: &read.server,
         item,
     })

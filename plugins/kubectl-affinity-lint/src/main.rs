@@ -435,7 +435,11 @@ fn main() -> ExitCode {
         ..DisplayArgs::default()
     });
     // --contexts/--all-contexts check the files against each cluster: they imply --cluster.
-    let (clusters, contexts) = if cli.cluster || cli.fleet.is_set() {
+    // The timing flags without --contexts are refused by `Fleet::resolve`, as elsewhere.
+    let fleet_flags = cli.fleet.is_set()
+        || cli.fleet.parallel_contexts.is_some()
+        || cli.fleet.context_timeout.is_some();
+    let (clusters, contexts) = if cli.cluster || fleet_flags {
         let state = placekit::error::block_on(async {
             let fleet = Fleet::resolve(&cli.connection, &cli.fleet)?;
             live::lint_clusters(&cli.connection, fleet.as_ref(), &ui).await

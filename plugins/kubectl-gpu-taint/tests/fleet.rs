@@ -600,3 +600,45 @@ async fn kubectl_completes_context_names_and_patterns() {
     let (flags, _) = complete(&["status", "--all-con"]).unwrap();
     assert_eq!(flags, ["--all-contexts"]);
 }
+
+/// A context whose exec credential plugin waits (for a login that never comes) costs its
+/// deadline and holds up neither the other contexts nor the end of the command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credential_plugin_that_waits_costs_only_its_deadline() {
+    let f = fleet().await;
+    let mut config: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&f.h.kubeconfig).unwrap()).unwrap();
+    config["users"].as_array_mut().unwrap().push(
+        serde_json::json!({"name": "waiting", "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": "sleep",
+            "args": ["60"],
+            "interactiveMode": "Never",
+        }}}),
+    );
+    config["contexts"].as_array_mut().unwrap().push(
+        serde_json::json!({"name": "login", "context": {"cluster": "west", "user": "waiting"}}),
+    );
+    std::fs::write(&f.h.kubeconfig, serde_yaml::to_string(&config).unwrap()).unwrap();
+    let started = Instant::now();
+    let run =
+        f.h.run(&[
+            "status",
+            "--contexts",
+            "east,login",
+            "--context-timeout",
+            "2s",
+        ])
+        .await;
+    let elapsed = started.elapsed();
+    assert_code(&run, 4);
+    assert!(run.stdout.contains("east-a100-1"), "{}", run.all());
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.contains("context login:") && l.contains("timeout")),
+        "{}",
+        run.all()
+    );
+    assert!(elapsed < Duration::from_secs(2 + 5), "took {elapsed:?}");
+}
