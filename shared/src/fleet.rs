@@ -641,25 +641,6 @@ pub fn contexts_json<T>(reads: &[ClusterRead<T>]) -> serde_json::Value {
     )
 }
 
-/// The failed contexts for a JSON/YAML report: `[{context, contexts, server, error}]`.
-pub fn failures_json<T>(reads: &[ClusterRead<T>]) -> serde_json::Value {
-    serde_json::Value::Array(
-        reads
-            .iter()
-            .filter_map(|r| {
-                r.outcome.as_ref().err().map(|f| {
-                    serde_json::json!({
-                        "context": r.contexts.first(),
-                        "contexts": r.contexts,
-                        "server": r.server,
-                        "error": f.reason,
-                    })
-                })
-            })
-            .collect(),
-    )
-}
-
 /// One item of a cluster's part of a JSON/YAML report, with where it comes from: `context`,
 /// `contexts` (every name of the cluster) and `server`, then the item's own fields.
 /// Serialised as it goes (no JSON tree per item: a fleet report can hold many thousands).

@@ -506,29 +506,18 @@ pub fn print_fleet_status(ui: &Ui, options: &StatusOptions, reads: &[ClusterRead
         .clone()
         .unwrap_or_else(|| gpu::DEFAULT_RESOURCE.to_string());
     if ui.output.is_structured() {
-        let contexts: Vec<serde_json::Value> = reads
-            .iter()
-            .map(|r| {
-                let mut entry = serde_json::json!({
-                    "context": r.contexts.first(),
-                    "contexts": r.contexts,
-                    "server": r.server,
-                });
-                match &r.outcome {
-                    Ok(found) => {
-                        if let StatusView::Nodes { totals, .. } = &found.view {
-                            entry["totals"] =
-                                serde_json::to_value(totals).expect("totals serialise");
-                        }
-                        if !found.notes.is_empty() {
-                            entry["warnings"] = serde_json::json!(found.notes);
-                        }
-                    }
-                    Err(f) => entry["error"] = serde_json::json!(f.reason),
+        // Every cluster read, with its totals and warnings.
+        let mut contexts = fleet::contexts_json(reads);
+        for (entry, r) in contexts.as_array_mut().into_iter().flatten().zip(reads) {
+            if let Ok(found) = &r.outcome {
+                if let StatusView::Nodes { totals, .. } = &found.view {
+                    entry["totals"] = serde_json::to_value(totals).expect("totals serialise");
                 }
-                entry
-            })
-            .collect();
+                if !found.notes.is_empty() {
+                    entry["warnings"] = serde_json::json!(found.notes);
+                }
+            }
+        }
         match options.by {
             Some(by) => {
                 let items: Vec<fleet::Tagged<RequestRow>> = ok()
