@@ -44,8 +44,19 @@ const NODES_READ: u32 = 1000;
 /// The executable kubectl runs to complete `kubectl <plugin> ...`, installed on PATH as
 /// `kubectl_complete-<plugin>` (dashes in the plugin name become underscores).
 pub fn kubectl_helper_script(plugin: &str, binary: &str) -> String {
+    // Without the plugin (uninstalled, helper left behind) it completes nothing, quietly:
+    // an error at every <TAB> would only garble the prompt.
     format!(
-        "#!/bin/sh\n# kubectl (1.26+) runs this to complete `kubectl {plugin} ...`; keep it on PATH.\nexec {binary} __complete \"$@\"\n"
+        "{}\n# Installed by `kubectl {plugin} completion kubectl --install`, removed by `... --uninstall`.\ncommand -v {binary} >/dev/null 2>&1 || exit 0\nexec {binary} __complete \"$@\"\n",
+        helper_marker(plugin)
+    )
+}
+
+/// The first two lines of every helper placekit writes, old or new: what `--install` may
+/// overwrite and `--uninstall` may remove. Anything else at that path is someone else's.
+fn helper_marker(plugin: &str) -> String {
+    format!(
+        "#!/bin/sh\n# kubectl (1.26+) runs this to complete `kubectl {plugin} ...`; keep it on PATH."
     )
 }
 
@@ -85,6 +96,202 @@ pub fn print_completion(target: CompletionTarget, mut cmd: Command, binary: &str
         CompletionTarget::Elvish => Shell::Elvish,
     };
     clap_complete::generate(shell, &mut cmd, binary, &mut std::io::stdout());
+}
+
+/// `completion`, the same in every plugin: print a shell's script or the kubectl helper, or
+/// install the helper where kubectl finds it (and remove it again).
+#[derive(Debug, Clone, clap::Args)]
+pub struct CompletionArgs {
+    #[arg(value_enum)]
+    pub shell: CompletionTarget,
+    /// Write the kubectl_complete-<plugin> helper next to the plugin that kubectl finds on
+    /// PATH (krew's bin directory after `kubectl krew install`) instead of printing it.
+    #[arg(long, conflicts_with = "uninstall")]
+    pub install: bool,
+    /// Remove the helper that --install wrote (run it before `kubectl krew uninstall`).
+    #[arg(long)]
+    pub uninstall: bool,
+    /// The directory for --install/--uninstall (default: the one holding the plugin on PATH).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+}
+
+/// Why the helper could not be installed or removed; nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum HelperError {
+    #[error(
+        "--install and --uninstall are for the kubectl helper: `completion kubectl --install` (a {0} script is printed: redirect it where your shell reads completions)"
+    )]
+    NotKubectl(&'static str),
+    #[error("--dir goes with --install or --uninstall")]
+    DirAlone,
+    #[error(
+        "{binary} is not on PATH, so kubectl cannot run it either: install the plugin first, or name the directory with --dir"
+    )]
+    NotOnPath { binary: String },
+    #[error(
+        "the kubectl completion helper is a shell script: kubectl on Windows cannot run it; completion of the binary itself works (`{binary} completion powershell`)"
+    )]
+    Windows { binary: String },
+    #[error(
+        "{} exists and was not written by placekit: {} (remove it yourself if it is stale)",
+        path.display(),
+        if *.installing { "not overwritten" } else { "not removed" }
+    )]
+    NotOurs {
+        path: std::path::PathBuf,
+        installing: bool,
+    },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The directory of the first executable `binary` on `path` (a `PATH` value), the one kubectl
+/// runs for the plugin.
+pub fn plugin_dir_on_path(binary: &str, path: &std::ffi::OsStr) -> Option<std::path::PathBuf> {
+    std::env::split_paths(path)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .find(|dir| is_executable(&dir.join(binary)))
+}
+
+fn is_executable(file: &std::path::Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        file.is_file()
+    }
+}
+
+/// What `completion` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HelperOutcome {
+    Printed,
+    Installed(std::path::PathBuf),
+    Removed(std::path::PathBuf),
+    /// `--uninstall` found no helper there.
+    Absent(std::path::PathBuf),
+}
+
+/// Runs `completion`: prints the script, or installs/removes the kubectl helper of `plugin`
+/// (whose binary is `binary`) and says where on stdout.
+pub fn run_completion(
+    args: &CompletionArgs,
+    cmd: Command,
+    binary: &str,
+    plugin: &str,
+) -> Result<HelperOutcome, HelperError> {
+    let outcome = completion_action(args, cmd, binary, plugin)?;
+    match &outcome {
+        HelperOutcome::Printed => {}
+        HelperOutcome::Installed(path) => println!(
+            "installed {}: `kubectl {plugin} <TAB>` completes through kubectl 1.26+ (remove it with `kubectl {plugin} completion kubectl --uninstall`)",
+            path.display()
+        ),
+        HelperOutcome::Removed(path) => println!("removed {}", path.display()),
+        HelperOutcome::Absent(path) => {
+            println!(
+                "no completion helper at {}: nothing to remove",
+                path.display()
+            )
+        }
+    }
+    Ok(outcome)
+}
+
+fn completion_action(
+    args: &CompletionArgs,
+    cmd: Command,
+    binary: &str,
+    plugin: &str,
+) -> Result<HelperOutcome, HelperError> {
+    if !args.install && !args.uninstall {
+        if args.dir.is_some() {
+            return Err(HelperError::DirAlone);
+        }
+        print_completion(args.shell, cmd, binary, plugin);
+        return Ok(HelperOutcome::Printed);
+    }
+    let shell = match args.shell {
+        CompletionTarget::Kubectl => None,
+        CompletionTarget::Bash => Some("bash"),
+        CompletionTarget::Zsh => Some("zsh"),
+        CompletionTarget::Fish => Some("fish"),
+        CompletionTarget::Powershell => Some("powershell"),
+        CompletionTarget::Elvish => Some("elvish"),
+    };
+    if let Some(shell) = shell {
+        return Err(HelperError::NotKubectl(shell));
+    }
+    if cfg!(windows) {
+        return Err(HelperError::Windows {
+            binary: binary.to_string(),
+        });
+    }
+    let dir = match &args.dir {
+        Some(dir) => dir.clone(),
+        None => plugin_dir_on_path(binary, &std::env::var_os("PATH").unwrap_or_default())
+            .ok_or_else(|| HelperError::NotOnPath {
+                binary: binary.to_string(),
+            })?,
+    };
+    let path = dir.join(kubectl_helper_name(plugin));
+    let io = |source| HelperError::Io {
+        path: path.clone(),
+        source,
+    };
+    let existing = match std::fs::read(&path) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io(e)),
+    };
+    let ours = |bytes: &[u8]| bytes.starts_with(helper_marker(plugin).as_bytes());
+    if args.uninstall {
+        return match existing {
+            None => Ok(HelperOutcome::Absent(path)),
+            Some(bytes) if !ours(&bytes) => Err(HelperError::NotOurs {
+                path,
+                installing: false,
+            }),
+            Some(_) => {
+                std::fs::remove_file(&path).map_err(io)?;
+                Ok(HelperOutcome::Removed(path))
+            }
+        };
+    }
+    if existing.as_deref().is_some_and(|bytes| !ours(bytes)) {
+        return Err(HelperError::NotOurs {
+            path,
+            installing: true,
+        });
+    }
+    // Written beside and renamed over: kubectl never runs a half-written helper.
+    let partial = dir.join(format!(
+        ".{}.partial-{}",
+        kubectl_helper_name(plugin),
+        std::process::id()
+    ));
+    let write = || -> std::io::Result<()> {
+        std::fs::write(&partial, kubectl_helper_script(plugin, binary))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o755))?;
+        }
+        std::fs::rename(&partial, &path)
+    };
+    if let Err(e) = write() {
+        let _ = std::fs::remove_file(&partial);
+        return Err(io(e));
+    }
+    Ok(HelperOutcome::Installed(path))
 }
 
 /// One completion candidate.

@@ -61,6 +61,9 @@ pub enum CommandError {
     /// The snapshot could not be written (so nothing was changed) or read.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
+    /// `completion --install/--uninstall` could not write or remove the helper.
+    #[error(transparent)]
+    Completion(#[from] crate::complete::HelperError),
 }
 
 fn missing_nodes_message(names: &[String]) -> String {
@@ -82,7 +85,8 @@ impl CommandError {
             | CommandError::NeedsConfirmation(_)
             | CommandError::OtherCluster { .. }
             | CommandError::UndoOrder(_)
-            | CommandError::Snapshot(_) => exit::USAGE,
+            | CommandError::Snapshot(_)
+            | CommandError::Completion(_) => exit::USAGE,
             CommandError::Blocked(_) | CommandError::Declined => exit::PROBLEMS,
             CommandError::Forbidden(_)
             | CommandError::Cluster(_)

@@ -18,7 +18,6 @@ pub mod apimachinery;
 pub mod control;
 pub mod fixtures;
 pub mod harness;
-pub mod packaging;
 pub mod patch;
 pub mod protobuf;
 pub mod proxy;

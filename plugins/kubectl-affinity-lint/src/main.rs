@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use placekit::complete::{self, Candidate, CompletionTarget, Position, Slot, Source};
+use placekit::complete::{self, Candidate, Position, Slot, Source};
 use placekit::connect::ConnectionArgs;
 use placekit::exit;
 use placekit::fleet::{self, ClusterRead, Fleet, FleetArgs};
@@ -227,12 +227,9 @@ struct Cli {
 enum Command {
     /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl affinity-lint <TAB>`.
     #[command(
-        after_help = "Examples:\n  # kubectl affinity-lint <TAB> (kubectl 1.26+): the helper goes next to the\n  # plugin\n  dir=\"$(dirname \"$(command -v kubectl-affinity_lint)\")\"\n  kubectl affinity-lint completion kubectl > \\\n      \"$dir/kubectl_complete-affinity_lint\"\n  chmod +x \"$dir/kubectl_complete-affinity_lint\"\n\n  # kubectl-affinity_lint <TAB> in bash\n  source <(kubectl-affinity_lint completion bash)"
+        after_help = "Examples:\n  # kubectl affinity-lint <TAB> (kubectl 1.26+): the helper goes next to the plugin on PATH\n  kubectl affinity-lint completion kubectl --install\n  kubectl affinity-lint completion kubectl --uninstall   # before kubectl krew uninstall affinity-lint\n\n  # or print it and put it on PATH yourself\n  kubectl affinity-lint completion kubectl > ~/bin/kubectl_complete-affinity_lint && chmod +x ~/bin/kubectl_complete-affinity_lint\n\n  # kubectl-affinity_lint <TAB> in bash\n  source <(kubectl-affinity_lint completion bash)"
     )]
-    Completion {
-        #[arg(value_enum)]
-        shell: CompletionTarget,
-    },
+    Completion(complete::CompletionArgs),
     /// Running pods whose node no longer satisfies their nodeSelector or required affinity.
     #[command(long_about = DRIFT_ABOUT)]
     Drift {
@@ -352,9 +349,19 @@ fn main() -> ExitCode {
             );
             return ExitCode::SUCCESS;
         }
-        Some(Command::Completion { shell }) => {
-            complete::print_completion(*shell, command(), "kubectl-affinity_lint", "affinity-lint");
-            return ExitCode::SUCCESS;
+        Some(Command::Completion(args)) => {
+            return match complete::run_completion(
+                args,
+                command(),
+                "kubectl-affinity_lint",
+                "affinity-lint",
+            ) {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(exit::USAGE)
+                }
+            };
         }
         Some(Command::Drift {
             all_namespaces,

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use placekit::complete::{self, CompletionTarget, Position, Slot, Source};
+use placekit::complete::{self, Position, Slot, Source};
 use placekit::connect::ConnectionArgs;
 use placekit::error::{CommandError, run_to_exit_code};
 use placekit::exit;
@@ -167,12 +167,9 @@ a GPU node. --by namespace|pod breaks the requests down instead (-n/-A choose wh
     },
     /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl gpu-taint <TAB>`.
     #[command(
-        after_help = "Examples:\n  # kubectl gpu-taint <TAB> (kubectl 1.26+): the helper goes next to the plugin\n  dir=\"$(dirname \"$(command -v kubectl-gpu_taint)\")\"\n  kubectl gpu-taint completion kubectl > \"$dir/kubectl_complete-gpu_taint\"\n  chmod +x \"$dir/kubectl_complete-gpu_taint\"\n\n  # kubectl-gpu_taint <TAB> in bash\n  source <(kubectl-gpu_taint completion bash)"
+        after_help = "Examples:\n  # kubectl gpu-taint <TAB> (kubectl 1.26+): the helper goes next to the plugin on PATH\n  kubectl gpu-taint completion kubectl --install\n  kubectl gpu-taint completion kubectl --uninstall   # before kubectl krew uninstall gpu-taint\n\n  # or print it and put it on PATH yourself\n  kubectl gpu-taint completion kubectl > ~/bin/kubectl_complete-gpu_taint && chmod +x ~/bin/kubectl_complete-gpu_taint\n\n  # kubectl-gpu_taint <TAB> in bash\n  source <(kubectl-gpu_taint completion bash)"
     )]
-    Completion {
-        #[arg(value_enum)]
-        shell: CompletionTarget,
-    },
+    Completion(complete::CompletionArgs),
     /// List snapshots: time, context, command, nodes, outcome, whether rolled back.
     #[command(
         after_help = "Examples:\n  kubectl gpu-taint history\n  kubectl gpu-taint history -o wide   # also the server and the operation"
@@ -240,7 +237,7 @@ const READERS: &str = "`kubectl gpu-taint status` and `history`";
 async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
     // Several clusters are read by status and history only; the rest refuse before any work.
     match &cli.command {
-        Command::Status { .. } | Command::History | Command::Completion { .. } => {}
+        Command::Status { .. } | Command::History | Command::Completion(_) => {}
         Command::Dedicate { .. } => cli.fleet.refuse("kubectl gpu-taint dedicate", READERS)?,
         Command::Release { .. } => cli.fleet.refuse("kubectl gpu-taint release", READERS)?,
         Command::Rollback { .. } => cli.fleet.refuse("kubectl gpu-taint rollback", READERS)?,
@@ -343,13 +340,13 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             let fleet = Fleet::resolve(&cli.connection, &cli.fleet)?;
             gpu::status_command(&cli.connection, fleet.as_ref(), ui, targets, &options).await
         }
-        Command::Completion { shell } => {
-            complete::print_completion(
-                shell,
+        Command::Completion(args) => {
+            complete::run_completion(
+                &args,
                 <Cli as clap::CommandFactory>::command(),
                 "kubectl-gpu_taint",
                 "gpu-taint",
-            );
+            )?;
             Ok(exit::SUCCESS)
         }
         Command::History => {

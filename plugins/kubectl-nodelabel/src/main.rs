@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use placekit::complete::{self, CompletionTarget, Position, Slot, Source};
+use placekit::complete::{self, Position, Slot, Source};
 use placekit::connect::ConnectionArgs;
 use placekit::error::{CommandError, run_to_exit_code};
 use placekit::exit;
@@ -114,12 +114,9 @@ enum Command {
     },
     /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl nodelabel <TAB>`.
     #[command(
-        after_help = "Examples:\n  # kubectl nodelabel <TAB> (kubectl 1.26+): the helper goes next to the plugin\n  dir=\"$(dirname \"$(command -v kubectl-nodelabel)\")\"\n  kubectl nodelabel completion kubectl > \"$dir/kubectl_complete-nodelabel\"\n  chmod +x \"$dir/kubectl_complete-nodelabel\"\n\n  # kubectl-nodelabel <TAB> in bash\n  source <(kubectl-nodelabel completion bash)"
+        after_help = "Examples:\n  # kubectl nodelabel <TAB> (kubectl 1.26+): the helper goes next to the plugin on PATH\n  kubectl nodelabel completion kubectl --install\n  kubectl nodelabel completion kubectl --uninstall   # before kubectl krew uninstall nodelabel\n\n  # or print it and put it on PATH yourself\n  kubectl nodelabel completion kubectl > ~/bin/kubectl_complete-nodelabel && chmod +x ~/bin/kubectl_complete-nodelabel\n\n  # kubectl-nodelabel <TAB> in bash\n  source <(kubectl-nodelabel completion bash)"
     )]
-    Completion {
-        #[arg(value_enum)]
-        shell: CompletionTarget,
-    },
+    Completion(complete::CompletionArgs),
     /// List snapshots: time, context, command, nodes, outcome, whether rolled back.
     #[command(
         after_help = "Examples:\n  kubectl nodelabel history\n  kubectl nodelabel history -o wide   # also the server and the operation\n  kubectl nodelabel history -o json"
@@ -252,7 +249,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         )
     };
     match &cli.command {
-        Command::Dependents { .. } | Command::History | Command::Completion { .. } => {}
+        Command::Dependents { .. } | Command::History | Command::Completion(_) => {}
         Command::Set { .. } => refuse("set")?,
         Command::Remove { .. } => refuse("remove")?,
         Command::Import { .. } => refuse("import")?,
@@ -324,13 +321,13 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             let report = undo::rollback(&conn, ui, TOOL, COMMAND, request, &mutation).await?;
             Ok(print_report(ui, &report))
         }
-        Command::Completion { shell } => {
-            complete::print_completion(
-                shell,
+        Command::Completion(args) => {
+            complete::run_completion(
+                &args,
                 <Cli as clap::CommandFactory>::command(),
                 "kubectl-nodelabel",
                 "nodelabel",
-            );
+            )?;
             Ok(exit::SUCCESS)
         }
         Command::History => {

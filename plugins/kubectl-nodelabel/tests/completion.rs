@@ -89,3 +89,155 @@ async fn kubectl_completes_nodes_keys_contexts_and_snapshots() {
     assert!(nothing.is_empty(), "{nothing:?}");
     assert!(started.elapsed() < std::time::Duration::from_secs(8));
 }
+
+/// What `kubectl __complete nodelabel <words>` answers with `path` as PATH (None without
+/// kubectl).
+fn complete_through_kubectl(path: &str, words: &[&str]) -> Option<Vec<String>> {
+    if std::process::Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("PLACEKIT_REQUIRE_KUBECTL").is_none(),
+            "PLACEKIT_REQUIRE_KUBECTL is set but kubectl is not on PATH"
+        );
+        return None;
+    }
+    let out = std::process::Command::new("kubectl")
+        .arg("__complete")
+        .arg("nodelabel")
+        .args(words)
+        .env("PATH", path)
+        .env("KUBECONFIG", "/nonexistent")
+        .output()
+        .unwrap();
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.starts_with(':'))
+            .map(|l| l.split('\t').next().unwrap_or_default().to_string())
+            .collect(),
+    )
+}
+
+/// A krew-like layout: the plugin reached through a symlink in a bin directory on PATH.
+#[cfg(unix)]
+#[test]
+fn completion_helper_installs_next_to_the_plugin_on_path_and_uninstalls() {
+    let root = tempfile::tempdir().unwrap();
+    let bin = root.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(binary(), bin.join("kubectl-nodelabel")).unwrap();
+    let kubectl_dir = std::process::Command::new("sh")
+        .args(["-c", "command -v kubectl"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .and_then(|p| Path::new(&p).parent().map(|d| d.display().to_string()))
+        .unwrap_or_default();
+    let path = format!("{}:{kubectl_dir}:/usr/bin:/bin", bin.display());
+    let run = |args: &[&str]| {
+        std::process::Command::new(binary())
+            .args(args)
+            .env("PATH", &path)
+            .output()
+            .unwrap()
+    };
+    let helper = bin.join("kubectl_complete-nodelabel");
+
+    let before = complete_through_kubectl(&path, &["se"]);
+    if let Some(before) = &before {
+        assert!(
+            !before.contains(&"set".to_string()),
+            "no helper yet: {before:?}"
+        );
+    }
+
+    let out = run(&["completion", "kubectl", "--install"]);
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("installed {}", helper.display())),
+        "{said}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&helper).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    if let Some(words) = complete_through_kubectl(&path, &["se"]) {
+        assert_eq!(words, ["set"], "kubectl runs the installed helper");
+    }
+    // Installing again replaces placekit's own helper.
+    assert!(
+        run(&["completion", "kubectl", "--install"])
+            .status
+            .success()
+    );
+
+    let out = run(&["completion", "kubectl", "--uninstall"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!helper.exists());
+    assert_eq!(
+        std::fs::read_dir(&bin).unwrap().count(),
+        1,
+        "only the plugin left"
+    );
+    let out = run(&["completion", "kubectl", "--uninstall"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to remove"));
+
+    // Someone else's file of that name is neither overwritten nor removed.
+    std::fs::write(&helper, "#!/bin/sh\necho mine\n").unwrap();
+    for flag in ["--install", "--uninstall"] {
+        let out = run(&["completion", "kubectl", flag]);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("was not written by placekit"),
+            "{out:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&helper).unwrap(),
+            "#!/bin/sh\necho mine\n"
+        );
+    }
+    std::fs::remove_file(&helper).unwrap();
+
+    // A helper left behind after the plugin is gone completes nothing, quietly.
+    assert!(
+        run(&["completion", "kubectl", "--install"])
+            .status
+            .success()
+    );
+    std::fs::remove_file(bin.join("kubectl-nodelabel")).unwrap();
+    let out = std::process::Command::new(&helper)
+        .args(["se"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+
+    // Without the plugin on PATH and without --dir: a usage error, nothing written.
+    std::fs::remove_file(&helper).unwrap();
+    let out = run(&["completion", "kubectl", "--install"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("kubectl-nodelabel is not on PATH"));
+    assert!(!helper.exists());
+    let other = root.path().join("elsewhere");
+    std::fs::create_dir(&other).unwrap();
+    let dir = other.display().to_string();
+    assert!(
+        run(&["completion", "kubectl", "--install", "--dir", &dir])
+            .status
+            .success()
+    );
+    assert!(other.join("kubectl_complete-nodelabel").exists());
+    // --install is for the kubectl helper; --dir needs an action.
+    let out = run(&["completion", "bash", "--install"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["completion", "kubectl", "--dir", &dir]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,7 +1,8 @@
 //! The krew manifests checked by krew's own code: `tests/krew/check` builds `krew` and
 //! `validate-krew-manifest` from sigs.k8s.io/krew (pinned in tests/krew/go.mod, cached under
-//! target/krew/), validates the committed manifests and manifests rendered for freshly built
-//! archives, and installs, runs and uninstalls the three plugins with the real krew.
+//! target/krew/), validates manifests rendered from the committed templates for freshly built
+//! archives, and installs (as the README says, verbatim), runs, completes and uninstalls the
+//! three plugins with the real krew.
 //!
 //! Needs kubectl, openssl and, unless krew is already cached for tests/krew/go.sum, Go; without
 //! them it prints a NOTICE and passes. `PLACEKIT_KREW_CHECK=require` turns that skip into a
@@ -12,7 +13,7 @@ use std::process::Command;
 use std::time::Instant;
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 fn on_path(program: &str, arg: &str) -> bool {
@@ -31,7 +32,7 @@ fn missing_tool() -> Option<String> {
         return Some("openssl is not on PATH".into());
     }
     let go_sum = repo().join("tests/krew/go.sum");
-    let key = placekit_testserver::packaging::sha256_file(&go_sum).unwrap();
+    let key = xtask::packaging::sha256_file(&go_sum).unwrap();
     let cache = std::env::var_os("PLACEKIT_KREW_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo().join("target/krew"));
@@ -58,11 +59,13 @@ fn krew_validates_installs_and_runs_the_plugins() {
         eprintln!("NOTICE: {why}; skipping krew's checks of the manifests (tests/krew/check)");
         return;
     }
-    // The directory cargo built this package's binary into holds the other two plugins after
-    // a workspace build; the script builds them there with cargo when they are missing.
-    let binary_dir = Path::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"))
+    // This test runs from <target>/<profile>/deps/: the plugins of a workspace build are in
+    // <target>/<profile>; the script builds them there with cargo when they are missing.
+    let exe = std::env::current_exe().unwrap();
+    let binary_dir = exe
         .parent()
-        .unwrap();
+        .and_then(Path::parent)
+        .expect("the test binary is in <target>/<profile>/deps");
     let started = Instant::now();
     let output = Command::new("bash")
         .arg(repo().join("tests/krew/check"))

@@ -1,9 +1,9 @@
 //! Release packaging: archives per plugin and platform (the binary, the license and, except
 //! on Windows, the `kubectl_complete-<plugin>` helper that kubectl runs to complete), krew
-//! `Plugin` manifests rendered with version, uri and sha256, and a validator for krew-index's
-//! rules. Used by the `placekit-package` binary, the release workflow and the tests.
+//! `Plugin` manifests rendered from the committed krew-release-bot templates
+//! (`krew-manifests/<plugin>.krew.yaml`) with version, uri and sha256, and a validator for
+//! krew-index's rules. Used by `cargo xtask`, the release workflow and the tests.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -16,9 +16,8 @@ pub struct PluginInfo {
     pub name: &'static str,
     /// The installed binary (`kubectl-gpu_taint` for `gpu-taint`).
     pub bin: &'static str,
-    pub short_description: &'static str,
-    pub description: &'static str,
-    pub caveats: Option<&'static str>,
+    /// The cargo package that builds it.
+    pub package: &'static str,
 }
 
 /// The three plugins.
@@ -26,27 +25,22 @@ pub const PLUGINS: &[PluginInfo] = &[
     PluginInfo {
         name: "nodelabel",
         bin: "kubectl-nodelabel",
-        short_description: "Change node labels safely, with exact rollback",
-        description: "Sets and removes node labels with a snapshot written first and conditional\nwrites, so a concurrent change is reported as a conflict instead of being\noverwritten, and every change can be undone exactly with `rollback`. Shows the\nworkloads whose node affinity depends on a label before it is removed, and\nimports node features in node-feature-discovery's format.\n",
-        caveats: Some(
-            "Snapshots are kept in $XDG_STATE_HOME/placekit/snapshots (or the platform\nequivalent). The plugin needs get, list and patch on nodes; the dependents\nlookup needs list on workloads and pods.\n",
-        ),
+        package: "kubectl-nodelabel",
     },
     PluginInfo {
         name: "gpu-taint",
         bin: "kubectl-gpu_taint",
-        short_description: "Dedicate and release GPU nodes exactly",
-        description: "Dedicates GPU nodes with a taint and pool labels after a preflight (GPU\ncapacity registered by the device plugin, running pods that do not tolerate\nthe taint), releases them only when key, value and effect all match, and\nprints a GPU inventory (capacity, allocatable, requested, free) per node.\n",
-        caveats: Some("The plugin needs get, list and patch on nodes and list on pods.\n"),
+        package: "kubectl-gpu-taint",
     },
     PluginInfo {
         name: "affinity-lint",
         bin: "kubectl-affinity_lint",
-        short_description: "Lint workloads for node affinity mistakes",
-        description: "Lints Kubernetes manifests for scheduling mistakes, above all required\nnodeSelectorTerms split into OR-ed terms, with file, line and column, a\nconcrete fix, and text, JSON, SARIF or GitHub annotation output. Works\noffline on files, directories, stdin and Helm-rendered output.\n",
-        caveats: None,
+        package: "kubectl-affinity-lint",
     },
 ];
+
+/// Where the release archives are published; templates name archives under it.
+pub const RELEASES: &str = "https://github.com/placekit/placekit/releases/download";
 
 /// A release platform: krew's os/arch and the Rust target that builds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,11 +113,28 @@ pub fn archive_name(plugin: &PluginInfo, version: &str, platform: &Platform) -> 
 /// Errors of packaging.
 #[derive(Debug, thiserror::Error)]
 pub enum PackagingError {
-    #[error("{path}: {source}")]
+    #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+    #[error(
+        "{}: not found; a manifest never carries a placeholder checksum (build the archive, or render only the archives present with --only-present)",
+        .0.display()
+    )]
+    ArchiveMissing(PathBuf),
+    #[error("no archive of {plugin} {version} in {}", dist.display())]
+    NoArchives {
+        plugin: String,
+        version: String,
+        dist: PathBuf,
+    },
+    #[error("{template}: line {line}: {message}")]
+    Template {
+        template: String,
+        line: usize,
+        message: String,
     },
 }
 
@@ -229,64 +240,104 @@ pub fn archive_entries(path: &Path) -> Result<Vec<String>, PackagingError> {
     Ok(names)
 }
 
-/// The krew manifest of a plugin for `version`, with the sha256 of each platform's archive
-/// (`shas` keyed by `os/arch`; a missing one is written as 64 zeros for the release
-/// workflow to fill in).
-pub fn render_manifest(
-    plugin: &PluginInfo,
+/// Which platforms a rendered manifest lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Platforms {
+    /// Every platform of the template; a missing archive is an error (a release).
+    All,
+    /// Those whose archive is in the directory (a local build for this machine).
+    Present,
+}
+
+/// The committed template of `plugin`, relative to the repository.
+pub fn template_path(plugin: &PluginInfo) -> String {
+    format!("krew-manifests/{}.krew.yaml", plugin.name)
+}
+
+/// Renders a krew-release-bot template as the bot does (`{{ .TagName }}` is `version`;
+/// `{{ addURIAndSha "URL" .TagName }}` becomes `uri:` and `sha256:` lines), taking each
+/// sha256 from the archive named by the URL's last segment in `dist`, and with URLs under
+/// `base_url` instead of [`RELEASES`]. Leading comment lines are dropped.
+pub fn render_template(
+    template_name: &str,
+    template: &str,
     version: &str,
     base_url: &str,
-    shas: &BTreeMap<String, String>,
-) -> String {
-    let mut out = format!(
-        "apiVersion: krew.googlecontainertools.github.com/v1alpha2\nkind: Plugin\nmetadata:\n  name: {}\nspec:\n  version: {version}\n  homepage: https://github.com/placekit/placekit\n  shortDescription: {}\n  description: |\n",
-        plugin.name, plugin.short_description
-    );
-    for line in plugin.description.lines() {
-        out.push_str(&format!("    {line}\n"));
+    dist: &Path,
+    platforms: Platforms,
+) -> Result<String, PackagingError> {
+    const TAG: &str = "{{ .TagName }}";
+    let error = |line: usize, message: &str| PackagingError::Template {
+        template: template_name.to_string(),
+        line: line + 1,
+        message: message.to_string(),
+    };
+    let mut head = String::new();
+    // Each platform's lines, and whether its archive is there.
+    let mut blocks: Vec<(String, bool)> = Vec::new();
+    let mut in_platforms = false;
+    for (n, line) in template.lines().enumerate() {
+        if head.is_empty() && line.starts_with('#') {
+            continue;
+        }
+        if line == "  platforms:" {
+            in_platforms = true;
+        } else if in_platforms && line.starts_with("  - ") {
+            blocks.push((String::new(), true));
+        }
+        let Some((block, present)) = blocks.last_mut() else {
+            if line.contains("addURIAndSha") {
+                return Err(error(n, "addURIAndSha outside spec.platforms"));
+            }
+            head.push_str(&line.replace(TAG, version));
+            head.push('\n');
+            continue;
+        };
+        if !line.trim_start().starts_with("{{ addURIAndSha ") {
+            block.push_str(&line.replace(TAG, version));
+            block.push('\n');
+            continue;
+        }
+        let url = line
+            .trim()
+            .strip_prefix("{{ addURIAndSha \"")
+            .and_then(|rest| rest.split_once("\" .TagName }}"))
+            .map(|(url, _)| url.replace(TAG, version))
+            .ok_or_else(|| error(n, "expected {{ addURIAndSha \"URL\" .TagName }}"))?;
+        let Some(path) = url.strip_prefix(RELEASES) else {
+            return Err(error(n, &format!("the URL must start with {RELEASES}")));
+        };
+        let url = format!("{}{path}", base_url.trim_end_matches('/'));
+        let archive = dist.join(url.rsplit('/').next().unwrap_or_default());
+        if !archive.exists() {
+            if platforms == Platforms::All {
+                return Err(PackagingError::ArchiveMissing(archive));
+            }
+            *present = false;
+            continue;
+        }
+        let sha = sha256_file(&archive)?;
+        let indent = &line[..line.len() - line.trim_start().len()];
+        // Quoted: krew reads YAML 1.1, where a sha256 of digits only is a number.
+        block.push_str(&format!("{indent}uri: {url}\n{indent}sha256: \"{sha}\"\n"));
     }
-    let completion = format!(
-        "For `kubectl {name} <TAB>` (kubectl 1.26+, not on Windows), put the completion\nhelper on PATH next to the plugin:\n  kubectl {name} completion kubectl > \"${{KREW_ROOT:-$HOME/.krew}}/bin/{helper}\"\n  chmod +x \"${{KREW_ROOT:-$HOME/.krew}}/bin/{helper}\"\n",
-        name = plugin.name,
-        helper = placekit::complete::kubectl_helper_name(plugin.name),
-    );
-    out.push_str("  caveats: |\n");
-    for line in plugin
-        .caveats
-        .unwrap_or_default()
-        .lines()
-        .chain(completion.lines())
-    {
-        out.push_str(&format!("    {line}\n"));
+    let blocks: Vec<String> = blocks
+        .into_iter()
+        .filter_map(|(block, present)| present.then_some(block))
+        .collect();
+    if blocks.is_empty() {
+        return Err(PackagingError::NoArchives {
+            plugin: template_name.to_string(),
+            version: version.to_string(),
+            dist: dist.to_path_buf(),
+        });
     }
-    out.push_str("  platforms:\n");
-    for p in PLATFORMS {
-        let key = format!("{}/{}", p.os, p.arch);
-        let sha = shas.get(&key).cloned().unwrap_or_else(|| "0".repeat(64));
-        let helper = completion_helper(plugin, p)
-            .map(|h| format!("    - from: {h}\n      to: .\n"))
-            .unwrap_or_default();
-        out.push_str(&format!(
-            "  - selector:\n      matchLabels:\n        os: {}\n        arch: {}\n    uri: {base_url}/{version}/{}\n    sha256: \"{sha}\"\n    bin: {}{}\n    files:\n    - from: {}{}\n      to: .\n    - from: LICENSE\n      to: .\n{helper}",
-            p.os,
-            p.arch,
-            archive_name(plugin, version, p),
-            plugin.bin,
-            p.exe_suffix(),
-            plugin.bin,
-            p.exe_suffix(),
-        ));
-    }
-    out
+    Ok(head + &blocks.concat())
 }
 
-/// Parses a YAML document into JSON values (for tests of rendered manifests).
-pub fn parse_yaml(text: &str) -> Result<serde_json::Value, String> {
-    serde_yaml::from_str(text).map_err(|e| e.to_string())
-}
-
-/// Problems with a manifest under krew-index's rules (empty when valid).
-pub fn validate_manifest(text: &str, file_name: &str) -> Vec<String> {
+/// Problems with a manifest under krew-index's rules (empty when valid); with
+/// [`Platforms::Present`], a manifest for some platforms only (a local build) is valid.
+pub fn validate_manifest(text: &str, file_name: &str, expected: Platforms) -> Vec<String> {
     let mut problems = Vec::new();
     let doc: serde_json::Value = match serde_yaml::from_str(text) {
         Ok(d) => d,
@@ -327,6 +378,9 @@ pub fn validate_manifest(text: &str, file_name: &str) -> Vec<String> {
     }
     if description.contains("kubectl ") && description.contains("$ ") {
         problems.push("description must not contain usage examples".into());
+    }
+    if spec["caveats"].as_str().is_none_or(|c| !c.contains("list")) {
+        problems.push("caveats must state the RBAC the plugin needs".into());
     }
     if spec["homepage"]
         .as_str()
@@ -393,13 +447,20 @@ pub fn validate_manifest(text: &str, file_name: &str) -> Vec<String> {
             problems.push(format!("platforms[{i}] must ship the LICENSE file"));
         }
     }
-    for required in [
-        "linux/amd64",
-        "linux/arm64",
-        "darwin/amd64",
-        "darwin/arm64",
-        "windows/amd64",
-    ] {
+    let required: &[&str] = match expected {
+        Platforms::All => &[
+            "linux/amd64",
+            "linux/arm64",
+            "darwin/amd64",
+            "darwin/arm64",
+            "windows/amd64",
+        ],
+        Platforms::Present => &[],
+    };
+    if platforms_array_empty(&doc) {
+        problems.push("spec.platforms must list at least one platform".into());
+    }
+    for required in required {
         if !seen.iter().any(|s| s == required) {
             problems.push(format!("platform {required} is missing"));
         }
@@ -407,47 +468,144 @@ pub fn validate_manifest(text: &str, file_name: &str) -> Vec<String> {
     problems
 }
 
+fn platforms_array_empty(doc: &serde_json::Value) -> bool {
+    doc["spec"]["platforms"]
+        .as_array()
+        .is_none_or(|p| p.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn rendered_manifests_are_valid_and_broken_ones_are_caught() {
+    fn template(plugin: &PluginInfo) -> String {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        std::fs::read_to_string(repo.join(template_path(plugin))).unwrap()
+    }
+
+    /// Fake archives for `platforms` of every plugin in a fresh directory.
+    fn dist(platforms: &[Platform]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
         for plugin in PLUGINS {
-            let text = render_manifest(
-                plugin,
-                "v0.1.0",
-                "https://github.com/placekit/placekit/releases/download",
-                &BTreeMap::new(),
-            );
+            for p in platforms {
+                std::fs::write(
+                    dir.path().join(archive_name(plugin, "v1.2.3", p)),
+                    format!("{} {}", plugin.name, p.target),
+                )
+                .unwrap();
+            }
+        }
+        dir
+    }
+
+    #[test]
+    fn templates_render_to_valid_manifests_and_broken_ones_are_caught() {
+        let all = dist(PLATFORMS);
+        for plugin in PLUGINS {
+            let file = format!("{}.yaml", plugin.name);
+            let text = render_template(
+                &file,
+                &template(plugin),
+                "v1.2.3",
+                RELEASES,
+                all.path(),
+                Platforms::All,
+            )
+            .unwrap();
             assert_eq!(
-                validate_manifest(&text, &format!("{}.yaml", plugin.name)),
+                validate_manifest(&text, &file, Platforms::All),
                 Vec::<String>::new(),
                 "{text}"
             );
-            assert!(!validate_manifest(&text, "other.yaml").is_empty());
+            assert!(!text.starts_with('#'), "the template's comment is dropped");
+            assert!(!text.contains("{{"), "{text}");
+            let linux = archive_name(plugin, "v1.2.3", &PLATFORMS[0]);
+            assert!(text.contains(&format!(
+                "    uri: {RELEASES}/v1.2.3/{linux}\n    sha256: \"{}\"\n",
+                sha256_file(&all.path().join(&linux)).unwrap()
+            )));
+            assert!(!validate_manifest(&text, "other.yaml", Platforms::All).is_empty());
             let broken = text.replace("bin: kubectl-", "bin: kubectl_");
-            assert!(!validate_manifest(&broken, &format!("{}.yaml", plugin.name)).is_empty());
-            let long = text.replace(plugin.short_description, &"x".repeat(51));
+            assert!(!validate_manifest(&broken, &file, Platforms::All).is_empty());
+            let short = text
+                .lines()
+                .find_map(|l| l.strip_prefix("  shortDescription: "))
+                .unwrap();
+            let long = text.replace(short, &"x".repeat(51));
             assert!(
-                validate_manifest(&long, &format!("{}.yaml", plugin.name))
+                validate_manifest(&long, &file, Platforms::All)
                     .iter()
                     .any(|p| p.contains("shortDescription"))
             );
-            // What krew's own validator rejected in the first committed manifests.
-            let unquoted = text.replace(&format!("\"{}\"", "0".repeat(64)), &"0".repeat(64));
-            assert!(
-                validate_manifest(&unquoted, &format!("{}.yaml", plugin.name))
-                    .iter()
-                    .any(|p| p.contains("must be quoted")),
-                "{unquoted}"
-            );
             let no_windows = text.replace("os: windows", "os: plan9");
             assert!(
-                validate_manifest(&no_windows, &format!("{}.yaml", plugin.name))
+                validate_manifest(&no_windows, &file, Platforms::All)
                     .iter()
                     .any(|p| p.contains("windows/amd64"))
             );
+            // What krew's own validator rejected in the first manifests.
+            let sha = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("sha256: "))
+                .unwrap();
+            let digits = text.replace(sha, &"1".repeat(64));
+            assert!(
+                validate_manifest(&digits, &file, Platforms::All)
+                    .iter()
+                    .any(|p| p.contains("must be quoted")),
+                "{digits}"
+            );
         }
+    }
+
+    #[test]
+    fn a_release_needs_every_archive_and_a_local_build_lists_what_it_has() {
+        let linux = dist(&PLATFORMS[..1]);
+        let plugin = &PLUGINS[1];
+        let file = format!("{}.yaml", plugin.name);
+        let error = render_template(
+            &file,
+            &template(plugin),
+            "v1.2.3",
+            RELEASES,
+            linux.path(),
+            Platforms::All,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&error, PackagingError::ArchiveMissing(p) if p.ends_with("gpu-taint_v1.2.3_linux_arm64.tar.gz")),
+            "{error}"
+        );
+        let text = render_template(
+            &file,
+            &template(plugin),
+            "v1.2.3",
+            "https://127.0.0.1:8443/",
+            linux.path(),
+            Platforms::Present,
+        )
+        .unwrap();
+        assert_eq!(text.matches("  - selector:").count(), 1, "{text}");
+        assert!(
+            text.contains("uri: https://127.0.0.1:8443/v1.2.3/gpu-taint_v1.2.3_linux_amd64.tar.gz")
+        );
+        assert!(text.contains("- from: kubectl_complete-gpu_taint"));
+        assert_eq!(
+            validate_manifest(&text, &file, Platforms::Present),
+            Vec::<String>::new()
+        );
+        assert!(!validate_manifest(&text, &file, Platforms::All).is_empty());
+        let empty = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            render_template(
+                &file,
+                &template(plugin),
+                "v1.2.3",
+                RELEASES,
+                empty.path(),
+                Platforms::Present
+            ),
+            Err(PackagingError::NoArchives { .. })
+        ));
     }
 }

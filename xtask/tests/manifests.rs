@@ -1,59 +1,65 @@
-//! The committed krew manifests, the krew-release-bot templates and the GitHub workflows.
+//! The committed krew-release-bot templates and the GitHub workflows.
 
 use std::path::{Path, PathBuf};
 
-use placekit_testserver::packaging::{PLATFORMS, PLUGINS, validate_manifest};
+use xtask::packaging::{PLATFORMS, PLUGINS, template_path};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The committed manifests are the krew-release-bot templates and nothing else: no file that
+/// looks installable while carrying a placeholder checksum.
 #[test]
-fn committed_manifests_follow_krew_rules() {
+fn the_only_committed_manifests_are_templates_without_checksums() {
+    let mut names: Vec<String> = std::fs::read_dir(repo().join("krew-manifests"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut expected: Vec<String> = PLUGINS
+        .iter()
+        .map(|p| {
+            template_path(p)
+                .trim_start_matches("krew-manifests/")
+                .to_string()
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(names, expected);
     for plugin in PLUGINS {
-        let file = format!("{}.yaml", plugin.name);
-        let text = std::fs::read_to_string(repo().join("krew-manifests").join(&file)).unwrap();
+        let text = std::fs::read_to_string(repo().join(template_path(plugin))).unwrap();
+        assert!(!text.contains("sha256:"), "{}", template_path(plugin));
         assert_eq!(
-            validate_manifest(&text, &file),
-            Vec::<String>::new(),
-            "{file}"
+            text.matches("{{ addURIAndSha ").count(),
+            PLATFORMS.len(),
+            "{}",
+            template_path(plugin)
         );
-        assert!(text.contains(&format!("bin: {}\n", plugin.bin)));
     }
 }
 
+/// What the release workflow and krew-release-bot are told matches the repository.
 #[test]
-fn release_bot_templates_render_to_valid_manifests() {
+fn the_release_workflow_packages_with_xtask_and_the_templates() {
+    let (text, value) = workflow("release.yml");
+    assert!(
+        !text.contains("placekit-package"),
+        "packaging moved to cargo xtask"
+    );
+    assert!(text.contains("cargo xtask package archives"));
+    assert!(text.contains("cargo xtask package manifests"));
+    let template = value["jobs"]["krew-index"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|s| s["with"]["krew_template_file"].as_str())
+        .unwrap()
+        .to_string();
     for plugin in PLUGINS {
-        let text = std::fs::read_to_string(
-            repo()
-                .join("krew-manifests/release-bot")
-                .join(format!("{}.krew.yaml", plugin.name)),
-        )
-        .unwrap();
-        // What krew-release-bot does: TagName, and addURIAndSha -> uri + sha256 lines.
-        let rendered: String = text
-            .lines()
-            .map(|line| {
-                let line = line.replace("{{ .TagName }}", "v1.2.3");
-                match line.trim().strip_prefix("{{ addURIAndSha \"") {
-                    Some(rest) => {
-                        let uri = rest.split('"').next().unwrap();
-                        format!("    uri: {uri}\n    sha256: {}\n", "a".repeat(64))
-                    }
-                    None => format!("{line}\n"),
-                }
-            })
-            .collect();
-        assert_eq!(
-            validate_manifest(&rendered, &format!("{}.yaml", plugin.name)),
-            Vec::<String>::new(),
-            "{rendered}"
-        );
-        assert!(rendered.contains(&format!(
-            "/v1.2.3/{}_v1.2.3_windows_amd64.tar.gz",
-            plugin.name
-        )));
+        let path = template.replace("${{ matrix.plugin }}", plugin.name);
+        assert_eq!(path, template_path(plugin));
+        assert!(repo().join(&path).exists(), "{path}");
     }
 }
 

@@ -1,0 +1,75 @@
+//! A release archive built for the host platform and the manifest rendered for it from the
+//! committed template: the manifest's sha256, uri and bin match the archive, and the archive
+//! holds the binary, the LICENSE and the kubectl completion helper the manifest lists.
+
+use std::path::Path;
+
+use xtask::packaging::{
+    PLUGINS, Platforms, RELEASES, archive_entries, build_archive, host_platform, render_template,
+    sha256_file, template_path, validate_manifest,
+};
+
+#[test]
+fn the_rendered_manifest_matches_the_host_archive() {
+    let Some(platform) = host_platform() else {
+        eprintln!("NOTICE: this host is not a release platform; skipping");
+        return;
+    };
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let plugin = PLUGINS.iter().find(|p| p.name == "nodelabel").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("kubectl-nodelabel");
+    std::fs::write(&binary, "#!/bin/sh\necho stand-in\n").unwrap();
+    let dist = dir.path().join("dist");
+    let (archive, sha) = build_archive(
+        plugin,
+        "v0.1.0",
+        &platform,
+        &binary,
+        &repo.join("LICENSE"),
+        &dist,
+        1,
+    )
+    .unwrap();
+    assert_eq!(sha, sha256_file(&archive).unwrap());
+    let template = std::fs::read_to_string(repo.join(template_path(plugin))).unwrap();
+    let manifest = render_template(
+        "nodelabel.krew.yaml",
+        &template,
+        "v0.1.0",
+        RELEASES,
+        &dist,
+        Platforms::Present,
+    )
+    .unwrap();
+    assert_eq!(
+        validate_manifest(&manifest, "nodelabel.yaml", Platforms::Present),
+        Vec::<String>::new()
+    );
+
+    let doc: serde_json::Value = serde_yaml::from_str(&manifest).unwrap();
+    let platforms = doc["spec"]["platforms"].as_array().unwrap();
+    assert_eq!(platforms.len(), 1, "only the archive built here");
+    let entry = &platforms[0];
+    assert_eq!(entry["selector"]["matchLabels"]["os"], platform.os);
+    assert_eq!(entry["selector"]["matchLabels"]["arch"], platform.arch);
+    assert_eq!(entry["sha256"], sha);
+    assert_eq!(
+        entry["uri"],
+        format!(
+            "{RELEASES}/v0.1.0/{}",
+            archive.file_name().unwrap().to_string_lossy()
+        )
+    );
+    let entries = archive_entries(&archive).unwrap();
+    assert!(
+        entries.contains(&entry["bin"].as_str().unwrap().to_string()),
+        "{entries:?}"
+    );
+    assert!(entries.contains(&"LICENSE".to_string()));
+    // The kubectl completion helper ships beside the binary and is listed in the manifest.
+    let helper = "kubectl_complete-nodelabel";
+    assert!(entries.contains(&helper.to_string()), "{entries:?}");
+    let files = entry["files"].as_array().unwrap();
+    assert!(files.iter().any(|f| f["from"] == helper), "{files:?}");
+}
