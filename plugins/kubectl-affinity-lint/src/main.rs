@@ -14,10 +14,10 @@ use placekit::exit;
 use placekit::fleet::{self, ClusterRead, Fleet, FleetArgs};
 use placekit::lint::admission;
 use placekit::lint::engine::{
-    Config, Fixable, Outcome, Settings, lint_paths, lint_paths_streaming,
+    Config, FileReport, Fixable, Outcome, Settings, lint_paths_streaming,
 };
 use placekit::lint::fixer::{self, FixMode};
-use placekit::lint::output;
+use placekit::lint::output::{self, Structured, StructuredWriter};
 use placekit::lint::rule::Severity;
 use placekit::lint::rules::{RULES, find};
 use placekit::ui::{ColorChoice, DisplayArgs, OutputFormat, Ui};
@@ -227,7 +227,7 @@ struct Cli {
 enum Command {
     /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl affinity-lint <TAB>`.
     #[command(
-        after_help = "Examples:\n  # kubectl affinity-lint <TAB> (kubectl 1.26+): the helper goes next to the plugin on PATH\n  kubectl affinity-lint completion kubectl --install\n  kubectl affinity-lint completion kubectl --uninstall   # before kubectl krew uninstall affinity-lint\n\n  # or print it and put it on PATH yourself\n  kubectl affinity-lint completion kubectl > ~/bin/kubectl_complete-affinity_lint && chmod +x ~/bin/kubectl_complete-affinity_lint\n\n  # kubectl-affinity_lint <TAB> in bash\n  source <(kubectl-affinity_lint completion bash)"
+        after_help = "Examples:\n  # kubectl affinity-lint <TAB> (kubectl 1.26+): the helper goes next to\n  # the plugin on PATH; remove it before kubectl krew uninstall affinity-lint\n  kubectl affinity-lint completion kubectl --install\n  kubectl affinity-lint completion kubectl --uninstall\n\n  # or print it and put it on PATH yourself\n  kubectl affinity-lint completion kubectl \\\n      > ~/bin/kubectl_complete-affinity_lint\n  chmod +x ~/bin/kubectl_complete-affinity_lint\n\n  # kubectl-affinity_lint <TAB> in bash\n  source <(kubectl-affinity_lint completion bash)"
     )]
     Completion(complete::CompletionArgs),
     /// Running pods whose node no longer satisfies their nodeSelector or required affinity.
@@ -477,12 +477,8 @@ fn main() -> ExitCode {
     };
     let code = if cli.fix || cli.diff {
         fix(&cli, &settings, &ui, &contexts)
-    } else if matches!(cli.output, Format::Text | Format::Github) {
-        lint_streaming(&cli, &settings, &ui)
     } else {
-        let outcome = lint_paths(&cli.files, cli.recursive, &settings);
-        print_report(&cli, &outcome, &ui, false, &contexts);
-        exit_code(&outcome, cli.fail_on)
+        lint_streaming(&cli, &settings, &ui, &contexts)
     };
     // Some contexts could not be read: the report is incomplete (input errors still say 2).
     if fleet::exit_code(&contexts, |_| exit::SUCCESS) == exit::SOME_CONTEXTS_UNREAD
@@ -493,27 +489,84 @@ fn main() -> ExitCode {
     code
 }
 
-/// Text and GitHub annotations are printed file by file as the files are done, so a
-/// monorepo's report starts at once and its findings are never all held in memory.
-fn lint_streaming(cli: &Cli, settings: &Settings<'_>, ui: &Ui) -> ExitCode {
-    let mut summary = output::Summary::default();
-    let mut out = Output::default();
-    summary.files = lint_paths_streaming(&cli.files, cli.recursive, settings, &mut |report| {
-        summary.add(&report);
-        out.write(&match cli.output {
-            Format::Github => output::github_file(&report),
-            _ => output::text_file(&report, ui),
-        });
-    });
-    if cli.output == Format::Text {
-        out.write(&output::text_summary(&summary));
-    }
+/// The report is printed file by file as the files are done (a big file document by
+/// document), in every format, so a monorepo's report starts at once and its findings are
+/// never all held in memory.
+fn lint_streaming(
+    cli: &Cli,
+    settings: &Settings<'_>,
+    ui: &Ui,
+    contexts: &[ClusterRead<()>],
+) -> ExitCode {
+    let summary = match structured(cli.output) {
+        Some(format) => {
+            let contexts = (!contexts.is_empty()).then(|| fleet::contexts_json(contexts));
+            let stdout = std::io::BufWriter::new(std::io::stdout().lock());
+            let mut failed = None;
+            let result = StructuredWriter::start(
+                format,
+                stdout,
+                env!("CARGO_PKG_VERSION"),
+                contexts.as_ref(),
+            )
+            .and_then(|mut writer| {
+                let files =
+                    lint_paths_streaming(&cli.files, cli.recursive, settings, &mut |report| {
+                        if failed.is_none()
+                            && let Err(e) = writer.add(report)
+                        {
+                            failed = Some(e);
+                        }
+                    });
+                match failed {
+                    Some(e) => Err(e),
+                    None => writer.finish(files),
+                }
+            });
+            match result {
+                Ok(summary) => summary,
+                // A closed stdout (`| head`) ends quietly; the exit code still says what was found.
+                Err(e) => {
+                    if e.kind() != std::io::ErrorKind::BrokenPipe {
+                        eprintln!("error: writing the report: {e}");
+                    }
+                    return ExitCode::from(exit::USAGE);
+                }
+            }
+        }
+        None => {
+            let mut summary = output::Summary::default();
+            let mut out = Output::default();
+            summary.files =
+                lint_paths_streaming(&cli.files, cli.recursive, settings, &mut |report| {
+                    summary.add(&report);
+                    out.write(&match cli.output {
+                        Format::Github => output::github_file(&report),
+                        _ => output::text_file(&report, ui),
+                    });
+                });
+            if cli.output == Format::Text {
+                out.write(&output::text_summary(&summary));
+            }
+            summary
+        }
+    };
     if summary.input_errors > 0 {
         ExitCode::from(exit::USAGE)
     } else if summary.failing(cli.fail_on) > 0 {
         ExitCode::from(exit::PROBLEMS)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// The structured format of `output`, if it is one.
+fn structured(output: Format) -> Option<Structured> {
+    match output {
+        Format::Json => Some(Structured::Json),
+        Format::Sarif => Some(Structured::Sarif),
+        Format::Gitlab => Some(Structured::Gitlab),
+        Format::Text | Format::Github => None,
     }
 }
 
@@ -553,18 +606,31 @@ fn print_report(
     to_stderr: bool,
     contexts: &[ClusterRead<()>],
 ) {
-    let rendered = match cli.output {
-        Format::Text => output::text_report(outcome, ui),
-        Format::Json => {
-            let mut report = output::json_report(outcome);
-            if !contexts.is_empty() {
-                report["contexts"] = fleet::contexts_json(contexts);
-            }
-            pretty(&report)
+    let rendered = match structured(cli.output) {
+        Some(format) => {
+            let contexts = (!contexts.is_empty()).then(|| fleet::contexts_json(contexts));
+            let mut bytes = Vec::new();
+            let report = FileReport {
+                errors: outcome.errors.clone(),
+                findings: outcome.findings.clone(),
+                documents: outcome.documents,
+                objects: outcome.objects,
+            };
+            StructuredWriter::start(
+                format,
+                &mut bytes,
+                env!("CARGO_PKG_VERSION"),
+                contexts.as_ref(),
+            )
+            .and_then(|mut writer| {
+                writer.add(report)?;
+                writer.finish(outcome.files)
+            })
+            .expect("writing to memory does not fail");
+            String::from_utf8(bytes).expect("JSON is UTF-8")
         }
-        Format::Sarif => pretty(&output::sarif_report(outcome, env!("CARGO_PKG_VERSION"))),
-        Format::Github => output::github_report(outcome),
-        Format::Gitlab => pretty(&output::gitlab_report(outcome)),
+        None if cli.output == Format::Github => output::github_report(outcome),
+        None => output::text_report(outcome, ui),
     };
     write_out(&rendered, to_stderr);
 }
@@ -733,12 +799,6 @@ fn fix(cli: &Cli, settings: &Settings<'_>, ui: &Ui, contexts: &[ClusterRead<()>]
 /// `--cluster NAME` becomes `--kube-cluster NAME` in this plugin.
 fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command().mut_arg("cluster", |a| a.long("kube-cluster"))
-}
-
-fn pretty(value: &serde_json::Value) -> String {
-    let mut s = serde_json::to_string_pretty(value).expect("reports serialise");
-    s.push('\n');
-    s
 }
 
 fn load_config(cli: &Cli) -> Result<Config, String> {

@@ -114,7 +114,7 @@ enum Command {
     },
     /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl nodelabel <TAB>`.
     #[command(
-        after_help = "Examples:\n  # kubectl nodelabel <TAB> (kubectl 1.26+): the helper goes next to the plugin on PATH\n  kubectl nodelabel completion kubectl --install\n  kubectl nodelabel completion kubectl --uninstall   # before kubectl krew uninstall nodelabel\n\n  # or print it and put it on PATH yourself\n  kubectl nodelabel completion kubectl > ~/bin/kubectl_complete-nodelabel && chmod +x ~/bin/kubectl_complete-nodelabel\n\n  # kubectl-nodelabel <TAB> in bash\n  source <(kubectl-nodelabel completion bash)"
+        after_help = "Examples:\n  # kubectl nodelabel <TAB> (kubectl 1.26+): the helper goes next to\n  # the plugin on PATH; remove it before kubectl krew uninstall nodelabel\n  kubectl nodelabel completion kubectl --install\n  kubectl nodelabel completion kubectl --uninstall\n\n  # or print it and put it on PATH yourself\n  kubectl nodelabel completion kubectl \\\n      > ~/bin/kubectl_complete-nodelabel\n  chmod +x ~/bin/kubectl_complete-nodelabel\n\n  # kubectl-nodelabel <TAB> in bash\n  source <(kubectl-nodelabel completion bash)"
     )]
     Completion(complete::CompletionArgs),
     /// List snapshots: time, context, command, nodes, outcome, whether rolled back.

@@ -432,13 +432,28 @@ enum Done {
 struct Arriving {
     /// Known once the file has been read to its end.
     documents: Option<usize>,
-    results: Vec<(usize, DocumentResult)>,
+    /// Documents linted so far.
+    received: usize,
+    /// Linted documents not yet reported, by index.
+    pending: BTreeMap<usize, DocumentResult>,
+    /// Documents already reported (a big file is reported as it is read).
+    reported: usize,
+    /// AL011's facts of the reported documents, in document order.
+    facts: Vec<al011::Facts>,
     read_error: Option<InputError>,
 }
 
 impl Arriving {
     fn complete(&self) -> bool {
-        self.documents == Some(self.results.len())
+        self.documents == Some(self.received)
+    }
+
+    /// The next document in order, if it has been linted: its report, its facts kept.
+    fn next_document(&mut self) -> Option<FileReport> {
+        let mut result = self.pending.remove(&self.reported)?;
+        self.reported += 1;
+        self.facts.push(std::mem::take(&mut result.facts));
+        Some(document_report(result))
     }
 }
 
@@ -470,6 +485,20 @@ pub fn lint_paths_streaming(
                 .and_then(|c| c.get(&file.name))
                 .map(|t| std::sync::Arc::from(t.as_str()));
             file
+        })
+        .collect();
+    // Small files are linted whole by one worker and reported whole; a big one (or stdin) is
+    // read a document at a time, its documents linted by every worker and reported as they
+    // come in order, so neither its text nor its findings are ever all in memory.
+    let whole: Vec<bool> = files
+        .iter()
+        .map(|file| match &file.content {
+            Some(text) => text.len() as u64 <= WHOLE_FILE_BYTES,
+            None => {
+                file.path.as_os_str() != "-"
+                    && std::fs::metadata(&file.path)
+                        .is_ok_and(|m| m.is_file() && m.len() <= WHOLE_FILE_BYTES)
+            }
         })
         .collect();
     let jobs = match settings.jobs {
@@ -519,20 +548,12 @@ pub fn lint_paths_streaming(
             });
         }
         drop(job_receiver);
-        let (files, read, done) = (&files, &read, done_sender.clone());
+        let (files, read, done, whole) = (&files, &read, done_sender.clone(), &whole);
         scope.spawn(move || {
-            for (file_index, file) in files.iter().enumerate() {
-                let small = match &file.content {
-                    Some(text) => text.len() as u64 <= WHOLE_FILE_BYTES,
-                    None => {
-                        file.path.as_os_str() != "-"
-                            && std::fs::metadata(&file.path)
-                                .is_ok_and(|m| m.is_file() && m.len() <= WHOLE_FILE_BYTES)
-                    }
-                };
+            for (file_index, &whole) in whole.iter().enumerate() {
                 // A send fails only when every worker has stopped: the scope then re-raises
                 // their panic.
-                if small {
+                if whole {
                     if job_sender.send(Job::File(file_index)).is_err() {
                         break;
                     }
@@ -544,17 +565,19 @@ pub fn lint_paths_streaming(
             }
         });
         drop(done_sender);
-        put_in_order(files, settings, done_receiver, emit);
+        put_in_order(files, whole, settings, done_receiver, emit);
     });
     files.len()
 }
 
-/// Gathers the results of the workers and hands each file's report to `emit` in the
-/// order of the files' names, as soon as that file and the files before it are done.
-/// AL011 judges a PodDisruptionBudget over every pod of its group (directory or stream),
-/// so its findings follow the group's last file.
+/// Gathers the results of the workers and hands the reports to `emit` in the order of the
+/// files' names: a small file's (`whole`) once it and the files before it are done, a big
+/// file's document by document as soon as the documents before them are. AL011 judges a
+/// PodDisruptionBudget over every pod of its group (directory or stream), so its findings
+/// follow the group's last file.
 fn put_in_order(
     files: &[InputFile],
+    whole: &[bool],
     settings: &Settings<'_>,
     done: mpsc::Receiver<Done>,
     emit: &mut dyn FnMut(FileReport),
@@ -583,7 +606,8 @@ fn put_in_order(
     for news in done {
         let file_index = match news {
             Done::Document(file_index, doc_index, result) => {
-                arriving[file_index].results.push((doc_index, result));
+                arriving[file_index].pending.insert(doc_index, result);
+                arriving[file_index].received += 1;
                 file_index
             }
             Done::Read(file_index, documents, error) => {
@@ -592,44 +616,52 @@ fn put_in_order(
                 file_index
             }
         };
-        if !arriving[file_index].complete() {
-            continue;
-        }
-        let group = files[file_index].group.as_str();
-        // A file refused part-way (binary, too big) is reported, not half-linted.
-        if arriving[file_index].read_error.is_none() {
-            let results = &mut arriving[file_index].results;
-            results.sort_by_key(|(doc_index, _)| *doc_index);
-            file_facts[file_index] = results
-                .iter_mut()
-                .map(|(_, result)| std::mem::take(&mut result.facts))
-                .collect();
-        }
-        let unfinished = unfinished_in_group
-            .get_mut(group)
-            .expect("every group counted");
-        *unfinished -= 1;
-        if *unfinished == 0
-            && let Some(severity) = pdb_severity
-        {
-            let mut facts = al011::Facts::default();
-            for &index in &group_files[group] {
-                for part in std::mem::take(&mut file_facts[index]) {
-                    facts.extend(part);
-                }
+        if arriving[file_index].complete() {
+            let group = files[file_index].group.as_str();
+            let file = &mut arriving[file_index];
+            // A small file refused part-way (binary, too big) is reported, not half-linted.
+            if file.read_error.is_none() || !whole[file_index] {
+                let rest = file
+                    .pending
+                    .values_mut()
+                    .map(|r| std::mem::take(&mut r.facts));
+                let mut facts = std::mem::take(&mut file.facts);
+                facts.extend(rest);
+                file_facts[file_index] = facts;
             }
-            let mut findings = al011::judge(&facts, severity);
-            if let (false, Some(&last)) = (findings.is_empty(), group_files[group].last()) {
-                findings
-                    .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
-                group_findings.insert(last, findings);
+            let unfinished = unfinished_in_group
+                .get_mut(group)
+                .expect("every group counted");
+            *unfinished -= 1;
+            if *unfinished == 0
+                && let Some(severity) = pdb_severity
+            {
+                let mut facts = al011::Facts::default();
+                for &index in &group_files[group] {
+                    for part in std::mem::take(&mut file_facts[index]) {
+                        facts.extend(part);
+                    }
+                }
+                let mut findings = al011::judge(&facts, severity);
+                if let (false, Some(&last)) = (findings.is_empty(), group_files[group].last()) {
+                    findings.sort_by(|a, b| {
+                        (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column))
+                    });
+                    group_findings.insert(last, findings);
+                }
             }
         }
         while let Some(&index) = order.get(next) {
-            if !arriving[index].complete() {
+            let file = &mut arriving[index];
+            if !whole[index] {
+                while let Some(report) = file.next_document() {
+                    emit(report);
+                }
+            }
+            if !file.complete() {
                 break;
             }
-            emit(file_report(std::mem::take(&mut arriving[index])));
+            emit(file_report(std::mem::take(file), whole[index]));
             if let Some(findings) = group_findings.remove(&index) {
                 emit(FileReport {
                     findings,
@@ -641,21 +673,36 @@ fn put_in_order(
     }
 }
 
-/// A complete file's report: its documents' results in order, its findings by position.
-fn file_report(file: Arriving) -> FileReport {
+/// One document's report, its findings by position.
+fn document_report(result: DocumentResult) -> FileReport {
+    let mut report = FileReport {
+        documents: result.documents,
+        objects: result.objects,
+        findings: result.findings,
+        errors: result.error.into_iter().collect(),
+    };
+    report
+        .findings
+        .sort_by(|a, b| (a.line, a.column, &a.rule).cmp(&(b.line, b.column, &b.rule)));
+    report
+}
+
+/// What is left of a complete file's report: its (remaining) documents' results in order,
+/// its findings by position, and its read error. A small file refused part-way reports only
+/// the error; a big one has reported what it linted as it went, and ends with the error.
+fn file_report(file: Arriving, whole: bool) -> FileReport {
     let mut report = FileReport::default();
-    if let Some(error) = file.read_error {
-        report.errors.push(error);
+    if whole && file.read_error.is_some() {
+        report.errors.extend(file.read_error);
         return report;
     }
-    let mut results = file.results;
-    results.sort_by_key(|(doc_index, _)| *doc_index);
-    for (_, result) in results {
+    for (_, result) in file.pending {
         report.documents += result.documents;
         report.objects += result.objects;
         report.findings.extend(result.findings);
         report.errors.extend(result.error);
     }
+    report.errors.extend(file.read_error);
     report
         .findings
         .sort_by(|a, b| (a.line, a.column, &a.rule).cmp(&(b.line, b.column, &b.rule)));

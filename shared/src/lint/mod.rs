@@ -13,4 +13,5 @@ pub mod relax;
 pub mod rule;
 pub mod rules;
 pub mod source;
+pub mod structured;
 pub mod yaml;

@@ -1,16 +1,16 @@
-//! Reports of a lint run: compiler-style text, versioned JSON, SARIF 2.1.0 and GitHub
-//! workflow-command annotations.
-
-use serde_json::{Value, json};
+//! Reports of a lint run: compiler-style text and GitHub workflow-command annotations here;
+//! versioned JSON, SARIF 2.1.0 and GitLab code quality, written as the findings come, in
+//! [`super::structured`].
 
 use super::engine::{FileReport, Finding, Outcome};
 use super::rule::Severity;
-use super::rules::RULES;
 use super::source::InputError;
 use crate::ui::{Color, Ui};
 
 /// The `version` of the JSON report.
 pub const JSON_VERSION: &str = "placekit.dev/affinity-lint/v1";
+
+pub use super::structured::{Structured, StructuredWriter};
 
 /// The totals a report ends with, added up as files are reported.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -65,29 +65,6 @@ impl Summary {
     }
 }
 
-fn counts(outcome: &Outcome) -> Value {
-    let s = Summary::of(outcome);
-    json!({
-        "errors": s.errors,
-        "warnings": s.warnings,
-        "infos": s.infos,
-        "inputErrors": s.input_errors,
-        "files": s.files,
-        "documents": s.documents,
-        "objects": s.objects,
-    })
-}
-
-/// The JSON report.
-pub fn json_report(outcome: &Outcome) -> Value {
-    json!({
-        "version": JSON_VERSION,
-        "findings": outcome.findings,
-        "inputErrors": outcome.errors,
-        "summary": counts(outcome),
-    })
-}
-
 /// Where the core kinds keep their pod spec: not worth repeating in text output.
 const CORE_POD_SPEC_PATHS: &[&str] = &[
     "spec",
@@ -97,7 +74,7 @@ const CORE_POD_SPEC_PATHS: &[&str] = &[
 ];
 
 /// `Deployment ml/llm-inference`.
-fn object_name(f: &Finding) -> String {
+pub(super) fn object_name(f: &Finding) -> String {
     match &f.object.namespace {
         Some(ns) => format!("{} {ns}/{}", f.object.kind, f.object.name),
         None => format!("{} {}", f.object.kind, f.object.name),
@@ -106,7 +83,7 @@ fn object_name(f: &Finding) -> String {
 
 /// What the CI formats add to a message so it stands alone: the object, the pod spec of a
 /// custom resource, and the Helm template the file was rendered from.
-fn context(f: &Finding) -> String {
+pub(super) fn context(f: &Finding) -> String {
     let mut parts = vec![object_name(f)];
     if let Some(context) = &f.context {
         parts.push(format!("context {context}"));
@@ -222,7 +199,7 @@ pub fn text_summary(s: &Summary) -> String {
     )
 }
 
-fn sarif_level(s: Severity) -> &'static str {
+pub(super) fn sarif_level(s: Severity) -> &'static str {
     match s {
         Severity::Error => "error",
         Severity::Warning => "warning",
@@ -233,7 +210,7 @@ fn sarif_level(s: Severity) -> &'static str {
 /// A file as CI systems want it: relative to the directory the linter runs in (the
 /// repository's root in CI) when it is inside it, as given otherwise. `-f $CI_PROJECT_DIR/x`
 /// reports `x`.
-fn repository_path(file: &str) -> String {
+pub(super) fn repository_path(file: &str) -> String {
     let path = std::path::Path::new(file);
     if path.is_absolute()
         && let Ok(cwd) = std::env::current_dir()
@@ -246,7 +223,7 @@ fn repository_path(file: &str) -> String {
 
 /// A SARIF `artifactLocation.uri`: the repository path percent-encoded (a space or `#`
 /// would break the URI); a path outside the repository as a `file://` URI.
-fn sarif_uri(file: &str) -> String {
+pub(super) fn sarif_uri(file: &str) -> String {
     let path = repository_path(file).replace('\\', "/");
     let mut encoded = String::new();
     for byte in path.bytes() {
@@ -262,81 +239,6 @@ fn sarif_uri(file: &str) -> String {
     } else {
         encoded
     }
-}
-
-/// SARIF 2.1.0 with rule metadata and physical locations (GitHub code scanning reads it).
-pub fn sarif_report(outcome: &Outcome, version: &str) -> Value {
-    let rules: Vec<Value> = RULES
-        .iter()
-        .map(|r| {
-            let m = r.meta();
-            json!({
-                "id": m.id,
-                "name": m.name,
-                "shortDescription": {"text": m.summary},
-                "fullDescription": {"text": m.summary},
-                "help": {"text": m.doc, "markdown": m.doc},
-                "defaultConfiguration": {"level": sarif_level(m.severity)},
-                "properties": {"tags": ["kubernetes", "scheduling"]},
-            })
-        })
-        .collect();
-    let results: Vec<Value> = outcome
-        .findings
-        .iter()
-        .map(|f| {
-            let index = RULES.iter().position(|r| r.meta().id == f.rule).unwrap_or(0);
-            let mut message = format!("{}{}", f.message, context(f));
-            if let Some(fix) = &f.fix {
-                message.push_str(&format!("\nFix:\n{fix}"));
-            }
-            let mut result = json!({
-                "ruleId": f.rule,
-                "ruleIndex": index,
-                "level": sarif_level(f.severity),
-                "message": {"text": message},
-                "locations": [{
-                    "physicalLocation": {
-                        "artifactLocation": {"uri": sarif_uri(&f.file)},
-                        "region": {"startLine": f.line.max(1), "startColumn": f.column.max(1)},
-                    },
-                    "logicalLocations": [{"name": format!("{}/{}", f.object.kind, f.object.name), "kind": "object"}],
-                }],
-            });
-            // One finding per cluster at one place: code scanning must not merge them.
-            if let Some(context) = &f.context {
-                result["properties"] = json!({"context": context});
-                result["partialFingerprints"] = json!({"placekitContext/v1": context});
-            }
-            result
-        })
-        .collect();
-    json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "affinity-lint",
-                "informationUri": "https://github.com/placekit/placekit",
-                "version": version,
-                "rules": rules,
-            }},
-            "results": results,
-            // Input errors (a broken document, an unrendered template) are not findings of a
-            // rule: SARIF carries them as the run's error notifications.
-            "invocations": [{
-                "executionSuccessful": outcome.errors.is_empty(),
-                "toolExecutionNotifications": outcome.errors.iter().map(|e| json!({
-                    "level": "error",
-                    "message": {"text": format!("input error: {}", e.message)},
-                    "locations": [{"physicalLocation": {
-                        "artifactLocation": {"uri": sarif_uri(&e.file)},
-                        "region": {"startLine": e.line.unwrap_or(1).max(1)},
-                    }}],
-                })).collect::<Vec<_>>(),
-            }],
-        }],
-    })
 }
 
 fn escape_data(s: &str) -> String {
@@ -391,80 +293,6 @@ fn github_finding(f: &Finding) -> String {
         escape_property(&format!("{} {}", f.rule, object_name(f))),
         escape_data(&format!("{}{}", f.message, context(f)))
     )
-}
-
-/// GitLab's code quality report (a JSON array; `artifacts: reports: codequality`): each
-/// finding with its description, check name, severity, path and line, and a fingerprint
-/// that stays the same when lines move (rule, file, object and message, not the line).
-pub fn gitlab_report(outcome: &Outcome) -> Value {
-    use sha2::{Digest, Sha256};
-    let fingerprint = |parts: &[&str]| {
-        let mut hash = Sha256::new();
-        for p in parts {
-            hash.update(p.as_bytes());
-            hash.update([0]);
-        }
-        hash.finalize()
-            .iter()
-            .take(16)
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    };
-    let severity = |s: Severity| match s {
-        Severity::Error => "major",
-        Severity::Warning => "minor",
-        Severity::Info => "info",
-    };
-    let mut issues: Vec<Value> = outcome
-        .errors
-        .iter()
-        .map(|e| {
-            json!({
-                "type": "issue",
-                "description": format!("input error: {}", e.message),
-                "check_name": "input-error",
-                "categories": ["Bug Risk"],
-                "fingerprint": fingerprint(&["input-error", &e.file, &e.message]),
-                "severity": "blocker",
-                "location": {"path": repository_path(&e.file), "lines": {"begin": e.line.unwrap_or(1)}},
-            })
-        })
-        .collect();
-    // Identical findings (two empty terms in one object) are told apart by their order.
-    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for f in &outcome.findings {
-        let object = format!(
-            "{}/{}/{}",
-            f.object.kind,
-            f.object.namespace.as_deref().unwrap_or_default(),
-            f.object.name
-        );
-        let occurrence = seen
-            .entry(format!(
-                "{}\0{}\0{object}\0{}\0{}",
-                f.rule,
-                f.file,
-                f.message,
-                f.context.as_deref().unwrap_or_default()
-            ))
-            .and_modify(|n| *n += 1)
-            .or_insert(0)
-            .to_string();
-        issues.push(json!({
-            "type": "issue",
-            "description": format!("{}{}", f.message, context(f)),
-            "check_name": f.rule,
-            "categories": ["Bug Risk"],
-            // The context only when there is one, so one cluster's fingerprints stay as they were.
-            "fingerprint": match &f.context {
-                None => fingerprint(&[&f.rule, &f.file, &object, &f.message, &occurrence]),
-                Some(c) => fingerprint(&[&f.rule, &f.file, &object, &f.message, &occurrence, c]),
-            },
-            "severity": severity(f.severity),
-            "location": {"path": repository_path(&f.file), "lines": {"begin": f.line.max(1)}},
-        }));
-    }
-    Value::Array(issues)
 }
 
 /// Findings at or above `fail_on`.

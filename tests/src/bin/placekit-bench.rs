@@ -364,11 +364,16 @@ fn dra_objects(
     out
 }
 
-/// N Deployments like the seed's; every 10th has its required terms split (AL001).
+/// N Deployments like the runbook's; every 10th has its required terms split (AL001).
 fn lint_corpus(documents: usize) -> String {
+    lint_corpus_split_every(documents, 10)
+}
+
+/// N Deployments like the runbook's; every `every`-th has its required terms split (AL001).
+fn lint_corpus_split_every(documents: usize, every: usize) -> String {
     let mut out = String::with_capacity(documents * 1400);
     for i in 0..documents {
-        let terms = if i % 10 == 0 {
+        let terms = if i % every == 0 {
             "            - matchExpressions:\n              - {key: ops.example.com.node-restriction.kubernetes.io/llm-pool, operator: In, values: [online]}\n            - matchExpressions:\n              - {key: accelerator.example.com/gpu-family, operator: In, values: [a100]}\n"
         } else {
             "            - matchExpressions:\n              - {key: ops.example.com.node-restriction.kubernetes.io/llm-pool, operator: In, values: [online]}\n              - {key: accelerator.example.com/gpu-family, operator: In, values: [a100]}\n"
@@ -842,11 +847,49 @@ async fn main() -> ExitCode {
             );
             let (_, large_al001) = run("large file", &large, 0, "json");
             run("large file", &large, 0, "text");
+            // The same size with a finding in every document: what the report holds must not
+            // follow the number of findings either, in any format.
+            std::fs::write(&large, lint_corpus_split_every(large_docs, 1))
+                .expect("dense corpus written");
+            println!(
+                "dense findings: {large_docs} documents, {:.1} MB, an AL001 in every one (target: peak < 100 MB in every format)",
+                std::fs::metadata(&large).map(|m| m.len()).unwrap_or(0) as f64 / 1e6
+            );
+            let mut dense_ok = true;
+            for format in ["text", "json", "sarif", "gitlab", "github"] {
+                let mut cmd = Command::new(&plugin);
+                cmd.args(["-f", large.to_str().expect("utf-8 path"), "-o", format]);
+                let (output, secs, peak) = run_watched(cmd, std::process::Stdio::piped());
+                let stdout = String::from_utf8_lossy(&output.stdout);
+                let findings = match format {
+                    "text" => stdout.matches("error[AL001]").count(),
+                    "github" => stdout.matches("::error ").count(),
+                    _ => {
+                        let report: serde_json::Value =
+                            serde_json::from_str(&stdout).expect("a JSON report");
+                        match format {
+                            "json" => report["findings"].as_array().map_or(0, Vec::len),
+                            "sarif" => report["runs"][0]["results"].as_array().map_or(0, Vec::len),
+                            _ => report.as_array().map_or(0, Vec::len),
+                        }
+                    }
+                };
+                dense_ok &= findings == large_docs;
+                println!(
+                    "dense file                         {format:<6} -j all: {secs:.3} s, peak {}, {findings} findings, {:.0} MB of report",
+                    peak.map_or("n/a".to_string(), |k| format!(
+                        "{:.0} MiB",
+                        k as f64 / 1024.0
+                    )),
+                    output.stdout.len() as f64 / 1e6,
+                );
+            }
             let expected = documents / 10;
             if al001 == expected
                 && text_al001 == expected
                 && files_al001 == expected
                 && large_al001 == large_docs.div_ceil(10)
+                && dense_ok
             {
                 ExitCode::SUCCESS
             } else {
