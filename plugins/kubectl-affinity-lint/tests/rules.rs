@@ -181,6 +181,35 @@ fn al001_deliberate_or_over_the_same_keys_is_not_flagged() {
     assert_eq!(rules_of(&l.lint(&split).1), vec!["AL001"]);
 }
 
+/// One fact from two label sources (GPU Feature Discovery on any cluster, GKE's own label on
+/// GKE) is an OR of sources: meant. Two different facts stay AL001, whatever their sources.
+#[test]
+fn al001_one_property_from_two_label_sources_is_not_flagged() {
+    let l = Linter::new();
+    let sources = required(
+        "      # GFD clusters\n      - matchExpressions: [{key: nvidia.com/gpu.product, operator: In, values: [NVIDIA-H100-80GB-HBM3]}]\n      # GKE managed GPU nodes\n      - matchExpressions: [{key: cloud.google.com/gke-accelerator, operator: In, values: [nvidia-h100-80gb]}]\n",
+    );
+    let (code, f, _) = l.lint(&sources);
+    assert_eq!((code, rules_of(&f)), (0, vec![]));
+    let karpenter = required(
+        "      - matchExpressions: [{key: nvidia.com/gpu.product, operator: In, values: [NVIDIA-A100-SXM4-80GB]}, {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}]\n      - matchExpressions: [{key: karpenter.k8s.aws/instance-gpu-name, operator: In, values: [a100]}, {key: topology.ebs.csi.aws.com/zone, operator: In, values: [us-east-1a]}]\n",
+    );
+    let (code, f, _) = l.lint(&karpenter);
+    assert_eq!((code, rules_of(&f)), (0, vec![]));
+    // GPU model OR zone: two properties, not two sources of one.
+    let split = required(
+        "      - matchExpressions: [{key: nvidia.com/gpu.product, operator: In, values: [NVIDIA-H100-80GB-HBM3]}]\n      - matchExpressions: [{key: topology.gke.io/zone, operator: In, values: [us-central1-a]}]\n",
+    );
+    assert_eq!(rules_of(&l.lint(&split).1), vec!["AL001"]);
+    // The admission policy counts keys as the linter does.
+    let (code, policy, _) = l.run(&["policy"]);
+    assert_eq!(code, 0);
+    assert!(
+        policy.contains("'cloud.google.com/gke-accelerator': 'nvidia.com/gpu.product'"),
+        "{policy}"
+    );
+}
+
 #[test]
 fn al002_a_term_omitting_a_shared_key() {
     let l = Linter::new();

@@ -172,7 +172,8 @@ spec:
   - name: requiredTerms
     expression: >-
       variables.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])
-  # Deprecated well-known labels and the labels that replaced them count as one key.
+  # Deprecated well-known labels and the labels that replaced them count as one key, and so
+  # do the labels different providers publish one property under (AL001's table).
   - name: keyAliases
     expression: >-
       {aliases}
@@ -247,11 +248,11 @@ spec:
     out
 }
 
-/// The linter's label aliases as a CEL map literal.
+/// The linter's label aliases and equivalent label sources as a CEL map literal.
 fn key_aliases() -> String {
-    let entries: Vec<String> = crate::lint::affinity::LABEL_ALIASES
+    let entries: Vec<String> = crate::lint::affinity::key_equivalences()
         .iter()
-        .map(|(old, new)| format!("'{old}': '{new}'"))
+        .map(|(key, canonical)| format!("'{key}': '{canonical}'"))
         .collect();
     format!("{{{}}}", entries.join(", "))
 }

@@ -86,13 +86,108 @@ pub const LABEL_ALIASES: &[(&str, &str)] = &[
     ),
 ];
 
-/// A key as the label that replaced it, so `beta.kubernetes.io/os` and `kubernetes.io/os`
-/// count as one key.
+/// One property of a node that several providers and discovery agents publish under labels
+/// of their own: a term over any of them says the same thing, so an OR across them (a GKE
+/// node pool OR a cluster running GPU Feature Discovery) is an OR of sources, not of facts.
+#[derive(Debug, Clone, Copy)]
+pub struct LabelSource {
+    /// What the labels say (`GPU model`).
+    pub property: &'static str,
+    /// The labels, the first standing for all of them, with who publishes each.
+    pub labels: &'static [(&'static str, &'static str)],
+}
+
+/// Labels that publish one property from different sources (checked against the providers'
+/// and agents' documentation; values differ in spelling between sources, so only the key is
+/// shared). Listed in `rules AL001`.
+pub const LABEL_SOURCES: &[LabelSource] = &[
+    LabelSource {
+        property: "GPU model",
+        labels: &[
+            (
+                "nvidia.com/gpu.product",
+                "NVIDIA GPU Feature Discovery (any cluster, OpenShift's GPU operator)",
+            ),
+            ("cloud.google.com/gke-accelerator", "GKE"),
+            ("karpenter.k8s.aws/instance-gpu-name", "Karpenter on AWS"),
+            ("k8s.amazonaws.com/accelerator", "EKS GPU node groups"),
+            ("amd.com/gpu.product-name", "AMD GPU labeller"),
+        ],
+    },
+    LabelSource {
+        property: "GPU memory",
+        labels: &[
+            ("nvidia.com/gpu.memory", "NVIDIA GPU Feature Discovery"),
+            ("karpenter.k8s.aws/instance-gpu-memory", "Karpenter on AWS"),
+            ("amd.com/gpu.vram", "AMD GPU labeller"),
+        ],
+    },
+    LabelSource {
+        property: "GPU count",
+        labels: &[
+            ("nvidia.com/gpu.count", "NVIDIA GPU Feature Discovery"),
+            ("karpenter.k8s.aws/instance-gpu-count", "Karpenter on AWS"),
+            ("cloud.google.com/gke-accelerator-count", "GKE"),
+        ],
+    },
+    LabelSource {
+        property: "GPU vendor",
+        labels: &[
+            (
+                "karpenter.k8s.aws/instance-gpu-manufacturer",
+                "Karpenter on AWS",
+            ),
+            ("kubernetes.azure.com/accelerator", "AKS GPU node pools"),
+        ],
+    },
+    LabelSource {
+        property: "zone",
+        labels: &[
+            ("topology.kubernetes.io/zone", "kubelet (cloud providers)"),
+            ("topology.gke.io/zone", "GKE's Persistent Disk CSI driver"),
+            ("topology.ebs.csi.aws.com/zone", "AWS EBS CSI driver"),
+            ("topology.disk.csi.azure.com/zone", "Azure Disk CSI driver"),
+        ],
+    },
+    LabelSource {
+        property: "capacity type (spot or on-demand)",
+        labels: &[
+            ("karpenter.sh/capacity-type", "Karpenter"),
+            ("eks.amazonaws.com/capacityType", "EKS managed node groups"),
+            ("cloud.google.com/gke-spot", "GKE"),
+            ("kubernetes.azure.com/scalesetpriority", "AKS"),
+        ],
+    },
+];
+
+/// A key as the label that stands for it, so `beta.kubernetes.io/os` and `kubernetes.io/os`
+/// count as one key, and so do the labels of one [`LABEL_SOURCES`] property.
 pub fn canonical_key(key: &str) -> &str {
-    LABEL_ALIASES
+    let key = LABEL_ALIASES
         .iter()
         .find(|(old, _)| *old == key)
-        .map_or(key, |(_, new)| new)
+        .map_or(key, |(_, new)| new);
+    LABEL_SOURCES
+        .iter()
+        .find(|source| source.labels.iter().any(|(label, _)| *label == key))
+        .map_or(key, |source| source.labels[0].0)
+}
+
+/// Every key that [`canonical_key`] changes, with what it becomes (for the admission
+/// policy's CEL, which must count keys as the linter does).
+pub fn key_equivalences() -> Vec<(&'static str, &'static str)> {
+    let aliases = LABEL_ALIASES
+        .iter()
+        .map(|(old, new)| (*old, canonical_key(new)));
+    let sources = LABEL_SOURCES.iter().flat_map(|source| {
+        source.labels[1..]
+            .iter()
+            .map(move |(label, _)| (*label, source.labels[0].0))
+    });
+    aliases
+        .chain(sources)
+        .filter(|(key, canonical)| key != canonical)
+        .collect()
 }
 
 /// The keys a term constrains, deprecated labels counted as the labels that replaced them.

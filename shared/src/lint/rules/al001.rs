@@ -31,6 +31,28 @@ any node matching one condition, typically the wrong GPU.
   (`beta.kubernetes.io/os` and `kubernetes.io/os`, `failure-domain.beta.kubernetes.io/zone`
   and `topology.kubernetes.io/zone`, the `arch`, `region` and `instance-type` pairs): they
   count as one key, so old and new nodes both match.
+- An OR of one property published by different sources — a manifest written for clusters
+  with NVIDIA GPU Feature Discovery and for GKE node pools asks for
+  `nvidia.com/gpu.product` OR `cloud.google.com/gke-accelerator`, and a node of either kind
+  carries only its own label. These count as one key (an OR across *different* properties,
+  GPU model OR zone, is still flagged):
+  - GPU model: `nvidia.com/gpu.product` (GPU Feature Discovery, also OpenShift's GPU
+    operator), `cloud.google.com/gke-accelerator` (GKE), `karpenter.k8s.aws/instance-gpu-name`
+    (Karpenter on AWS), `k8s.amazonaws.com/accelerator` (EKS), `amd.com/gpu.product-name`
+    (AMD GPU labeller);
+  - GPU memory: `nvidia.com/gpu.memory`, `karpenter.k8s.aws/instance-gpu-memory`,
+    `amd.com/gpu.vram`;
+  - GPU count: `nvidia.com/gpu.count`, `karpenter.k8s.aws/instance-gpu-count`,
+    `cloud.google.com/gke-accelerator-count`;
+  - GPU vendor: `karpenter.k8s.aws/instance-gpu-manufacturer`,
+    `kubernetes.azure.com/accelerator` (AKS);
+  - zone: `topology.kubernetes.io/zone`, `topology.gke.io/zone`,
+    `topology.ebs.csi.aws.com/zone`, `topology.disk.csi.azure.com/zone` (CSI drivers);
+  - capacity type: `karpenter.sh/capacity-type`, `eks.amazonaws.com/capacityType`,
+    `cloud.google.com/gke-spot`, `kubernetes.azure.com/scalesetpriority`.
+
+  (node-feature-discovery's PCI labels, `feature.node.kubernetes.io/pci-10de.present`, are
+  presence checks: the case above.)
 - An OR the author marked as deliberate with a comment on the `nodeSelectorTerms:` line,
   on a term, or on the comment lines right above them, that says so: `any of`, `either`,
   `alternative`, `OR-ed`/`ORed`, or `OR` in capitals (a comment that calls the OR a defect —
@@ -289,6 +311,15 @@ fn alternative_evidence(terms: &[Node]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_equivalent_label_source_is_documented() {
+        for source in crate::lint::affinity::LABEL_SOURCES {
+            for (label, _) in source.labels {
+                assert!(super::META.doc.contains(&format!("`{label}`")), "{label}");
+            }
+        }
+    }
+
     #[test]
     fn comments_that_mark_an_or() {
         use crate::lint::affinity::says_or;
