@@ -210,6 +210,62 @@ fn al001_one_property_from_two_label_sources_is_not_flagged() {
     );
 }
 
+/// A required anti-affinity term over a label no pod of a 2-replica Deployment carries,
+/// though it names the workload: both replicas may share a node. A term about another
+/// application's pods, or a single replica, is left alone.
+#[test]
+fn al008_anti_affinity_over_labels_the_replicas_do_not_carry() {
+    let l = Linter::new();
+    let deployment = |name: &str, replicas: u32, selector: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: kube-system}}\nspec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata:\n      labels: {{app: {name}}}\n    spec:\n      affinity:\n        podAntiAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n          - labelSelector:\n              matchExpressions:\n              - {selector}\n            topologyKey: kubernetes.io/hostname\n      containers: [{{name: c, image: x}}]\n"
+        )
+    };
+    let hcloud = deployment(
+        "hcloud-csi-controller",
+        2,
+        "{key: csi-hcloud, operator: In, values: [controller]}",
+    );
+    let (code, f, json) = l.lint(&hcloud);
+    assert_eq!((code, rules_of(&f)), (1, vec!["AL008"]), "{json}");
+    let message = json["findings"][0]["message"].as_str().unwrap();
+    assert!(message.contains("app=hcloud-csi-controller"), "{message}");
+    assert!(message.contains("its 2 replicas"), "{message}");
+    // One replica: nothing to keep apart.
+    let single = deployment(
+        "hcloud-csi-controller",
+        1,
+        "{key: csi-hcloud, operator: In, values: [controller]}",
+    );
+    assert_eq!(l.lint(&single).0, 0);
+    // Another application's pods: deliberate.
+    let router = deployment("router", 3, "{key: component, operator: In, values: [db]}");
+    assert_eq!(l.lint(&router).0, 0);
+}
+
+/// The job-name label of a Kubeflow job is the job's own name: a worker anti-affinity copied
+/// from another job selects that job's pods, and the two workers may share a node.
+#[test]
+fn al008_a_training_job_selecting_another_jobs_name() {
+    let l = Linter::new();
+    let mpijob = |name: &str, selected: &str| {
+        format!(
+            "apiVersion: kubeflow.org/v2beta1\nkind: MPIJob\nmetadata: {{name: {name}}}\nspec:\n  mpiReplicaSpecs:\n    Launcher:\n      replicas: 1\n      template:\n        spec:\n          containers: [{{name: l, image: x}}]\n    Worker:\n      replicas: 2\n      template:\n        spec:\n          affinity:\n            podAntiAffinity:\n              requiredDuringSchedulingIgnoredDuringExecution:\n              - labelSelector:\n                  matchLabels:\n                    training.kubeflow.org/job-name: {selected}\n                    training.kubeflow.org/replica-type: worker\n                topologyKey: kubernetes.io/hostname\n          containers: [{{name: w, image: x, resources: {{limits: {{nvidia.com/gpu: 8}}}}}}]\n"
+        )
+    };
+    let (code, f, json) = l.lint(&mpijob("nccl-tests-h100", "nccl-all-reduce"));
+    assert_eq!((code, rules_of(&f)), (1, vec!["AL008"]), "{json}");
+    let message = json["findings"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("training.kubeflow.org/job-name=nccl-all-reduce")
+            && message.contains("MPIJob's pods training.kubeflow.org/job-name=nccl-tests-h100"),
+        "{message}"
+    );
+    assert_eq!(l.lint(&mpijob("nccl-all-reduce", "nccl-all-reduce")).0, 0);
+    // Keeping away from an unrelated job by name is left alone.
+    assert_eq!(l.lint(&mpijob("resnet-train", "nccl-all-reduce")).0, 0);
+}
+
 #[test]
 fn al002_a_term_omitting_a_shared_key() {
     let l = Linter::new();

@@ -438,6 +438,20 @@ impl LabelSelector {
     /// keys `added` accepts (a controller's `job-name`, `pod-template-hash`...): a
     /// requirement on such a key that the labels lack is given the benefit of the doubt.
     /// The matching itself is the scheduler's ([`crate::scheduling::label_selector_matches`]).
+    /// Whether the selector names any key the pods carry: one of `labels`, or one their
+    /// controller adds (`added`).
+    pub fn names_any_key<K: AsRef<str>, V: AsRef<str>>(
+        &self,
+        labels: &[(K, V)],
+        added: impl Fn(&str) -> bool,
+    ) -> bool {
+        self.match_labels
+            .iter()
+            .map(|(k, _)| k)
+            .chain(self.expressions.iter().map(|(k, _, _)| k))
+            .any(|key| added(key) || labels.iter().any(|(k, _)| k.as_ref() == key))
+    }
+
     pub fn may_select<K: AsRef<str>, V: AsRef<str>>(
         &self,
         labels: &[(K, V)],

@@ -21,6 +21,10 @@ warning with `ScheduleAnyway` or preferred), and invalid combinations: `minDomai
   another key), a value one typo away, or the pod's value under a related key (`app: zk`
   for a pod labelled `app.kubernetes.io/name: zk`) — and no other term already selects
   the pod. Mark a deliberate case with `affinity-lint.placekit.dev/ignore: AL008`.
+  A term over keys none of the pods carry is judged too when the workload has two or more
+  replicas (`replicas` beside the template) and the term names the workload: a key or value
+  shares a word with its name (`csi-hcloud In [controller]` in the Deployment
+  `hcloud-csi-controller`). `component In [db]` in a `router` names another application.
 - DaemonSets: they have no replicas to keep apart, so their anti-affinity is not judged;
   and each pod may go to its one node only, so a spread constraint cannot spread (or block)
   it, whatever it selects. Invalid fields (`minDomains`, `matchLabelKeys`) are still named.
@@ -28,8 +32,14 @@ warning with `ScheduleAnyway` or preferred), and invalid combinations: `minDomai
 - Selector keys the pods get from their controller rather than the template: the core
   controllers' own (`pod-template-hash`, `job-name`, `statefulset.kubernetes.io/pod-name`,
   ...), and any key in a custom resource's pod template (KubeRay adds `ray.io/group`,
-  Kubeflow `training.kubeflow.org/replica-type`). A custom resource's spread constraint
-  without a labelSelector is left to its operator too.
+  Kubeflow `training.kubeflow.org/replica-type`) — except the label an operator sets to the
+  object's own name, which is checked against it: `training.kubeflow.org/job-name`
+  (PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob, MXJob, JAXJob), `ray.io/cluster`
+  (RayCluster), `jobset.sigs.k8s.io/jobset-name` (JobSet),
+  `leaderworkerset.sigs.k8s.io/name` (LeaderWorkerSet). A worker anti-affinity copied from
+  the job `nccl-all-reduce` into `nccl-tests-h100` keeps nothing apart; a name sharing no
+  word with the job's (keeping away from an unrelated job) is left alone. A custom
+  resource's spread constraint without a labelSelector is left to its operator too.
 
 ## Why it matters
 The constraint then counts other pods, not this workload's replicas: replicas pile up on
@@ -63,6 +73,86 @@ const CONTROLLER_KEYS: &[&str] = &[
     "batch.kubernetes.io/controller-uid",
     "batch.kubernetes.io/job-completion-index",
 ];
+
+/// Labels an operator puts on every pod of the object with the object's own name as the
+/// value, by the object's kind: a selector over them is judged, not taken on trust.
+const OPERATOR_NAME_LABELS: &[(&[&str], &str)] = &[
+    (
+        &[
+            "PyTorchJob",
+            "TFJob",
+            "MPIJob",
+            "XGBoostJob",
+            "PaddleJob",
+            "MXJob",
+            "JAXJob",
+        ],
+        "training.kubeflow.org/job-name",
+    ),
+    (&["RayCluster"], "ray.io/cluster"),
+    (&["JobSet"], "jobset.sigs.k8s.io/jobset-name"),
+    (&["LeaderWorkerSet"], "leaderworkerset.sigs.k8s.io/name"),
+];
+
+/// The label the operator of `kind` sets to the object's name, if it sets one.
+fn operator_name_label(kind: &str) -> Option<&'static str> {
+    OPERATOR_NAME_LABELS
+        .iter()
+        .find(|(kinds, _)| kinds.contains(&kind))
+        .map(|(_, key)| *key)
+}
+
+/// The words of a name, a label key or a value (`hcloud-csi-controller`), without the
+/// domain words of well-known prefixes and without words too short to mean anything.
+fn words(text: &str) -> Vec<String> {
+    text.split(['.', '/', '-', '_'])
+        .map(str::to_ascii_lowercase)
+        .filter(|w| {
+            w.len() >= 3
+                && !matches!(
+                    w.as_str(),
+                    "kubernetes" | "k8s" | "com" | "org" | "app" | "name" | "sigs"
+                )
+        })
+        .collect()
+}
+
+/// Whether a selector over keys the pods do not carry still speaks of this workload: a key
+/// or value shares a word with the object's name (`csi-hcloud In [controller]` in the
+/// Deployment `hcloud-csi-controller`). A selector of another application's labels
+/// (`component: db` in a `router`) shares none.
+fn names_the_workload(selector: &LabelSelector, name: &str) -> bool {
+    let own = words(name);
+    let written = selector
+        .match_labels
+        .iter()
+        .flat_map(|(k, v)| [k.as_str(), v.as_str()])
+        .chain(selector.expressions.iter().flat_map(|(k, _, values)| {
+            std::iter::once(k.as_str()).chain(values.iter().map(String::as_str))
+        }));
+    written.flat_map(words).any(|w| own.contains(&w))
+}
+
+/// How many pods the pod template makes, when the manifest says: `replicas` beside the
+/// template (a Deployment's `spec.replicas`, a training job's `Worker.replicas`).
+fn replicas(cx: &Context<'_>) -> Option<i64> {
+    let path = cx.object.pod.as_ref()?.path.as_str();
+    let holder = path.strip_suffix(".template.spec").or_else(|| {
+        path.strip_suffix(".spec")
+            .filter(|p| p.ends_with("template"))
+    })?;
+    let mut node = cx.object.root;
+    for part in holder.split('.') {
+        node = match part.split_once('[') {
+            Some((key, index)) => {
+                let index: usize = index.trim_end_matches(']').parse().ok()?;
+                node.get(key)?.items().get(index)?
+            }
+            None => node.get(part)?,
+        };
+    }
+    node.get("replicas")?.as_i64()
+}
 
 /// Whether an anti-affinity selector that does not select the pod was evidently still
 /// meant for it: it names one of the pod's labels with the pod's own value (and misses on
@@ -131,11 +221,21 @@ impl Rule for Al008 {
         let Some(spec) = cx.object.pod_spec() else {
             return;
         };
-        let labels = cx.object.pod_labels();
+        let mut labels = cx.object.pod_labels();
         // Labels the pods get besides the template's: the core controllers add a few known
-        // keys; a custom resource's controller may add any (KubeRay's `ray.io/group`).
+        // keys; a custom resource's controller may add any (KubeRay's `ray.io/group`), but
+        // the job-name style label of a Kubeflow job, RayCluster, JobSet or LeaderWorkerSet
+        // is known: the object's own name.
         let core = cx.object.pod.as_ref().is_some_and(|p| p.core);
-        let added = |key: &str| !core || CONTROLLER_KEYS.contains(&key);
+        let named_by_operator =
+            operator_name_label(&cx.object.kind).filter(|_| !core && !cx.object.name.is_empty());
+        if let Some(key) = named_by_operator
+            && !labels.iter().any(|(k, _)| *k == key)
+        {
+            labels.push((key, cx.object.name.as_str()));
+        }
+        let added =
+            |key: &str| (!core && Some(key) != named_by_operator) || CONTROLLER_KEYS.contains(&key);
         for c in spec
             .get("topologySpreadConstraints")
             .map(Node::items)
@@ -235,9 +335,26 @@ impl Rule for Al008 {
         {
             return;
         }
+        let several = replicas(cx).is_some_and(|n| n >= 2);
         for (node, sel, severity) in &selectors {
-            if meant_for_itself(sel, &labels) && !sel.may_select(&labels, added) {
+            if sel.may_select(&labels, added) {
+                continue;
+            }
+            // A copy-pasted job name: the operator labels this job's pods with its own.
+            let other_job = named_by_operator.and_then(|key| {
+                let written = sel.match_labels.iter().find(|(k, _)| k == key)?;
+                (written.1 != cx.object.name && names_the_workload(sel, &cx.object.name))
+                    .then_some((key, written.1.as_str()))
+            });
+            if let Some((key, value)) = other_job {
+                out.push(RawFinding::at(node, format!("this podAntiAffinity term selects {key}={value}, but the operator labels this {}'s pods {key}={}: its pods are not kept apart from each other", cx.object.kind, cx.object.name)).with_severity(*severity));
+            } else if meant_for_itself(sel, &labels) {
                 out.push(RawFinding::at(node, "this podAntiAffinity term names this workload's labels but does not select its pods: replicas are not kept apart from each other").with_severity(*severity));
+            } else if several
+                && !sel.names_any_key(&labels, added)
+                && names_the_workload(sel, &cx.object.name)
+            {
+                out.push(RawFinding::at(node, format!("this podAntiAffinity term selects labels no pod of this workload carries (its template has {}), though it names the workload: its {} replicas are not kept apart from each other", labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "), replicas(cx).unwrap_or(2))).with_severity(*severity));
             }
         }
     }
