@@ -133,10 +133,18 @@ fn controller_labels_revisions_policies_provider_pools_and_autoscaled_pdbs_are_n
 }
 
 #[test]
-fn placement_in_kubevirt_strimzi_and_kserve_models_is_linted() {
+fn placement_in_kubevirt_strimzi_kserve_scylla_rook_and_nim_is_linted() {
     let json = assert_findings(
         "miss-placement-kinds.yaml",
-        &[("AL001", 19), ("AL004", 34), ("AL004", 49), ("AL007", 62)],
+        &[
+            ("AL001", 19),
+            ("AL004", 34),
+            ("AL004", 49),
+            ("AL007", 62),
+            ("AL001", 79),
+            ("AL004", 97),
+            ("AL007", 109),
+        ],
     );
     let paths: Vec<&str> = json["findings"]
         .as_array()
@@ -150,7 +158,10 @@ fn placement_in_kubevirt_strimzi_and_kserve_models_is_linted() {
             "spec.template.spec",
             "spec",
             "spec.kafka.template.pod",
-            "spec.predictor"
+            "spec.predictor",
+            "spec.datacenter.racks[0].placement",
+            "spec.placement.mon",
+            "spec",
         ]
     );
 }

@@ -258,24 +258,45 @@ pub fn says_or(comment: &str) -> bool {
     })
 }
 
+/// A pod spec's `affinity`, or the spec itself when it is an operator's placement block
+/// that holds `nodeAffinity`, `podAffinity` and `podAntiAffinity` directly beside
+/// `tolerations` (ScyllaDB's racks, Rook's Ceph daemons): no pod spec has them at its top.
+pub fn affinity_of(spec: &Node) -> Option<&Node> {
+    spec.get("affinity").or_else(|| {
+        ["nodeAffinity", "podAffinity", "podAntiAffinity"]
+            .iter()
+            .any(|k| spec.get(k).is_some())
+            .then_some(spec)
+    })
+}
+
+/// The node at `path` inside a pod spec's affinity ([`affinity_of`]).
+pub fn in_affinity<'a>(spec: &'a Node, path: &[&str]) -> Option<&'a Node> {
+    affinity_of(spec)?.path(path)
+}
+
 /// The required `nodeSelectorTerms` of a pod spec, with the `nodeSelectorTerms` key node.
 pub fn required_terms(spec: &Node) -> Option<(&Node, &[Node])> {
-    let selector = spec.path(&[
-        "affinity",
-        "nodeAffinity",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    ])?;
+    let selector = in_affinity(
+        spec,
+        &[
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+        ],
+    )?;
     let (key, terms) = selector.entry("nodeSelectorTerms")?;
     Some((key, terms.items()))
 }
 
 /// The preferred terms of a pod spec: (entry, weight node, preference).
 pub fn preferred_terms(spec: &Node) -> Vec<(&Node, Option<&Node>, Option<&Node>)> {
-    spec.path(&[
-        "affinity",
-        "nodeAffinity",
-        "preferredDuringSchedulingIgnoredDuringExecution",
-    ])
+    in_affinity(
+        spec,
+        &[
+            "nodeAffinity",
+            "preferredDuringSchedulingIgnoredDuringExecution",
+        ],
+    )
     .map(Node::items)
     .unwrap_or_default()
     .iter()

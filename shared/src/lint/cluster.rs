@@ -161,7 +161,8 @@ pub fn pod_spec_of(spec: &Node) -> PodSpec {
     let json = spec.to_json();
     PodSpec {
         node_selector: serde_json::from_value(json["nodeSelector"].clone()).ok(),
-        affinity: serde_json::from_value(json["affinity"].clone()).ok(),
+        affinity: crate::lint::affinity::affinity_of(spec)
+            .and_then(|a| serde_json::from_value(a.to_json()).ok()),
         tolerations: serde_json::from_value(json["tolerations"].clone()).ok(),
         ..PodSpec::default()
     }
@@ -269,8 +270,7 @@ pub fn check(
 
         // AL101: no candidate.
         let candidates = affinity_candidates(&spec, nodes);
-        let anchor = spec_node
-            .path(&["affinity", "nodeAffinity"])
+        let anchor = crate::lint::affinity::in_affinity(spec_node, &["nodeAffinity"])
             .or_else(|| spec_node.get("nodeSelector"))
             .unwrap_or(spec_node);
         let constrained = spec.node_selector.is_some()

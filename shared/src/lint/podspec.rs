@@ -188,6 +188,37 @@ const KNOWN: &[(&str, &[&str], Ends)] = &[
         Ends::SpecLike,
     ),
     ("KafkaBridge", &["spec", "template", "pod"], Ends::SpecLike),
+    // Operators' placement blocks: nodeAffinity, podAffinity and podAntiAffinity directly
+    // beside tolerations (and spread constraints), read as a pod spec's affinity.
+    (
+        "ScyllaCluster",
+        &["spec", "datacenter", "racks", "*", "placement"],
+        Ends::SpecLike,
+    ),
+    (
+        "ScyllaDBDatacenter",
+        &["spec", "rackTemplate", "placement"],
+        Ends::SpecLike,
+    ),
+    (
+        "ScyllaDBDatacenter",
+        &["spec", "racks", "*", "placement"],
+        Ends::SpecLike,
+    ),
+    ("CephCluster", &["spec", "placement", "*"], Ends::SpecLike),
+    (
+        "CephCluster",
+        &[
+            "spec",
+            "storage",
+            "storageClassDeviceSets",
+            "*",
+            "placement",
+        ],
+        Ends::SpecLike,
+    ),
+    // NVIDIA NIM: affinity, nodeSelector, tolerations and resources in the spec itself.
+    ("NIMService", &["spec"], Ends::SpecLike),
     ("CronWorkflow", &["spec", "workflowSpec"], Ends::SpecLike),
     (
         "CronWorkflow",
@@ -218,6 +249,12 @@ pub const KNOWN_GROUPS: &[(&str, &[&str])] = &[
         ],
     ),
     ("serving.kserve.io", &["InferenceService"]),
+    (
+        "scylla.scylladb.com",
+        &["ScyllaCluster", "ScyllaDBDatacenter"],
+    ),
+    ("ceph.rook.io", &["CephCluster"]),
+    ("apps.nvidia.com", &["NIMService"]),
 ];
 
 /// The core kinds and where their pod template is.
@@ -262,14 +299,17 @@ const SCHEDULING_FIELDS: &[&str] = &[
     "containerSet",
     "initContainers",
     "affinity",
+    "nodeAffinity",
+    "podAffinity",
+    "podAntiAffinity",
     "nodeSelector",
     "tolerations",
     "topologySpreadConstraints",
 ];
 
 /// The containers a pod spec runs for its work: `containers`, in Argo's templates the
-/// single `container` or `script` and a `containerSet`'s containers, and KServe's
-/// predictor `model` (a container with a `modelFormat`).
+/// single `container` or `script` and a `containerSet`'s containers, KServe's predictor
+/// `model` (a container with a `modelFormat`), and a NIMService's spec.
 pub fn app_containers(spec: &Node) -> Vec<&Node> {
     let mut out: Vec<&Node> = spec
         .get("containers")
@@ -279,6 +319,12 @@ pub fn app_containers(spec: &Node) -> Vec<&Node> {
         .collect();
     out.extend(["container", "script"].iter().filter_map(|k| spec.get(k)));
     out.extend(spec.get("model").filter(|m| m.get("modelFormat").is_some()));
+    // NVIDIA's NIMService runs one container described by the spec itself: `image`
+    // (repository, tag) and `resources` beside the scheduling fields.
+    out.extend(
+        Some(spec)
+            .filter(|s| s.get("resources").is_some() && s.path(&["image", "repository"]).is_some()),
+    );
     out.extend(
         spec.path(&["containerSet", "containers"])
             .map(Node::items)

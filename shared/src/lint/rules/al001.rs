@@ -143,12 +143,14 @@ impl Rule for Al001 {
 
 /// The `nodeSelectorTerms` list node of a pod spec.
 fn required_terms_node(spec: &Node) -> Option<&Node> {
-    spec.path(&[
-        "affinity",
-        "nodeAffinity",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-        "nodeSelectorTerms",
-    ])
+    crate::lint::affinity::in_affinity(
+        spec,
+        &[
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "nodeSelectorTerms",
+        ],
+    )
 }
 
 /// Merges every term's `matchExpressions` into the first term, editing only the lines of

@@ -50,13 +50,14 @@ fn empty(term: &Node) -> bool {
 /// Removes the lines of empty term `i` when other terms exist. Safe: a term that matches
 /// no node adds nothing to an OR.
 fn remove_term(doc: &Document, spec: &Node, i: usize) -> Option<TextFix> {
-    let (_, terms_node) = spec
-        .path(&[
-            "affinity",
+    let (_, terms_node) = crate::lint::affinity::in_affinity(
+        spec,
+        &[
             "nodeAffinity",
             "requiredDuringSchedulingIgnoredDuringExecution",
-        ])?
-        .entry("nodeSelectorTerms")?;
+        ],
+    )?
+    .entry("nodeSelectorTerms")?;
     let term = terms_node.items().get(i)?;
     // The term must have its lines to itself: `  - matchExpressions: []  # comment`.
     if !alone_on_lines(doc, term, term) {

@@ -150,7 +150,7 @@ fn check_term_shape(term: &Node, out: &mut Vec<RawFinding>) {
 
 /// Shape errors of a pod spec's node affinity: what the API server rejects outright.
 fn check_shapes(spec: &Node, out: &mut Vec<RawFinding>) {
-    let Some(affinity) = spec.path(&["affinity", "nodeAffinity"]) else {
+    let Some(affinity) = crate::lint::affinity::in_affinity(spec, &["nodeAffinity"]) else {
         return;
     };
     if let Some((key, required)) = affinity.entry("requiredDuringSchedulingIgnoredDuringExecution")
@@ -394,7 +394,7 @@ fn check_validation(spec: &Node, path: &str, whose: &str, out: &mut Vec<RawFindi
         }
     }
     for kind in ["podAffinity", "podAntiAffinity"] {
-        let Some(affinity) = spec.path(&["affinity", kind]) else {
+        let Some(affinity) = crate::lint::affinity::in_affinity(spec, &[kind]) else {
             continue;
         };
         let required = "requiredDuringSchedulingIgnoredDuringExecution";

@@ -130,11 +130,10 @@ impl Rule for Al006 {
             check_weight(entry, weight, out);
         }
         for kind in ["podAffinity", "podAntiAffinity"] {
-            let terms = spec.path(&[
-                "affinity",
-                kind,
-                "preferredDuringSchedulingIgnoredDuringExecution",
-            ]);
+            let terms = crate::lint::affinity::in_affinity(
+                spec,
+                &[kind, "preferredDuringSchedulingIgnoredDuringExecution"],
+            );
             for entry in terms.map(Node::items).unwrap_or_default() {
                 check_weight(entry, entry.get("weight"), out);
             }

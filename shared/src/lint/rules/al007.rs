@@ -136,10 +136,13 @@ impl Rule for Al007 {
             return;
         };
         for container in all_containers(spec) {
-            // Argo's single `container`/`script` has no name of its own; KServe's is `model`.
+            // Argo's single `container`/`script` has no name of its own; KServe's is `model`;
+            // a NIMService's is the spec, named after the object.
             let name = container.get("name").and_then(Node::as_str).unwrap_or(
                 if container.get("modelFormat").is_some() {
                     "model"
+                } else if std::ptr::eq(container, spec) {
+                    cx.object.name.as_str()
                 } else {
                     "(unnamed)"
                 },

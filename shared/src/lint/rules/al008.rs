@@ -302,7 +302,7 @@ impl Rule for Al008 {
         if cx.object.kind == "DaemonSet" || labels.is_empty() {
             return;
         }
-        let anti = spec.path(&["affinity", "podAntiAffinity"]);
+        let anti = crate::lint::affinity::in_affinity(spec, &["podAntiAffinity"]);
         let required = anti
             .and_then(|a| a.get("requiredDuringSchedulingIgnoredDuringExecution"))
             .map(Node::items)
