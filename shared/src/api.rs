@@ -206,6 +206,10 @@ pub async fn list_workloads(
     // Pods of controllers placekit does not list (custom resources), grouped by owner as
     // the pages come (200 workers with one spec are one workload, whatever the page).
     let mut owned_pods = crate::dependents::OwnerGroups::default();
+    // Whether any core list was allowed: when none is (no credentials sent, an identity
+    // with no read access), there is nothing to answer from, and "no dependents" would lie.
+    let mut listed_any = false;
+    let mut first_forbidden: Option<String> = None;
     macro_rules! collect {
         ($kind:ty, $name:literal, |$o:ident| $spec:expr) => {
             match list_pages(
@@ -231,8 +235,9 @@ pub async fn list_workloads(
             )
             .await
             {
-                Ok(()) => {}
+                Ok(()) => listed_any = true,
                 Err(CommandError::Forbidden(m)) => {
+                    first_forbidden.get_or_insert_with(|| m.clone());
                     warnings.push(format!("cannot list {}: {m}", $name))
                 }
                 Err(e) => return Err(e),
@@ -313,9 +318,17 @@ pub async fn list_workloads(
     )
     .await;
     match listed {
-        Ok(_) => {}
-        Err(CommandError::Forbidden(m)) => warnings.push(format!("cannot list pods: {m}")),
+        Ok(_) => listed_any = true,
+        Err(CommandError::Forbidden(m)) => {
+            first_forbidden.get_or_insert_with(|| m.clone());
+            warnings.push(format!("cannot list pods: {m}"))
+        }
         Err(e) => return Err(e),
+    }
+    if let (false, Some(m)) = (listed_any, first_forbidden) {
+        return Err(CommandError::Forbidden(format!(
+            "{m}; no workload or pod could be listed, so nothing that depends on the nodes was checked"
+        )));
     }
     workloads.extend(owned_pods.into_workloads());
     Ok((workloads, warnings))

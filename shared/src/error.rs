@@ -99,6 +99,14 @@ impl CommandError {
     /// A kube error with the verb/resource it was about.
     pub fn from_api(e: kube::Error, doing: &str) -> CommandError {
         match e {
+            kube::Error::Api(status)
+                if status.code == 403 && status.message.contains("User \"system:anonymous\"") =>
+            {
+                CommandError::Forbidden(format!(
+                    "forbidden while {doing}: {} (the server saw no credentials: check the user of the kubeconfig context, and that the server is https://; nothing was changed)",
+                    status.message
+                ))
+            }
             kube::Error::Api(status) if status.code == 403 => CommandError::Forbidden(format!(
                 "forbidden while {doing}: {} (ask for the missing RBAC permission; nothing was changed)",
                 status.message

@@ -203,8 +203,13 @@ impl TestServer {
 
     /// A `kube::Client` for `token`, without kube's built-in retries.
     pub fn client(&self, token: &str) -> kube::Client {
+        self.client_as(Some(token))
+    }
+
+    /// A client with `token`, or without credentials (an anonymous request).
+    pub fn client_as(&self, token: Option<&str>) -> kube::Client {
         let mut config = kube::Config::new(self.url().parse().expect("valid url"));
-        config.auth_info.token = Some(token.to_string().into());
+        config.auth_info.token = token.map(|t| t.to_string().into());
         // Faults must reach the caller as injected, not be retried away by kube's layer.
         config.default_retry = false;
         if let Some(tls) = &self.tls {

@@ -37,13 +37,27 @@ fn parse_pointer(path: &str) -> Result<Vec<String>, PatchError> {
         .collect())
 }
 
+/// An array index as evanphx/json-patch v4 reads it (`SupportNegativeIndices`): `-1` is the
+/// last element, counted from the end of an array `len` long.
+fn array_index(key: &str, len: usize) -> Option<usize> {
+    let i: i64 = key.parse().ok()?;
+    let len = i64::try_from(len).ok()?;
+    if i < -len {
+        return None;
+    }
+    usize::try_from(if i < 0 { i + len } else { i }).ok()
+}
+
 /// The container of the last token, like evanphx's `findObject`.
 fn parent_mut<'a>(doc: &'a mut Value, tokens: &[String]) -> Option<&'a mut Value> {
     let mut cur = doc;
     for t in &tokens[..tokens.len().saturating_sub(1)] {
         cur = match cur {
             Value::Object(m) => m.get_mut(t)?,
-            Value::Array(a) => a.get_mut(t.parse::<usize>().ok()?)?,
+            Value::Array(a) => {
+                let i = array_index(t, a.len())?;
+                a.get_mut(i)?
+            }
             _ => return None,
         };
     }
@@ -53,7 +67,7 @@ fn parent_mut<'a>(doc: &'a mut Value, tokens: &[String]) -> Option<&'a mut Value
 fn get<'a>(container: &'a Value, key: &str) -> Option<&'a Value> {
     match container {
         Value::Object(m) => m.get(key),
-        Value::Array(a) => key.parse::<usize>().ok().and_then(|i| a.get(i)),
+        Value::Array(a) => array_index(key, a.len()).and_then(|i| a.get(i)),
         _ => None,
     }
 }
@@ -69,9 +83,11 @@ fn add(container: &mut Value, key: &str, value: Value, path: &str) -> Result<(),
                 a.push(value);
                 return Ok(());
             }
-            let i: usize = key
-                .parse()
+            key.parse::<i64>()
                 .map_err(|_| PatchError(format!("add operation: invalid index in {path}")))?;
+            // An add counts from the end of the array it makes, one longer: `-1` appends.
+            let i = array_index(key, a.len() + 1)
+                .ok_or_else(|| PatchError(format!("add operation: index out of bounds: {path}")))?;
             if i > a.len() {
                 return Err(PatchError(format!(
                     "add operation: index out of bounds: {path}"
@@ -95,7 +111,7 @@ fn remove(container: &mut Value, key: &str, path: &str) -> Result<Value, PatchEr
     match container {
         Value::Object(m) => m.remove(key).ok_or_else(missing),
         Value::Array(a) => {
-            let i: usize = key.parse().map_err(|_| missing())?;
+            let i = array_index(key, a.len()).ok_or_else(missing)?;
             if i >= a.len() {
                 return Err(missing());
             }

@@ -301,6 +301,19 @@ pub(crate) fn verb_for(method: &Method, has_name: bool, watch: bool) -> &'static
     }
 }
 
+/// The user kube-apiserver's anonymous authenticator makes of a request without credentials:
+/// authenticated, but granted nothing beyond the public-info paths, so it is refused with 403
+/// Forbidden (a wrong token is 401 Unauthorized).
+fn anonymous() -> &'static User {
+    static ANONYMOUS: std::sync::LazyLock<User> = std::sync::LazyLock::new(|| User {
+        name: ANONYMOUS_USER.into(),
+        rules: Vec::new(),
+    });
+    &ANONYMOUS
+}
+
+const ANONYMOUS_USER: &str = "system:anonymous";
+
 fn authenticate<'a>(
     state: &'a State,
     req: &Request<Incoming>,
@@ -308,10 +321,12 @@ fn authenticate<'a>(
     if state.users.is_empty() {
         return Ok(None);
     }
-    let token = req
-        .headers()
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
+    let Some(header) = req.headers().get(http::header::AUTHORIZATION) else {
+        return Ok(Some(anonymous()));
+    };
+    let token = header
+        .to_str()
+        .ok()
         .and_then(|v| v.strip_prefix("Bearer "))
         .ok_or_else(ApiError::unauthorized)?;
     state
@@ -404,6 +419,18 @@ async fn route(
         return crate::proxy::forward(state, upstream, req, &segments, watch).await;
     }
     let user = authenticate(state, &req)?;
+    // system:public-info-viewer: what RBAC lets anyone read; discovery needs a login.
+    let public = matches!(
+        segments.as_slice(),
+        ["version"] | ["healthz"] | ["livez"] | ["readyz"]
+    );
+    if user.is_some_and(|u| u.name == ANONYMOUS_USER)
+        && !public
+        && parse_target(&segments).is_none()
+    {
+        let verb = req.method().as_str().to_ascii_lowercase();
+        return Err(ApiError::forbidden_path(ANONYMOUS_USER, &verb, &path).into());
+    }
 
     if req.method() == Method::GET
         && let Some(doc) = discovery(state, &segments)
@@ -579,6 +606,12 @@ async fn route(
                 .ok_or_else(ApiError::method_not_allowed)?;
             // `DeleteOptions` come in the body (kubectl) or in the query.
             let bytes = read_bytes(req.into_body()).await?;
+            let options = serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null);
+            let grace_period = options["gracePeriodSeconds"].as_i64().or_else(|| {
+                query
+                    .get("gracePeriodSeconds")
+                    .and_then(|g| g.parse::<i64>().ok())
+            });
             let values = match serde_json::from_slice::<Value>(&bytes) {
                 Ok(options) if !bytes.is_empty() => options["dryRun"]
                     .as_array()
@@ -591,11 +624,13 @@ async fn route(
                 _ => dry_run_values,
             };
             let dry_run = parse_dry_run(&values, options_kind)?;
-            let status = state
-                .store
-                .lock()
-                .expect("store")
-                .delete(resource, ns, name, dry_run)?;
+            let status = state.store.lock().expect("store").delete(
+                resource,
+                ns,
+                name,
+                dry_run,
+                grace_period,
+            )?;
             Ok(value_response(200, &status))
         }
         _ => Err(ApiError::method_not_allowed().into()),

@@ -204,6 +204,17 @@ impl ApiError {
         )
     }
 
+    /// RBAC denial of a path that names no resource (`/api`, `/apis`), as the authorizer
+    /// words it.
+    pub fn forbidden_path(user: &str, verb: &str, path: &str) -> Self {
+        Self::new(
+            403,
+            "Forbidden",
+            format!("forbidden: User \"{user}\" cannot {verb} path \"{path}\""),
+            json!({}),
+        )
+    }
+
     pub fn too_many_requests(retry_after: u32) -> Self {
         let mut e = Self::new(
             429,

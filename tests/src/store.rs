@@ -146,7 +146,16 @@ fn index(resource: &Resource, obj: &Value) -> Stored {
         ("metadata.namespace", field_value(obj, "metadata.namespace")),
     ];
     for f in resource.fields {
-        fields.push((f, field_value(obj, f)));
+        // An event's `source` field is its source's component, `reportingComponent` its
+        // reporting controller (the event strategy's field set); a pod's unset hostNetwork
+        // is false.
+        let value = match (resource.kind, *f) {
+            ("Event", "source") => field_value(obj, "source.component"),
+            ("Event", "reportingComponent") => field_value(obj, "reportingController"),
+            ("Pod", "spec.hostNetwork") if obj["spec"]["hostNetwork"].is_null() => "false".into(),
+            _ => field_value(obj, f),
+        };
+        fields.push((f, value));
     }
     let mut item = obj.clone();
     if let Some(m) = item.as_object_mut() {
@@ -325,6 +334,144 @@ fn quantities_as_strings(list: &mut Value) {
     }
 }
 
+/// What kube-apiserver adds to a pod on create: `SetDefaults_Pod`/`PodSpec`/`Container`, the
+/// DefaultTolerationSeconds and Priority admission plugins, and the pod strategy's
+/// `PrepareForCreate` (generation 1, phase Pending, the QoS class).
+fn default_new_pod(obj: &mut Value) {
+    if obj["metadata"]["generation"].is_null() {
+        obj["metadata"]["generation"] = json!(1);
+    }
+    if !obj["spec"].is_object() {
+        obj["spec"] = json!({});
+    }
+    let spec = &mut obj["spec"];
+    for (field, value) in [
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("restartPolicy", json!("Always")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("securityContext", json!({})),
+        ("schedulerName", json!("default-scheduler")),
+        ("enableServiceLinks", json!(true)),
+        ("priority", json!(0)),
+        ("preemptionPolicy", json!("PreemptLowerPriority")),
+    ] {
+        if spec[field].is_null() {
+            spec[field] = value;
+        }
+    }
+    for list in ["initContainers", "containers"] {
+        let containers = spec.get_mut(list).and_then(Value::as_array_mut);
+        for c in containers.into_iter().flatten() {
+            default_container(c);
+        }
+    }
+    // DefaultTolerationSeconds: pods ride out a short node outage instead of being evicted
+    // at once, unless they already say how long they tolerate it.
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
+        let tolerations = spec["tolerations"].as_array().cloned().unwrap_or_default();
+        let tolerated = tolerations.iter().any(|t| {
+            let effect = t["effect"].as_str().unwrap_or_default();
+            let operator = t["operator"].as_str().unwrap_or("Equal");
+            let key_matches = match t["key"].as_str().unwrap_or_default() {
+                "" => operator == "Exists",
+                k => k == key,
+            };
+            key_matches && (effect.is_empty() || effect == "NoExecute")
+        });
+        if !tolerated {
+            let mut list = tolerations;
+            list.push(
+                json!({"key": key, "operator": "Exists", "effect": "NoExecute",
+                             "tolerationSeconds": 300}),
+            );
+            spec["tolerations"] = Value::Array(list);
+        }
+    }
+    let qos = qos_class(spec);
+    // The real server starts every new pod's status afresh; fixtures create pods Running on
+    // a node (no kubelet here would), so a given status is kept.
+    if obj["status"]["phase"].is_null() {
+        obj["status"]["phase"] = json!("Pending");
+    }
+    if obj["status"]["qosClass"].is_null() {
+        obj["status"]["qosClass"] = json!(qos);
+    }
+}
+
+/// `SetDefaults_Container`: pull policy from the tag, termination message, ports' protocol,
+/// and requests defaulted from limits.
+fn default_container(c: &mut Value) {
+    let image = c["image"].as_str().unwrap_or_default();
+    let name_part = image.rsplit('/').next().unwrap_or_default();
+    let tag = name_part.split_once(':').map(|(_, t)| t);
+    if c["imagePullPolicy"].is_null() {
+        let policy = if !image.contains('@') && tag.is_none_or(|t| t == "latest") {
+            "Always"
+        } else {
+            "IfNotPresent"
+        };
+        c["imagePullPolicy"] = json!(policy);
+    }
+    if c["terminationMessagePath"].is_null() {
+        c["terminationMessagePath"] = json!("/dev/termination-log");
+    }
+    if c["terminationMessagePolicy"].is_null() {
+        c["terminationMessagePolicy"] = json!("File");
+    }
+    let ports = c.get_mut("ports").and_then(Value::as_array_mut);
+    for port in ports.into_iter().flatten() {
+        if port["protocol"].is_null() {
+            port["protocol"] = json!("TCP");
+        }
+    }
+    if !c["resources"].is_object() {
+        c["resources"] = json!({});
+    }
+    let resources = &mut c["resources"];
+    if let Some(limits) = resources["limits"].as_object().cloned() {
+        for (name, quantity) in limits {
+            if resources["requests"][&name].is_null() {
+                resources["requests"][&name] = quantity;
+            }
+        }
+    }
+}
+
+/// `GetPodQOS` over CPU and memory: BestEffort without any request or limit, Guaranteed when
+/// every container limits both and requests what it limits, Burstable otherwise.
+fn qos_class(spec: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["initContainers", "containers"]
+        .iter()
+        .flat_map(|l| spec[*l].as_array().into_iter().flatten())
+        .collect();
+    // Quantities may still be numbers here (`cpu: 1`); zero in any spelling is no request.
+    let nonzero = |q: &Value| match q {
+        Value::String(s) => s.chars().any(|c| c.is_ascii_digit() && c != '0'),
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        _ => false,
+    };
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in &containers {
+        for r in ["cpu", "memory"] {
+            let request = &c["resources"]["requests"][r];
+            let limit = &c["resources"]["limits"][r];
+            any |= nonzero(request) || nonzero(limit);
+            if !nonzero(limit) || (nonzero(request) && request != limit) {
+                guaranteed = false;
+            }
+        }
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
+    }
+}
+
 /// Defaulting and Go's serialisation of the typed object: what the real server's answer
 /// holds that the request did not (node status structs, namespace finalizers and phase, the
 /// namespace name label) and what it leaves out (empty maps and lists marked `omitempty`).
@@ -399,6 +546,36 @@ fn default_object(resource: &Resource, obj: &mut Value, old: Option<&Value>) {
                     }
                 }
             }
+            // Go's encoding of a Taint: an empty value is omitted and timeAdded is a
+            // metav1.Time, written in UTC to the second.
+            let taints = obj
+                .get_mut("spec")
+                .and_then(|spec| spec.get_mut("taints"))
+                .and_then(Value::as_array_mut);
+            for taint in taints.into_iter().flatten() {
+                let Some(t) = taint.as_object_mut() else {
+                    continue;
+                };
+                if t.get("value").is_some_and(|v| v == "" || v.is_null()) {
+                    t.remove("value");
+                }
+                match t
+                    .get("timeAdded")
+                    .map(|v| v.as_str().map(str::parse::<jiff::Timestamp>))
+                {
+                    Some(Some(Ok(at))) => {
+                        let seconds = jiff::Timestamp::from_second(at.as_second()).unwrap_or(at);
+                        t.insert(
+                            "timeAdded".into(),
+                            json!(seconds.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
+                        );
+                    }
+                    Some(None) => {
+                        t.remove("timeAdded");
+                    }
+                    _ => {}
+                }
+            }
             if obj["spec"]["taints"]
                 .as_array()
                 .is_some_and(|t| t.is_empty())
@@ -433,9 +610,8 @@ fn default_object(resource: &Resource, obj: &mut Value, old: Option<&Value>) {
             }
         }
         "Pod" => {
-            // The pod strategy's PrepareForCreate: a new pod starts Pending.
-            if old.is_none() && obj["status"]["phase"].is_null() {
-                obj["status"]["phase"] = json!("Pending");
+            if old.is_none() {
+                default_new_pod(obj);
             }
             // Quantities are strings on the wire: `nvidia.com/gpu: 4` is read as "4".
             // (`get_mut`, not indexing: indexing would add the missing fields as null.)
@@ -1196,15 +1372,70 @@ impl Store {
         self.finish_update(resource, namespace, name, &current, patched, dry_run)
     }
 
+    /// Deletes an object (`grace_period`: the request's `gracePeriodSeconds`). A pod is
+    /// deleted gracefully, as the pod strategy does: it is answered with the object marked
+    /// `deletionTimestamp`/`deletionGracePeriodSeconds`, and a pod bound to a node stays
+    /// until the grace period is 0 (no kubelet here ends it), while an unbound or finished
+    /// one is removed at once.
     pub fn delete(
         &mut self,
         resource: &Resource,
         namespace: Option<&str>,
         name: &str,
         dry_run: bool,
+        grace_period: Option<i64>,
     ) -> Result<Value, ApiError> {
         let key = Self::key(resource, namespace, name);
         let current = self.get_value(resource, namespace, name)?;
+        if resource.kind == "Pod" {
+            let unbound = current["spec"]["nodeName"]
+                .as_str()
+                .is_none_or(str::is_empty);
+            let finished = matches!(
+                current["status"]["phase"].as_str(),
+                Some("Succeeded" | "Failed")
+            );
+            let grace = if unbound || finished {
+                0
+            } else {
+                grace_period
+                    .or_else(|| current["spec"]["terminationGracePeriodSeconds"].as_i64())
+                    .unwrap_or(30)
+                    .max(0)
+            };
+            let mut obj = current.clone();
+            // A pod already terminating keeps its deadline unless this one is shorter.
+            let shorter = obj["metadata"]["deletionGracePeriodSeconds"]
+                .as_i64()
+                .is_none_or(|g| grace < g);
+            if !shorter && grace > 0 {
+                // Nothing to write: the pod keeps terminating on its earlier deadline.
+                obj["apiVersion"] = Value::from(resource.api_version());
+                obj["kind"] = Value::from(resource.kind);
+                return Ok(obj);
+            }
+            if shorter {
+                let at = jiff::Timestamp::now()
+                    .checked_add(jiff::SignedDuration::from_secs(grace))
+                    .unwrap_or_else(|_| jiff::Timestamp::now());
+                obj["metadata"]["deletionTimestamp"] =
+                    json!(at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
+                obj["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
+                let generation = obj["metadata"]["generation"].as_i64().unwrap_or(0);
+                obj["metadata"]["generation"] = json!(generation + 1);
+            }
+            obj["apiVersion"] = Value::from(resource.api_version());
+            obj["kind"] = Value::from(resource.kind);
+            let previous = Some(current["metadata"]["resourceVersion"].clone());
+            let written = self.commit(resource, key.clone(), obj, dry_run, previous);
+            if grace == 0 && !dry_run {
+                self.tables
+                    .get_mut(resource.plural)
+                    .expect("table")
+                    .remove(&key);
+            }
+            return Ok(written);
+        }
         if !dry_run {
             self.tables
                 .get_mut(resource.plural)
@@ -1352,7 +1583,7 @@ mod tests {
             .unwrap();
         assert_eq!(out["metadata"]["labels"]["k"], "v");
         s.create(nodes(), None, node("b", json!({})), true).unwrap();
-        s.delete(nodes(), None, "a", true).unwrap();
+        s.delete(nodes(), None, "a", true, None).unwrap();
         assert_eq!(s.resource_version(), rv);
         assert!(
             s.get_value(nodes(), None, "a").unwrap()["metadata"]["labels"]

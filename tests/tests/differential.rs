@@ -17,7 +17,8 @@
 //! namespace controller it would stay `Terminating`.)
 //!
 //! Normalisation (what is legitimately instance-specific), applied to both sides:
-//! - `metadata.uid`, `details.uid` and `metadata.creationTimestamp` become placeholders;
+//! - `metadata.uid`, `details.uid`, `metadata.creationTimestamp` and `deletionTimestamp`
+//!   become placeholders;
 //! - `metadata.resourceVersion` of objects becomes `rv-N`, N counting distinct values in
 //!   the order they appear within the sequence on that server, so "unchanged" and "changed"
 //!   are compared but not the numbers; a list's own `resourceVersion` (the cluster-wide
@@ -93,6 +94,8 @@ enum User {
     Admin,
     Viewer,
     Bogus,
+    /// No credentials at all.
+    Anonymous,
 }
 
 #[derive(Debug, Clone)]
@@ -132,11 +135,17 @@ impl Req {
         self
     }
 
+    fn anonymous(mut self) -> Self {
+        self.user = User::Anonymous;
+        self
+    }
+
     fn label(&self) -> String {
         let who = match self.user {
             User::Admin => "",
             User::Viewer => " (viewer)",
             User::Bogus => " (bogus token)",
+            User::Anonymous => " (anonymous)",
         };
         format!("{} {}{who}", self.method, self.path)
     }
@@ -291,6 +300,15 @@ fn discovery_and_auth() -> Vec<Seq> {
         Seq::new("auth/bogus-token")
             .send(get("/api/v1/nodes").bogus())
             .send(merge(node_path("diff-any"), json!({})).bogus()),
+        // No credentials: kube-apiserver authenticates system:anonymous, whom RBAC refuses
+        // (403), except the public-info paths.
+        Seq::new("auth/anonymous")
+            .send(get("/api/v1/nodes").anonymous())
+            .send(get(format!("/api/v1/namespaces/{NS}/pods/diff-x")).anonymous())
+            .send(merge(node_path("diff-any"), json!({})).anonymous())
+            .send(get("/api").anonymous())
+            .send(get("/apis").anonymous())
+            .send(get("/version").anonymous()),
     ]
 }
 
@@ -310,6 +328,24 @@ fn node_crud() -> Vec<Seq> {
                 tainted_node("diff-basic", labels, taints),
             ))
             .send(get(node_path("diff-basic"))),
+        // A stored taint is what Go encodes: no empty value, timeAdded in UTC to the second.
+        Seq::new("node/taints-normalised")
+            .send(post(
+                "/api/v1/nodes",
+                tainted_node(
+                    "diff-taint-norm",
+                    json!({}),
+                    json!([{"key": "a", "value": "", "effect": "NoSchedule"},
+                           {"key": "b", "value": "v", "effect": "NoExecute",
+                            "timeAdded": "2026-01-02T03:04:05+02:00"}]),
+                ),
+            ))
+            .send(merge(
+                node_path("diff-taint-norm"),
+                json!({"spec": {"taints": [{"key": "c", "value": "", "effect": "PreferNoSchedule",
+                                            "timeAdded": "2026-03-04T05:06:07Z"}]}}),
+            ))
+            .send(get(node_path("diff-taint-norm"))),
         Seq::new("node/create-minimal")
             .send(post(
                 "/api/v1/nodes",
@@ -632,6 +668,36 @@ fn strategic_patches() -> Vec<Seq> {
 fn json_patches() -> Vec<Seq> {
     let p = |name: &str| node_path(name);
     vec![
+        // evanphx/json-patch v4 reads negative array indices from the end (`-1`: the last
+        // element; for an add, the end of the longer array).
+        Seq::new("json/negative-array-indices")
+            .send(post(
+                "/api/v1/nodes",
+                tainted_node(
+                    "diff-jp-neg",
+                    json!({}),
+                    json!([{"key": "a", "value": "1", "effect": "NoSchedule"},
+                           {"key": "b", "value": "2", "effect": "NoSchedule"}]),
+                ),
+            ))
+            .send(json_patch(
+                p("diff-jp-neg"),
+                json!([{"op": "add", "path": "/spec/taints/-1", "value": {"key": "c", "value": "3", "effect": "NoSchedule"}}]),
+            ))
+            .send(json_patch(
+                p("diff-jp-neg"),
+                json!([{"op": "replace", "path": "/spec/taints/-1/value", "value": "33"},
+                       {"op": "remove", "path": "/spec/taints/-3"}]),
+            ))
+            .send(json_patch(
+                p("diff-jp-neg"),
+                json!([{"op": "test", "path": "/spec/taints/-2/key", "value": "c"}]),
+            ))
+            .send(json_patch(
+                p("diff-jp-neg"),
+                json!([{"op": "remove", "path": "/spec/taints/-1"}]),
+            ))
+            .send(get(p("diff-jp-neg"))),
         Seq::new("json/add-replace-remove-escaped-keys")
             .send(post("/api/v1/nodes", node("diff-jp", json!({"a": "1"}))))
             .send(json_patch(
@@ -1313,6 +1379,71 @@ fn namespaces_and_pods() -> Vec<Seq> {
         Seq::new("namespace/get-existing")
             .send(get(format!("/api/v1/namespaces/{NS}")))
             .send(get(format!("/api/v1/namespaces/{NS}/configmaps/diff-cm-missing"))),
+        // What the API server adds to a pod on create (defaults, default tolerations,
+        // priority, QoS class), and the pod fields a fieldSelector takes. The pods name a
+        // scheduler nobody runs, so they stay Pending on the real server too.
+        Seq::new("pod/defaults-and-field-selectors")
+            .send(post(
+                pods.clone(),
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "diff-defaults"},
+                       "spec": {"schedulerName": "diff-scheduler",
+                                "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "llm", "effect": "NoSchedule"}],
+                                "containers": [
+                                    {"name": "c", "image": "registry.example.com/llm:1",
+                                     "ports": [{"containerPort": 80}],
+                                     "resources": {"limits": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}}},
+                                    {"name": "d", "image": "busybox"}]}}),
+            ))
+            .send(post(
+                pods.clone(),
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "diff-guaranteed"},
+                       "spec": {"schedulerName": "diff-scheduler", "restartPolicy": "Never",
+                                "tolerations": [{"operator": "Exists"}],
+                                "containers": [{"name": "c", "image": "registry.example.com/llm@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                                                "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}}}]}}),
+            ))
+            .send(post(
+                pods.clone(),
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "diff-besteffort"},
+                       "spec": {"schedulerName": "diff-other-scheduler",
+                                "containers": [{"name": "c", "image": "busybox:latest"}]}}),
+            ))
+            .send(get(format!("{pods}/diff-defaults")))
+            .send(get(format!(
+                "{pods}?fieldSelector={}",
+                q("spec.schedulerName=diff-scheduler")
+            )))
+            .send(get(format!(
+                "{pods}?fieldSelector={}",
+                q("spec.schedulerName=diff-other-scheduler,spec.restartPolicy=Always")
+            )))
+            .send(get(format!(
+                "{pods}?fieldSelector={}",
+                q("spec.restartPolicy=Never,spec.hostNetwork=false")
+            )))
+            .send(get(format!(
+                "/api/v1/namespaces/{NS}/events?fieldSelector={}",
+                q("source=diff-nobody,reportingComponent=diff-nobody")
+            )))
+            .send(delete(format!("{pods}/diff-defaults?gracePeriodSeconds=0")))
+            .send(delete(format!("{pods}/diff-guaranteed?gracePeriodSeconds=0")))
+            .send(delete(format!("{pods}/diff-besteffort?gracePeriodSeconds=0"))),
+        // A pod bound to a node is deleted gracefully: marked and kept (no kubelet ends it
+        // here), until a delete with grace period 0 removes it.
+        Seq::new("pod/graceful-deletion-of-a-bound-pod")
+            .send(post(
+                pods.clone(),
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "diff-bound"},
+                       "spec": {"nodeName": "diff-nowhere", "terminationGracePeriodSeconds": 45,
+                                "containers": [{"name": "c", "image": "busybox:1.36"}]}}),
+            ))
+            .send(delete(format!("{pods}/diff-bound")))
+            .send(get(format!("{pods}/diff-bound")))
+            .send(delete(format!("{pods}/diff-bound?gracePeriodSeconds=60")))
+            .send(delete(format!("{pods}/diff-bound?gracePeriodSeconds=5&dryRun=All")))
+            .send(get(format!("{pods}/diff-bound")))
+            .send(delete(format!("{pods}/diff-bound?gracePeriodSeconds=0")))
+            .send(get(format!("{pods}/diff-bound"))),
         Seq::new("pod/gpu-request-without-limit")
             .send(post(
                 pods.clone(),
@@ -1364,6 +1495,7 @@ struct Backend {
     admin: kube::Client,
     viewer: Option<kube::Client>,
     bogus: kube::Client,
+    anonymous: kube::Client,
 }
 
 impl Backend {
@@ -1375,6 +1507,7 @@ impl Backend {
                 .as_ref()
                 .expect("viewer sequences are skipped without a viewer"),
             User::Bogus => &self.bogus,
+            User::Anonymous => &self.anonymous,
         };
         let mut builder = Request::builder().method(r.method.clone()).uri(&r.path);
         if let Some(ct) = r.content_type {
@@ -1444,8 +1577,21 @@ impl Backend {
                     .await;
             }
         }
+        let pods = self
+            .send(&get(format!("/api/v1/namespaces/{NS}/pods")))
+            .await;
+        for item in pods.body["items"].as_array().into_iter().flatten() {
+            let name = item["metadata"]["name"].as_str().unwrap_or_default();
+            if name.starts_with("diff-") {
+                self.send(&delete(format!(
+                    "/api/v1/namespaces/{NS}/pods/{name}?gracePeriodSeconds=0"
+                )))
+                .await;
+            }
+        }
         for (path, what) in [
             ("/api/v1/nodes", "diff- nodes"),
+            (&*format!("/api/v1/namespaces/{NS}/pods"), "diff- pods"),
             (
                 &*format!("/api/v1/namespaces/{NS}/configmaps"),
                 "diff- config maps",
@@ -1582,6 +1728,7 @@ fn normalise_object(obj: &mut Value, rvs: &mut HashMap<String, usize>) {
     for (k, placeholder) in [
         ("uid", "<uid>"),
         ("creationTimestamp", "<timestamp>"),
+        ("deletionTimestamp", "<timestamp>"),
         ("generation", "<generation>"),
     ] {
         if meta.contains_key(k) {
@@ -1682,6 +1829,18 @@ fn show(v: &Option<Value>) -> String {
     }
 }
 
+/// A client of the real server that sends no credentials.
+async fn anonymous_client(path: &std::path::Path) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    config.default_retry = false;
+    config.auth_info = Default::default();
+    kube::Client::try_from(config).expect("anonymous client for the real server")
+}
+
 async fn real_client(path: &std::path::Path, token: Option<&str>) -> kube::Client {
     let kubeconfig = kube::config::Kubeconfig::read_from(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -1714,6 +1873,7 @@ async fn test_server_answers_like_the_real_api_server() {
             None => None,
         },
         bogus: real_client(&kubeconfig, Some(BOGUS_TOKEN)).await,
+        anonymous: anonymous_client(&kubeconfig).await,
     };
     let server = TestServer::start(ServerConfig::default())
         .await
@@ -1723,6 +1883,7 @@ async fn test_server_answers_like_the_real_api_server() {
         admin: server.client(ADMIN_TOKEN),
         viewer: Some(server.client(READONLY_TOKEN)),
         bogus: server.client(BOGUS_TOKEN),
+        anonymous: server.client_as(None),
     };
     test.clean().await;
     real.clean().await;
