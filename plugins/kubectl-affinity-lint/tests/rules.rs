@@ -243,6 +243,28 @@ fn al008_anti_affinity_over_labels_the_replicas_do_not_carry() {
     assert_eq!(l.lint(&router).0, 0);
 }
 
+/// A held-out public StatefulSet (a kustomize base whose kustomization adds `app`): one
+/// replica has nothing to keep apart, and in a kustomization's directory the template may
+/// gain labels, so a selector key the template lacks is not judged. Two replicas of the file
+/// on its own are still flagged.
+#[test]
+fn al008_leaves_single_replicas_and_kustomize_bases_alone() {
+    let l = Linter::new();
+    let statefulset = |replicas: u32| {
+        format!(
+            "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {{name: ais-proxy}}\nspec:\n  replicas: {replicas}\n  serviceName: ais-proxy\n  selector: {{matchLabels: {{type: proxy}}}}\n  template:\n    metadata:\n      labels: {{type: proxy}}\n    spec:\n      affinity:\n        podAntiAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n          - labelSelector:\n              matchExpressions:\n              - {{key: app, operator: In, values: [ais]}}\n              - {{key: type, operator: In, values: [proxy]}}\n            topologyKey: kubernetes.io/hostname\n      containers: [{{name: c, image: x}}]\n"
+        )
+    };
+    assert_eq!(l.lint(&statefulset(1)).0, 0);
+    assert_eq!(rules_of(&l.lint(&statefulset(3)).1), vec!["AL008"]);
+    // The same file in a kustomize base.
+    l.write(
+        "kustomization.yaml",
+        "resources: [input.yaml]\nlabels:\n- pairs: {app: ais}\n  includeSelectors: true\n",
+    );
+    assert_eq!(l.lint(&statefulset(3)).0, 0);
+}
+
 /// The job-name label of a Kubeflow job is the job's own name: a worker anti-affinity copied
 /// from another job selects that job's pods, and the two workers may share a node.
 #[test]

@@ -25,6 +25,10 @@ warning with `ScheduleAnyway` or preferred), and invalid combinations: `minDomai
   replicas (`replicas` beside the template) and the term names the workload: a key or value
   shares a word with its name (`csi-hcloud In [controller]` in the Deployment
   `hcloud-csi-controller`). `component In [db]` in a `router` names another application.
+- A workload that says it runs one replica (`replicas: 1` beside its template): nothing to
+  keep apart yet.
+- Files in a kustomization's directory: kustomize may add labels to the template
+  (`labels`, `commonLabels`), so a selector key the template lacks is not judged there.
 - DaemonSets: they have no replicas to keep apart, so their anti-affinity is not judged;
   and each pod may go to its one node only, so a spread constraint cannot spread (or block)
   it, whatever it selects. Invalid fields (`minDomains`, `matchLabelKeys`) are still named.
@@ -234,8 +238,15 @@ impl Rule for Al008 {
         {
             labels.push((key, cx.object.name.as_str()));
         }
-        let added =
-            |key: &str| (!core && Some(key) != named_by_operator) || CONTROLLER_KEYS.contains(&key);
+        // kustomize (the file is in a kustomization's directory) may add any label to the
+        // template with `labels`/`commonLabels`: a key the template lacks is not judged.
+        let kustomized = cx.object.document.kustomize;
+        let template_keys: Vec<&str> = labels.iter().map(|(k, _)| *k).collect();
+        let added = |key: &str| {
+            (!core && Some(key) != named_by_operator)
+                || CONTROLLER_KEYS.contains(&key)
+                || (kustomized && !template_keys.contains(&key))
+        };
         for c in spec
             .get("topologySpreadConstraints")
             .map(Node::items)
@@ -298,8 +309,12 @@ impl Rule for Al008 {
                 }
             }
         }
-        // A DaemonSet has no replicas to keep apart: its anti-affinity is about others.
-        if cx.object.kind == "DaemonSet" || labels.is_empty() {
+        // A DaemonSet has no replicas to keep apart: its anti-affinity is about others; nor
+        // has a workload that says it runs one replica.
+        if cx.object.kind == "DaemonSet"
+            || labels.is_empty()
+            || replicas(cx).is_some_and(|n| n <= 1)
+        {
             return;
         }
         let anti = crate::lint::affinity::in_affinity(spec, &["podAntiAffinity"]);
