@@ -114,7 +114,26 @@ fn value_response(code: u16, value: &Value) -> Response<Full<Bytes>> {
 }
 
 fn error_response(e: &ApiError) -> Response<Full<Bytes>> {
-    let mut r = value_response(e.code, &e.body);
+    // A request turned away for load: kube-apiserver's priority-and-fairness (and
+    // max-in-flight) filter answers with Go's `http.Error`, plain text, not a Status.
+    let mut r = if e.code == 429 {
+        let mut r = Response::new(Full::new(Bytes::from_static(
+            b"Too many requests, please try again later.\n",
+        )));
+        *r.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+        let headers = r.headers_mut();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        headers.insert(
+            http::header::X_CONTENT_TYPE_OPTIONS,
+            http::HeaderValue::from_static("nosniff"),
+        );
+        r
+    } else {
+        value_response(e.code, &e.body)
+    };
     if let Some(s) = e.retry_after {
         r.headers_mut().insert(
             http::header::RETRY_AFTER,

@@ -218,9 +218,15 @@ async fn faults_fire_exactly_where_asked() {
     assert!(nodes.get("cpu-1").await.is_ok());
 
     let pods: Api<Pod> = Api::all(server.client(ADMIN_TOKEN));
+    // As kube-apiserver's priority-and-fairness filter answers: plain text, no Status (the
+    // Retry-After header carries the wait; see `retry_after_header_is_sent`).
     let err = api_error(pods.list(&ListParams::default()).await.unwrap_err());
-    assert_eq!((err.code, err.reason.as_str()), (429, "TooManyRequests"));
-    assert_eq!(err.details.unwrap().retry_after_seconds, 7);
+    assert_eq!(err.code, 429);
+    assert!(
+        err.message
+            .contains("Too many requests, please try again later."),
+        "{err:?}"
+    );
     assert!(pods.list(&ListParams::default()).await.is_ok());
     assert_eq!(server.count("patch", "nodes"), 5);
     assert_eq!(server.count("get", "nodes"), 3);
