@@ -7,11 +7,12 @@
 //!   `"a\u0026b"` does, and `"\u0032"` is not `"2"`; `replace` of a missing object member
 //!   adds it;
 //! - JSON merge patch (RFC 7386);
-//! - strategic merge patch, for what kubectl sends: maps merge (`null` deletes), lists are
-//!   replaced whole (true for `spec.taints`, which has no merge key), `$patch: replace` and
-//!   `$patch: delete` in a map are honoured and the other `$`-directives
-//!   (`$setElementOrder/...`, `$retainKeys`) are dropped. Lists with merge keys (containers
-//!   by name, ...) are replaced rather than merged: a documented difference.
+//! - strategic merge patch, for what kubectl sends: maps merge (`null` deletes), lists with
+//!   a merge key merge item by item (containers and env by name, ports by containerPort,
+//!   ownerReferences by uid, ...), other lists are replaced whole (true for `spec.taints`
+//!   and tolerations, which have none), `$patch: replace` and `$patch: delete` in a map or
+//!   a keyed item are honoured and the other `$`-directives (`$setElementOrder/...`,
+//!   `$retainKeys`) are dropped.
 
 use std::collections::BTreeMap;
 
@@ -300,12 +301,92 @@ fn merge(doc: &Value, patch: &Value, strategic: bool) -> Value {
             strategic && v.get("$patch").and_then(Value::as_str) == Some("delete");
         if v.is_null() || delete_directive {
             out.remove(k);
+        } else if let (true, Some(key), Value::Array(items)) = (strategic, merge_key(k), v) {
+            let merged = merge_list_by_key(out.get(k).unwrap_or(&Value::Null), items, key);
+            out.insert(k.clone(), merged);
         } else {
             let merged = merge(out.get(k).unwrap_or(&Value::Null), v, strategic);
             out.insert(k.clone(), merged);
         }
     }
     Value::Object(out)
+}
+
+/// The `patchMergeKey` of the lists the served kinds hold, by field name (each name means
+/// one list type in Pod, Node, ConfigMap and the workloads): a strategic merge patch
+/// merges their items by it. Lists without one (`tolerations`, `spec.taints`) are replaced.
+fn merge_key(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "env"
+        | "volumes"
+        | "imagePullSecrets"
+        | "resourceClaims" => "name",
+        "ports" => "containerPort",
+        "volumeMounts" => "mountPath",
+        "volumeDevices" => "devicePath",
+        "ownerReferences" => "uid",
+        "conditions" | "addresses" => "type",
+        "hostAliases" => "ip",
+        "topologySpreadConstraints" => "topologyKey",
+        _ => return None,
+    })
+}
+
+/// Merges a patch's list into the object's by `key`: an item with the key of an existing one
+/// is merged into it (strategically), `$patch: delete` removes it, a new one is added. The
+/// order is apimachinery's `normalizeElementOrder`: the patch's items in the patch's order,
+/// the items it does not mention in their order, the two interleaved by their places in the
+/// object's list (a new item goes after the existing ones it meets).
+fn merge_list_by_key(doc: &Value, patch: &[Value], key: &str) -> Value {
+    let original: Vec<Value> = doc.as_array().cloned().unwrap_or_default();
+    let place = |id: &Value| original.iter().position(|o| o.get(key) == Some(id));
+    let mut mentioned: Vec<Value> = Vec::new();
+    let mut deleted: Vec<&Value> = Vec::new();
+    for item in patch {
+        let Some(id) = item.get(key) else {
+            mentioned.push(item.clone());
+            continue;
+        };
+        if item.get("$patch").and_then(Value::as_str) == Some("delete") {
+            deleted.push(id);
+            continue;
+        }
+        let base = place(id).map_or(Value::Null, |i| original[i].clone());
+        mentioned.push(merge(&base, item, true));
+    }
+    let is_mentioned = |o: &Value| {
+        o.get(key)
+            .is_some_and(|id| deleted.contains(&id) || patch.iter().any(|p| p.get(key) == Some(id)))
+    };
+    let untouched: Vec<Value> = original
+        .iter()
+        .filter(|o| !is_mentioned(o))
+        .cloned()
+        .collect();
+    let mut out = Vec::with_capacity(untouched.len() + mentioned.len());
+    let (mut i, mut j) = (0, 0);
+    while i < untouched.len() && j < mentioned.len() {
+        let left = untouched[i].get(key).and_then(|id| place(id));
+        let right = mentioned[j].get(key).and_then(|id| place(id));
+        let take_left = match (left, right) {
+            (Some(l), Some(r)) => l < r,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if take_left {
+            out.push(untouched[i].clone());
+            i += 1;
+        } else {
+            out.push(mentioned[j].clone());
+            j += 1;
+        }
+    }
+    out.extend_from_slice(&untouched[i..]);
+    out.extend_from_slice(&mentioned[j..]);
+    Value::Array(out)
 }
 
 #[cfg(test)]

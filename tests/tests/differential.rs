@@ -1376,6 +1376,28 @@ fn namespaces_and_pods() -> Vec<Seq> {
             .send(get("/api/v1/namespaces/diff-missing-ns/configmaps/diff-cm-x"))
             .send(get("/api/v1/namespaces/diff-missing-ns/configmaps"))
             .send(get("/api/v1/namespaces/diff-missing-ns")),
+        // ownerReferences merge by uid; `$patch: delete` removes one.
+        Seq::new("configmap/strategic-merge-of-owner-references-by-uid")
+            .send(post(
+                format!("/api/v1/namespaces/{NS}/configmaps"),
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "diff-cm-owned", "ownerReferences": [
+                           {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner-a",
+                            "uid": "11111111-1111-1111-1111-111111111111"}]}}),
+            ))
+            .send(strategic(
+                cm_path("diff-cm-owned"),
+                json!({"metadata": {"ownerReferences": [
+                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner-b",
+                     "uid": "22222222-2222-2222-2222-222222222222"},
+                    {"uid": "11111111-1111-1111-1111-111111111111", "name": "owner-a-renamed"}]}}),
+            ))
+            .send(strategic(
+                cm_path("diff-cm-owned"),
+                json!({"metadata": {"ownerReferences": [
+                    {"uid": "22222222-2222-2222-2222-222222222222", "$patch": "delete"}]}}),
+            ))
+            .send(get(cm_path("diff-cm-owned"))),
         Seq::new("namespace/get-existing")
             .send(get(format!("/api/v1/namespaces/{NS}")))
             .send(get(format!("/api/v1/namespaces/{NS}/configmaps/diff-cm-missing"))),
@@ -1428,6 +1450,20 @@ fn namespaces_and_pods() -> Vec<Seq> {
             .send(delete(format!("{pods}/diff-defaults?gracePeriodSeconds=0")))
             .send(delete(format!("{pods}/diff-guaranteed?gracePeriodSeconds=0")))
             .send(delete(format!("{pods}/diff-besteffort?gracePeriodSeconds=0"))),
+        // A strategic merge patch merges keyed lists item by item: containers by name.
+        Seq::new("pod/strategic-merge-of-containers-by-name")
+            .send(post(
+                pods.clone(),
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "diff-smp-pod"},
+                       "spec": {"schedulerName": "diff-scheduler",
+                                "containers": [{"name": "c", "image": "busybox:1.36"},
+                                               {"name": "d", "image": "busybox:1.36"}]}}),
+            ))
+            .send(strategic(
+                format!("{pods}/diff-smp-pod"),
+                json!({"spec": {"containers": [{"name": "d", "image": "busybox:1.37"}]}}),
+            ))
+            .send(delete(format!("{pods}/diff-smp-pod?gracePeriodSeconds=0"))),
         // A pod bound to a node is deleted gracefully: marked and kept (no kubelet ends it
         // here), until a delete with grace period 0 removes it.
         Seq::new("pod/graceful-deletion-of-a-bound-pod")
