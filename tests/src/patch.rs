@@ -369,8 +369,8 @@ fn merge_list_by_key(doc: &Value, patch: &[Value], key: &str) -> Value {
     let mut out = Vec::with_capacity(untouched.len() + mentioned.len());
     let (mut i, mut j) = (0, 0);
     while i < untouched.len() && j < mentioned.len() {
-        let left = untouched[i].get(key).and_then(|id| place(id));
-        let right = mentioned[j].get(key).and_then(|id| place(id));
+        let left = untouched[i].get(key).and_then(&place);
+        let right = mentioned[j].get(key).and_then(&place);
         let take_left = match (left, right) {
             (Some(l), Some(r)) => l < r,
             (Some(_), None) => true,
