@@ -41,6 +41,9 @@ are read as kustomize reads them: YAML 1.2, where only `true` and `false` are bo
 Only what the API server itself rejects is reported; unusual but valid keys and values are
 not. A requirement with a placeholder another tool fills in (`${MIN_GPU_MIB}`,
 `{{ .gpu }}`, `$(VAR)`) is not judged. Shape errors are reported once, without follow-up errors from the misread values.
+A toleration with `operator: Gt` or `Lt` (numeric comparisons, KEP-5471) is refused only
+while the TaintTolerationComparisonOperators feature gate is off (alpha since Kubernetes
+1.35): it is a warning that says so, not an error.
 
 ## Why it matters
 The API server rejects the whole object: the rollout never starts.
@@ -321,7 +324,7 @@ fn check_validation(spec: &Node, path: &str, whose: &str, out: &mut Vec<RawFindi
             .unwrap_or_default()
             .to_string()
     };
-    let mut reject = |at: &Node, field: String, answer: String| {
+    let reject = |out: &mut Vec<RawFinding>, at: &Node, field: String, answer: String| {
         out.push(RawFinding::at(
             at,
             format!("the API server rejects {whose}: {path}.{field}: {answer}"),
@@ -350,6 +353,7 @@ fn check_validation(spec: &Node, path: &str, whose: &str, out: &mut Vec<RawFindi
         let field = |f: &str| format!("tolerations[{i}].{f}");
         match operator.as_str() {
             "Exists" if !value.is_empty() => reject(
+                out,
                 at("value"),
                 field("operator"),
                 format!(
@@ -357,6 +361,7 @@ fn check_validation(spec: &Node, path: &str, whose: &str, out: &mut Vec<RawFindi
                 ),
             ),
             "" | "Equal" if key.is_empty() => reject(
+                out,
                 at("operator"),
                 field("operator"),
                 format!(
@@ -365,7 +370,23 @@ fn check_validation(spec: &Node, path: &str, whose: &str, out: &mut Vec<RawFindi
                 ),
             ),
             "" | "Equal" | "Exists" => {}
+            // Numeric comparisons (KEP-5471): refused unless the cluster turns the alpha gate
+            // on, which some do on purpose: a warning, not an error.
+            other @ ("Gt" | "Lt") => {
+                reject(
+                    out,
+                    at("operator"),
+                    field("operator"),
+                    format!(
+                        "Unsupported value: {other:?}: supported values: \"Equal\", \"Exists\", \"Lt\", \"Gt\" (unless it runs with the TaintTolerationComparisonOperators feature gate, alpha since Kubernetes 1.35 and off by default)"
+                    ),
+                );
+                if let Some(last) = out.pop() {
+                    out.push(last.with_severity(Severity::Warning));
+                }
+            }
             other => reject(
+                out,
                 at("operator"),
                 field("operator"),
                 format!("Unsupported value: {other:?}: supported values: \"Equal\", \"Exists\""),
@@ -376,6 +397,7 @@ fn check_validation(spec: &Node, path: &str, whose: &str, out: &mut Vec<RawFindi
             "" | "NoSchedule" | "PreferNoSchedule" | "NoExecute"
         ) {
             reject(
+                out,
                 at("effect"),
                 field("effect"),
                 format!(
@@ -385,6 +407,7 @@ fn check_validation(spec: &Node, path: &str, whose: &str, out: &mut Vec<RawFindi
         } else if t.get("tolerationSeconds").is_some_and(|s| !s.is_null()) && effect != "NoExecute"
         {
             reject(
+                out,
                 at("tolerationSeconds"),
                 field("effect"),
                 format!(
@@ -407,6 +430,7 @@ fn check_validation(spec: &Node, path: &str, whose: &str, out: &mut Vec<RawFindi
         {
             if text(term, "topologyKey").is_empty() && is_map(term) {
                 reject(
+                    out,
                     term.get("topologyKey").unwrap_or(term),
                     format!("affinity.{kind}.{required}[{i}].topologyKey"),
                     "Required value: can not be empty".into(),
@@ -427,6 +451,7 @@ fn check_validation(spec: &Node, path: &str, whose: &str, out: &mut Vec<RawFindi
             let weight = term.get("weight");
             if weight.is_none_or(|w| w.as_i64().is_some_and(|w| !(1..=100).contains(&w))) {
                 reject(
+                    out,
                     weight.unwrap_or(term),
                     format!("affinity.{kind}.{preferred}[{i}].weight"),
                     format!(
@@ -440,6 +465,7 @@ fn check_validation(spec: &Node, path: &str, whose: &str, out: &mut Vec<RawFindi
                 && text(inner, "topologyKey").is_empty()
             {
                 reject(
+                    out,
                     inner.get("topologyKey").unwrap_or(inner),
                     format!("affinity.{kind}.{preferred}[{i}].podAffinityTerm.topologyKey"),
                     "Required value: can not be empty".into(),
@@ -463,6 +489,7 @@ fn check_validation(spec: &Node, path: &str, whose: &str, out: &mut Vec<RawFindi
             && n <= 0
         {
             reject(
+                out,
                 skew.unwrap_or(c),
                 field("maxSkew"),
                 format!("Invalid value: {n}: must be greater than zero"),
@@ -470,6 +497,7 @@ fn check_validation(spec: &Node, path: &str, whose: &str, out: &mut Vec<RawFindi
         }
         if text(c, "topologyKey").is_empty() {
             reject(
+                out,
                 c.get("topologyKey").unwrap_or(c),
                 field("topologyKey"),
                 "Required value: can not be empty".into(),
@@ -478,6 +506,7 @@ fn check_validation(spec: &Node, path: &str, whose: &str, out: &mut Vec<RawFindi
         let when = text(c, "whenUnsatisfiable");
         if !is_placeholder(&when) && !matches!(when.as_str(), "DoNotSchedule" | "ScheduleAnyway") {
             reject(
+                out,
                 c.get("whenUnsatisfiable").unwrap_or(c),
                 field("whenUnsatisfiable"),
                 format!(
