@@ -25,6 +25,7 @@ pub mod resources;
 pub mod server;
 pub mod status;
 pub mod store;
+pub mod table;
 pub mod tls;
 
 use std::collections::{BTreeMap, HashMap};

@@ -438,6 +438,12 @@ async fn route(
         return crate::proxy::forward(state, upstream, req, &segments, watch).await;
     }
     let user = authenticate(state, &req)?;
+    // `kubectl get` asks for server-side printing (nodes only; other lists fall back).
+    let table = crate::table::wants_table(
+        req.headers()
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+    );
     // system:public-info-viewer: what RBAC lets anyone read; discovery needs a login.
     let public = matches!(
         segments.as_slice(),
@@ -541,6 +547,12 @@ async fn route(
         "get" => {
             let name = target.name.as_deref().expect("named");
             let bytes = state.store.lock().expect("store").get(resource, ns, name)?;
+            if table && resource.kind == "Node" {
+                let node: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                let metadata = json!({"resourceVersion": node["metadata"]["resourceVersion"]});
+                let answer = crate::table::node_table(&[node], metadata, jiff::Timestamp::now());
+                return Ok(value_response(200, &answer));
+            }
             Ok(json_response(200, bytes))
         }
         "list" => {
@@ -565,6 +577,22 @@ async fn route(
                 limit,
                 query.get("continue").map(String::as_str),
             )?;
+            if table && resource.kind == "Node" {
+                let nodes: Vec<Value> = page
+                    .items
+                    .iter()
+                    .map(|b| serde_json::from_slice(b).unwrap_or(Value::Null))
+                    .collect();
+                let mut metadata = json!({"resourceVersion": page.resource_version.to_string()});
+                if let Some(c) = &page.continue_token {
+                    metadata["continue"] = Value::from(c.as_str());
+                }
+                if let Some(n) = page.remaining {
+                    metadata["remainingItemCount"] = Value::from(n);
+                }
+                let answer = crate::table::node_table(&nodes, metadata, jiff::Timestamp::now());
+                return Ok(value_response(200, &answer));
+            }
             Ok(json_response(200, list_envelope(resource, page)))
         }
         "create" => {

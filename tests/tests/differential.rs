@@ -106,6 +106,8 @@ struct Req {
     /// The exact bytes to send (JSON Patch `test` compares bytes on the real server).
     body: Option<String>,
     user: User,
+    /// `Accept`, when not plain JSON (kubectl's server-side printing).
+    accept: Option<&'static str>,
 }
 
 impl Req {
@@ -116,7 +118,16 @@ impl Req {
             content_type: None,
             body: None,
             user: User::Admin,
+            accept: None,
         }
+    }
+
+    /// Asks for a Table, as `kubectl get` does.
+    fn table(mut self) -> Self {
+        self.accept = Some(
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json",
+        );
+        self
     }
 
     fn with_body(mut self, content_type: &'static str, body: impl Into<String>) -> Self {
@@ -346,6 +357,29 @@ fn node_crud() -> Vec<Seq> {
                                             "timeAdded": "2026-03-04T05:06:07Z"}]}}),
             ))
             .send(get(node_path("diff-taint-norm"))),
+        // `kubectl get nodes` (and `-o wide`): the node printer's columns.
+        Seq::new("node/table-columns")
+            .send(post(
+                "/api/v1/nodes",
+                json!({"apiVersion": "v1", "kind": "Node",
+                       "metadata": {"name": "diff-table-a",
+                                    "labels": {"diff-table": "t", "node-role.kubernetes.io/gpu": "",
+                                               "kubernetes.io/role": "worker"}},
+                       "spec": {"unschedulable": true}}),
+            ))
+            .send(post(
+                "/api/v1/nodes",
+                json!({"apiVersion": "v1", "kind": "Node",
+                       "metadata": {"name": "diff-table-b", "labels": {"diff-table": "t"}},
+                       "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                                  "addresses": [{"type": "InternalIP", "address": "10.0.0.7"},
+                                                {"type": "Hostname", "address": "diff-table-b"}],
+                                  "nodeInfo": {"kubeletVersion": "v1.37.2", "osImage": "Ubuntu 24.04",
+                                               "kernelVersion": "6.8.0", "containerRuntimeVersion": "containerd://2.1.0"}}}),
+            ))
+            .send(get("/api/v1/nodes?labelSelector=diff-table").table())
+            .send(get("/api/v1/nodes?labelSelector=diff-table&limit=1").table())
+            .send(get(node_path("diff-table-a")).table()),
         Seq::new("node/create-minimal")
             .send(post(
                 "/api/v1/nodes",
@@ -1549,6 +1583,9 @@ impl Backend {
         if let Some(ct) = r.content_type {
             builder = builder.header(http::header::CONTENT_TYPE, ct);
         }
+        if let Some(accept) = r.accept {
+            builder = builder.header(http::header::ACCEPT, accept);
+        }
         let body = r.body.clone().unwrap_or_default().into_bytes();
         let request = builder
             .body(kube::client::Body::from(body))
@@ -1737,6 +1774,29 @@ fn normalise_answer(body: &mut Value, rvs: &mut HashMap<String, usize>) {
             for item in items {
                 normalise_object(item, rvs);
             }
+        }
+        return;
+    }
+    // Server-side printing: the Age cells and the list revision are instance-specific; each
+    // row's object is normalised like an object.
+    if map.get("kind").and_then(Value::as_str) == Some("Table") {
+        let age = map["columnDefinitions"]
+            .as_array()
+            .and_then(|c| c.iter().position(|c| c["name"] == "Age"));
+        if let Some(meta) = map.get_mut("metadata").and_then(Value::as_object_mut) {
+            for (k, placeholder) in [("resourceVersion", "<list-rv>"), ("continue", "<continue>")] {
+                if meta.contains_key(k) {
+                    meta.insert(k.into(), json!(placeholder));
+                }
+            }
+        }
+        for row in map["rows"].as_array_mut().into_iter().flatten() {
+            if let (Some(i), Some(cells)) = (age, row["cells"].as_array_mut())
+                && let Some(cell) = cells.get_mut(i)
+            {
+                *cell = json!("<age>");
+            }
+            normalise_object(&mut row["object"], rvs);
         }
         return;
     }
