@@ -327,7 +327,7 @@ mod tests {
         }
     }
 
-    fn seed_deployment() -> Workload {
+    fn runbook_deployment() -> Workload {
         workload(
             "Deployment",
             "llm-inference",
@@ -349,7 +349,7 @@ mod tests {
     #[test]
     fn finds_required_and_preferred_dependencies() {
         let workloads = vec![
-            seed_deployment(),
+            runbook_deployment(),
             workload(
                 "Pod",
                 "debug",
@@ -400,7 +400,7 @@ mod tests {
     #[test]
     fn a_value_narrows_the_match() {
         let workloads = vec![
-            seed_deployment(),
+            runbook_deployment(),
             workload(
                 "Pod",
                 "debug",

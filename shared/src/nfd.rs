@@ -710,7 +710,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_hook_scenario() {
+    fn runbook_hook_scenario() {
         let hook = Naming::Hook {
             hook_name: "my-script".into(),
         };

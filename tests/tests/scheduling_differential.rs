@@ -7,7 +7,7 @@
 //!
 //! Every case is a handful of nodes (labels, taints, GPUs, pod limits, cordons), a few running
 //! pods bound to them (GPUs and pod slots in use, labels, some with required anti-affinity),
-//! and one pod under test (nodeSelector, required/preferred node affinity incl. the seed's
+//! and one pod under test (nodeSelector, required/preferred node affinity incl. the runbook's
 //! OR-split, tolerations, GPU and CPU requests, pod (anti-)affinity, topology spread). All
 //! cases run at once in one cluster without seeing each other: the pod under test's required
 //! node affinity is rewritten so that every term also names one of the case's nodes
@@ -25,7 +25,7 @@
 //! changing some nodes under their pods, against the scheduler's verdict on a copy of each
 //! pod pinned to its node.
 //!
-//! Figures (seed 0x5eed00110005, 520 cases, kube-scheduler v1.37.2): 520/520 decisions and
+//! Figures (cases from 0x5eed00110005, 520 cases, kube-scheduler v1.37.2): 520/520 decisions and
 //! 352/352 per-reason counts agree, why-pending's predicted message 45/45, drift 168/168,
 //! AL101/AL103/AL104 flag only unschedulable pods. The model before this suite (node
 //! affinity checked before taints, one NodeResourcesFit reason per node, no `pods`
@@ -308,7 +308,7 @@ fn generate_case(rng: &mut Rng, index: usize) -> Case {
     let mut terms: Vec<Value> = Vec::new();
     match rng.below(100) {
         0..=14 => {
-            // The seed's OR-split: pool AND family AND memory meant, three terms written.
+            // The runbook's OR-split: pool AND family AND memory meant, three terms written.
             terms = vec![
                 json!({"matchExpressions": [{"key": POOL, "operator": "In", "values": ["online"]}]}),
                 json!({"matchExpressions": [{"key": FAMILY, "operator": "In", "values": ["a100"]}]}),
@@ -1087,7 +1087,7 @@ async fn real_scheduler_decisions_match_placekit_filters() {
     }
 
     println!(
-        "scheduling differential: seed {seed:#x}, {} cases, {node_count} nodes, {running_count} running pods; set-up {:.1} s, --cluster {:.1} s, scheduling {:.1} s",
+        "scheduling differential: cases from {seed:#x}, {} cases, {node_count} nodes, {running_count} running pods; set-up {:.1} s, --cluster {:.1} s, scheduling {:.1} s",
         cases.len(),
         setup.as_secs_f64(),
         lint_time.as_secs_f64(),
@@ -1464,7 +1464,7 @@ async fn drift_phase(
 // Accelerators as clusters expose them: DRA devices, DeviceClass-served extended resources,
 // MIG profiles. Generated cases compared with kube-scheduler's decisions the same way.
 //
-// Figures (seed 0xd7a00028, 60 cases, 125 nodes, kube-scheduler v1.37.2): 60/60 decisions
+// Figures (cases from 0xd7a00028, 60 cases, 125 nodes, kube-scheduler v1.37.2): 60/60 decisions
 // and 43/43 reason counts agree (34 pods with their own claim, 13 with an extended resource
 // a DeviceClass serves, 13 asking for whole GPUs or MIG profiles on MIG nodes). Without
 // DRA's device count in placekit's filters, 25/60 agree.
@@ -1813,7 +1813,7 @@ async fn real_scheduler_accelerator_decisions_match_placekit_filters() {
         e.1 += usize::from(ok);
     }
     println!(
-        "accelerator scheduling differential: seed {DRA_SEED:#x}, {} cases, {node_count} nodes: {agree}/{} decisions and messages agree; reason counts {}/{}; per kind {per_feature:?}",
+        "accelerator scheduling differential: cases from {DRA_SEED:#x}, {} cases, {node_count} nodes: {agree}/{} decisions and messages agree; reason counts {}/{}; per kind {per_feature:?}",
         cases.len(),
         cases.len(),
         messages.0,

@@ -23,7 +23,7 @@ fn json(stdout: &str) -> Value {
 }
 
 #[test]
-fn text_output_of_the_seed_split_terms_is_pinned() {
+fn text_output_of_the_runbook_split_terms_is_pinned() {
     let dir = examples();
     let (code, out, _) = run_in(&dir, &["-f", "llm-inference-split-terms.yaml"], None);
     assert_eq!(code, 1);

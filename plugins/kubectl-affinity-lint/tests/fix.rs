@@ -37,7 +37,7 @@ fn rules(dir: &Path, file: &str) -> Vec<String> {
 }
 
 #[test]
-fn the_seed_split_terms_diff_is_pinned_and_needs_unsafe_fixes() {
+fn the_runbook_split_terms_diff_is_pinned_and_needs_unsafe_fixes() {
     let dir = scratch(
         &fixture("../../examples/llm-inference-split-terms.yaml"),
         "split.yaml",
@@ -72,7 +72,7 @@ fn the_seed_split_terms_diff_is_pinned_and_needs_unsafe_fixes() {
 }
 
 #[test]
-fn fixing_the_seed_gives_the_seeds_correct_deployment() {
+fn fixing_the_runbook_example_gives_its_correct_deployment() {
     let dir = scratch(
         &fixture("../../examples/llm-inference-split-terms.yaml"),
         "split.yaml",
@@ -90,7 +90,7 @@ fn fixing_the_seed_gives_the_seeds_correct_deployment() {
     );
     assert_eq!(code, 0, "{err}");
     assert!(!rules(dir.path(), "split.yaml").contains(&"AL001".to_string()));
-    // The merged Deployment reads exactly as the seed's correct one.
+    // The merged Deployment reads exactly as the runbook's correct one.
     let read = |p: &Path| {
         serde_json::to_value(
             serde_yaml::from_str::<serde_yaml::Value>(&std::fs::read_to_string(p).unwrap())

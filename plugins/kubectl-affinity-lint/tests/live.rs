@@ -135,7 +135,7 @@ async fn pending(h: &Harness, pod: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn why_pending_gives_the_seeds_verdicts() {
+async fn why_pending_gives_the_runbooks_verdicts() {
     let Some(h) = harness().await else { return };
     let affinity = pending(&h, "pending-affinity").await;
     assert_eq!(affinity["kind"], "PendingReport");
@@ -224,7 +224,7 @@ async fn drift_finds_pods_whose_node_changed_in_a_constant_number_of_requests() 
                 .collect(),
         )
         .await;
-        // The seed's situation: a node's gpu-family label changed after scheduling.
+        // The runbook's situation: a node's gpu-family label changed after scheduling.
         h.merge_patch(
             "nodes",
             None,

@@ -182,7 +182,7 @@ fn the_policy_and_the_linter_agree() {
     let split = deployment("split", &required(SPLIT), "");
     cluster.apply_policy("", |c| !c.admits(&split).0);
 
-    // The seed's two Deployments.
+    // The runbook's two Deployments.
     let (admitted, err) = cluster.admits(&examples("llm-inference-split-terms.yaml"));
     assert!(!admitted);
     assert!(

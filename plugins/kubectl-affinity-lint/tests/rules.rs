@@ -123,7 +123,7 @@ fn required(terms: &str) -> String {
 }
 
 #[test]
-fn seed_deployment_is_clean_and_its_split_form_is_al001_at_node_selector_terms() {
+fn runbook_deployment_is_clean_and_its_split_form_is_al001_at_node_selector_terms() {
     let l = Linter::new();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     let clean = root.join("llm-inference.yaml");

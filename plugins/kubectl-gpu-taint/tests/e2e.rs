@@ -23,7 +23,7 @@ fn assert_code(run: &Run, code: i32) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn seed_scenario_dedicates_in_one_write_and_rollback_removes_exactly_that() {
+async fn runbook_scenario_dedicates_in_one_write_and_rollback_removes_exactly_that() {
     let Some(h) = harness().await else { return };
     let before = h.node("gpu-a100-1").await;
     let run = h

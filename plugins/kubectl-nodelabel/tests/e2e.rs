@@ -637,7 +637,7 @@ async fn custom_resource_templates_are_dependents_even_scaled_to_zero() {
 
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn import_follows_the_seed_hook_scenario_and_prunes_only_its_own_labels() {
+async fn import_follows_the_runbook_hook_scenario_and_prunes_only_its_own_labels() {
     use std::os::unix::fs::PermissionsExt;
     let Some(h) = harness().await else { return };
     let hook = h.dir.path().join("my-script");

@@ -99,7 +99,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_the_seed_command() {
+    fn parses_the_runbook_command() {
         let changes = parse_label_changes(&[
             "ops.example.com.node-restriction.kubernetes.io/llm-pool=online",
             "accelerator.example.com/gpu-family=a100",

@@ -67,7 +67,7 @@ enum Bench {
         plugin: Option<PathBuf>,
     },
     /// `kubectl affinity-lint drift -A` on a generated cluster: wall, peak memory, requests,
-    /// next to the seed's script (one list, then one GET per pod).
+    /// next to the runbook's script (one list, then one GET per pod).
     Drift {
         #[arg(long, default_value_t = 5000)]
         nodes: usize,
@@ -954,7 +954,7 @@ async fn main() -> ExitCode {
                 &m,
             );
             println!(
-                "the seed's script: 1 list + 1 GET per pod = {} requests: {:.0}x more",
+                "the runbook's script: 1 list + 1 GET per pod = {} requests: {:.0}x more",
                 pods + 1,
                 (pods + 1) as f64 / m.total_requests.max(1) as f64
             );
