@@ -369,7 +369,8 @@ async fn read_body(body: Incoming) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("error decoding the request body: {e}")))
 }
 
-fn list_envelope(resource: &Resource, page: crate::store::ListPage) -> Bytes {
+/// A list's `metadata`: its revision, and the paging state.
+fn list_metadata(page: &crate::store::ListPage) -> Value {
     let mut metadata = json!({"resourceVersion": page.resource_version.to_string()});
     if let Some(c) = &page.continue_token {
         metadata["continue"] = Value::from(c.as_str());
@@ -377,6 +378,11 @@ fn list_envelope(resource: &Resource, page: crate::store::ListPage) -> Bytes {
     if let Some(n) = page.remaining {
         metadata["remainingItemCount"] = Value::from(n);
     }
+    metadata
+}
+
+fn list_envelope(resource: &Resource, page: crate::store::ListPage) -> Bytes {
+    let metadata = list_metadata(&page);
     let head = format!(
         "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
         resource.list_kind(),
@@ -583,14 +589,8 @@ async fn route(
                     .iter()
                     .map(|b| serde_json::from_slice(b).unwrap_or(Value::Null))
                     .collect();
-                let mut metadata = json!({"resourceVersion": page.resource_version.to_string()});
-                if let Some(c) = &page.continue_token {
-                    metadata["continue"] = Value::from(c.as_str());
-                }
-                if let Some(n) = page.remaining {
-                    metadata["remainingItemCount"] = Value::from(n);
-                }
-                let answer = crate::table::node_table(&nodes, metadata, jiff::Timestamp::now());
+                let answer =
+                    crate::table::node_table(&nodes, list_metadata(&page), jiff::Timestamp::now());
                 return Ok(value_response(200, &answer));
             }
             Ok(json_response(200, list_envelope(resource, page)))

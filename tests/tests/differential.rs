@@ -1640,26 +1640,18 @@ impl Backend {
             ))
             .await;
         assert!(ns.code == 201 || ns.code == 409, "{}: {ns:?}", self.name);
-        let list = self
-            .send(&get(format!("/api/v1/namespaces/{NS}/configmaps")))
-            .await;
-        for item in list.body["items"].as_array().into_iter().flatten() {
-            let name = item["metadata"]["name"].as_str().unwrap_or_default();
-            if name.starts_with("diff-") {
-                self.send(&delete(format!("{}?gracePeriodSeconds=0", cm_path(name))))
-                    .await;
-            }
-        }
-        let pods = self
-            .send(&get(format!("/api/v1/namespaces/{NS}/pods")))
-            .await;
-        for item in pods.body["items"].as_array().into_iter().flatten() {
-            let name = item["metadata"]["name"].as_str().unwrap_or_default();
-            if name.starts_with("diff-") {
-                self.send(&delete(format!(
-                    "/api/v1/namespaces/{NS}/pods/{name}?gracePeriodSeconds=0"
-                )))
-                .await;
+        // The suite's config maps and pods (a bound pod goes only with grace period 0).
+        for collection in [
+            format!("/api/v1/namespaces/{NS}/configmaps"),
+            format!("/api/v1/namespaces/{NS}/pods"),
+        ] {
+            let list = self.send(&get(collection.clone())).await;
+            for item in list.body["items"].as_array().into_iter().flatten() {
+                let name = item["metadata"]["name"].as_str().unwrap_or_default();
+                if name.starts_with("diff-") {
+                    self.send(&delete(format!("{collection}/{name}?gracePeriodSeconds=0")))
+                        .await;
+                }
             }
         }
         for (path, what) in [
@@ -1925,27 +1917,27 @@ fn show(v: &Option<Value>) -> String {
     }
 }
 
-/// A client of the real server that sends no credentials.
-async fn anonymous_client(path: &std::path::Path) -> kube::Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    config.default_retry = false;
-    config.auth_info = Default::default();
-    kube::Client::try_from(config).expect("anonymous client for the real server")
+/// Whose credentials a client of the real server sends.
+enum Credentials<'a> {
+    /// The kubeconfig's own.
+    Kubeconfig,
+    /// This bearer token instead.
+    Token(&'a str),
+    /// None at all: an anonymous request.
+    Anonymous,
 }
 
-async fn real_client(path: &std::path::Path, token: Option<&str>) -> kube::Client {
+async fn real_client(path: &std::path::Path, credentials: Credentials<'_>) -> kube::Client {
     let kubeconfig = kube::config::Kubeconfig::read_from(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     config.default_retry = false;
-    if let Some(t) = token {
-        config.auth_info.token = Some(t.to_string().into());
+    match credentials {
+        Credentials::Kubeconfig => {}
+        Credentials::Token(t) => config.auth_info.token = Some(t.to_string().into()),
+        Credentials::Anonymous => config.auth_info = Default::default(),
     }
     kube::Client::try_from(config).expect("client for the real server")
 }
@@ -1963,13 +1955,13 @@ async fn test_server_answers_like_the_real_api_server() {
     let viewer_kubeconfig = std::env::var_os("PLACEKIT_E2E_VIEWER_KUBECONFIG");
     let real = Backend {
         name: "real",
-        admin: real_client(&kubeconfig, None).await,
+        admin: real_client(&kubeconfig, Credentials::Kubeconfig).await,
         viewer: match &viewer_kubeconfig {
-            Some(p) => Some(real_client(std::path::Path::new(p), None).await),
+            Some(p) => Some(real_client(std::path::Path::new(p), Credentials::Kubeconfig).await),
             None => None,
         },
-        bogus: real_client(&kubeconfig, Some(BOGUS_TOKEN)).await,
-        anonymous: anonymous_client(&kubeconfig).await,
+        bogus: real_client(&kubeconfig, Credentials::Token(BOGUS_TOKEN)).await,
+        anonymous: real_client(&kubeconfig, Credentials::Anonymous).await,
     };
     let server = TestServer::start(ServerConfig::default())
         .await

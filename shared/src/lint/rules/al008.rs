@@ -311,10 +311,8 @@ impl Rule for Al008 {
         }
         // A DaemonSet has no replicas to keep apart: its anti-affinity is about others; nor
         // has a workload that says it runs one replica.
-        if cx.object.kind == "DaemonSet"
-            || labels.is_empty()
-            || replicas(cx).is_some_and(|n| n <= 1)
-        {
+        let replicas = replicas(cx);
+        if cx.object.kind == "DaemonSet" || labels.is_empty() || replicas.is_some_and(|n| n <= 1) {
             return;
         }
         let anti = crate::lint::affinity::in_affinity(spec, &["podAntiAffinity"]);
@@ -350,7 +348,7 @@ impl Rule for Al008 {
         {
             return;
         }
-        let several = replicas(cx).is_some_and(|n| n >= 2);
+        let several = replicas.is_some_and(|n| n >= 2);
         for (node, sel, severity) in &selectors {
             if sel.may_select(&labels, added) {
                 continue;
@@ -369,7 +367,7 @@ impl Rule for Al008 {
                 && !sel.names_any_key(&labels, added)
                 && names_the_workload(sel, &cx.object.name)
             {
-                out.push(RawFinding::at(node, format!("this podAntiAffinity term selects labels no pod of this workload carries (its template has {}), though it names the workload: its {} replicas are not kept apart from each other", labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "), replicas(cx).unwrap_or(2))).with_severity(*severity));
+                out.push(RawFinding::at(node, format!("this podAntiAffinity term selects labels no pod of this workload carries (its template has {}), though it names the workload: its {} replicas are not kept apart from each other", labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "), replicas.unwrap_or(2))).with_severity(*severity));
             }
         }
     }
