@@ -19,6 +19,7 @@
 
 pub mod field;
 pub mod selector;
+pub mod strict;
 pub mod validation;
 
 pub use selector::{Operator, ParseError, Requirement, Selector};
@@ -38,6 +39,7 @@ mod tests {
             ("field.rs", include_str!("apimachinery/field.rs")),
             ("selector.rs", include_str!("apimachinery/selector.rs")),
             ("validation.rs", include_str!("apimachinery/validation.rs")),
+            ("strict.rs", include_str!("apimachinery/strict.rs")),
         ] {
             assert!(!source.contains(&needle), "{file} uses the placekit crate");
         }

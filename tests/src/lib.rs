@@ -18,6 +18,7 @@ pub mod apimachinery;
 pub mod control;
 pub mod fixtures;
 pub mod harness;
+pub mod openapi;
 pub mod patch;
 pub mod protobuf;
 pub mod proxy;

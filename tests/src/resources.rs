@@ -267,3 +267,9 @@ pub fn by_kind(api_version: &str, kind: &str) -> Option<&'static Resource> {
         .iter()
         .find(|r| r.kind == kind && r.api_version() == api_version)
 }
+
+/// Whether Kubernetes itself serves the resource (core and `*.k8s.io` groups, or none with a
+/// dot), as opposed to a custom resource from a CRD.
+pub fn is_built_in(r: &Resource) -> bool {
+    !r.group.contains('.') || r.group.ends_with(".k8s.io")
+}

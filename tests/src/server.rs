@@ -12,11 +12,17 @@ use hyper::body::Incoming;
 use serde_json::{Value, json};
 
 use crate::apimachinery::Selector;
-use crate::apimachinery::field::go_json;
+use crate::apimachinery::field::{go_json, go_quote};
+use crate::apimachinery::strict::{FieldValidation, drop_unknown_fields, strict_error, warning};
 use crate::control::{ConcurrentWrite, Counters, Fault, FaultAction, User};
 use crate::resources::{GROUPS, RESOURCES, Resource, find};
 use crate::status::{ApiError, FieldError, FieldValue};
 use crate::store::{FieldSelector, PatchType, Store};
+
+/// What the job storage tells a client that deletes a Job without a propagation policy.
+const JOB_DELETION_WARNING: &str = "child pods are preserved by default when jobs are deleted; \
+     set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to \
+     suppress this warning";
 
 /// Largest request body accepted (the real server's limit is 3 MiB for most requests).
 const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -116,7 +122,7 @@ fn value_response(code: u16, value: &Value) -> Response<Full<Bytes>> {
 fn error_response(e: &ApiError) -> Response<Full<Bytes>> {
     // A request turned away for load: kube-apiserver's priority-and-fairness (and
     // max-in-flight) filter answers with Go's `http.Error`, plain text, not a Status.
-    let mut r = if e.code == 429 {
+    let r = if e.code == 429 {
         let mut r = Response::new(Full::new(Bytes::from_static(
             b"Too many requests, please try again later.\n",
         )));
@@ -134,6 +140,7 @@ fn error_response(e: &ApiError) -> Response<Full<Bytes>> {
     } else {
         value_response(e.code, &e.body)
     };
+    let mut r = with_warnings(r, &e.warnings);
     if let Some(s) = e.retry_after {
         r.headers_mut().insert(
             http::header::RETRY_AFTER,
@@ -141,6 +148,43 @@ fn error_response(e: &ApiError) -> Response<Full<Bytes>> {
         );
     }
     r
+}
+
+/// A create or update body's fields the kind does not hold: refused under `Strict` (the
+/// decoder's 400), else dropped; those to warn about are returned.
+fn check_unknown_fields(
+    resource: &Resource,
+    body: &mut Value,
+    validation: FieldValidation,
+) -> Result<Vec<String>, ApiError> {
+    let unknown = drop_unknown_fields(resource.group, resource.version, resource.kind, body);
+    if validation == FieldValidation::Strict && !unknown.is_empty() {
+        return Err(ApiError::cannot_decode(resource, &strict_error(&unknown)));
+    }
+    Ok(warnings_under(validation, unknown))
+}
+
+/// The dropped fields to warn about: all of them under `Warn`, none under `Ignore`.
+fn warnings_under(validation: FieldValidation, dropped: Vec<String>) -> Vec<String> {
+    if validation == FieldValidation::Warn {
+        dropped.iter().map(|field| warning(field)).collect()
+    } else {
+        Vec::new()
+    }
+}
+
+/// Adds a `Warning: 299 - "…"` header per text, as the API server's warning recorder does.
+fn with_warnings(
+    mut response: Response<Full<Bytes>>,
+    warnings: &[String],
+) -> Response<Full<Bytes>> {
+    for warning in warnings {
+        let text = format!("299 - {}", go_quote(warning));
+        if let Ok(value) = http::HeaderValue::from_str(&text) {
+            response.headers_mut().append(http::header::WARNING, value);
+        }
+    }
+    response
 }
 
 fn percent_decode(s: &str) -> String {
@@ -277,6 +321,8 @@ fn discovery(state: &State, segments: &[&str]) -> Option<Value> {
         })).collect::<Vec<_>>()})
         }
         ["apis", g, v] if GROUPS.contains(&(g, v)) => discovery_resources(g, v),
+        ["openapi", "v3"] => crate::openapi::root(),
+        ["openapi", "v3", rest @ ..] => crate::openapi::group_version(rest)?,
         _ => return None,
     })
 }
@@ -547,6 +593,22 @@ async fn route(
     } else {
         parse_dry_run(&dry_run_values, options_kind)?
     };
+    let field_validation = if matches!(verb, "create" | "update" | "patch") {
+        FieldValidation::parse(query.get("fieldValidation").map(String::as_str)).map_err(|bad| {
+            ApiError::invalid_kind(
+                "meta.k8s.io",
+                options_kind,
+                "",
+                vec![FieldError::not_supported(
+                    "fieldValidation",
+                    FieldValue::Str(bad),
+                    FieldValidation::SUPPORTED,
+                )],
+            )
+        })?
+    } else {
+        FieldValidation::Ignore
+    };
     let ns = target.namespace.as_deref();
     let lose_answer = action == Some(FaultAction::LoseAnswer);
     let answer = match verb {
@@ -596,13 +658,14 @@ async fn route(
             Ok(json_response(200, list_envelope(resource, page)))
         }
         "create" => {
-            let body = read_body(req.into_body()).await?;
+            let mut body = read_body(req.into_body()).await?;
+            let unknown = check_unknown_fields(resource, &mut body, field_validation)?;
             let created = state
                 .store
                 .lock()
                 .expect("store")
                 .create(resource, ns, body, dry_run)?;
-            Ok(value_response(201, &created))
+            Ok(with_warnings(value_response(201, &created), &unknown))
         }
         "update" | "patch" => {
             let name = target
@@ -630,21 +693,37 @@ async fn route(
                 None
             };
             let bytes = read_bytes(req.into_body()).await?;
-            let body = match patch_type {
+            let mut body = match patch_type {
                 Some(_) => Value::Null,
                 None => serde_json::from_slice(&bytes).map_err(|e| {
                     ApiError::bad_request(format!("error decoding the request body: {e}"))
                 })?,
+            };
+            let mut unknown = match patch_type {
+                Some(_) => Vec::new(),
+                None => check_unknown_fields(resource, &mut body, field_validation)?,
             };
             let mut store = state.store.lock().expect("store");
             if let Some(merge) = state.concurrent_write_for(resource.plural, &name) {
                 store.patch(resource, ns, &name, PatchType::Merge, &merge, false)?;
             }
             let result = match patch_type {
-                Some(t) => store.patch_bytes(resource, ns, &name, t, &bytes, dry_run)?,
+                Some(t) => {
+                    let (object, dropped) = store.patch_bytes(
+                        resource,
+                        ns,
+                        &name,
+                        t,
+                        &bytes,
+                        dry_run,
+                        field_validation,
+                    )?;
+                    unknown = warnings_under(field_validation, dropped);
+                    object
+                }
                 None => store.update(resource, ns, &name, body, dry_run)?,
             };
-            Ok(value_response(200, &result))
+            Ok(with_warnings(value_response(200, &result), &unknown))
         }
         "delete" => {
             let name = target
@@ -671,14 +750,23 @@ async fn route(
                 _ => dry_run_values,
             };
             let dry_run = parse_dry_run(&values, options_kind)?;
-            let status = state.store.lock().expect("store").delete(
-                resource,
-                ns,
-                name,
-                dry_run,
-                grace_period,
-            )?;
-            Ok(value_response(200, &status))
+            // The job storage warns before it looks the job up, found or not.
+            let orphans_pods = resource.group == "batch"
+                && resource.kind == "Job"
+                && options["propagationPolicy"].is_null()
+                && !query.contains_key("propagationPolicy");
+            let warnings = if orphans_pods {
+                vec![JOB_DELETION_WARNING.to_string()]
+            } else {
+                Vec::new()
+            };
+            let status = state
+                .store
+                .lock()
+                .expect("store")
+                .delete(resource, ns, name, dry_run, grace_period)
+                .map_err(|e| e.with_warnings(warnings.clone()))?;
+            Ok(with_warnings(value_response(200, &status), &warnings))
         }
         _ => Err(ApiError::method_not_allowed().into()),
     };

@@ -13,9 +13,17 @@ pub struct ApiError {
     pub body: Value,
     /// `Retry-After` seconds, for 429.
     pub retry_after: Option<u32>,
+    /// `Warning` header texts recorded before the request failed.
+    pub warnings: Vec<String>,
 }
 
 impl ApiError {
+    /// The same error, answered with these `Warning` headers.
+    pub fn with_warnings(mut self, warnings: Vec<String>) -> Self {
+        self.warnings = warnings;
+        self
+    }
+
     fn new(code: u16, reason: &str, message: String, details: Value) -> Self {
         let mut body = json!({
             "kind": "Status",
@@ -33,6 +41,7 @@ impl ApiError {
             code,
             body,
             retry_after: None,
+            warnings: Vec::new(),
         }
     }
 

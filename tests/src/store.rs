@@ -15,6 +15,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::apimachinery::field::go_json;
+use crate::apimachinery::strict::{FieldValidation, drop_unknown_fields, strict_error};
 use crate::apimachinery::{
     Selector, is_qualified_name, is_valid_label_value, name_is_dns_label, name_is_dns_subdomain,
 };
@@ -1299,12 +1300,24 @@ impl Store {
         dry_run: bool,
     ) -> Result<Value, ApiError> {
         let bytes = serde_json::to_vec(body).expect("values serialise");
-        self.patch_bytes(resource, namespace, name, patch_type, &bytes, dry_run)
+        self.patch_bytes(
+            resource,
+            namespace,
+            name,
+            patch_type,
+            &bytes,
+            dry_run,
+            FieldValidation::Ignore,
+        )
+        .map(|(object, _)| object)
     }
 
     /// Patches an object with the patch body as the client sent it (a JSON Patch `test`
     /// compares those bytes). A `metadata.resourceVersion` in the patched result that
-    /// differs from the current one is a precondition failure (409), as upstream.
+    /// differs from the current one is a precondition failure (409), as upstream. Fields the
+    /// kind does not hold are refused or dropped as `validation` says; the dropped ones are
+    /// returned beside the object, for the `Warning` headers.
+    #[allow(clippy::too_many_arguments)] // the request's parts, as the handler has them
     pub fn patch_bytes(
         &mut self,
         resource: &Resource,
@@ -1313,7 +1326,8 @@ impl Store {
         patch_type: PatchType,
         bytes: &[u8],
         dry_run: bool,
-    ) -> Result<Value, ApiError> {
+        validation: FieldValidation,
+    ) -> Result<(Value, Vec<String>), ApiError> {
         let body: Value = serde_json::from_slice(bytes)
             .map_err(|_| ApiError::bad_request("invalid JSON patch"))?;
         let current = self.get_value(resource, namespace, name)?;
@@ -1351,6 +1365,22 @@ impl Store {
             return Err(patch_invalid(go_json(&patched), e));
         }
         let mut patched = patched;
+        let as_patched = patched.clone();
+        let unknown = drop_unknown_fields(
+            resource.group,
+            resource.version,
+            resource.kind,
+            &mut patched,
+        );
+        if validation == FieldValidation::Strict && !unknown.is_empty() {
+            // A strategic merge patch is quoted as the patch map, the others as the object
+            // they made.
+            let value = match patch_type {
+                PatchType::Strategic => go_sprint(&body),
+                PatchType::Json | PatchType::Merge => go_json(&as_patched),
+            };
+            return Err(patch_invalid(value, strict_error(&unknown)));
+        }
         null_strings_to_empty(&mut patched);
         if !patched.is_object() || !patched["metadata"].is_object() {
             return Err(ApiError::bad_request(
@@ -1369,7 +1399,8 @@ impl Store {
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-        self.finish_update(resource, namespace, name, &current, patched, dry_run)
+        let object = self.finish_update(resource, namespace, name, &current, patched, dry_run)?;
+        Ok((object, unknown))
     }
 
     /// Deletes an object (`grace_period`: the request's `gracePeriodSeconds`). A pod is

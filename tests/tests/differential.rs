@@ -79,6 +79,13 @@ const EXCEPTIONS: &[Exception] = &[
                  managedFields included; the test server keeps none",
     },
     Exception {
+        sequence: "fields/unknown-on-patch-strict",
+        path: "body.*message",
+        mask: Some(("Invalid value: \"", "\": strict decoding error")),
+        reason: "the 422 quotes the whole patched object as the real server encodes it, \
+                 managedFields included; the test server keeps none",
+    },
+    Exception {
         sequence: "list/continue-invalid",
         path: "body.message",
         mask: Some(("continue key is not valid: ", "\u{0}")),
@@ -297,6 +304,7 @@ fn sequences() -> Vec<Seq> {
     s.extend(dry_run());
     s.extend(lists());
     s.extend(validation());
+    s.extend(unknown_fields());
     s.extend(rbac());
     s.extend(namespaces_and_pods());
     s
@@ -1324,6 +1332,107 @@ fn validation() -> Vec<Seq> {
     ]
 }
 
+/// `fieldValidation`: unknown fields refused (`Strict`, what kubectl sends), warned about
+/// and dropped (`Warn`, the default) or dropped quietly (`Ignore`), on create, update and
+/// every patch type.
+fn unknown_fields() -> Vec<Seq> {
+    let cms = format!("/api/v1/namespaces/{NS}/configmaps");
+    let with_unknown = |name: &str| {
+        let mut cm = configmap(name, json!({"k": "v"}), json!({"a": "b"}));
+        cm["zed"] = json!(1);
+        cm["metadata"]["bogus"] = json!({"x": 1});
+        cm
+    };
+    let pod = {
+        let mut pod = gpu_pod("diff-fv-pod", json!({}));
+        pod["spec"]["containers"][0]["foo"] = json!(1);
+        pod["spec"]["zz"] = json!({"a": 1});
+        pod["spec"]["nodeSelector"] = json!({"any.example.com/key": "v"});
+        pod
+    };
+    let cm1 = format!("{cms}/diff-fv-1");
+    let cm2 = format!("{cms}/diff-fv-2");
+    vec![
+        Seq::new("fields/unknown-on-create")
+            .send(post(
+                format!("{cms}?fieldValidation=Strict"),
+                with_unknown("diff-fv-1"),
+            ))
+            .send(post(cms.clone(), with_unknown("diff-fv-1")))
+            .send(get(cm1.clone()))
+            .send(post(
+                format!("{cms}?fieldValidation=Ignore"),
+                with_unknown("diff-fv-2"),
+            ))
+            .send(post(
+                format!("{cms}?fieldValidation=Warn&dryRun=All"),
+                with_unknown("diff-fv-3"),
+            ))
+            .send(post(
+                format!("{cms}?fieldValidation=Nope"),
+                with_unknown("diff-fv-4"),
+            ))
+            .send(post(
+                format!("/api/v1/namespaces/{NS}/pods?fieldValidation=Strict&dryRun=All"),
+                pod.clone(),
+            ))
+            .send(post(
+                format!("/api/v1/namespaces/{NS}/pods?dryRun=All"),
+                pod,
+            )),
+        Seq::new("fields/unknown-on-update")
+            .send(post(
+                cms.clone(),
+                configmap("diff-fv-1", json!({}), json!({"a": "b"})),
+            ))
+            .send(put(
+                format!("{cm1}?fieldValidation=Strict"),
+                with_unknown("diff-fv-1"),
+            ))
+            .send(put(cm1.clone(), with_unknown("diff-fv-1")))
+            .send(put(
+                format!("{cm1}?fieldValidation=Nope"),
+                with_unknown("diff-fv-1"),
+            )),
+        Seq::new("fields/unknown-on-patch")
+            .send(post(
+                cms.clone(),
+                configmap("diff-fv-2", json!({}), json!({"a": "b"})),
+            ))
+            .send(strategic(
+                format!("{cm2}?fieldValidation=Strict"),
+                json!({"zed": 1, "metadata": {"foo": 2}}),
+            ))
+            .send(strategic(
+                cm2.clone(),
+                json!({"zed": 1, "metadata": {"foo": 2}}),
+            ))
+            .send(merge(cm2.clone(), json!({"zed": 1, "data": {"c": "d"}})))
+            .send(merge(
+                format!("{cm2}?fieldValidation=Ignore"),
+                json!({"zed": 1, "data": {"e": "f"}}),
+            ))
+            .send(json_patch(
+                cm2.clone(),
+                json!([{"op": "add", "path": "/zed", "value": 1}]),
+            ))
+            .send(get(cm2.clone())),
+        Seq::new("fields/unknown-on-patch-strict")
+            .send(post(
+                cms,
+                configmap("diff-fv-1", json!({}), json!({"a": "b"})),
+            ))
+            .send(merge(
+                format!("{cm1}?fieldValidation=Strict"),
+                json!({"zed": 1, "metadata": {"foo": 2}}),
+            ))
+            .send(json_patch(
+                format!("{cm1}?fieldValidation=Strict"),
+                json!([{"op": "add", "path": "/zed", "value": 1}]),
+            )),
+    ]
+}
+
 fn rbac() -> Vec<Seq> {
     vec![
         Seq::new("rbac/viewer-writes-denied")
@@ -1558,6 +1667,8 @@ fn namespaces_and_pods() -> Vec<Seq> {
 struct Resp {
     code: u16,
     body: Value,
+    /// The texts of the `Warning` headers, in order.
+    warnings: Vec<String>,
 }
 
 struct Backend {
@@ -1595,6 +1706,12 @@ impl Backend {
             .await
             .unwrap_or_else(|e| panic!("{}: {}: {e}", self.name, r.label()));
         let code = response.status().as_u16();
+        let warnings = response
+            .headers()
+            .get_all(http::header::WARNING)
+            .iter()
+            .map(|w| String::from_utf8_lossy(w.as_bytes()).into_owned())
+            .collect();
         let bytes = response
             .into_body()
             .collect()
@@ -1603,7 +1720,11 @@ impl Backend {
             .to_bytes();
         let body = serde_json::from_slice(&bytes)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-        Resp { code, body }
+        Resp {
+            code,
+            body,
+            warnings,
+        }
     }
 
     async fn run(&self, seq: &Seq) -> Vec<(Req, Resp)> {
@@ -2010,6 +2131,12 @@ async fn test_server_answers_like_the_real_api_server() {
                 &mut diffs,
             );
             compare("body", Some(&t.body), Some(&r.body), &mut diffs);
+            compare(
+                "warnings",
+                Some(&json!(t.warnings)),
+                Some(&json!(r.warnings)),
+                &mut diffs,
+            );
             for d in &diffs {
                 match excused(&seq.name, d) {
                     Some(e) => {

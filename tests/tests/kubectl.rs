@@ -254,3 +254,67 @@ async fn kubectl_bad_label_key_gets_the_api_server_message() {
         "The Node \"gpu-a100-1\" is invalid: metadata.labels: Invalid value: \"a/b/c\": a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
     ), "{stderr}");
 }
+
+/// `kubectl create` and `apply` validate by default: they find the `fieldValidation`
+/// parameter in the server's OpenAPI v3 documents and leave unknown fields to the server,
+/// which refuses them (`Strict`) or warns and drops them (`--validate=warn`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_and_apply_leave_field_validation_to_the_server() {
+    let Some(h) = setup().await else {
+        return;
+    };
+    let k = Kubectl::new(&h, "admin");
+    let file = h.dir.path().join("cm.yaml");
+    let manifest = |data: &str, extra: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kubectl-fields\n  namespace: default\ndata:\n  a: {data}\n{extra}"
+        )
+    };
+    k.run(&[
+        "delete",
+        "configmap",
+        "kubectl-fields",
+        "--ignore-not-found",
+    ])
+    .await;
+
+    std::fs::write(&file, manifest("b", "bogus: 1\n")).unwrap();
+    let path = file.to_str().unwrap();
+    let out = k.run(&["create", "-f", path]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"bogus\""
+        ),
+        "{stderr}"
+    );
+
+    let out = k.run(&["create", "-f", path, "--validate=warn"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr, "Warning: unknown field \"bogus\"\n");
+    let stored = k
+        .ok(&["get", "configmap", "kubectl-fields", "-o", "json"])
+        .await;
+    let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    assert!(stored.get("bogus").is_none(), "{stored}");
+
+    std::fs::write(&file, manifest("c", "")).unwrap();
+    assert_eq!(
+        k.ok(&["apply", "-f", path]).await,
+        "configmap/kubectl-fields configured\n"
+    );
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "configmap",
+            "kubectl-fields",
+            "-o",
+            "jsonpath={.data.a}"
+        ])
+        .await,
+        "c"
+    );
+    k.ok(&["delete", "configmap", "kubectl-fields"]).await;
+}
