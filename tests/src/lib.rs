@@ -28,6 +28,7 @@ pub mod status;
 pub mod store;
 pub mod table;
 pub mod tls;
+pub mod watch;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;

@@ -17,7 +17,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 
 use crate::control::FaultAction;
-use crate::server::{Failure, State};
+use crate::server::{Body, Failure, State};
 use crate::status::ApiError;
 
 /// Headers passed through in each direction; everything else (hop-by-hop headers,
@@ -104,6 +104,18 @@ impl Upstream {
 
     /// Sends one request on a fresh connection and reads the whole answer.
     async fn send(&self, req: Request<Full<Bytes>>) -> std::io::Result<Response<Bytes>> {
+        let response = self.open(req).await?;
+        let (parts, body) = response.into_parts();
+        let body = body
+            .collect()
+            .await
+            .map_err(std::io::Error::other)?
+            .to_bytes();
+        Ok(Response::from_parts(parts, body))
+    }
+
+    /// Sends one request on a fresh connection; the answer's body is read as it comes.
+    async fn open(&self, req: Request<Full<Bytes>>) -> std::io::Result<Response<Incoming>> {
         let stream = tokio::net::TcpStream::connect((self.host.as_str(), self.port)).await?;
         let _ = stream.set_nodelay(true);
         let other = std::io::Error::other;
@@ -115,9 +127,7 @@ impl Upstream {
             None => exchange(hyper_util::rt::TokioIo::new(stream), req).await,
         }
         .map_err(other)?;
-        let (parts, body) = response.into_parts();
-        let body = body.collect().await.map_err(other)?.to_bytes();
-        Ok(Response::from_parts(parts, body))
+        Ok(response)
     }
 }
 
@@ -174,7 +184,7 @@ pub(crate) async fn forward(
     req: Request<Incoming>,
     segments: &[&str],
     watch: bool,
-) -> Result<Response<Full<Bytes>>, Failure> {
+) -> Result<Response<Body>, Failure> {
     let target = classify(req.method(), segments, watch);
     let mut lose_answer = false;
     if let Some(target) = &target {
@@ -256,7 +266,7 @@ pub(crate) async fn forward(
     }
     let forwarded = forwarded.body(Full::new(body)).expect("valid request");
     let answer = upstream
-        .send(forwarded)
+        .open(forwarded)
         .await
         .map_err(|e| ApiError::upstream(&e))?;
     if lose_answer {
@@ -264,14 +274,32 @@ pub(crate) async fn forward(
         return Err(Failure::Drop);
     }
     let (answer_parts, answer_body) = answer.into_parts();
+    let body = if watch {
+        // A watch's events are passed on as they come; the stream ends where the real
+        // server's does (or breaks).
+        let frames = futures::stream::unfold(answer_body, |mut body| async move {
+            match body.frame().await {
+                Some(Ok(frame)) => Some((Ok::<_, std::convert::Infallible>(frame), body)),
+                _ => None,
+            }
+        });
+        http_body_util::StreamBody::new(frames).boxed_unsync()
+    } else {
+        let whole = answer_body
+            .collect()
+            .await
+            .map_err(|e| ApiError::upstream(&e))?
+            .to_bytes();
+        Full::new(whole).boxed_unsync()
+    };
     let mut response = Response::builder().status(answer_parts.status);
     for name in RESPONSE_HEADERS {
         for value in answer_parts.headers.get_all(*name) {
             response = response.header(*name, value);
         }
     }
-    Ok(response.body(Full::new(answer_body)).unwrap_or_else(|_| {
-        let mut r = Response::new(Full::new(Bytes::new()));
+    Ok(response.body(body).unwrap_or_else(|_| {
+        let mut r = Response::new(Full::new(Bytes::new()).boxed_unsync());
         *r.status_mut() = StatusCode::BAD_GATEWAY;
         r
     }))

@@ -89,8 +89,11 @@ impl State {
     }
 }
 
+/// What the server answers with: a whole body, or a watch's stream of events.
+pub type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, std::convert::Infallible>;
+
 /// The answer to a request, or an instruction to drop the connection.
-pub type Outcome = Result<Response<Full<Bytes>>, DroppedConnection>;
+pub type Outcome = Result<Response<Body>, DroppedConnection>;
 
 /// Returned to hyper to close the connection without an answer (an injected fault).
 #[derive(Debug)]
@@ -104,28 +107,31 @@ impl std::fmt::Display for DroppedConnection {
 
 impl std::error::Error for DroppedConnection {}
 
-fn json_response(code: u16, body: Bytes) -> Response<Full<Bytes>> {
+fn json_response(code: u16, body: Bytes) -> Response<Body> {
     Response::builder()
         .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
         .header(http::header::CONTENT_TYPE, "application/json")
-        .body(Full::new(body))
+        .body(Full::new(body).boxed_unsync())
         .expect("valid response")
 }
 
-fn value_response(code: u16, value: &Value) -> Response<Full<Bytes>> {
+fn value_response(code: u16, value: &Value) -> Response<Body> {
     json_response(
         code,
         Bytes::from(serde_json::to_vec(value).expect("serialisable")),
     )
 }
 
-fn error_response(e: &ApiError) -> Response<Full<Bytes>> {
+fn error_response(e: &ApiError) -> Response<Body> {
     // A request turned away for load: kube-apiserver's priority-and-fairness (and
     // max-in-flight) filter answers with Go's `http.Error`, plain text, not a Status.
     let r = if e.code == 429 {
-        let mut r = Response::new(Full::new(Bytes::from_static(
-            b"Too many requests, please try again later.\n",
-        )));
+        let mut r = Response::new(
+            Full::new(Bytes::from_static(
+                b"Too many requests, please try again later.\n",
+            ))
+            .boxed_unsync(),
+        );
         *r.status_mut() = StatusCode::TOO_MANY_REQUESTS;
         let headers = r.headers_mut();
         headers.insert(
@@ -174,10 +180,7 @@ fn warnings_under(validation: FieldValidation, dropped: Vec<String>) -> Vec<Stri
 }
 
 /// Adds a `Warning: 299 - "…"` header per text, as the API server's warning recorder does.
-fn with_warnings(
-    mut response: Response<Full<Bytes>>,
-    warnings: &[String],
-) -> Response<Full<Bytes>> {
+fn with_warnings(mut response: Response<Body>, warnings: &[String]) -> Response<Body> {
     for warning in warnings {
         let text = format!("299 - {}", go_quote(warning));
         if let Ok(value) = http::HeaderValue::from_str(&text) {
@@ -468,10 +471,7 @@ impl From<ApiError> for Failure {
     }
 }
 
-async fn route(
-    state: &Arc<State>,
-    req: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Failure> {
+async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let path = req.uri().path().to_string();
     let query = parse_query(req.uri().query());
     let segments: Vec<&str> = path
@@ -622,6 +622,38 @@ async fn route(
                 return Ok(value_response(200, &answer));
             }
             Ok(json_response(200, bytes))
+        }
+        "watch" => {
+            let labels = match query.get("labelSelector") {
+                Some(s) => Selector::parse(s).map_err(|e| ApiError::bad_request(e.0))?,
+                None => Selector::default(),
+            };
+            // A watch of one object's URL (deprecated) is a watch of its name.
+            let by_name = target.name.as_ref().map(|n| format!("metadata.name={n}"));
+            let fields = match (query.get("fieldSelector").cloned(), by_name) {
+                (Some(s), Some(n)) => FieldSelector::parse(&format!("{s},{n}"), resource)?,
+                (Some(s), None) | (None, Some(s)) => FieldSelector::parse(&s, resource)?,
+                (None, None) => FieldSelector::default(),
+            };
+            let flag = |name: &str| query.get(name).is_some_and(|v| v == "true" || v == "1");
+            let watch = crate::watch::Watch {
+                resource,
+                namespace: ns.filter(|_| resource.namespaced).map(str::to_string),
+                labels,
+                fields,
+                table,
+                timeout: query
+                    .get("timeoutSeconds")
+                    .and_then(|t| t.parse::<u64>().ok())
+                    .map(Duration::from_secs),
+                initial_events_bookmark: flag("sendInitialEvents") && flag("allowWatchBookmarks"),
+            };
+            crate::watch::start(
+                &state.store,
+                watch,
+                query.get("resourceVersion").map(String::as_str),
+            )
+            .map_err(Failure::Api)
         }
         "list" => {
             let labels = match query.get("labelSelector") {
@@ -782,7 +814,7 @@ async fn admin(
     state: &Arc<State>,
     req: Request<Incoming>,
     segments: &[&str],
-) -> Result<Response<Full<Bytes>>, ApiError> {
+) -> Result<Response<Body>, ApiError> {
     match (req.method().clone(), segments) {
         (Method::POST, ["faults"]) => {
             let fault: Fault = serde_json::from_value(read_body(req.into_body()).await?)

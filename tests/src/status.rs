@@ -235,6 +235,16 @@ impl ApiError {
         e
     }
 
+    /// An error the handler returns as a plain Go error: the code, the message, no reason
+    /// (an unparsable `resourceVersion` of a watch is a 500 of this kind).
+    pub fn without_reason(code: u16, message: impl Into<String>) -> Self {
+        let mut e = Self::new(code, "", message.into(), Value::Null);
+        if let Some(body) = e.body.as_object_mut() {
+            body.remove("reason");
+        }
+        e
+    }
+
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(
             500,

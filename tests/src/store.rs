@@ -9,6 +9,7 @@
 //! validated, then written — or, with `dryRun`, answered without being written.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -37,6 +38,30 @@ pub struct Stored {
     pub json: Bytes,
     labels: BTreeMap<String, String>,
     fields: Vec<(&'static str, String)>,
+}
+
+/// A stored object (a list item) with its `kind` and `apiVersion` put back in front, as a
+/// GET or a watch event shows it.
+pub fn with_type_meta(resource: &Resource, item: &Bytes) -> Bytes {
+    let head = format!(
+        "{{\"kind\":{},\"apiVersion\":{}",
+        go_json(resource.kind),
+        go_json(&resource.api_version())
+    );
+    let mut out = Vec::with_capacity(head.len() + item.len() + 1);
+    out.extend_from_slice(head.as_bytes());
+    if item.len() > 2 {
+        out.push(b',');
+    }
+    out.extend_from_slice(&item[1..]);
+    Bytes::from(out)
+}
+
+impl Stored {
+    /// Whether a list or watch with these selectors shows the object.
+    pub fn selected(&self, labels: &Selector, fields: &FieldSelector) -> bool {
+        labels.matches(&self.labels) && fields.matches(&self.fields)
+    }
 }
 
 /// A field selector: `field=value`, `field==value`, `field!=value`, comma-separated.
@@ -106,11 +131,44 @@ pub enum PatchType {
     Strategic,
 }
 
+/// How many recent changes the store keeps for watches that start at an older
+/// `resourceVersion` (the real server's watch cache holds a window too, and answers a watch
+/// from before it with 410 Expired).
+const EVENT_WINDOW: usize = 10_000;
+
+/// One change, as a watch reports it.
+#[derive(Debug)]
+pub struct WatchEvent {
+    /// The resourceVersion the change wrote.
+    pub resource_version: u64,
+    pub plural: &'static str,
+    /// `""` for cluster-scoped objects.
+    pub namespace: String,
+    /// `ADDED`, `MODIFIED` or `DELETED`.
+    pub change: &'static str,
+    /// The object after the change (for `DELETED`, as it was, at the deletion's version).
+    pub object: Stored,
+    /// The object before a `MODIFIED` change: a watch with a selector turns a change that
+    /// moves an object into or out of the selection into `ADDED` or `DELETED`.
+    pub previous: Option<Stored>,
+}
+
+/// Why a watch cannot start where it asked to.
+#[derive(Debug)]
+pub struct TooOld {
+    pub asked: u64,
+    pub oldest: u64,
+}
+
 /// All objects of the cluster.
 #[derive(Debug)]
 pub struct Store {
     resource_version: u64,
     tables: HashMap<&'static str, BTreeMap<Key, Stored>>,
+    /// The last [`EVENT_WINDOW`] changes, oldest first.
+    events: std::collections::VecDeque<Arc<WatchEvent>>,
+    /// Every change as it is written, for the watches open now.
+    changes: tokio::sync::broadcast::Sender<Arc<WatchEvent>>,
 }
 
 impl Default for Store {
@@ -922,6 +980,8 @@ impl Store {
         let mut store = Store {
             resource_version: 1,
             tables,
+            events: std::collections::VecDeque::new(),
+            changes: tokio::sync::broadcast::channel(1024).0,
         };
         for ns in SYSTEM_NAMESPACES {
             store.ensure_namespace(ns);
@@ -989,18 +1049,7 @@ impl Store {
             .get(&Self::key(resource, namespace, name))
             .map(|s| &s.json)
             .ok_or_else(|| ApiError::not_found(resource, name))?;
-        let head = format!(
-            "{{\"kind\":{},\"apiVersion\":{}",
-            go_json(resource.kind),
-            go_json(&resource.api_version())
-        );
-        let mut out = Vec::with_capacity(head.len() + item.len() + 1);
-        out.extend_from_slice(head.as_bytes());
-        if item.len() > 2 {
-            out.push(b',');
-        }
-        out.extend_from_slice(&item[1..]);
-        Ok(Bytes::from(out))
+        Ok(with_type_meta(resource, item))
     }
 
     pub fn get_value(
@@ -1076,7 +1125,7 @@ impl Store {
                 remaining += 1;
                 continue;
             }
-            if !labels.matches(&stored.labels) || !fields.matches(&stored.fields) {
+            if !stored.selected(labels, fields) {
                 continue;
             }
             items.push(stored.json.clone());
@@ -1126,11 +1175,116 @@ impl Store {
         self.resource_version += 1;
         obj["metadata"]["resourceVersion"] = Value::from(self.resource_version.to_string());
         let stored = index(resource, &obj);
-        self.tables
+        let previous = self
+            .tables
             .get_mut(resource.plural)
             .expect("table")
-            .insert(key, stored);
+            .insert(key.clone(), stored.clone());
+        let change = if previous.is_some() {
+            "MODIFIED"
+        } else {
+            "ADDED"
+        };
+        self.record(resource, key.0, change, stored, previous);
         obj
+    }
+
+    /// Removes an object for good: the deletion gets its own resourceVersion, which the
+    /// `DELETED` event's object carries.
+    fn remove(&mut self, resource: &Resource, key: &Key) {
+        let Some(removed) = self
+            .tables
+            .get_mut(resource.plural)
+            .expect("table")
+            .remove(key)
+        else {
+            return;
+        };
+        self.resource_version += 1;
+        let mut last: Value = serde_json::from_slice(&removed.json).unwrap_or(Value::Null);
+        last["metadata"]["resourceVersion"] = Value::from(self.resource_version.to_string());
+        self.record(
+            resource,
+            key.0.clone(),
+            "DELETED",
+            index(resource, &last),
+            None,
+        );
+    }
+
+    fn record(
+        &mut self,
+        resource: &Resource,
+        namespace: String,
+        change: &'static str,
+        object: Stored,
+        previous: Option<Stored>,
+    ) {
+        let event = Arc::new(WatchEvent {
+            resource_version: self.resource_version,
+            plural: resource.plural,
+            namespace,
+            change,
+            object,
+            previous,
+        });
+        if self.events.len() == EVENT_WINDOW {
+            self.events.pop_front();
+        }
+        self.events.push_back(event.clone());
+        // No receiver is no watch open: nothing to tell.
+        let _ = self.changes.send(event);
+    }
+
+    /// The changes after `resource_version` (of every resource; the watch filters), and a
+    /// receiver of the changes to come. `Err` when the window no longer reaches back there.
+    #[allow(clippy::type_complexity)]
+    pub fn changes_since(
+        &self,
+        resource_version: u64,
+    ) -> Result<
+        (
+            Vec<Arc<WatchEvent>>,
+            tokio::sync::broadcast::Receiver<Arc<WatchEvent>>,
+        ),
+        TooOld,
+    > {
+        let oldest = self
+            .events
+            .front()
+            .map_or(self.resource_version, |e| e.resource_version);
+        if resource_version + 1 < oldest {
+            return Err(TooOld {
+                asked: resource_version,
+                oldest,
+            });
+        }
+        let past = self
+            .events
+            .iter()
+            .filter(|e| e.resource_version > resource_version)
+            .cloned()
+            .collect();
+        Ok((past, self.changes.subscribe()))
+    }
+
+    /// Every object of a resource now (in key order, in `namespace` when given), and a
+    /// receiver of the changes to come: the start of a watch without a resourceVersion.
+    pub fn snapshot_and_subscribe(
+        &self,
+        resource: &Resource,
+        namespace: Option<&str>,
+    ) -> (
+        Vec<(String, Stored)>,
+        tokio::sync::broadcast::Receiver<Arc<WatchEvent>>,
+    ) {
+        let now = self
+            .table(resource)
+            .iter()
+            .filter(|((ns, _), _)| namespace.is_none_or(|n| n == ns))
+            .map(|((ns, _), stored)| (ns.clone(), stored.clone()))
+            .collect();
+        (now, self.changes.subscribe())
     }
 
     /// Creates an object, filling uid, creationTimestamp, resourceVersion and namespace.
@@ -1458,21 +1612,20 @@ impl Store {
             obj["apiVersion"] = Value::from(resource.api_version());
             obj["kind"] = Value::from(resource.kind);
             let previous = Some(current["metadata"]["resourceVersion"].clone());
-            let written = self.commit(resource, key.clone(), obj, dry_run, previous);
             if grace == 0 && !dry_run {
+                // Gone at once: one write, the deletion (its event carries the marks).
                 self.tables
                     .get_mut(resource.plural)
                     .expect("table")
-                    .remove(&key);
+                    .insert(key.clone(), index(resource, &obj));
+                self.remove(resource, &key);
+                obj["metadata"]["resourceVersion"] = Value::from(self.resource_version.to_string());
+                return Ok(obj);
             }
-            return Ok(written);
+            return Ok(self.commit(resource, key, obj, dry_run, previous));
         }
         if !dry_run {
-            self.tables
-                .get_mut(resource.plural)
-                .expect("table")
-                .remove(&key);
-            self.resource_version += 1;
+            self.remove(resource, &key);
         }
         let mut details =
             json!({"name": name, "kind": resource.plural, "uid": current["metadata"]["uid"]});

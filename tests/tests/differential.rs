@@ -305,6 +305,7 @@ fn sequences() -> Vec<Seq> {
     s.extend(lists());
     s.extend(validation());
     s.extend(unknown_fields());
+    s.extend(watches());
     s.extend(rbac());
     s.extend(namespaces_and_pods());
     s
@@ -1433,6 +1434,51 @@ fn unknown_fields() -> Vec<Seq> {
     ]
 }
 
+/// Watches: the changes since a list's resourceVersion replayed (selection moves as
+/// `ADDED`/`DELETED`), the initial `ADDED` events of a watch without one, one object by
+/// field selector, node Tables (`kubectl get nodes -w`), an unparsable version. Each watch
+/// ends after `timeoutSeconds=1` and its events are compared in order.
+fn watches() -> Vec<Seq> {
+    let watched = |name: &str, group: &str| node(name, json!({"diff-watch": group}));
+    vec![
+        Seq::new("watch/replay-since-list")
+            .send(post("/api/v1/nodes", watched("diff-w1", "in")))
+            .send(post("/api/v1/nodes", watched("diff-w2", "in")))
+            .send(get("/api/v1/nodes?labelSelector=diff-watch%3Din"))
+            .send(merge(node_path("diff-w1"), json!({"metadata": {"labels": {"x": "1"}}})))
+            .send(merge(node_path("diff-w2"), json!({"metadata": {"labels": {"diff-watch": "out"}}})))
+            .send(post("/api/v1/nodes", watched("diff-w3", "out")))
+            .send(merge(node_path("diff-w3"), json!({"metadata": {"labels": {"diff-watch": "in"}}})))
+            .send(delete(node_path("diff-w1")))
+            .then(|answers| {
+                let rv = answers[2].body["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                get(format!(
+                    "/api/v1/nodes?watch=true&labelSelector=diff-watch%3Din&resourceVersion={rv}&timeoutSeconds=1"
+                ))
+            }),
+        Seq::new("watch/initial-events")
+            .send(post("/api/v1/nodes", watched("diff-w4", "initial")))
+            .send(post("/api/v1/nodes", watched("diff-w5", "initial")))
+            .send(get(
+                "/api/v1/nodes?watch=true&labelSelector=diff-watch%3Dinitial&timeoutSeconds=1",
+            ))
+            .send(get(
+                "/api/v1/nodes?watch=true&fieldSelector=metadata.name%3Ddiff-w5&timeoutSeconds=1",
+            ))
+            .send(
+                get("/api/v1/nodes?watch=true&labelSelector=diff-watch%3Dinitial&timeoutSeconds=1")
+                    .table(),
+            )
+            .send(get(format!(
+                "/api/v1/namespaces/{NS}/configmaps?watch=true&labelSelector=diff-watch%3Dnone&timeoutSeconds=1"
+            )))
+            .send(get("/api/v1/nodes?watch=true&resourceVersion=abc&timeoutSeconds=1")),
+    ]
+}
+
 fn rbac() -> Vec<Seq> {
     vec![
         Seq::new("rbac/viewer-writes-denied")
@@ -1718,8 +1764,20 @@ impl Backend {
             .await
             .unwrap_or_else(|e| panic!("{}: reading the answer to {}: {e}", self.name, r.label()))
             .to_bytes();
-        let body = serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        let text = String::from_utf8_lossy(&bytes);
+        // A watch answers with one event per line.
+        let events = || {
+            text.lines()
+                .map(serde_json::from_str::<Value>)
+                .collect::<Result<Vec<_>, _>>()
+                .ok()
+                .filter(|_| r.path.contains("watch=true") && code == 200)
+        };
+        let body = match events() {
+            Some(events) => Value::Array(events),
+            None => serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(text.clone().into_owned())),
+        };
         Resp {
             code,
             body,
@@ -1858,6 +1916,24 @@ fn normalise(req: &Req, body: &mut Value, rvs: &mut HashMap<String, usize>) {
 }
 
 fn normalise_answer(body: &mut Value, rvs: &mut HashMap<String, usize>) {
+    if let Some(events) = body.as_array_mut() {
+        // Only a watch's first Table event defines the columns (where Age is).
+        let mut columns = Value::Null;
+        for event in events {
+            let object = &mut event["object"];
+            let inherits = object["kind"] == "Table" && object["columnDefinitions"].is_null();
+            if inherits {
+                object["columnDefinitions"] = columns.clone();
+            } else if object["kind"] == "Table" {
+                columns = object["columnDefinitions"].clone();
+            }
+            normalise_answer(object, rvs);
+            if inherits {
+                object["columnDefinitions"] = Value::Null;
+            }
+        }
+        return;
+    }
     let Some(map) = body.as_object_mut() else {
         return;
     };

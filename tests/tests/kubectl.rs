@@ -318,3 +318,116 @@ async fn kubectl_create_and_apply_leave_field_validation_to_the_server() {
     );
     k.ok(&["delete", "configmap", "kubectl-fields"]).await;
 }
+
+/// `kubectl wait` lists, then watches from the list's resourceVersion until the condition
+/// holds: the label set while it waits ends the wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_wait_follows_a_watch_until_the_condition_holds() {
+    let Some(h) = setup().await else {
+        return;
+    };
+    let k = Kubectl::new(&h, "admin");
+    k.run(&["label", "node", "gpu-a100-1", "kubectl-wait-"])
+        .await;
+    let waiting = {
+        let mut cmd = Command::new("kubectl");
+        cmd.args([
+            "wait",
+            "--for=jsonpath={.metadata.labels.kubectl-wait}=ready",
+            "node/gpu-a100-1",
+            "--timeout=30s",
+        ])
+        .env("KUBECONFIG", &k.kubeconfig)
+        .env("KUBECACHEDIR", &k.cache);
+        tokio::task::spawn_blocking(move || cmd.output().expect("kubectl runs"))
+    };
+    // The wait has listed and is watching by then; a label set before the watch starts is
+    // seen by the list, which would pass without a watch.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    k.ok(&["label", "node", "gpu-a100-1", "kubectl-wait=ready"])
+        .await;
+    let out = waiting.await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "node/gpu-a100-1 condition met\n"
+    );
+    k.ok(&["label", "node", "gpu-a100-1", "kubectl-wait-"])
+        .await;
+}
+
+/// `kubectl get -w` prints the object, then each change the watch reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_watch_prints_each_change() {
+    use std::io::BufRead as _;
+    let Some(h) = setup().await else {
+        return;
+    };
+    let k = Kubectl::new(&h, "admin");
+    k.run(&["label", "node", "gpu-a100-2", "kubectl-watch-"])
+        .await;
+    let mut child = Command::new("kubectl")
+        .args([
+            "get",
+            "node",
+            "gpu-a100-2",
+            "--watch",
+            "-o",
+            "custom-columns=NAME:.metadata.name,WATCH:.metadata.labels.kubectl-watch",
+        ])
+        .env("KUBECONFIG", &k.kubeconfig)
+        .env("KUBECACHEDIR", &k.cache)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap_or_default()).is_err() {
+                return;
+            }
+        }
+    });
+    let next = || rx.recv_timeout(std::time::Duration::from_secs(20));
+    assert_eq!(
+        next().unwrap().split_whitespace().collect::<Vec<_>>(),
+        ["NAME", "WATCH"]
+    );
+    assert_eq!(
+        next().unwrap().split_whitespace().collect::<Vec<_>>(),
+        ["gpu-a100-2", "<none>"]
+    );
+    for value in ["one", "two"] {
+        k.ok(&[
+            "label",
+            "node",
+            "gpu-a100-2",
+            &format!("kubectl-watch={value}"),
+            "--overwrite",
+        ])
+        .await;
+        let line = next();
+        assert_eq!(
+            line.as_deref()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>()),
+            Ok(vec!["gpu-a100-2", value]),
+            "stderr: {}",
+            {
+                let _ = child.kill();
+                let mut err = String::new();
+                let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+                err
+            }
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    k.ok(&["label", "node", "gpu-a100-2", "kubectl-watch-"])
+        .await;
+}
