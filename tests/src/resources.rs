@@ -103,6 +103,7 @@ pub const RESOURCES: &[Resource] = &[
         &["spec.unschedulable"],
     ),
     r("", "v1", "configmaps", "ConfigMap", true, &["cm"], &[]),
+    r("", "v1", "services", "Service", true, &["svc"], &[]),
     r(
         "",
         "v1",
@@ -181,6 +182,25 @@ pub const RESOURCES: &[Resource] = &[
         &["pdb"],
         &[],
     ),
+    r(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        false,
+        &["crd", "crds"],
+        &[],
+    ),
+    // Node heartbeats (`kubectl describe node` reads the node's lease).
+    r(
+        "coordination.k8s.io",
+        "v1",
+        "leases",
+        "Lease",
+        true,
+        &[],
+        &[],
+    ),
     // Dynamic Resource Allocation, as v1.37 serves it (GA since v1.34).
     r(
         "resource.k8s.io",
@@ -242,12 +262,15 @@ pub const RESOURCES: &[Resource] = &[
     ),
 ];
 
-/// The group/versions served, for `/apis`.
+/// The group/versions served, for `/apis`, in kube-apiserver's order (custom resources'
+/// groups last).
 pub const GROUPS: &[(&str, &str)] = &[
     ("apps", "v1"),
+    ("authorization.k8s.io", "v1"),
     ("batch", "v1"),
     ("policy", "v1"),
-    ("authorization.k8s.io", "v1"),
+    ("apiextensions.k8s.io", "v1"),
+    ("coordination.k8s.io", "v1"),
     ("resource.k8s.io", "v1"),
     ("ray.io", "v1"),
     ("kubeflow.org", "v1"),
@@ -272,4 +295,36 @@ pub fn by_kind(api_version: &str, kind: &str) -> Option<&'static Resource> {
 /// dot), as opposed to a custom resource from a CRD.
 pub fn is_built_in(r: &Resource) -> bool {
     !r.group.contains('.') || r.group.ends_with(".k8s.io")
+}
+
+/// The categories discovery lists for a resource (`kubectl get all` reads `all`).
+pub fn categories(r: &Resource) -> &'static [&'static str] {
+    match (r.group, r.kind) {
+        ("", "Pod" | "Service")
+        | ("apps", "Deployment" | "DaemonSet" | "ReplicaSet" | "StatefulSet")
+        | ("batch", "Job" | "CronJob") => &["all"],
+        ("apiextensions.k8s.io", _) => &["api-extensions"],
+        _ => &[],
+    }
+}
+
+/// The verbs discovery lists: every served resource takes them all, except that namespaces
+/// cannot be deleted as a collection.
+pub fn verbs(r: &Resource) -> &'static [&'static str] {
+    if r.plural == "namespaces" {
+        &[
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ]
+    } else {
+        &[
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ]
+    }
 }

@@ -179,6 +179,28 @@ fn warnings_under(validation: FieldValidation, dropped: Vec<String>) -> Vec<Stri
     }
 }
 
+/// The `labelSelector` and `fieldSelector` of a list, watch or collection delete; `name`
+/// adds `metadata.name=<name>`.
+fn selectors(
+    query: &HashMap<String, String>,
+    resource: &Resource,
+    name: Option<&str>,
+) -> Result<(Selector, FieldSelector), ApiError> {
+    let labels = match query.get("labelSelector") {
+        // The list handler answers `errors.NewBadRequest(err.Error())`.
+        Some(s) => Selector::parse(s).map_err(|e| ApiError::bad_request(e.0))?,
+        None => Selector::default(),
+    };
+    let by_name = name.map(|n| format!("metadata.name={n}"));
+    let fields = match (query.get("fieldSelector"), by_name) {
+        (Some(s), Some(n)) => FieldSelector::parse(&format!("{s},{n}"), resource)?,
+        (Some(s), None) => FieldSelector::parse(s, resource)?,
+        (None, Some(n)) => FieldSelector::parse(&n, resource)?,
+        (None, None) => FieldSelector::default(),
+    };
+    Ok((labels, fields))
+}
+
 /// Adds a `Warning: 299 - "…"` header per text, as the API server's warning recorder does.
 fn with_warnings(mut response: Response<Body>, warnings: &[String]) -> Response<Body> {
     for warning in warnings {
@@ -236,14 +258,20 @@ fn discovery_resources(group: &str, version: &str) -> Value {
         .iter()
         .filter(|r| r.group == group && r.version == version)
         .map(|r| {
-            json!({
+            let mut resource = json!({
                 "name": r.plural,
                 "singularName": r.kind.to_lowercase(),
                 "namespaced": r.namespaced,
                 "kind": r.kind,
-                "verbs": ["create", "delete", "get", "list", "patch", "update"],
+                "verbs": crate::resources::verbs(r),
                 "shortNames": r.short_names,
-            })
+                "categories": crate::resources::categories(r),
+            });
+            // Empty lists are left out, as the real server's encoder omits them.
+            if let Some(fields) = resource.as_object_mut() {
+                fields.retain(|_, v| v.as_array().is_none_or(|a| !a.is_empty()));
+            }
+            resource
         })
         .collect();
     if group == "authorization.k8s.io" {
@@ -624,17 +652,8 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             Ok(json_response(200, bytes))
         }
         "watch" => {
-            let labels = match query.get("labelSelector") {
-                Some(s) => Selector::parse(s).map_err(|e| ApiError::bad_request(e.0))?,
-                None => Selector::default(),
-            };
             // A watch of one object's URL (deprecated) is a watch of its name.
-            let by_name = target.name.as_ref().map(|n| format!("metadata.name={n}"));
-            let fields = match (query.get("fieldSelector").cloned(), by_name) {
-                (Some(s), Some(n)) => FieldSelector::parse(&format!("{s},{n}"), resource)?,
-                (Some(s), None) | (None, Some(s)) => FieldSelector::parse(&s, resource)?,
-                (None, None) => FieldSelector::default(),
-            };
+            let (labels, fields) = selectors(&query, resource, target.name.as_deref())?;
             let flag = |name: &str| query.get(name).is_some_and(|v| v == "true" || v == "1");
             let watch = crate::watch::Watch {
                 resource,
@@ -656,15 +675,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             .map_err(Failure::Api)
         }
         "list" => {
-            let labels = match query.get("labelSelector") {
-                // The list handler answers `errors.NewBadRequest(err.Error())`.
-                Some(s) => Selector::parse(s).map_err(|e| ApiError::bad_request(e.0))?,
-                None => Selector::default(),
-            };
-            let fields = match query.get("fieldSelector") {
-                Some(s) => FieldSelector::parse(s, resource)?,
-                None => FieldSelector::default(),
-            };
+            let (labels, fields) = selectors(&query, resource, None)?;
             let limit = query
                 .get("limit")
                 .and_then(|l| l.parse::<usize>().ok())
@@ -757,11 +768,10 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             };
             Ok(with_warnings(value_response(200, &result), &unknown))
         }
-        "delete" => {
-            let name = target
-                .name
-                .as_deref()
-                .ok_or_else(ApiError::method_not_allowed)?;
+        "delete" | "deletecollection" => {
+            if verb == "deletecollection" && resource.plural == "namespaces" {
+                return Err(ApiError::method_not_allowed().into());
+            }
             // `DeleteOptions` come in the body (kubectl) or in the query.
             let bytes = read_bytes(req.into_body()).await?;
             let options = serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null);
@@ -792,12 +802,22 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             } else {
                 Vec::new()
             };
-            let status = state
-                .store
-                .lock()
-                .expect("store")
-                .delete(resource, ns, name, dry_run, grace_period)
-                .map_err(|e| e.with_warnings(warnings.clone()))?;
+            let mut store = state.store.lock().expect("store");
+            let status = match target.name.as_deref() {
+                Some(name) => store.delete(resource, ns, name, dry_run, grace_period),
+                None => {
+                    let (labels, fields) = selectors(&query, resource, None)?;
+                    store.delete_collection(
+                        resource,
+                        ns.filter(|_| resource.namespaced),
+                        &labels,
+                        &fields,
+                        dry_run,
+                        grace_period,
+                    )
+                }
+            }
+            .map_err(|e| e.with_warnings(warnings.clone()))?;
             Ok(with_warnings(value_response(200, &status), &warnings))
         }
         _ => Err(ApiError::method_not_allowed().into()),

@@ -169,6 +169,8 @@ pub struct Store {
     events: std::collections::VecDeque<Arc<WatchEvent>>,
     /// Every change as it is written, for the watches open now.
     changes: tokio::sync::broadcast::Sender<Arc<WatchEvent>>,
+    /// The host part of the next service cluster IP.
+    next_service_ip: u32,
 }
 
 impl Default for Store {
@@ -536,6 +538,48 @@ fn qos_class(spec: &Value) -> &'static str {
 /// namespace name label) and what it leaves out (empty maps and lists marked `omitempty`).
 /// `old` is the stored object on an update, whose status (and for namespaces, finalizers)
 /// an update of the main resource cannot change.
+/// `SetDefaults_Service` and the service strategy on create: the type, session affinity,
+/// port protocols and target ports, the traffic and IP family policies, an empty status.
+/// The cluster IP is allocated by the store.
+fn default_new_service(obj: &mut Value) {
+    if !obj["spec"].is_object() {
+        obj["spec"] = json!({});
+    }
+    let spec = &mut obj["spec"];
+    if spec["type"].as_str().is_none_or(str::is_empty) {
+        spec["type"] = json!("ClusterIP");
+    }
+    let external_name = spec["type"] == "ExternalName";
+    if spec["sessionAffinity"].as_str().is_none_or(str::is_empty) {
+        spec["sessionAffinity"] = json!("None");
+    }
+    for port in spec
+        .get_mut("ports")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        if port["protocol"].as_str().is_none_or(str::is_empty) {
+            port["protocol"] = json!("TCP");
+        }
+        if port["targetPort"].is_null() || port["targetPort"] == json!(0) {
+            port["targetPort"] = port["port"].clone();
+        }
+    }
+    if !external_name {
+        if spec["internalTrafficPolicy"].is_null() {
+            spec["internalTrafficPolicy"] = json!("Cluster");
+        }
+        if spec["ipFamilies"].is_null() {
+            spec["ipFamilies"] = json!(["IPv4"]);
+        }
+        if spec["ipFamilyPolicy"].is_null() {
+            spec["ipFamilyPolicy"] = json!("SingleStack");
+        }
+    }
+    obj["status"] = json!({"loadBalancer": {}});
+}
+
 fn default_object(resource: &Resource, obj: &mut Value, old: Option<&Value>) {
     let kind = resource.kind;
     if let Some(old) = old
@@ -551,6 +595,7 @@ fn default_object(resource: &Resource, obj: &mut Value, old: Option<&Value>) {
         }
     }
     match kind {
+        "Service" if old.is_none() => default_new_service(obj),
         "Node" => {
             if !obj["spec"].is_object() {
                 obj["spec"] = json!({});
@@ -872,6 +917,25 @@ pub fn validate(resource: &Resource, obj: &Value, create: bool) -> Result<(), Ve
             errs.push(FieldError::invalid("metadata.name", name, msg));
         }
     }
+    if resource.kind == "Service" {
+        let spec = &obj["spec"];
+        let needs_ports = spec["type"] != "ExternalName" && spec["clusterIP"] != "None";
+        let ports = spec["ports"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if needs_ports && ports.is_empty() {
+            errs.push(FieldError::required("spec.ports", ""));
+        }
+        // Ports of a multi-port service are told apart by name.
+        if ports.len() > 1 {
+            for (i, port) in ports.iter().enumerate() {
+                if port["name"].as_str().is_none_or(str::is_empty) {
+                    errs.push(FieldError::required(format!("spec.ports[{i}].name"), ""));
+                }
+            }
+        }
+    }
     if let Some(labels) = meta["labels"].as_object() {
         for (k, v) in labels {
             for msg in is_qualified_name(k) {
@@ -982,10 +1046,23 @@ impl Store {
             tables,
             events: std::collections::VecDeque::new(),
             changes: tokio::sync::broadcast::channel(1024).0,
+            next_service_ip: 1,
         };
         for ns in SYSTEM_NAMESPACES {
             store.ensure_namespace(ns);
         }
+        // The service kube-apiserver keeps for itself in every cluster.
+        let services = RESOURCES
+            .iter()
+            .find(|r| r.plural == "services")
+            .expect("services are served");
+        let kubernetes = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kubernetes", "namespace": "default",
+                         "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"ports": [{"name": "https", "protocol": "TCP", "port": 443, "targetPort": 6443}]}});
+        store
+            .create(services, Some("default"), kubernetes, false)
+            .expect("the kubernetes service is valid");
         store
     }
 
@@ -1060,6 +1137,51 @@ impl Store {
     ) -> Result<Value, ApiError> {
         let bytes = self.get(resource, namespace, name)?;
         Ok(serde_json::from_slice(&bytes).expect("stored objects are JSON"))
+    }
+
+    /// Deletes every object a collection DELETE selects (`namespace` None: all of them),
+    /// each as [`Store::delete`] would, and answers the list of what was deleted, as at its
+    /// deletion.
+    pub fn delete_collection(
+        &mut self,
+        resource: &Resource,
+        namespace: Option<&str>,
+        labels: &Selector,
+        fields: &FieldSelector,
+        dry_run: bool,
+        grace_period: Option<i64>,
+    ) -> Result<Value, ApiError> {
+        let selected: Vec<Key> = self
+            .table(resource)
+            .iter()
+            .filter(|((ns, _), stored)| {
+                namespace.is_none_or(|n| n == ns) && stored.selected(labels, fields)
+            })
+            .map(|(key, _)| key.clone())
+            .collect();
+        let mut items = Vec::with_capacity(selected.len());
+        for (ns, name) in selected {
+            let ns = resource.namespaced.then_some(ns.as_str());
+            let before = self.get_value(resource, ns, &name)?;
+            let answer = self.delete(resource, ns, &name, dry_run, grace_period)?;
+            // Each object as it was found, except that a pod shows its deletion marks.
+            let mut item = if resource.kind == "Pod" {
+                answer
+            } else {
+                before
+            };
+            if let Some(fields) = item.as_object_mut() {
+                fields.remove("kind");
+                fields.remove("apiVersion");
+            }
+            items.push(item);
+        }
+        Ok(json!({
+            "kind": resource.list_kind(),
+            "apiVersion": resource.api_version(),
+            "metadata": {"resourceVersion": self.resource_version.to_string()},
+            "items": items,
+        }))
     }
 
     /// A page of a list: `namespace` None lists all namespaces.
@@ -1187,6 +1309,34 @@ impl Store {
         };
         self.record(resource, key.0, change, stored, previous);
         obj
+    }
+
+    /// Gives a new service the next free address of the service range (10.0.0.0/24, the
+    /// control plane's; `.1` is the `kubernetes` service's), unless it is headless, an
+    /// ExternalName or asks for one.
+    fn allocate_cluster_ip(&mut self, service: &mut Value, dry_run: bool) {
+        let spec = &mut service["spec"];
+        if spec["type"] == "ExternalName" {
+            return;
+        }
+        let ip = match spec["clusterIP"].as_str().filter(|ip| !ip.is_empty()) {
+            Some(given) => given.to_string(),
+            None => {
+                let ip = format!(
+                    "10.0.{}.{}",
+                    self.next_service_ip / 256,
+                    self.next_service_ip % 256
+                );
+                if !dry_run {
+                    self.next_service_ip += 1;
+                }
+                ip
+            }
+        };
+        spec["clusterIP"] = json!(ip);
+        if spec["clusterIPs"].is_null() {
+            spec["clusterIPs"] = json!([ip]);
+        }
     }
 
     /// Removes an object for good: the deletion gets its own resourceVersion, which the
@@ -1342,6 +1492,9 @@ impl Store {
         obj["kind"] = Value::from(resource.kind);
         default_object(resource, &mut obj, None);
         validate(resource, &obj, true).map_err(|e| ApiError::invalid(resource, &name, e))?;
+        if resource.kind == "Service" {
+            self.allocate_cluster_ip(&mut obj, dry_run);
+        }
         let key = Self::key(resource, obj["metadata"]["namespace"].as_str(), &name);
         if self.table(resource).contains_key(&key) {
             return Err(ApiError::already_exists(resource, &name));
@@ -1626,6 +1779,15 @@ impl Store {
         }
         if !dry_run {
             self.remove(resource, &key);
+        }
+        // The service storage answers with the deleted object (`ReturnDeletedObject`).
+        if resource.kind == "Service" {
+            let mut gone = current;
+            if !dry_run {
+                gone["metadata"]["resourceVersion"] =
+                    Value::from(self.resource_version.to_string());
+            }
+            return Ok(gone);
         }
         let mut details =
             json!({"name": name, "kind": resource.plural, "uid": current["metadata"]["uid"]});

@@ -86,6 +86,13 @@ const EXCEPTIONS: &[Exception] = &[
                  managedFields included; the test server keeps none",
     },
     Exception {
+        sequence: "services/create",
+        path: "body.spec.clusterIP*",
+        mask: None,
+        reason: "the real server picks a random free address of the service range; the test \
+                 server the next one",
+    },
+    Exception {
         sequence: "list/continue-invalid",
         path: "body.message",
         mask: Some(("continue key is not valid: ", "\u{0}")),
@@ -306,6 +313,7 @@ fn sequences() -> Vec<Seq> {
     s.extend(validation());
     s.extend(unknown_fields());
     s.extend(watches());
+    s.extend(more_resources());
     s.extend(rbac());
     s.extend(namespaces_and_pods());
     s
@@ -1476,6 +1484,57 @@ fn watches() -> Vec<Seq> {
                 "/api/v1/namespaces/{NS}/configmaps?watch=true&labelSelector=diff-watch%3Dnone&timeoutSeconds=1"
             )))
             .send(get("/api/v1/nodes?watch=true&resourceVersion=abc&timeoutSeconds=1")),
+    ]
+}
+
+/// Services (defaults, the allocated address, a missing port list), leases (the node
+/// lease `kubectl describe node` reads), custom resource definitions and collection deletes.
+fn more_resources() -> Vec<Seq> {
+    let services = format!("/api/v1/namespaces/{NS}/services");
+    let cms = format!("/api/v1/namespaces/{NS}/configmaps");
+    let leases = format!("/apis/coordination.k8s.io/v1/namespaces/{NS}/leases");
+    vec![
+        Seq::new("services/create")
+            .send(post(
+                services.clone(),
+                json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "diff-svc"},
+                       "spec": {"selector": {"app": "llm"}, "ports": [{"port": 80}, {"name": "metrics", "port": 9090, "targetPort": "metrics", "protocol": "TCP"}]}}),
+            ))
+            .send(post(
+                services.clone(),
+                json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "diff-svc"},
+                       "spec": {"selector": {"app": "llm"}, "ports": [{"name": "http", "port": 80}, {"name": "metrics", "port": 9090, "targetPort": "metrics", "protocol": "TCP"}]}}),
+            ))
+            .send(get(format!("{services}/diff-svc")))
+            .send(post(
+                services.clone(),
+                json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "diff-svc-noports"}, "spec": {}}),
+            ))
+            .send(post(
+                format!("{services}?dryRun=All"),
+                json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "diff-svc-headless"},
+                       "spec": {"clusterIP": "None", "selector": {"app": "llm"}}}),
+            ))
+            .send(delete(format!("{services}/diff-svc"))),
+        Seq::new("leases/node-lease")
+            .send(get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/diff-no-such-node"))
+            .send(post(
+                leases.clone(),
+                json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "diff-lease"},
+                       "spec": {"holderIdentity": "diff-node", "leaseDurationSeconds": 40, "renewTime": "2026-01-02T03:04:05.000000Z"}}),
+            ))
+            .send(get(format!("{leases}/diff-lease")))
+            .send(delete(format!("{leases}/diff-lease"))),
+        Seq::new("crds/missing")
+            .send(get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/diff-missing.example.com")),
+        Seq::new("deletecollection/by-label")
+            .send(post(cms.clone(), configmap("diff-dc-1", json!({"diff-dc": "yes"}), json!({}))))
+            .send(post(cms.clone(), configmap("diff-dc-2", json!({"diff-dc": "yes"}), json!({}))))
+            .send(post(cms.clone(), configmap("diff-dc-3", json!({"diff-dc": "no"}), json!({}))))
+            .send(delete(format!("{cms}?labelSelector=diff-dc%3Dyes&dryRun=All")))
+            .send(delete(format!("{cms}?labelSelector=diff-dc%3Dyes")))
+            .send(get(format!("{cms}?labelSelector=diff-dc")))
+            .send(delete("/api/v1/namespaces")),
     ]
 }
 

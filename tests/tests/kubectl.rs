@@ -431,3 +431,43 @@ async fn kubectl_get_watch_prints_each_change() {
     k.ok(&["label", "node", "gpu-a100-2", "kubectl-watch-"])
         .await;
 }
+
+/// `kubectl api-resources` lists what a cluster serves with its verbs (watch included),
+/// `describe node` reads the node's lease from the coordination API, and `get all` finds
+/// the `kubernetes` service by its category.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_discovery_leases_and_categories() {
+    let Some(h) = setup().await else {
+        return;
+    };
+    let k = Kubectl::new(&h, "admin");
+    let names = k.ok(&["api-resources", "-o", "name"]).await;
+    for resource in [
+        "nodes",
+        "pods",
+        "services",
+        "leases.coordination.k8s.io",
+        "customresourcedefinitions.apiextensions.k8s.io",
+        "deployments.apps",
+    ] {
+        assert!(names.lines().any(|l| l == resource), "{resource}: {names}");
+    }
+    let watchable = k
+        .ok(&[
+            "api-resources",
+            "--verbs=watch,deletecollection",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert!(watchable.lines().any(|l| l == "nodes"), "{watchable}");
+    let describe = k.ok(&["describe", "node", "gpu-a100-1"]).await;
+    assert!(
+        describe.contains(
+            "Lease:              Failed to get lease: leases.coordination.k8s.io \"gpu-a100-1\" not found"
+        ),
+        "{describe}"
+    );
+    let all = k.ok(&["get", "all", "-n", "default", "-o", "name"]).await;
+    assert!(all.lines().any(|l| l == "service/kubernetes"), "{all}");
+}
