@@ -245,6 +245,22 @@ impl ApiError {
         e
     }
 
+    /// A `continue` token from before the window of recent changes (etcd's compaction).
+    pub fn continue_expired() -> Self {
+        Self::new(
+            410,
+            "Expired",
+            "The provided continue parameter is too old to display a consistent list result. \
+             You can start a new list without the continue parameter, or use the continue \
+             token in this response to retrieve the remainder of the results. Continuing with \
+             the provided token results in an inconsistent list - objects that were created, \
+             modified, or deleted between the time the first chunk was returned and now may \
+             show up in the list."
+                .to_string(),
+            Value::Null,
+        )
+    }
+
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(
             500,

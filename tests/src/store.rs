@@ -144,12 +144,14 @@ pub struct WatchEvent {
     pub plural: &'static str,
     /// `""` for cluster-scoped objects.
     pub namespace: String,
+    pub name: String,
     /// `ADDED`, `MODIFIED` or `DELETED`.
     pub change: &'static str,
     /// The object after the change (for `DELETED`, as it was, at the deletion's version).
     pub object: Stored,
-    /// The object before a `MODIFIED` change: a watch with a selector turns a change that
-    /// moves an object into or out of the selection into `ADDED` or `DELETED`.
+    /// The object before a `MODIFIED` or `DELETED` change: a watch with a selector turns a
+    /// change that moves an object into or out of the selection into `ADDED` or `DELETED`,
+    /// and a list continued from before the change shows it as it was.
     pub previous: Option<Stored>,
 }
 
@@ -1184,6 +1186,38 @@ impl Store {
         }))
     }
 
+    /// What the changes to a resource after `resource_version` undo: per object, its state
+    /// then (`None`: it did not exist). 410 Expired when the window of recent changes no
+    /// longer reaches back there.
+    fn state_at(
+        &self,
+        resource: &Resource,
+        resource_version: u64,
+    ) -> Result<BTreeMap<Key, Option<Stored>>, ApiError> {
+        let oldest = self
+            .events
+            .front()
+            .map_or(self.resource_version, |e| e.resource_version);
+        if resource_version + 1 < oldest {
+            return Err(ApiError::continue_expired());
+        }
+        let mut undone = BTreeMap::new();
+        // Newest first, so that the oldest change's "before" is what stays.
+        for e in self.events.iter().rev() {
+            if e.resource_version <= resource_version {
+                break;
+            }
+            if e.plural == resource.plural {
+                let before = match e.change {
+                    "ADDED" => None,
+                    _ => e.previous.clone(),
+                };
+                undone.insert((e.namespace.clone(), e.name.clone()), before);
+            }
+        }
+        Ok(undone)
+    }
+
     /// A page of a list: `namespace` None lists all namespaces.
     pub fn list(
         &self,
@@ -1208,10 +1242,39 @@ impl Store {
                             "invalid continue token: continue key is not valid: {e}"
                         ))
                     })?;
-                Some(decoded.start)
+                Some(decoded)
             }
             None => None,
         };
+        // A continued list shows the objects as they were at its first page's version
+        // (etcd reads the later pages at that revision).
+        let snapshot = match &start {
+            Some(token) if token.rv < self.resource_version => {
+                let undone = self.state_at(resource, token.rv)?;
+                (!undone.is_empty()).then(|| {
+                    let mut view: BTreeMap<Key, Stored> = table
+                        .range::<Key, _>((
+                            std::ops::Bound::Excluded(token.start.clone()),
+                            std::ops::Bound::Unbounded,
+                        ))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    for (key, before) in undone {
+                        if key <= token.start {
+                            continue;
+                        }
+                        match before {
+                            Some(stored) => view.insert(key, stored),
+                            None => view.remove(&key),
+                        };
+                    }
+                    view
+                })
+            }
+            _ => None,
+        };
+        let list_rv = start.as_ref().map_or(self.resource_version, |t| t.rv);
+        let start = start.map(|t| t.start);
         let in_scope = |key: &Key| {
             namespace
                 .filter(|_| resource.namespaced)
@@ -1219,6 +1282,7 @@ impl Store {
         };
         let range: Box<dyn Iterator<Item = (&Key, &Stored)>> =
             match (&start, namespace.filter(|_| resource.namespaced)) {
+                _ if snapshot.is_some() => Box::new(snapshot.iter().flatten()),
                 (Some(s), _) => Box::new(table.range::<Key, _>((
                     std::ops::Bound::Excluded(s.clone()),
                     std::ops::Bound::Unbounded,
@@ -1255,7 +1319,7 @@ impl Store {
         }
         let continue_token = if more {
             let token = ContinueToken {
-                rv: self.resource_version,
+                rv: list_rv,
                 start: last.cloned().unwrap_or_default(),
             };
             Some(
@@ -1267,7 +1331,7 @@ impl Store {
         };
         Ok(ListPage {
             items,
-            resource_version: self.resource_version,
+            resource_version: list_rv,
             continue_token,
             remaining: (more && unfiltered).then_some(remaining),
         })
@@ -1307,7 +1371,7 @@ impl Store {
         } else {
             "ADDED"
         };
-        self.record(resource, key.0, change, stored, previous);
+        self.record(resource, key, change, stored, previous);
         obj
     }
 
@@ -1353,19 +1417,14 @@ impl Store {
         self.resource_version += 1;
         let mut last: Value = serde_json::from_slice(&removed.json).unwrap_or(Value::Null);
         last["metadata"]["resourceVersion"] = Value::from(self.resource_version.to_string());
-        self.record(
-            resource,
-            key.0.clone(),
-            "DELETED",
-            index(resource, &last),
-            None,
-        );
+        let deleted = index(resource, &last);
+        self.record(resource, key.clone(), "DELETED", deleted, Some(removed));
     }
 
     fn record(
         &mut self,
         resource: &Resource,
-        namespace: String,
+        (namespace, name): Key,
         change: &'static str,
         object: Stored,
         previous: Option<Stored>,
@@ -1374,6 +1433,7 @@ impl Store {
             resource_version: self.resource_version,
             plural: resource.plural,
             namespace,
+            name,
             change,
             object,
             previous,

@@ -1202,7 +1202,46 @@ fn lists() -> Vec<Seq> {
                 "/api/v1/configmaps?labelSelector=diff-cm%2Ci%20in%20(2%2C4)&limit=1",
             )),
         Seq::new("list/continue-invalid").send(cms("limit=2&continue=garbage")),
+        // Later pages show the objects as they were when the first page was read: a change,
+        // a deletion and a creation between pages do not show.
+        Seq::new("list/paging-is-a-snapshot")
+            .send(post(
+                cms_path(),
+                configmap("diff-pg-a", json!({"diff-pg": "1"}), json!({"v": "1"})),
+            ))
+            .send(post(
+                cms_path(),
+                configmap("diff-pg-b", json!({"diff-pg": "1"}), json!({"v": "1"})),
+            ))
+            .send(post(
+                cms_path(),
+                configmap("diff-pg-c", json!({"diff-pg": "1"}), json!({"v": "1"})),
+            ))
+            .send(cms("labelSelector=diff-pg&limit=1"))
+            .send(merge(cm_path("diff-pg-b"), json!({"data": {"v": "2"}})))
+            .send(delete(cm_path("diff-pg-c")))
+            .send(post(
+                cms_path(),
+                configmap("diff-pg-d", json!({"diff-pg": "1"}), json!({"v": "1"})),
+            ))
+            .then(|r| {
+                get(format!(
+                    "/api/v1/namespaces/{NS}/configmaps?labelSelector=diff-pg&limit=1&continue={}",
+                    continue_of(&r[3])
+                ))
+            })
+            .then(|r| {
+                get(format!(
+                    "/api/v1/namespaces/{NS}/configmaps?labelSelector=diff-pg&limit=1&continue={}",
+                    continue_of(&r[7])
+                ))
+            })
+            .send(cms("labelSelector=diff-pg")),
     ]
+}
+
+fn cms_path() -> String {
+    format!("/api/v1/namespaces/{NS}/configmaps")
 }
 
 fn validation() -> Vec<Seq> {
