@@ -849,6 +849,120 @@ fn overcommit_allowed(resource_name: &str) -> bool {
 }
 
 /// `validateResourceRequirements` for the requests and limits of one container.
+/// The parts of `ValidatePodSpec` a hand-written or generated pod gets wrong: init
+/// containers (their names unique among all containers), then app containers — name, image,
+/// ports, resources, pull policy — then the restart and DNS policies.
+fn validate_pod_spec(spec: &Value, errs: &mut Vec<FieldError>) {
+    let list = |field: &str| {
+        spec[field]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    };
+    let (init, app) = (list("initContainers"), list("containers"));
+    let app_names: Vec<&str> = app.iter().filter_map(|c| c["name"].as_str()).collect();
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, c) in init.iter().enumerate() {
+        let name = c["name"].as_str().unwrap_or_default();
+        let taken = app_names.contains(&name) || seen.contains(&name);
+        validate_container(c, &format!("spec.initContainers[{i}]"), taken, errs);
+        seen.push(name);
+    }
+    if app.is_empty() {
+        errs.push(FieldError::required("spec.containers", ""));
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, c) in app.iter().enumerate() {
+        let name = c["name"].as_str().unwrap_or_default();
+        validate_container(
+            c,
+            &format!("spec.containers[{i}]"),
+            seen.contains(&name),
+            errs,
+        );
+        seen.push(name);
+    }
+    let policy = |field: &str, supported: &[&str], errs: &mut Vec<FieldError>| {
+        if let Some(value) = spec[field].as_str()
+            && !supported.contains(&value)
+        {
+            errs.push(FieldError::not_supported(
+                format!("spec.{field}"),
+                FieldValue::Str(value.to_string()),
+                supported,
+            ));
+        }
+    };
+    policy("restartPolicy", &["Always", "OnFailure", "Never"], errs);
+    policy(
+        "dnsPolicy",
+        &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
+        errs,
+    );
+}
+
+/// One container, as `validateContainerCommon` checks it, then whether its name is
+/// `taken` by another container.
+fn validate_container(c: &Value, path: &str, taken: bool, errs: &mut Vec<FieldError>) {
+    let name = c["name"].as_str().unwrap_or_default();
+    if name.is_empty() {
+        errs.push(FieldError::required(format!("{path}.name"), ""));
+    } else {
+        for msg in name_is_dns_label(name, false) {
+            errs.push(FieldError::invalid(format!("{path}.name"), name, msg));
+        }
+    }
+    let image = c["image"].as_str().unwrap_or_default();
+    if image.is_empty() {
+        errs.push(FieldError::required(format!("{path}.image"), ""));
+    } else if image.trim() != image {
+        errs.push(FieldError::invalid(
+            format!("{path}.image"),
+            image,
+            "must not have leading or trailing whitespace",
+        ));
+    }
+    for (i, port) in c["ports"].as_array().into_iter().flatten().enumerate() {
+        let at = format!("{path}.ports[{i}]");
+        match port["containerPort"].as_i64().unwrap_or(0) {
+            0 => errs.push(FieldError::required(format!("{at}.containerPort"), "")),
+            p if !(1..=65535).contains(&p) => errs.push(FieldError::invalid_rendered(
+                format!("{at}.containerPort"),
+                p.to_string(),
+                "must be between 1 and 65535, inclusive",
+            )),
+            _ => {}
+        }
+        if let Some(protocol) = port["protocol"].as_str()
+            && !["SCTP", "TCP", "UDP"].contains(&protocol)
+        {
+            errs.push(FieldError::not_supported(
+                format!("{at}.protocol"),
+                FieldValue::Str(protocol.to_string()),
+                &["SCTP", "TCP", "UDP"],
+            ));
+        }
+    }
+    validate_container_resources(c, path, errs);
+    if let Some(policy) = c["imagePullPolicy"].as_str()
+        && !["Always", "IfNotPresent", "Never"].contains(&policy)
+    {
+        errs.push(FieldError::not_supported(
+            format!("{path}.imagePullPolicy"),
+            FieldValue::Str(policy.to_string()),
+            &["Always", "IfNotPresent", "Never"],
+        ));
+    }
+    // Uniqueness is checked after the rest of the container.
+    if taken {
+        errs.push(FieldError::duplicate(
+            format!("{path}.name"),
+            crate::apimachinery::field::go_quote(name),
+            "",
+        ));
+    }
+}
+
 fn validate_container_resources(container: &Value, path: &str, errs: &mut Vec<FieldError>) {
     let resources = &container["resources"];
     let limits = resources["limits"].as_object();
@@ -1006,16 +1120,7 @@ pub fn validate(resource: &Resource, obj: &Value, create: bool) -> Result<(), Ve
         }
     }
     if resource.kind == "Pod" {
-        for list in ["containers", "initContainers"] {
-            for (i, c) in obj["spec"][list]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
-                validate_container_resources(c, &format!("spec.{list}[{i}]"), &mut errs);
-            }
-        }
+        validate_pod_spec(&obj["spec"], &mut errs);
     }
     let mut unique: Vec<FieldError> = Vec::new();
     for e in errs {
@@ -2077,7 +2182,7 @@ mod tests {
         s.ensure_namespace("a");
         s.ensure_namespace("b");
         for (ns, name, node) in [("a", "p1", "n1"), ("a", "p2", "n2"), ("b", "p3", "n1")] {
-            s.create(pods, Some(ns), json!({"metadata": {"name": name}, "spec": {"nodeName": node}, "status": {"phase": "Running"}}), false).unwrap();
+            s.create(pods, Some(ns), json!({"metadata": {"name": name}, "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Running"}}), false).unwrap();
         }
         let on_n1 = FieldSelector::parse("spec.nodeName=n1", pods).unwrap();
         let all = s

@@ -314,6 +314,7 @@ fn sequences() -> Vec<Seq> {
     s.extend(unknown_fields());
     s.extend(watches());
     s.extend(more_resources());
+    s.extend(pod_validation());
     s.extend(rbac());
     s.extend(namespaces_and_pods());
     s
@@ -1575,6 +1576,34 @@ fn more_resources() -> Vec<Seq> {
             .send(get(format!("{cms}?labelSelector=diff-dc")))
             .send(delete("/api/v1/namespaces")),
     ]
+}
+
+/// What the API server refuses of a pod on create: no containers, containers without name
+/// or image, bad or duplicate names (init containers against all), unsupported policies,
+/// requests over limits, bad ports.
+fn pod_validation() -> Vec<Seq> {
+    let pods = format!("/api/v1/namespaces/{NS}/pods?dryRun=All");
+    let pod = |spec: Value| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "diff-invalid"}, "spec": spec});
+    let c = |name: &str, image: &str| json!({"name": name, "image": image});
+    let mut seq = Seq::new("pods/validation");
+    for spec in [
+        json!({}),
+        json!({"containers": [{"name": "c"}]}),
+        json!({"containers": [{"image": "i"}]}),
+        json!({"containers": [c("Bad_Name", "i"), c("Bad_Name", "i")]}),
+        json!({"containers": [c("a.b", "i")]}),
+        json!({"restartPolicy": "Sometimes", "dnsPolicy": "X",
+               "containers": [{"name": "c", "image": "i", "imagePullPolicy": "Maybe"}]}),
+        json!({"containers": [{"name": "c", "image": "i",
+               "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}]}),
+        json!({"containers": [{"name": "c", "image": "i",
+               "ports": [{"containerPort": 0}, {"containerPort": 70000, "protocol": "FOO"}, {"containerPort": 8080}]}]}),
+        json!({"containers": [c("c", " i")], "initContainers": [c("c", "j"), c("d", "j"), c("d", "")]}),
+        json!({"containers": [c("c", "i"), c("d", "i")], "restartPolicy": "OnFailure"}),
+    ] {
+        seq = seq.send(post(pods.clone(), pod(spec)));
+    }
+    vec![seq]
 }
 
 fn rbac() -> Vec<Seq> {
