@@ -15,6 +15,7 @@
 //! real API server.
 
 pub mod apimachinery;
+pub mod apply;
 pub mod control;
 pub mod fixtures;
 pub mod harness;

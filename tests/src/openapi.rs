@@ -120,6 +120,7 @@ fn operation(r: &Resource, action: &str, parameters: &[&str]) -> Value {
 /// Built-in kinds take strategic merge patches; custom resources do not.
 fn patch_media_types(r: &Resource) -> Value {
     let mut types = vec![
+        "application/apply-patch+yaml",
         "application/json-patch+json",
         "application/merge-patch+json",
     ];

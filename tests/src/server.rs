@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use crate::apimachinery::Selector;
 use crate::apimachinery::field::{go_json, go_quote};
 use crate::apimachinery::strict::{FieldValidation, drop_unknown_fields, strict_error, warning};
+use crate::apply::Manager;
 use crate::control::{ConcurrentWrite, Counters, Fault, FaultAction, User};
 use crate::resources::{GROUPS, RESOURCES, Resource, find};
 use crate::status::{ApiError, FieldError, FieldValue};
@@ -639,6 +640,23 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     };
     let ns = target.namespace.as_deref();
     let lose_answer = action == Some(FaultAction::LoseAnswer);
+    // The field manager of a write: `fieldManager`, else the user agent up to its first `/`.
+    let writer = Manager {
+        name: query
+            .get("fieldManager")
+            .filter(|m| !m.is_empty())
+            .cloned()
+            .unwrap_or_else(|| {
+                req.headers()
+                    .get(http::header::USER_AGENT)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|ua| ua.split('/').next())
+                    .unwrap_or("unknown")
+                    .to_string()
+            }),
+        apply: false,
+        api_version: resource.api_version(),
+    };
     let answer = match verb {
         "get" => {
             let name = target.name.as_deref().expect("named");
@@ -703,29 +721,71 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         "create" => {
             let mut body = read_body(req.into_body()).await?;
             let unknown = check_unknown_fields(resource, &mut body, field_validation)?;
-            let created = state
-                .store
-                .lock()
-                .expect("store")
-                .create(resource, ns, body, dry_run)?;
-            Ok(with_warnings(value_response(201, &created), &unknown))
+            let mut store = state.store.lock().expect("store");
+            store.writer = Some(writer.clone());
+            let created = store.create(resource, ns, body, dry_run);
+            store.writer = None;
+            Ok(with_warnings(value_response(201, &created?), &unknown))
         }
         "update" | "patch" => {
             let name = target
                 .name
                 .clone()
                 .ok_or_else(ApiError::method_not_allowed)?;
+            let content_type = req
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            let force = query.get("force").is_some_and(|f| f == "true" || f == "1");
+            if verb == "patch" && content_type == "application/apply-patch+yaml" {
+                let manager = query
+                    .get("fieldManager")
+                    .filter(|m| !m.is_empty())
+                    .ok_or_else(|| {
+                        ApiError::invalid_kind(
+                            "meta.k8s.io",
+                            "PatchOptions",
+                            "",
+                            vec![FieldError::required(
+                                "fieldManager",
+                                "is required for apply patch",
+                            )],
+                        )
+                    })?;
+                let bytes = read_bytes(req.into_body()).await?;
+                let config: Value = serde_yaml::from_slice(&bytes)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+                let manager = Manager {
+                    name: manager.clone(),
+                    apply: true,
+                    ..writer
+                };
+                let (object, created) = state
+                    .store
+                    .lock()
+                    .expect("store")
+                    .apply(resource, ns, &name, config, &manager, force, dry_run)?;
+                return Ok(value_response(if created { 201 } else { 200 }, &object));
+            }
+            if force {
+                return Err(ApiError::invalid_kind(
+                    "meta.k8s.io",
+                    options_kind,
+                    "",
+                    vec![FieldError::forbidden(
+                        "force",
+                        "may not be specified for non-apply patch",
+                    )],
+                )
+                .into());
+            }
             let patch_type = if verb == "patch" {
-                let content_type = req
-                    .headers()
-                    .get(http::header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default()
-                    .split(';')
-                    .next()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string();
                 Some(match content_type.as_str() {
                     "application/json-patch+json" => PatchType::Json,
                     "application/merge-patch+json" => PatchType::Merge,
@@ -750,23 +810,18 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             if let Some(merge) = state.concurrent_write_for(resource.plural, &name) {
                 store.patch(resource, ns, &name, PatchType::Merge, &merge, false)?;
             }
+            store.writer = Some(writer.clone());
             let result = match patch_type {
-                Some(t) => {
-                    let (object, dropped) = store.patch_bytes(
-                        resource,
-                        ns,
-                        &name,
-                        t,
-                        &bytes,
-                        dry_run,
-                        field_validation,
-                    )?;
-                    unknown = warnings_under(field_validation, dropped);
-                    object
-                }
-                None => store.update(resource, ns, &name, body, dry_run)?,
+                Some(t) => store
+                    .patch_bytes(resource, ns, &name, t, &bytes, dry_run, field_validation)
+                    .map(|(object, dropped)| {
+                        unknown = warnings_under(field_validation, dropped);
+                        object
+                    }),
+                None => store.update(resource, ns, &name, body, dry_run),
             };
-            Ok(with_warnings(value_response(200, &result), &unknown))
+            store.writer = None;
+            Ok(with_warnings(value_response(200, &result?), &unknown))
         }
         "delete" | "deletecollection" => {
             if verb == "deletecollection" && resource.plural == "namespaces" {

@@ -261,6 +261,24 @@ impl ApiError {
         )
     }
 
+    /// Server-side apply's 409: one cause per field another manager holds.
+    pub fn apply_conflicts(conflicts: &[crate::apply::Conflict]) -> Self {
+        let causes: Vec<Value> = conflicts
+            .iter()
+            .map(|c| {
+                json!({"reason": "FieldManagerConflict",
+                       "message": format!("conflict with {}", c.manager.shown()),
+                       "field": crate::apply::show_path(&c.path)})
+            })
+            .collect();
+        Self::new(
+            409,
+            "Conflict",
+            crate::apply::conflict_message(conflicts),
+            json!({ "causes": causes }),
+        )
+    }
+
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(
             500,

@@ -20,6 +20,7 @@ use crate::apimachinery::strict::{FieldValidation, drop_unknown_fields, strict_e
 use crate::apimachinery::{
     Selector, is_qualified_name, is_valid_label_value, name_is_dns_label, name_is_dns_subdomain,
 };
+use crate::apply::{Manager, Owners, changed, record_update};
 use crate::patch::{apply_json_patch_bytes, apply_merge_patch, apply_strategic_merge_patch};
 use crate::resources::{RESOURCES, Resource};
 use crate::status::{ApiError, FieldError, FieldValue};
@@ -173,6 +174,11 @@ pub struct Store {
     changes: tokio::sync::broadcast::Sender<Arc<WatchEvent>>,
     /// The host part of the next service cluster IP.
     next_service_ip: u32,
+    /// Who owns which fields of each object (server-side apply), by resource and key.
+    owners: HashMap<(&'static str, Key), Owners>,
+    /// The field manager of the write in progress, set by the HTTP front for the length of
+    /// one write under the store's lock; writes without one (fixtures) record no owner.
+    pub writer: Option<Manager>,
 }
 
 impl Default for Store {
@@ -1154,6 +1160,8 @@ impl Store {
             events: std::collections::VecDeque::new(),
             changes: tokio::sync::broadcast::channel(1024).0,
             next_service_ip: 1,
+            owners: HashMap::new(),
+            writer: None,
         };
         for ns in SYSTEM_NAMESPACES {
             store.ensure_namespace(ns);
@@ -1471,6 +1479,17 @@ impl Store {
             .get_mut(resource.plural)
             .expect("table")
             .insert(key.clone(), stored.clone());
+        if let Some(manager) = &self.writer {
+            let before = previous
+                .as_ref()
+                .and_then(|p| serde_json::from_slice(&p.json).ok())
+                .unwrap_or(Value::Null);
+            let owners = self
+                .owners
+                .entry((resource.plural, key.clone()))
+                .or_default();
+            record_update(owners, manager, changed(&before, &obj), &obj);
+        }
         let change = if previous.is_some() {
             "MODIFIED"
         } else {
@@ -1508,6 +1527,80 @@ impl Store {
         }
     }
 
+    /// Server-side apply of `config` by `manager` (see [`crate::apply`]): creates the object
+    /// when it does not exist (the `bool` says so), else merges it into the live one.
+    #[allow(clippy::too_many_arguments)] // the request's parts, as the handler has them
+    pub fn apply(
+        &mut self,
+        resource: &Resource,
+        namespace: Option<&str>,
+        name: &str,
+        mut config: Value,
+        manager: &Manager,
+        force: bool,
+        dry_run: bool,
+    ) -> Result<(Value, bool), ApiError> {
+        if config["kind"].as_str().is_none_or(str::is_empty) {
+            return Err(ApiError::bad_request(format!(
+                "invalid object type: /{}, Kind=",
+                config["apiVersion"].as_str().unwrap_or_default()
+            )));
+        }
+        let given = config["metadata"]["name"].as_str().unwrap_or_default();
+        if given != name {
+            return Err(ApiError::name_mismatch(given, name));
+        }
+        let unknown =
+            drop_unknown_fields(resource.group, resource.version, resource.kind, &mut config);
+        if let Some(first) = unknown.first() {
+            return Err(ApiError::without_reason(
+                500,
+                format!(
+                    "failed to create typed patch object (/{name}; {}, Kind={}): .{first}: field not declared in schema",
+                    if resource.group.is_empty() {
+                        format!("/{}", resource.version)
+                    } else {
+                        resource.api_version()
+                    },
+                    resource.kind
+                ),
+            ));
+        }
+        let key = Self::key(resource, namespace, name);
+        let live = self.get_value(resource, namespace, name).ok();
+        let owners = self
+            .owners
+            .get(&(resource.plural, key.clone()))
+            .cloned()
+            .unwrap_or_default();
+        let applied = crate::apply::apply(live.as_ref(), &owners, &config, manager, force)
+            .map_err(|conflicts| ApiError::apply_conflicts(&conflicts))?;
+        // The ownership is the apply's own; the write records no `Update`.
+        let writer = self.writer.take();
+        let result = match &live {
+            None => self.create(resource, namespace, applied.object, dry_run),
+            Some(current) => {
+                // A change of ownership alone is a write too (of managedFields).
+                let owners_changed = applied.owners != owners;
+                self.finish_update(
+                    resource,
+                    namespace,
+                    name,
+                    current,
+                    applied.object,
+                    dry_run,
+                    owners_changed,
+                )
+            }
+        };
+        self.writer = writer;
+        let object = result?;
+        if !dry_run {
+            self.owners.insert((resource.plural, key), applied.owners);
+        }
+        Ok((object, live.is_none()))
+    }
+
     /// Removes an object for good: the deletion gets its own resourceVersion, which the
     /// `DELETED` event's object carries.
     fn remove(&mut self, resource: &Resource, key: &Key) {
@@ -1519,6 +1612,7 @@ impl Store {
         else {
             return;
         };
+        self.owners.remove(&(resource.plural, key.clone()));
         self.resource_version += 1;
         let mut last: Value = serde_json::from_slice(&removed.json).unwrap_or(Value::Null);
         last["metadata"]["resourceVersion"] = Value::from(self.resource_version.to_string());
@@ -1698,11 +1792,12 @@ impl Store {
             ));
         }
         self.check_precondition(resource, name, &current, &obj)?;
-        self.finish_update(resource, namespace, name, &current, obj, dry_run)
+        self.finish_update(resource, namespace, name, &current, obj, dry_run, false)
     }
 
     /// The common end of an update and a patch: the fields a client cannot change,
     /// defaulting, validation, the write.
+    #[allow(clippy::too_many_arguments)] // the write's parts
     fn finish_update(
         &mut self,
         resource: &Resource,
@@ -1711,6 +1806,7 @@ impl Store {
         current: &Value,
         mut obj: Value,
         dry_run: bool,
+        always_write: bool,
     ) -> Result<Value, ApiError> {
         for immutable in ["uid", "creationTimestamp"] {
             obj["metadata"][immutable] = current["metadata"][immutable].clone();
@@ -1731,7 +1827,7 @@ impl Store {
             new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
             &new == current
         };
-        if unchanged {
+        if unchanged && !always_write {
             return Ok(current.clone());
         }
         Ok(self.commit(
@@ -1871,7 +1967,8 @@ impl Store {
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-        let object = self.finish_update(resource, namespace, name, &current, patched, dry_run)?;
+        let object =
+            self.finish_update(resource, namespace, name, &current, patched, dry_run, false)?;
         Ok((object, unknown))
     }
 

@@ -471,3 +471,59 @@ async fn kubectl_discovery_leases_and_categories() {
     let all = k.ok(&["get", "all", "-n", "default", "-o", "name"]).await;
     assert!(all.lines().any(|l| l == "service/kubernetes"), "{all}");
 }
+
+/// `kubectl apply --server-side`: the server creates, merges, drops what the manager stops
+/// applying, and refuses a field another manager changed until `--force-conflicts`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_server_side_apply_owns_fields_and_reports_conflicts() {
+    let Some(h) = setup().await else {
+        return;
+    };
+    let k = Kubectl::new(&h, "admin");
+    let file = h.dir.path().join("ssa.yaml");
+    let path = file.to_str().unwrap();
+    let write = |data: &str| {
+        std::fs::write(
+            &file,
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kubectl-ssa\n  namespace: default\ndata:\n{data}"),
+        )
+        .unwrap()
+    };
+    k.run(&["delete", "configmap", "kubectl-ssa", "--ignore-not-found"])
+        .await;
+    let data = || async {
+        k.ok(&["get", "configmap", "kubectl-ssa", "-o", "jsonpath={.data}"])
+            .await
+    };
+    write("  a: \"1\"\n  b: \"2\"\n");
+    assert_eq!(
+        k.ok(&["apply", "--server-side", "-f", path]).await,
+        "configmap/kubectl-ssa serverside-applied\n"
+    );
+    write("  a: \"1\"\n  c: \"3\"\n");
+    k.ok(&["apply", "--server-side", "-f", path]).await;
+    assert_eq!(data().await, r#"{"a":"1","c":"3"}"#);
+    k.ok(&[
+        "patch",
+        "configmap",
+        "kubectl-ssa",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"a":"edited"}}"#,
+    ])
+    .await;
+    let out = k.run(&["apply", "--server-side", "-f", path]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.starts_with(
+            "error: Apply failed with 1 conflict: conflict with \"kubectl-patch\" using v1: .data.a\n"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(data().await, r#"{"a":"edited","c":"3"}"#);
+    k.ok(&["apply", "--server-side", "--force-conflicts", "-f", path])
+        .await;
+    assert_eq!(data().await, r#"{"a":"1","c":"3"}"#);
+    k.ok(&["delete", "configmap", "kubectl-ssa"]).await;
+}
