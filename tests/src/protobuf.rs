@@ -1,6 +1,9 @@
-//! Just enough of the Kubernetes protobuf encoding to read the one request kubectl sends
-//! only as protobuf: `SelfSubjectAccessReview` (`kubectl auth can-i`). Answers are JSON,
+//! Just enough of the Kubernetes protobuf encoding to read what kubectl sends only as
+//! protobuf: `SelfSubjectAccessReview` (`kubectl auth can-i`) here, the objects of its
+//! generators (`kubectl create <kind>`, `kubectl run`) in [`objects`]. Answers are JSON,
 //! which kubectl accepts (it asks for `application/vnd.kubernetes.protobuf,application/json`).
+
+pub mod objects;
 
 /// The magic prefix of Kubernetes protobuf envelopes.
 const MAGIC: &[u8] = b"k8s\0";

@@ -447,6 +447,30 @@ async fn read_body(body: Incoming) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("error decoding the request body: {e}")))
 }
 
+/// The media type of a request's body, without parameters.
+fn media_type(req: &Request<Incoming>) -> String {
+    req.headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// An object sent to be created or replaced: JSON, or protobuf as kubectl's typed clients
+/// send it.
+fn decode_object(content_type: &str, bytes: &[u8]) -> Result<Value, ApiError> {
+    let decoded = if content_type == "application/vnd.kubernetes.protobuf" {
+        crate::protobuf::objects::decode_object(bytes)
+    } else {
+        serde_json::from_slice(bytes).map_err(|e| e.to_string())
+    };
+    decoded.map_err(|e| ApiError::bad_request(format!("error decoding the request body: {e}")))
+}
+
 /// A list's `metadata`: its revision, and the paging state.
 fn list_metadata(page: &crate::store::ListPage) -> Value {
     let mut metadata = json!({"resourceVersion": page.resource_version.to_string()});
@@ -719,7 +743,9 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             Ok(json_response(200, list_envelope(resource, page)))
         }
         "create" => {
-            let mut body = read_body(req.into_body()).await?;
+            let content_type = media_type(&req);
+            let bytes = read_bytes(req.into_body()).await?;
+            let mut body = decode_object(&content_type, &bytes)?;
             let unknown = check_unknown_fields(resource, &mut body, field_validation)?;
             let mut store = state.store.lock().expect("store");
             store.writer = Some(writer.clone());
@@ -732,16 +758,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
                 .name
                 .clone()
                 .ok_or_else(ApiError::method_not_allowed)?;
-            let content_type = req
-                .headers()
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default()
-                .split(';')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_string();
+            let content_type = media_type(&req);
             let force = query.get("force").is_some_and(|f| f == "true" || f == "1");
             if verb == "patch" && content_type == "application/apply-patch+yaml" {
                 let manager = query
@@ -798,9 +815,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             let bytes = read_bytes(req.into_body()).await?;
             let mut body = match patch_type {
                 Some(_) => Value::Null,
-                None => serde_json::from_slice(&bytes).map_err(|e| {
-                    ApiError::bad_request(format!("error decoding the request body: {e}"))
-                })?,
+                None => decode_object(&content_type, &bytes)?,
             };
             let mut unknown = match patch_type {
                 Some(_) => Vec::new(),

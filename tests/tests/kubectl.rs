@@ -527,3 +527,142 @@ async fn kubectl_server_side_apply_owns_fields_and_reports_conflicts() {
     assert_eq!(data().await, r#"{"a":"1","c":"3"}"#);
     k.ok(&["delete", "configmap", "kubectl-ssa"]).await;
 }
+
+/// kubectl's generators send protobuf: `kubectl create configmap|deployment|service|job|
+/// cronjob|pdb` and `kubectl run` create what they say.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_generators_and_run_create_their_objects() {
+    let Some(h) = setup().await else {
+        return;
+    };
+    let k = Kubectl::new(&h, "admin");
+    let objects = [
+        "configmap/gen-cm",
+        "deployment/gen-deploy",
+        "service/gen-svc",
+        "pod/gen-pod",
+        "job/gen-job",
+        "cronjob/gen-cron",
+        "pdb/gen-pdb",
+    ];
+    for o in objects {
+        k.run(&["delete", o, "--ignore-not-found", "--wait=false"])
+            .await;
+    }
+    let created = [
+        k.ok(&[
+            "create",
+            "configmap",
+            "gen-cm",
+            "--from-literal=a=b",
+            "--from-literal=x=y",
+        ])
+        .await,
+        k.ok(&[
+            "create",
+            "deployment",
+            "gen-deploy",
+            "--image=registry.example.com/llm:1",
+            "--replicas=2",
+            "--port=8080",
+        ])
+        .await,
+        k.ok(&["create", "service", "clusterip", "gen-svc", "--tcp=80:8080"])
+            .await,
+        k.ok(&[
+            "run",
+            "gen-pod",
+            "--image=busybox",
+            "--labels=app=gen",
+            "--restart=Never",
+            "--env=A=1",
+            "--",
+            "sleep",
+            "10",
+        ])
+        .await,
+        k.ok(&[
+            "create",
+            "job",
+            "gen-job",
+            "--image=busybox",
+            "--",
+            "echo",
+            "hi",
+        ])
+        .await,
+        k.ok(&[
+            "create",
+            "cronjob",
+            "gen-cron",
+            "--image=busybox",
+            "--schedule=*/5 * * * *",
+        ])
+        .await,
+        k.ok(&[
+            "create",
+            "pdb",
+            "gen-pdb",
+            "--selector=app=gen",
+            "--min-available=50%",
+        ])
+        .await,
+    ];
+    assert_eq!(
+        created.concat(),
+        "configmap/gen-cm created\ndeployment.apps/gen-deploy created\nservice/gen-svc created\n\
+         pod/gen-pod created\njob.batch/gen-job created\ncronjob.batch/gen-cron created\n\
+         poddisruptionbudget.policy/gen-pdb created\n"
+    );
+    let get = |o: &'static str, path: &'static str| {
+        let k = &k;
+        async move { k.ok(&["get", o, "-o", &format!("jsonpath={path}")]).await }
+    };
+    assert_eq!(
+        get("configmap/gen-cm", "{.data}").await,
+        r#"{"a":"b","x":"y"}"#
+    );
+    assert_eq!(
+        get("deployment/gen-deploy", "{.spec.replicas} {.spec.selector.matchLabels.app} {.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].ports[0].containerPort}").await,
+        "2 gen-deploy registry.example.com/llm:1 8080"
+    );
+    assert_eq!(
+        get(
+            "service/gen-svc",
+            "{.spec.ports[0].port} {.spec.ports[0].targetPort} {.spec.ports[0].name} {.spec.type}"
+        )
+        .await,
+        "80 8080 80-8080 ClusterIP"
+    );
+    assert_eq!(
+        get("pod/gen-pod", "{.spec.containers[0].args} {.spec.containers[0].env[0].value} {.spec.restartPolicy} {.metadata.labels.app}").await,
+        r#"["sleep","10"] 1 Never gen"#
+    );
+    assert_eq!(
+        get("job/gen-job", "{.spec.template.spec.containers[0].command}").await,
+        r#"["echo","hi"]"#
+    );
+    assert_eq!(
+        get("cronjob/gen-cron", "{.spec.schedule}").await,
+        "*/5 * * * *"
+    );
+    assert_eq!(
+        get(
+            "pdb/gen-pdb",
+            "{.spec.minAvailable} {.spec.selector.matchLabels.app}"
+        )
+        .await,
+        "50% gen"
+    );
+    for o in objects {
+        k.run(&[
+            "delete",
+            o,
+            "--ignore-not-found",
+            "--wait=false",
+            "--grace-period=0",
+            "--force",
+        ])
+        .await;
+    }
+}
