@@ -71,51 +71,68 @@ fn server_owned(path: &[String]) -> bool {
 /// The leaf fields of an object with their values: map entries down to scalars, lists and
 /// empty maps.
 pub fn leaves(obj: &Value) -> BTreeMap<FieldPath, Value> {
-    fn walk(value: &Value, path: &mut FieldPath, out: &mut BTreeMap<FieldPath, Value>) {
-        match value {
-            Value::Object(map) if !map.is_empty() => {
-                for (key, child) in map {
-                    path.push(key.clone());
-                    if !server_owned(path) {
-                        walk(child, path, out);
-                    }
-                    path.pop();
+    let mut out = BTreeMap::new();
+    leaves_under(obj, &mut Vec::new(), &mut |path, leaf| {
+        out.insert(path.clone(), leaf.clone());
+    });
+    out
+}
+
+fn leaves_under(value: &Value, path: &mut FieldPath, out: &mut impl FnMut(&FieldPath, &Value)) {
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            for (key, child) in map {
+                path.push(key.clone());
+                if !server_owned(path) {
+                    leaves_under(child, path, out);
                 }
+                path.pop();
             }
-            Value::Null => {}
-            leaf => {
-                out.insert(path.clone(), leaf.clone());
+        }
+        Value::Null => {}
+        leaf => out(path, leaf),
+    }
+}
+
+/// The leaf fields a write changed, each with whether it is there afterwards; subtrees that
+/// are equal on both sides are not walked.
+pub fn changes(before: &Value, after: &Value) -> Vec<(FieldPath, bool)> {
+    fn walk(
+        before: Option<&Value>,
+        after: Option<&Value>,
+        path: &mut FieldPath,
+        out: &mut Vec<(FieldPath, bool)>,
+    ) {
+        if before == after || server_owned(path) {
+            return;
+        }
+        fn map(v: Option<&Value>) -> Option<&Map<String, Value>> {
+            v.and_then(Value::as_object).filter(|m| !m.is_empty())
+        }
+        if let (Some(b), Some(a)) = (map(before), map(after)) {
+            for key in b.keys().chain(a.keys().filter(|k| !b.contains_key(*k))) {
+                path.push(key.clone());
+                walk(b.get(key), a.get(key), path, out);
+                path.pop();
+            }
+            return;
+        }
+        for (side, present) in [(before, false), (after, true)] {
+            if let Some(value) = side {
+                leaves_under(value, path, &mut |p, _| out.push((p.clone(), present)));
             }
         }
     }
-    let mut out = BTreeMap::new();
-    walk(obj, &mut Vec::new(), &mut out);
+    let mut out = Vec::new();
+    walk(Some(before), Some(after), &mut Vec::new(), &mut out);
     out
 }
 
-/// The fields whose values differ between two states of an object (added, changed or
-/// removed).
-pub fn changed(before: &Value, after: &Value) -> Vec<FieldPath> {
-    let (old, new) = (leaves(before), leaves(after));
-    let mut out: Vec<FieldPath> = new
-        .iter()
-        .filter(|(path, value)| old.get(*path) != Some(value))
-        .map(|(path, _)| path.clone())
-        .collect();
-    out.extend(old.keys().filter(|p| !new.contains_key(*p)).cloned());
-    out
-}
-
-/// Records an `Update` by `manager`: it owns what it changed, alone.
-pub fn record_update(
-    owners: &mut Owners,
-    manager: &Manager,
-    changed: Vec<FieldPath>,
-    after: &Value,
-) {
-    let present = leaves(after);
-    for path in changed {
-        if present.contains_key(&path) {
+/// Records an `Update` by `manager`: it owns what it changed, alone; what it removed has no
+/// owner.
+pub fn record_update(owners: &mut Owners, manager: &Manager, changes: Vec<(FieldPath, bool)>) {
+    for (path, present) in changes {
+        if present {
             owners.insert(path, vec![manager.clone()]);
         } else {
             owners.remove(&path);

@@ -16,11 +16,13 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::apimachinery::field::go_json;
-use crate::apimachinery::strict::{FieldValidation, drop_unknown_fields, strict_error};
+use crate::apimachinery::strict::{
+    FieldValidation, drop_unknown_fields, drop_unknown_fields_in_patch, strict_error,
+};
 use crate::apimachinery::{
     Selector, is_qualified_name, is_valid_label_value, name_is_dns_label, name_is_dns_subdomain,
 };
-use crate::apply::{Manager, Owners, changed, record_update};
+use crate::apply::{Manager, Owners, changes, record_update};
 use crate::patch::{apply_json_patch_bytes, apply_merge_patch, apply_strategic_merge_patch};
 use crate::resources::{RESOURCES, Resource};
 use crate::status::{ApiError, FieldError, FieldValue};
@@ -149,11 +151,11 @@ pub struct WatchEvent {
     /// `ADDED`, `MODIFIED` or `DELETED`.
     pub change: &'static str,
     /// The object after the change (for `DELETED`, as it was, at the deletion's version).
-    pub object: Stored,
+    pub object: Arc<Stored>,
     /// The object before a `MODIFIED` or `DELETED` change: a watch with a selector turns a
     /// change that moves an object into or out of the selection into `ADDED` or `DELETED`,
     /// and a list continued from before the change shows it as it was.
-    pub previous: Option<Stored>,
+    pub previous: Option<Arc<Stored>>,
 }
 
 /// Why a watch cannot start where it asked to.
@@ -167,7 +169,7 @@ pub struct TooOld {
 #[derive(Debug)]
 pub struct Store {
     resource_version: u64,
-    tables: HashMap<&'static str, BTreeMap<Key, Stored>>,
+    tables: HashMap<&'static str, BTreeMap<Key, Arc<Stored>>>,
     /// The last [`EVENT_WINDOW`] changes, oldest first.
     events: std::collections::VecDeque<Arc<WatchEvent>>,
     /// Every change as it is written, for the watches open now.
@@ -201,7 +203,7 @@ fn field_value(obj: &Value, path: &str) -> String {
     }
 }
 
-fn index(resource: &Resource, obj: &Value) -> Stored {
+fn index(resource: &Resource, obj: &Value) -> Arc<Stored> {
     let labels = obj["metadata"]["labels"]
         .as_object()
         .map(|m| {
@@ -226,15 +228,26 @@ fn index(resource: &Resource, obj: &Value) -> Stored {
         };
         fields.push((f, value));
     }
-    let mut item = obj.clone();
-    if let Some(m) = item.as_object_mut() {
-        m.remove("apiVersion");
-        m.remove("kind");
-    }
-    Stored {
-        json: Bytes::from(serde_json::to_vec(&item).expect("values serialise")),
+    Arc::new(Stored {
+        json: Bytes::from(serde_json::to_vec(&ListItem(obj)).expect("values serialise")),
         labels,
         fields,
+    })
+}
+
+/// An object serialised as a list item: without `apiVersion` and `kind` (and without a copy
+/// of the object to remove them from).
+struct ListItem<'a>(&'a Value);
+
+impl serde::Serialize for ListItem<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0.as_object() {
+            Some(map) => serializer.collect_map(
+                map.iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "apiVersion" | "kind")),
+            ),
+            None => self.0.serialize(serializer),
+        }
     }
 }
 
@@ -1186,7 +1199,7 @@ impl Store {
         self.resource_version
     }
 
-    fn table(&self, resource: &Resource) -> &BTreeMap<Key, Stored> {
+    fn table(&self, resource: &Resource) -> &BTreeMap<Key, Arc<Stored>> {
         &self.tables[resource.plural]
     }
 
@@ -1306,7 +1319,7 @@ impl Store {
         &self,
         resource: &Resource,
         resource_version: u64,
-    ) -> Result<BTreeMap<Key, Option<Stored>>, ApiError> {
+    ) -> Result<BTreeMap<Key, Option<Arc<Stored>>>, ApiError> {
         let oldest = self
             .events
             .front()
@@ -1365,7 +1378,7 @@ impl Store {
             Some(token) if token.rv < self.resource_version => {
                 let undone = self.state_at(resource, token.rv)?;
                 (!undone.is_empty()).then(|| {
-                    let mut view: BTreeMap<Key, Stored> = table
+                    let mut view: BTreeMap<Key, Arc<Stored>> = table
                         .range::<Key, _>((
                             std::ops::Bound::Excluded(token.start.clone()),
                             std::ops::Bound::Unbounded,
@@ -1393,7 +1406,7 @@ impl Store {
                 .filter(|_| resource.namespaced)
                 .is_none_or(|ns| key.0 == ns)
         };
-        let range: Box<dyn Iterator<Item = (&Key, &Stored)>> =
+        let range: Box<dyn Iterator<Item = (&Key, &Arc<Stored>)>> =
             match (&start, namespace.filter(|_| resource.namespaced)) {
                 _ if snapshot.is_some() => Box::new(snapshot.iter().flatten()),
                 (Some(s), _) => Box::new(table.range::<Key, _>((
@@ -1479,17 +1492,6 @@ impl Store {
             .get_mut(resource.plural)
             .expect("table")
             .insert(key.clone(), stored.clone());
-        if let Some(manager) = &self.writer {
-            let before = previous
-                .as_ref()
-                .and_then(|p| serde_json::from_slice(&p.json).ok())
-                .unwrap_or(Value::Null);
-            let owners = self
-                .owners
-                .entry((resource.plural, key.clone()))
-                .or_default();
-            record_update(owners, manager, changed(&before, &obj), &obj);
-        }
         let change = if previous.is_some() {
             "MODIFIED"
         } else {
@@ -1601,6 +1603,21 @@ impl Store {
         Ok((object, live.is_none()))
     }
 
+    /// Records the write in progress's field manager as the owner of what it changes.
+    fn record_writer(
+        &mut self,
+        resource: &Resource,
+        key: Key,
+        before: &Value,
+        after: &Value,
+        dry_run: bool,
+    ) {
+        if let Some(manager) = self.writer.as_ref().filter(|_| !dry_run) {
+            let owners = self.owners.entry((resource.plural, key)).or_default();
+            record_update(owners, manager, changes(before, after));
+        }
+    }
+
     /// Removes an object for good: the deletion gets its own resourceVersion, which the
     /// `DELETED` event's object carries.
     fn remove(&mut self, resource: &Resource, key: &Key) {
@@ -1625,8 +1642,8 @@ impl Store {
         resource: &Resource,
         (namespace, name): Key,
         change: &'static str,
-        object: Stored,
-        previous: Option<Stored>,
+        object: Arc<Stored>,
+        previous: Option<Arc<Stored>>,
     ) {
         let event = Arc::new(WatchEvent {
             resource_version: self.resource_version,
@@ -1684,7 +1701,7 @@ impl Store {
         resource: &Resource,
         namespace: Option<&str>,
     ) -> (
-        Vec<(String, Stored)>,
+        Vec<(String, Arc<Stored>)>,
         tokio::sync::broadcast::Receiver<Arc<WatchEvent>>,
     ) {
         let now = self
@@ -1762,6 +1779,7 @@ impl Store {
         if obj["metadata"]["creationTimestamp"].is_null() {
             obj["metadata"]["creationTimestamp"] = Value::from(now());
         }
+        self.record_writer(resource, key.clone(), &Value::Null, &obj, dry_run);
         Ok(self.commit(resource, key, obj, dry_run, None))
     }
 
@@ -1830,6 +1848,13 @@ impl Store {
         if unchanged && !always_write {
             return Ok(current.clone());
         }
+        self.record_writer(
+            resource,
+            Self::key(resource, namespace, name),
+            current,
+            &obj,
+            dry_run,
+        );
         Ok(self.commit(
             resource,
             Self::key(resource, namespace, name),
@@ -1896,12 +1921,24 @@ impl Store {
         dry_run: bool,
         validation: FieldValidation,
     ) -> Result<(Value, Vec<String>), ApiError> {
-        let body: Value = serde_json::from_slice(bytes)
+        let original: Value = serde_json::from_slice(bytes)
             .map_err(|_| ApiError::bad_request("invalid JSON patch"))?;
         let current = self.get_value(resource, namespace, name)?;
-        if let Some(e) = patch_decode_error(patch_type, &body) {
+        if let Some(e) = patch_decode_error(patch_type, &original) {
             return Err(e);
         }
+        // Unknown fields of a merge or strategic patch are found (and dropped) in the patch
+        // itself; a JSON Patch's in the object it makes.
+        let mut body = original.clone();
+        let mut unknown = match patch_type {
+            PatchType::Merge | PatchType::Strategic => drop_unknown_fields_in_patch(
+                resource.group,
+                resource.version,
+                resource.kind,
+                &mut body,
+            ),
+            PatchType::Json => Vec::new(),
+        };
         let patched = match patch_type {
             PatchType::Json => {
                 let text = std::str::from_utf8(bytes)
@@ -1924,7 +1961,7 @@ impl Store {
                     } else {
                         "unrecognized type: string"
                     };
-                    return Err(patch_invalid(go_sprint(&body), detail.into()));
+                    return Err(patch_invalid(go_sprint(&original), detail.into()));
                 }
                 apply_strategic_merge_patch(&current, &body)
             }
@@ -1933,19 +1970,26 @@ impl Store {
             return Err(patch_invalid(go_json(&patched), e));
         }
         let mut patched = patched;
-        let as_patched = patched.clone();
-        let unknown = drop_unknown_fields(
-            resource.group,
-            resource.version,
-            resource.kind,
-            &mut patched,
-        );
+        let as_patched = match patch_type {
+            PatchType::Json => {
+                let as_patched = patched.clone();
+                unknown = drop_unknown_fields(
+                    resource.group,
+                    resource.version,
+                    resource.kind,
+                    &mut patched,
+                );
+                Some(as_patched)
+            }
+            PatchType::Merge | PatchType::Strategic => None,
+        };
         if validation == FieldValidation::Strict && !unknown.is_empty() {
             // A strategic merge patch is quoted as the patch map, the others as the object
             // they made.
-            let value = match patch_type {
-                PatchType::Strategic => go_sprint(&body),
-                PatchType::Json | PatchType::Merge => go_json(&as_patched),
+            let value = match (patch_type, as_patched) {
+                (PatchType::Strategic, _) => go_sprint(&original),
+                (_, Some(as_patched)) => go_json(&as_patched),
+                (_, None) => go_json(&apply_merge_patch(&current, &original)),
             };
             return Err(patch_invalid(value, strict_error(&unknown)));
         }

@@ -58,7 +58,7 @@ fn typed_round_trip(group: &str, kind: &str, obj: &Value) -> Option<Value> {
     use k8s_openapi::api::{apps, batch, coordination, core, policy};
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
     fn round_trip<T: DeserializeOwned + Serialize>(obj: &Value) -> Option<Value> {
-        let typed: T = serde_json::from_value(obj.clone()).ok()?;
+        let typed = T::deserialize(obj).ok()?;
         serde_json::to_value(typed).ok()
     }
     match (group, kind) {
@@ -86,8 +86,50 @@ fn typed_round_trip(group: &str, kind: &str, obj: &Value) -> Option<Value> {
 /// Removes the fields of `obj` that its kind does not hold and returns their paths in the
 /// API server's notation (`spec.containers[0].foo`), in the order of the body.
 pub fn drop_unknown_fields(group: &str, version: &str, kind: &str, obj: &mut Value) -> Vec<String> {
-    let mut probe = obj.clone();
     // The models check the type meta; the URL decides it on the server.
+    let api_version = match group {
+        "" => version.to_string(),
+        g => format!("{g}/{version}"),
+    };
+    let known = if obj["apiVersion"] == api_version.as_str() && obj["kind"] == kind {
+        typed_round_trip(group, kind, obj)
+    } else {
+        let mut probe = obj.clone();
+        probe["apiVersion"] = Value::from(api_version);
+        probe["kind"] = Value::from(kind);
+        typed_round_trip(group, kind, &probe)
+    };
+    let Some(known) = known else {
+        return Vec::new();
+    };
+    let mut unknown = Vec::new();
+    prune(kind, obj, &known, "", "", &mut unknown);
+    unknown
+}
+
+/// The unknown fields of a merge or strategic merge patch, removed from it: a patch has
+/// the object's shape, so what it does not hold the patched object would not either, and a
+/// patch is far smaller than the object it changes. Deletions (`null`) and the strategic
+/// patch's directives (`$patch`, `$setElementOrder/…`) are not fields.
+pub fn drop_unknown_fields_in_patch(
+    group: &str,
+    version: &str,
+    kind: &str,
+    patch: &mut Value,
+) -> Vec<String> {
+    fn fields_only(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .filter(|(k, v)| !v.is_null() && !k.starts_with('$'))
+                    .map(|(k, v)| (k.clone(), fields_only(v)))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(fields_only).collect()),
+            other => other.clone(),
+        }
+    }
+    let mut probe = fields_only(patch);
     probe["apiVersion"] = Value::from(match group {
         "" => version.to_string(),
         g => format!("{g}/{version}"),
@@ -97,7 +139,7 @@ pub fn drop_unknown_fields(group: &str, version: &str, kind: &str, obj: &mut Val
         return Vec::new();
     };
     let mut unknown = Vec::new();
-    prune(kind, obj, &known, "", "", &mut unknown);
+    prune(kind, patch, &known, "", "", &mut unknown);
     unknown
 }
 
@@ -121,8 +163,9 @@ fn prune(
                     Some(known_value) => {
                         prune(kind, value, known_value, &child, &child_pattern, unknown)
                     }
-                    // A `null` decodes to an absent optional field: nothing to tell.
-                    None if value.is_null() => {}
+                    // A `null` decodes to an absent optional field: nothing to tell; a
+                    // `$` key is a strategic merge patch directive.
+                    None if value.is_null() || key.starts_with('$') => {}
                     None if NEWER_FIELDS.contains(&(kind, child_pattern.as_str())) => {}
                     None => {
                         unknown.push(child);
