@@ -158,6 +158,9 @@ pub struct WatchEvent {
     pub previous: Option<Arc<Stored>>,
 }
 
+/// The changes to come, as a watch receives them.
+pub type Changes = tokio::sync::broadcast::Receiver<Arc<WatchEvent>>;
+
 /// Why a watch cannot start where it asked to.
 #[derive(Debug)]
 pub struct TooOld {
@@ -1664,17 +1667,10 @@ impl Store {
 
     /// The changes after `resource_version` (of every resource; the watch filters), and a
     /// receiver of the changes to come. `Err` when the window no longer reaches back there.
-    #[allow(clippy::type_complexity)]
     pub fn changes_since(
         &self,
         resource_version: u64,
-    ) -> Result<
-        (
-            Vec<Arc<WatchEvent>>,
-            tokio::sync::broadcast::Receiver<Arc<WatchEvent>>,
-        ),
-        TooOld,
-    > {
+    ) -> Result<(Vec<Arc<WatchEvent>>, Changes), TooOld> {
         let oldest = self
             .events
             .front()
@@ -1700,10 +1696,7 @@ impl Store {
         &self,
         resource: &Resource,
         namespace: Option<&str>,
-    ) -> (
-        Vec<(String, Arc<Stored>)>,
-        tokio::sync::broadcast::Receiver<Arc<WatchEvent>>,
-    ) {
+    ) -> (Vec<(String, Arc<Stored>)>, Changes) {
         let now = self
             .table(resource)
             .iter()
