@@ -19,7 +19,6 @@ use placekit::lint::engine::{
 use placekit::lint::fixer::{self, FixMode};
 use placekit::lint::output::{self, Structured, StructuredWriter};
 use placekit::lint::rule::Severity;
-use placekit::lint::rules::{RULES, find};
 use placekit::ui::{ColorChoice, DisplayArgs, OutputFormat, Ui};
 
 const AFTER_HELP: &str = "\
@@ -279,16 +278,9 @@ enum Command {
 
 /// Rule ids with their summaries, for completion.
 fn rule_ids() -> Vec<Candidate> {
-    let mut ids: Vec<Candidate> = RULES
-        .iter()
-        .map(|r| Candidate::new(r.meta().id, r.meta().summary))
-        .collect();
-    ids.extend(
-        placekit::lint::cluster::CLUSTER_RULES
-            .iter()
-            .map(|(id, _, _, summary)| Candidate::new(*id, *summary)),
-    );
-    ids
+    placekit::lint::rules::all_metas()
+        .map(|m| Candidate::new(m.id, m.summary))
+        .collect()
 }
 
 /// What `kubectl affinity-lint <TAB>` offers where the shared flags do not decide.
@@ -822,59 +814,21 @@ fn load_config(cli: &Cli) -> Result<Config, String> {
 }
 
 fn rules(id: Option<&str>) -> ExitCode {
-    match id {
-        None => {
-            let rows: Vec<Vec<String>> = RULES
-                .iter()
-                .map(|r| {
-                    let m = r.meta();
-                    vec![
-                        m.id.to_string(),
-                        m.severity.as_str().to_string(),
-                        m.name.to_string(),
-                        m.summary.to_string(),
-                    ]
-                })
-                .collect();
-            let mut rows = rows;
-            rows.extend(placekit::lint::cluster::CLUSTER_RULES.iter().map(
-                |(id, name, severity, summary)| {
-                    vec![
-                        id.to_string(),
-                        severity.as_str().to_string(),
-                        name.to_string(),
-                        format!("{summary} (with --cluster)"),
-                    ]
-                },
-            ));
-            print!(
-                "{}",
-                placekit::ui::table(&["ID", "SEVERITY", "NAME", "FINDS"], &rows)
-            );
+    let page = match id {
+        None => Some(placekit::lint::rules::catalogue_table()),
+        Some(id) => placekit::lint::rules::page(id),
+    };
+    match page {
+        Some(text) => {
+            print!("{text}");
             ExitCode::SUCCESS
         }
-        Some(id) => match find(id) {
-            Some(rule) => {
-                let m = rule.meta();
-                println!("{} {} ({})\n\n{}", m.id, m.name, m.severity.as_str(), m.doc);
-                ExitCode::SUCCESS
-            }
-            None if let Some((id, name, severity, summary)) =
-                placekit::lint::cluster::CLUSTER_RULES
-                    .iter()
-                    .find(|(r, _, _, _)| r.eq_ignore_ascii_case(id)) =>
-            {
-                println!(
-                    "{id} {name} ({}, with --cluster)\n\n{summary}. Checked against the live nodes read by two paged lists (nodes, active pods).\n\n{}",
-                    severity.as_str(),
-                    placekit::lint::cluster::CLUSTER_RULES_CHECKED
-                );
-                ExitCode::SUCCESS
-            }
-            None => {
-                eprintln!("error: unknown rule {id:?}; `kubectl affinity-lint rules` lists them");
-                ExitCode::from(exit::USAGE)
-            }
-        },
+        None => {
+            eprintln!(
+                "error: unknown rule {:?}; `kubectl affinity-lint rules` lists them",
+                id.unwrap_or_default()
+            );
+            ExitCode::from(exit::USAGE)
+        }
     }
 }

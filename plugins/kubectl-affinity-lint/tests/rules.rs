@@ -618,7 +618,9 @@ fn rules_subcommand_prints_documentation() {
     let (code, out, _) = l.run(&["rules"]);
     assert_eq!(code, 0);
     assert_eq!(out.lines().count(), 22);
-    for id in (1..=16).map(|n| format!("AL{n:03}")) {
+    // The `--cluster` rules are documented like the offline ones.
+    let ids = (1..=16).chain(101..=105).map(|n| format!("AL{n:03}"));
+    for id in ids {
         let (code, out, _) = l.run(&["rules", &id]);
         assert_eq!(code, 0);
         for section in [
@@ -632,4 +634,9 @@ fn rules_subcommand_prints_documentation() {
         }
     }
     assert_eq!(l.run(&["rules", "AL999"]).0, 2);
+    let (_, out, _) = l.run(&["rules", "al103"]);
+    assert!(
+        out.starts_with("AL103 tainted-candidates (error, with --cluster)\n\n## What it does\n"),
+        "{out}"
+    );
 }

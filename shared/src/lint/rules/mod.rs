@@ -16,8 +16,13 @@ pub mod al013;
 pub mod al014;
 pub mod al015;
 pub mod al016;
+pub mod al101;
+pub mod al102;
+pub mod al103;
+pub mod al104;
+pub mod al105;
 
-use super::rule::Rule;
+use super::rule::{Rule, RuleMeta};
 
 /// Every offline rule, in id order.
 pub static RULES: &[&dyn Rule] = &[
@@ -45,4 +50,65 @@ pub fn find(id: &str) -> Option<&'static dyn Rule> {
         .iter()
         .copied()
         .find(|r| r.meta().id.eq_ignore_ascii_case(id))
+}
+
+/// The `--cluster` rules: judged against the live nodes by `lint::cluster`, documented in
+/// their own files like the offline rules.
+pub static CLUSTER_RULES: &[&RuleMeta] = &[
+    &al101::META,
+    &al102::META,
+    &al103::META,
+    &al104::META,
+    &al105::META,
+];
+
+/// Every rule's documentation, offline rules first, in id order.
+pub fn all_metas() -> impl Iterator<Item = &'static RuleMeta> {
+    RULES
+        .iter()
+        .map(|r| r.meta())
+        .chain(CLUSTER_RULES.iter().copied())
+}
+
+/// Any rule's documentation by id (case-insensitive).
+pub fn meta(id: &str) -> Option<&'static RuleMeta> {
+    all_metas().find(|m| m.id.eq_ignore_ascii_case(id))
+}
+
+/// The catalogue as `affinity-lint rules` prints it.
+pub fn catalogue_table() -> String {
+    let rows: Vec<Vec<String>> = all_metas()
+        .map(|m| {
+            let live = CLUSTER_RULES.iter().any(|c| c.id == m.id);
+            vec![
+                m.id.to_string(),
+                m.severity.as_str().to_string(),
+                m.name.to_string(),
+                if live {
+                    format!("{} (with --cluster)", m.summary)
+                } else {
+                    m.summary.to_string()
+                },
+            ]
+        })
+        .collect();
+    crate::ui::table(&["ID", "SEVERITY", "NAME", "FINDS"], &rows)
+}
+
+/// One rule's page, as `affinity-lint rules ID` prints it.
+pub fn page(id: &str) -> Option<String> {
+    meta(id).map(|m| {
+        let live = if CLUSTER_RULES.iter().any(|c| c.id == m.id) {
+            ", with --cluster"
+        } else {
+            ""
+        };
+        format!(
+            "{} {} ({}{live})\n\n{}\n",
+            m.id,
+            m.name,
+            m.severity.as_str(),
+            m.doc
+        )
+    })
 }
