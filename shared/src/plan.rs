@@ -605,33 +605,69 @@ pub fn plan_node(state: &NodeState, request: &ChangeRequest) -> NodePlan {
     }
 }
 
+/// Why a JSON Patch does not apply to a node's state (the API server's words where it has
+/// them).
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    #[error("patch is not an array")]
+    NotAnArray,
+    #[error("an operation without {0}")]
+    Incomplete(&'static str),
+    #[error("testing value {0} failed")]
+    TestFailed(String),
+    #[error("unexpected op {0}")]
+    UnexpectedOp(String),
+    #[error("unexpected path {0}")]
+    UnexpectedPath(String),
+    #[error("doc is missing path: {0}")]
+    MissingPath(String),
+    #[error("doc is missing key: {0}")]
+    MissingKey(String),
+    #[error("{0}: a label or annotation value is not a string")]
+    NotAString(String),
+    #[error("{path}: {source}")]
+    BadValue {
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// Applies a JSON Patch made by [`NodePlan::json_patch`] to a node's labels and taints, with
 /// the API server's semantics for the operations placekit emits. Used to check plans in
 /// tests and to predict the result of a write.
-pub fn apply_to_state(state: &NodeState, patch: &Value) -> Result<NodeState, String> {
+pub fn apply_to_state(state: &NodeState, patch: &Value) -> Result<NodeState, PatchError> {
     let mut labels: Option<BTreeMap<String, String>> =
         (!state.labels.is_empty()).then(|| state.labels.clone());
     let mut annotations: Option<BTreeMap<String, String>> =
         (!state.annotations.is_empty()).then(|| state.annotations.clone());
     let mut taints: Option<Vec<Taint>> = (!state.taints.is_empty()).then(|| state.taints.clone());
-    for op in patch.as_array().ok_or("patch is not an array")? {
-        let kind = op["op"].as_str().ok_or("op without kind")?;
-        let path = op["path"].as_str().ok_or("op without path")?;
+    for op in patch.as_array().ok_or(PatchError::NotAnArray)? {
+        let kind = op["op"].as_str().ok_or(PatchError::Incomplete("op"))?;
+        let path = op["path"].as_str().ok_or(PatchError::Incomplete("path"))?;
         let value = &op["value"];
         if path == "/spec/taints" {
             match kind {
                 "test" => {
-                    let expected: Option<Vec<Taint>> =
-                        serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
+                    let expected: Option<Vec<Taint>> = serde_json::from_value(value.clone())
+                        .map_err(|source| PatchError::BadValue {
+                            path: path.to_string(),
+                            source,
+                        })?;
                     if expected != taints {
-                        return Err(format!("testing value {path} failed"));
+                        return Err(PatchError::TestFailed(path.to_string()));
                     }
                 }
                 "add" | "replace" => {
-                    taints = Some(serde_json::from_value(value.clone()).map_err(|e| e.to_string())?)
+                    taints = Some(serde_json::from_value(value.clone()).map_err(|source| {
+                        PatchError::BadValue {
+                            path: path.to_string(),
+                            source,
+                        }
+                    })?)
                 }
                 "remove" => taints = None,
-                other => return Err(format!("unexpected op {other}")),
+                other => return Err(PatchError::UnexpectedOp(other.to_string())),
             }
             continue;
         }
@@ -640,7 +676,7 @@ pub fn apply_to_state(state: &NodeState, patch: &Value) -> Result<NodeState, Str
         } else if path.starts_with("/metadata/annotations") {
             (&mut annotations, "/metadata/annotations")
         } else {
-            return Err(format!("unexpected path {path}"));
+            return Err(PatchError::UnexpectedPath(path.to_string()));
         };
         apply_map_op(map, root, kind, path, value)?;
     }
@@ -658,26 +694,31 @@ fn apply_map_op(
     kind: &str,
     path: &str,
     value: &Value,
-) -> Result<(), String> {
+) -> Result<(), PatchError> {
     if path == root {
         return match kind {
             "test" if value.is_null() && map.is_none() => Ok(()),
-            "test" => Err(format!("testing value {path} failed")),
+            "test" => Err(PatchError::TestFailed(path.to_string())),
             "add" => {
-                *map = Some(serde_json::from_value(value.clone()).map_err(|e| e.to_string())?);
+                *map = Some(serde_json::from_value(value.clone()).map_err(|source| {
+                    PatchError::BadValue {
+                        path: path.to_string(),
+                        source,
+                    }
+                })?);
                 Ok(())
             }
-            other => Err(format!("unexpected op {other}")),
+            other => Err(PatchError::UnexpectedOp(other.to_string())),
         };
     }
     let token = path
         .strip_prefix(root)
         .and_then(|t| t.strip_prefix('/'))
-        .ok_or_else(|| format!("unexpected path {path}"))?;
+        .ok_or_else(|| PatchError::UnexpectedPath(path.to_string()))?;
     let key = unescape_pointer_token(token);
     let map = map
         .as_mut()
-        .ok_or_else(|| format!("doc is missing path: {path}"))?;
+        .ok_or_else(|| PatchError::MissingPath(path.to_string()))?;
     match kind {
         "test" => {
             let actual = map
@@ -685,21 +726,23 @@ fn apply_map_op(
                 .map(|v| Value::from(v.as_str()))
                 .unwrap_or(Value::Null);
             if actual != *value {
-                return Err(format!("testing value {path} failed"));
+                return Err(PatchError::TestFailed(path.to_string()));
             }
         }
         "add" | "replace" => {
             if kind == "replace" && !map.contains_key(&key) {
-                return Err(format!("doc is missing key: {path}"));
+                return Err(PatchError::MissingKey(path.to_string()));
             }
-            let v = value.as_str().ok_or("map value is not a string")?;
+            let v = value
+                .as_str()
+                .ok_or_else(|| PatchError::NotAString(path.to_string()))?;
             map.insert(key, v.to_string());
         }
         "remove" => {
             map.remove(&key)
-                .ok_or_else(|| format!("doc is missing key: {path}"))?;
+                .ok_or_else(|| PatchError::MissingKey(path.to_string()))?;
         }
-        other => return Err(format!("unexpected op {other}")),
+        other => return Err(PatchError::UnexpectedOp(other.to_string())),
     }
     Ok(())
 }

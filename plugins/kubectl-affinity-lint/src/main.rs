@@ -809,7 +809,9 @@ fn load_config(cli: &Cli) -> Result<Config, String> {
         }
         None => Config::default(),
     };
-    config.apply_flags(&cli.enable, &cli.disable)?;
+    config
+        .apply_flags(&cli.enable, &cli.disable)
+        .map_err(|e| e.to_string())?;
     Ok(config)
 }
 

@@ -67,12 +67,21 @@ const CHECKS: &[Check] = &[
     },
 ];
 
+/// Why `--namespace-selector` cannot become the binding's `namespaceSelector`.
+#[derive(Debug, thiserror::Error)]
+pub enum NamespaceSelectorError {
+    #[error(transparent)]
+    Syntax(#[from] crate::syntax::SyntaxError),
+    #[error("{0}: a namespace selector has no Gt/Lt (use =, !=, in, notin, exists)")]
+    Comparison(String),
+}
+
 /// A namespace selector (kubectl's `-l` syntax) as the binding's
 /// `matchResources.namespaceSelector` (flow YAML), so a rollout can start with a few
 /// namespaces. `Gt`/`Lt` have no metav1.LabelSelector form.
-pub fn namespace_selector(selector: &str) -> Result<String, String> {
+pub fn namespace_selector(selector: &str) -> Result<String, NamespaceSelectorError> {
     use crate::syntax::{LabelSelector, SelectorOperator as Op};
-    let parsed = LabelSelector::parse(selector).map_err(|e| e.to_string())?;
+    let parsed = LabelSelector::parse(selector)?;
     let mut expressions = Vec::new();
     for r in &parsed.requirements {
         let operator = match r.operator {
@@ -81,9 +90,7 @@ pub fn namespace_selector(selector: &str) -> Result<String, String> {
             Op::Exists => "Exists",
             Op::DoesNotExist => "DoesNotExist",
             Op::GreaterThan | Op::LessThan => {
-                return Err(format!(
-                    "{r}: a namespace selector has no Gt/Lt (use =, !=, in, notin, exists)"
-                ));
+                return Err(NamespaceSelectorError::Comparison(r.to_string()));
             }
         };
         let mut e = serde_json::json!({"key": r.key, "operator": operator});

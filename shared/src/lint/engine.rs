@@ -42,7 +42,7 @@ impl Config {
                 Some("rules") => {
                     for (id, level) in value.entries() {
                         let id = id.as_str().unwrap_or_default().to_ascii_uppercase();
-                        check_id(&id).map_err(|m| fail(Some(value.line), m))?;
+                        check_id(&id).map_err(|e| fail(Some(value.line), e.to_string()))?;
                         let level = level.scalar_text().unwrap_or_default();
                         let severity = match level {
                             "off" | "false" => None,
@@ -54,12 +54,9 @@ impl Config {
                 Some(list @ ("disable" | "enable")) => {
                     for item in value.items() {
                         let id = item.as_str().unwrap_or_default().to_ascii_uppercase();
-                        check_id(&id).map_err(|m| fail(Some(item.line), m))?;
-                        let severity = if list == "disable" {
-                            None
-                        } else {
-                            super::rules::find(&id).map(|r| r.meta().severity)
-                        };
+                        let meta =
+                            check_id(&id).map_err(|e| fail(Some(item.line), e.to_string()))?;
+                        let severity = (list == "enable").then_some(meta.severity);
                         config.overrides.insert(id, severity);
                     }
                 }
@@ -76,12 +73,15 @@ impl Config {
     }
 
     /// Applies `--enable` / `--disable` lists on top.
-    pub fn apply_flags(&mut self, enable: &[String], disable: &[String]) -> Result<(), String> {
+    pub fn apply_flags(
+        &mut self,
+        enable: &[String],
+        disable: &[String],
+    ) -> Result<(), UnknownRule> {
         for id in enable {
             let id = id.to_ascii_uppercase();
-            check_id(&id)?;
-            let default = super::rules::find(&id).map(|r| r.meta().severity);
-            self.overrides.insert(id, default);
+            let default = check_id(&id)?.severity;
+            self.overrides.insert(id, Some(default));
         }
         for id in disable {
             let id = id.to_ascii_uppercase();
@@ -113,18 +113,15 @@ impl Config {
     }
 }
 
-fn check_id(id: &str) -> Result<(), String> {
-    if super::rules::find(id).is_some() || is_cluster_rule(id) {
-        Ok(())
-    } else {
-        Err(format!(
-            "unknown rule {id:?} (see `kubectl affinity-lint rules`)"
-        ))
-    }
+/// A rule id that names no rule, offline or `--cluster`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown rule {id:?} (see `kubectl affinity-lint rules`)")]
+pub struct UnknownRule {
+    pub id: String,
 }
 
-fn is_cluster_rule(id: &str) -> bool {
-    matches!(id, "AL101" | "AL102" | "AL103" | "AL104" | "AL105")
+fn check_id(id: &str) -> Result<&'static super::rule::RuleMeta, UnknownRule> {
+    super::rules::meta(id).ok_or_else(|| UnknownRule { id: id.to_string() })
 }
 
 /// The object a finding is about.
@@ -732,6 +729,15 @@ mod tests {
         assert_eq!(c.severity("AL001", Severity::Error), None);
         assert!(Config::parse("rules: {AL999: off}\n", "c.yaml").is_err());
         assert!(Config::parse("rules: {AL001: loud}\n", "c.yaml").is_err());
-        assert!(c.apply_flags(&[], &["nope".into()]).is_err());
+        assert_eq!(
+            c.apply_flags(&[], &["nope".into()]),
+            Err(UnknownRule { id: "NOPE".into() })
+        );
+        // Enabling a `--cluster` rule runs it at its own severity (it once turned it off).
+        c.apply_flags(&["al104".into()], &[]).unwrap();
+        assert_eq!(
+            c.severity("AL104", Severity::Warning),
+            Some(Severity::Warning)
+        );
     }
 }
