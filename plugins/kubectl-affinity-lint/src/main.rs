@@ -13,9 +13,7 @@ use placekit::connect::ConnectionArgs;
 use placekit::exit;
 use placekit::fleet::{self, ClusterRead, Fleet, FleetArgs};
 use placekit::lint::admission;
-use placekit::lint::engine::{
-    Config, FileReport, Fixable, Outcome, Settings, lint_paths_streaming,
-};
+use placekit::lint::engine::{Config, FileReport, Outcome, Settings, lint_paths_streaming};
 use placekit::lint::fixer::{self, FixMode};
 use placekit::lint::output::{self, Structured, StructuredWriter};
 use placekit::lint::rule::Severity;
@@ -679,80 +677,12 @@ fn fix(cli: &Cli, settings: &Settings<'_>, ui: &Ui, contexts: &[ClusterRead<()>]
     } else {
         None
     };
-    let outcome = fixer::fix(
-        &cli.files,
-        cli.recursive,
-        settings,
-        stdin.clone(),
-        FixMode {
-            unsafe_fixes: cli.unsafe_fixes,
-            write: cli.fix,
-        },
-    );
-    let mut summary = String::new();
-    for a in &outcome.applied {
-        summary.push_str(&format!(
-            "{}:{}: {} {}: {}\n",
-            a.file,
-            a.line,
-            if cli.fix { "fixed" } else { "would fix" },
-            a.rule,
-            a.title
-        ));
-    }
-    for e in &outcome.write_errors {
-        summary.push_str(&format!("error: not fixed: {e}\n"));
-    }
-    for f in outcome
-        .remaining
-        .findings
-        .iter()
-        .filter(|f| f.fixable == Some(Fixable::Template))
-    {
-        summary.push_str(&format!(
-            "{}:{}: not edited: {} is Helm output; fix the template {}\n",
-            f.file,
-            f.line,
-            f.rule,
-            f.helm_template.as_deref().unwrap_or("?")
-        ));
-    }
-    let manual: Vec<_> = outcome
-        .remaining
-        .findings
-        .iter()
-        .filter(|f| f.fixable == Some(Fixable::Manual))
-        .collect();
-    for f in &manual {
-        // With --fix the file on disk is the fixed one; --diff speaks of the file as it is.
-        let line = if cli.diff {
-            outcome.line_before_fixes(&f.file, f.line)
-        } else {
-            f.line
-        };
-        summary.push_str(&format!(
-            "{}:{}: no automatic fix for {}: {}; apply the suggested change by hand\n",
-            f.file,
-            line,
-            f.rule,
-            f.manual_reason.unwrap_or("not in this layout")
-        ));
-    }
-    let unsafe_left = outcome.unsafe_left();
-    let mut notes = Vec::new();
-    if unsafe_left > 0 && !cli.unsafe_fixes {
-        notes.push(format!("{unsafe_left} more with --unsafe-fixes"));
-    }
-    if !manual.is_empty() {
-        notes.push(format!("{} to fix by hand", manual.len()));
-    }
-    summary.push_str(&format!(
-        "{} {} in {}{}\n",
-        if cli.fix { "fixed" } else { "would fix" },
-        placekit::ui::count(outcome.applied.len(), "problem"),
-        placekit::ui::count(outcome.changed.len(), "file"),
-        notes.iter().map(|n| format!("; {n}")).collect::<String>()
-    ));
+    let mode = FixMode {
+        unsafe_fixes: cli.unsafe_fixes,
+        write: cli.fix,
+    };
+    let outcome = fixer::fix(&cli.files, cli.recursive, settings, stdin.clone(), mode);
+    let summary = outcome.summary(mode, cli.diff);
     let stdin_fixed = outcome
         .changed
         .get(fixer::STDIN)

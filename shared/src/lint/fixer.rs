@@ -65,6 +65,69 @@ impl FixOutcome {
     }
 
     /// The unified diff of every changed file, with git's `a/` and `b/` prefixes.
+    /// What `--fix` (`mode.write`) or `--diff` tells on stderr: each fix made or that would
+    /// be made, each write that failed, each finding left for a Helm template or for a hand,
+    /// and the count. `diff`: lines are those of the files as they are (not yet fixed).
+    pub fn summary(&self, mode: FixMode, diff: bool) -> String {
+        let verb = if mode.write { "fixed" } else { "would fix" };
+        let mut summary = String::new();
+        for a in &self.applied {
+            summary.push_str(&format!(
+                "{}:{}: {verb} {}: {}\n",
+                a.file, a.line, a.rule, a.title
+            ));
+        }
+        for e in &self.write_errors {
+            summary.push_str(&format!("error: not fixed: {e}\n"));
+        }
+        let left = |kind: Fixable| {
+            self.remaining
+                .findings
+                .iter()
+                .filter(move |f| f.fixable == Some(kind))
+        };
+        for f in left(Fixable::Template) {
+            summary.push_str(&format!(
+                "{}:{}: not edited: {} is Helm output; fix the template {}\n",
+                f.file,
+                f.line,
+                f.rule,
+                f.helm_template.as_deref().unwrap_or("?")
+            ));
+        }
+        let manual: Vec<&Finding> = left(Fixable::Manual).collect();
+        for f in &manual {
+            // With --fix the file on disk is the fixed one; --diff speaks of the file as it is.
+            let line = if diff {
+                self.line_before_fixes(&f.file, f.line)
+            } else {
+                f.line
+            };
+            summary.push_str(&format!(
+                "{}:{}: no automatic fix for {}: {}; apply the suggested change by hand\n",
+                f.file,
+                line,
+                f.rule,
+                f.manual_reason.unwrap_or("not in this layout")
+            ));
+        }
+        let unsafe_left = self.unsafe_left();
+        let mut notes = Vec::new();
+        if unsafe_left > 0 && !mode.unsafe_fixes {
+            notes.push(format!("{unsafe_left} more with --unsafe-fixes"));
+        }
+        if !manual.is_empty() {
+            notes.push(format!("{} to fix by hand", manual.len()));
+        }
+        summary.push_str(&format!(
+            "{verb} {} in {}{}\n",
+            crate::ui::count(self.applied.len(), "problem"),
+            crate::ui::count(self.changed.len(), "file"),
+            notes.iter().map(|n| format!("; {n}")).collect::<String>()
+        ));
+        summary
+    }
+
     pub fn diff(&self) -> String {
         let mut out = String::new();
         for (name, (before, after)) in &self.changed {
