@@ -685,10 +685,11 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         "get" => {
             let name = target.name.as_deref().expect("named");
             let bytes = state.store.lock().expect("store").get(resource, ns, name)?;
-            if table && resource.kind == "Node" {
-                let node: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-                let metadata = json!({"resourceVersion": node["metadata"]["resourceVersion"]});
-                let answer = crate::table::node_table(&[node], metadata, jiff::Timestamp::now());
+            if table && crate::table::printable(resource.kind) {
+                let object: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                let metadata = json!({"resourceVersion": object["metadata"]["resourceVersion"]});
+                let answer =
+                    crate::table::table(resource.kind, &[object], metadata, jiff::Timestamp::now());
                 return Ok(value_response(200, &answer));
             }
             Ok(json_response(200, bytes))
@@ -730,14 +731,18 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
                 limit,
                 query.get("continue").map(String::as_str),
             )?;
-            if table && resource.kind == "Node" {
-                let nodes: Vec<Value> = page
+            if table && crate::table::printable(resource.kind) {
+                let objects: Vec<Value> = page
                     .items
                     .iter()
                     .map(|b| serde_json::from_slice(b).unwrap_or(Value::Null))
                     .collect();
-                let answer =
-                    crate::table::node_table(&nodes, list_metadata(&page), jiff::Timestamp::now());
+                let answer = crate::table::table(
+                    resource.kind,
+                    &objects,
+                    list_metadata(&page),
+                    jiff::Timestamp::now(),
+                );
                 return Ok(value_response(200, &answer));
             }
             Ok(json_response(200, list_envelope(resource, page)))

@@ -484,6 +484,17 @@ fn default_new_pod(obj: &mut Value) {
     if obj["status"]["qosClass"].is_null() {
         obj["status"]["qosClass"] = json!(qos);
     }
+    // The pod strategy marks a gated pod so that nobody waits for the scheduler.
+    let gated = obj["spec"]["schedulingGates"]
+        .as_array()
+        .is_some_and(|g| !g.is_empty());
+    if gated && obj["status"]["conditions"].is_null() {
+        obj["status"]["conditions"] = json!([{
+            "type": "PodScheduled", "status": "False", "lastProbeTime": null,
+            "lastTransitionTime": now(), "reason": "SchedulingGated",
+            "message": "Scheduling is blocked due to non-empty scheduling gates",
+        }]);
+    }
 }
 
 /// `SetDefaults_Container`: pull policy from the tag, termination message, ports' protocol,

@@ -1,7 +1,7 @@
 //! Server-side printing (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`), what
-//! `kubectl get` asks for: the columns of kube-apiserver's printers, for nodes (`kubectl get
-//! nodes` and `-o wide`). Other resources answer their plain list and kubectl falls back to
-//! its `NAME AGE` columns.
+//! `kubectl get` asks for: the columns of kube-apiserver's printers, for nodes and pods
+//! (`kubectl get nodes|pods` and `-o wide`). Other resources answer their plain list and
+//! kubectl falls back to its `NAME AGE` columns.
 
 use serde_json::{Value, json};
 
@@ -47,27 +47,270 @@ const NODE_COLUMNS: &[(&str, &str, &str, u8)] = &[
     ),
 ];
 
-/// A Table of `nodes` (stored objects), with the list's metadata.
-pub fn node_table(nodes: &[Value], metadata: Value, now: jiff::Timestamp) -> Value {
-    let columns: Vec<Value> = NODE_COLUMNS
+/// The pod printer's columns.
+const POD_COLUMNS: &[(&str, &str, &str, u8)] = &[
+    ("Name", "name", NAME_DESCRIPTION, 0),
+    (
+        "Ready",
+        "",
+        "The aggregate readiness state of this pod for accepting traffic.",
+        0,
+    ),
+    (
+        "Status",
+        "",
+        "The aggregate status of the containers in this pod.",
+        0,
+    ),
+    (
+        "Restarts",
+        "",
+        "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
+        0,
+    ),
+    ("Age", "", AGE_DESCRIPTION, 0),
+    (
+        "IP",
+        "",
+        "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
+        1,
+    ),
+    (
+        "Node",
+        "",
+        "NodeName indicates in which node this pod is scheduled. If empty, this pod is a candidate for scheduling by the scheduler defined in schedulerName. Once this field is set, the kubelet for this node becomes responsible for the lifecycle of this pod. This field should not be used to express a desire for the pod to be scheduled on a specific node. https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodename",
+        1,
+    ),
+    (
+        "Nominated Node",
+        "",
+        "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot be scheduled right away as preemption victims receive their graceful termination periods. This field does not guarantee that the pod will be scheduled on this node. Scheduler may decide to place the pod elsewhere if other nodes become available sooner. Scheduler may also decide to give the resources on this node to a higher priority pod that is created after preemption. As a result, this field may be different than PodSpec.nodeName when the pod is scheduled.",
+        1,
+    ),
+    (
+        "Readiness Gates",
+        "",
+        "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready when all its containers are ready AND all conditions specified in the readiness gates have status equal to \"True\" More info: https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates",
+        1,
+    ),
+];
+
+/// Whether the test server prints this kind as a Table.
+pub fn printable(kind: &str) -> bool {
+    matches!(kind, "Node" | "Pod")
+}
+
+/// A Table of stored objects of a [`printable`] kind, with the list's metadata.
+pub fn table(kind: &str, objects: &[Value], metadata: Value, now: jiff::Timestamp) -> Value {
+    let (columns, cells): (_, fn(&Value, jiff::Timestamp) -> Vec<Value>) = match kind {
+        "Pod" => (POD_COLUMNS, pod_cells),
+        _ => (NODE_COLUMNS, node_cells),
+    };
+    let columns: Vec<Value> = columns
         .iter()
         .map(|(name, format, description, priority)| {
             json!({"name": name, "type": "string", "format": format,
                    "description": description, "priority": priority})
         })
         .collect();
-    let rows: Vec<Value> = nodes
+    let rows: Vec<Value> = objects
         .iter()
-        .map(|node| {
-            json!({
-                "cells": node_cells(node, now),
+        .map(|object| {
+            let mut row = json!({
+                "cells": cells(object, now),
                 "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                           "metadata": node["metadata"]},
-            })
+                           "metadata": object["metadata"]},
+            });
+            if kind == "Pod" {
+                // `podSuccessConditions` / `podFailedConditions`.
+                let done = match object["status"]["phase"].as_str() {
+                    Some("Succeeded") => Some(("Succeeded", "The pod has completed successfully.")),
+                    Some("Failed") => Some(("Failed", "The pod failed.")),
+                    _ => None,
+                };
+                if let Some((reason, message)) = done {
+                    row["conditions"] = json!([{"type": "Completed", "status": "True",
+                                                "reason": reason, "message": message}]);
+                }
+            }
+            row
         })
         .collect();
     json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
            "columnDefinitions": columns, "rows": rows})
+}
+
+fn age(object: &Value, now: jiff::Timestamp) -> String {
+    object["metadata"]["creationTimestamp"]
+        .as_str()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .map_or_else(
+            || "<unknown>".to_string(),
+            |created| human_duration(now.duration_since(created)),
+        )
+}
+
+/// `printPod`: ready containers of all (restartable init containers count), the status the
+/// container states give (waiting and terminated reasons, `Init:` while initialising,
+/// `Terminating`, `SchedulingGated`), restarts, age; then IP, node, nominated node and
+/// readiness gates.
+fn pod_cells(pod: &Value, now: jiff::Timestamp) -> Vec<Value> {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let spec = &pod["spec"];
+    let status = &pod["status"];
+    let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
+    let phase = text(&status["phase"]);
+    let mut reason = match status["reason"].as_str() {
+        Some(r) if !r.is_empty() => r.to_string(),
+        _ => phase.clone(),
+    };
+    if list(&status["conditions"])
+        .iter()
+        .any(|c| c["type"] == "PodScheduled" && c["reason"] == "SchedulingGated")
+    {
+        reason = "SchedulingGated".into();
+    }
+    let init_specs = list(&spec["initContainers"]);
+    let restartable = |name: &Value| {
+        init_specs
+            .iter()
+            .any(|c| c["name"] == *name && c["restartPolicy"] == "Always")
+    };
+    let total = list(&spec["containers"]).len()
+        + init_specs
+            .iter()
+            .filter(|c| c["restartPolicy"] == "Always")
+            .count();
+    let mut ready = 0;
+    let mut restarts = 0;
+    let mut restartable_restarts = 0;
+    let mut initializing = false;
+    let init_statuses = list(&status["initContainerStatuses"]);
+    for (i, c) in init_statuses.iter().enumerate() {
+        let count = c["restartCount"].as_i64().unwrap_or(0);
+        restarts += count;
+        if restartable(&c["name"]) {
+            restartable_restarts += count;
+        }
+        let terminated = &c["state"]["terminated"];
+        let waiting = &c["state"]["waiting"];
+        if terminated.is_object() && terminated["exitCode"].as_i64().unwrap_or(0) == 0 {
+            continue;
+        }
+        if restartable(&c["name"]) && c["started"] == true {
+            if c["ready"] == true {
+                ready += 1;
+            }
+            continue;
+        }
+        reason = if terminated.is_object() {
+            match terminated["reason"].as_str() {
+                Some(r) if !r.is_empty() => format!("Init:{r}"),
+                _ => match terminated["signal"].as_i64().filter(|s| *s != 0) {
+                    Some(signal) => format!("Init:Signal:{signal}"),
+                    None => format!("Init:ExitCode:{}", terminated["exitCode"]),
+                },
+            }
+        } else if waiting["reason"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty() && r != "PodInitializing")
+        {
+            format!("Init:{}", text(&waiting["reason"]))
+        } else {
+            format!("Init:{i}/{}", init_specs.len())
+        };
+        initializing = true;
+        break;
+    }
+    let initialized = list(&status["conditions"])
+        .iter()
+        .any(|c| c["type"] == "Initialized" && c["status"] == "True");
+    if !initializing || initialized {
+        restarts = restartable_restarts;
+        let mut running = false;
+        let mut error_reason = String::new();
+        for c in list(&status["containerStatuses"]).iter().rev() {
+            restarts += c["restartCount"].as_i64().unwrap_or(0);
+            let waiting = &c["state"]["waiting"];
+            let terminated = &c["state"]["terminated"];
+            if waiting["reason"].as_str().is_some_and(|r| !r.is_empty()) {
+                reason = text(&waiting["reason"]);
+            } else if terminated.is_object() {
+                reason = match terminated["reason"].as_str() {
+                    Some(r) if !r.is_empty() => r.to_string(),
+                    _ => match terminated["signal"].as_i64().filter(|s| *s != 0) {
+                        Some(signal) => format!("Signal:{signal}"),
+                        None => {
+                            format!("ExitCode:{}", terminated["exitCode"].as_i64().unwrap_or(0))
+                        }
+                    },
+                };
+                if terminated["exitCode"].as_i64().unwrap_or(0) != 0 {
+                    error_reason = reason.clone();
+                }
+            } else if c["ready"] == true && c["state"]["running"].is_object() {
+                running = true;
+                ready += 1;
+            }
+        }
+        if reason == "Completed" {
+            let pod_ready = list(&status["conditions"])
+                .iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+            if running && pod_ready {
+                reason = "Running".into();
+            } else if !error_reason.is_empty() {
+                reason = error_reason;
+            } else if running {
+                reason = "NotReady".into();
+            }
+        }
+    }
+    let terminal = matches!(phase.as_str(), "Succeeded" | "Failed");
+    if pod["metadata"]["deletionTimestamp"].is_string() {
+        if status["reason"] == "NodeLost" {
+            reason = "Unknown".into();
+        } else if !terminal {
+            reason = "Terminating".into();
+        }
+    }
+    let or_none = |s: String| {
+        if s.is_empty() {
+            "<none>".to_string()
+        } else {
+            s
+        }
+    };
+    let ip = list(&status["podIPs"])
+        .first()
+        .map(|p| text(&p["ip"]))
+        .unwrap_or_default();
+    let gates = list(&spec["readinessGates"]);
+    let readiness_gates = if gates.is_empty() {
+        "<none>".to_string()
+    } else {
+        let conditions = list(&status["conditions"]);
+        let passed = gates
+            .iter()
+            .filter(|g| {
+                conditions
+                    .iter()
+                    .any(|c| c["type"] == g["conditionType"] && c["status"] == "True")
+            })
+            .count();
+        format!("{passed}/{}", gates.len())
+    };
+    vec![
+        json!(text(&pod["metadata"]["name"])),
+        json!(format!("{ready}/{total}")),
+        json!(reason),
+        json!(restarts.to_string()),
+        json!(age(pod, now)),
+        json!(or_none(ip)),
+        json!(or_none(text(&spec["nodeName"]))),
+        json!(or_none(text(&status["nominatedNodeName"]))),
+        json!(readiness_gates),
+    ]
 }
 
 /// `printNode`: status from the Ready condition (and SchedulingDisabled), roles from the
@@ -112,13 +355,7 @@ fn node_cells(node: &Value, now: jiff::Timestamp) -> Vec<Value> {
     } else {
         roles.join(",")
     };
-    let age = node["metadata"]["creationTimestamp"]
-        .as_str()
-        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-        .map_or_else(
-            || "<unknown>".to_string(),
-            |created| human_duration(now.duration_since(created)),
-        );
+    let age = age(node, now);
     let address = |kind: &str| {
         node["status"]["addresses"]
             .as_array()

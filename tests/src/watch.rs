@@ -219,10 +219,15 @@ impl Encoder {
             value["metadata"]["resourceVersion"] = Value::from(rv.to_string());
             object = Bytes::from(serde_json::to_vec(&value).expect("values serialise"));
         }
-        if self.table && self.resource.kind == "Node" {
-            let node: Value = serde_json::from_slice(&object).unwrap_or(Value::Null);
-            let metadata = json!({"resourceVersion": node["metadata"]["resourceVersion"]});
-            let mut table = crate::table::node_table(&[node], metadata, jiff::Timestamp::now());
+        if self.table && crate::table::printable(self.resource.kind) {
+            let value: Value = serde_json::from_slice(&object).unwrap_or(Value::Null);
+            let metadata = json!({"resourceVersion": value["metadata"]["resourceVersion"]});
+            let mut table = crate::table::table(
+                self.resource.kind,
+                &[value],
+                metadata,
+                jiff::Timestamp::now(),
+            );
             if self.columns_sent {
                 table["columnDefinitions"] = Value::Null;
             }

@@ -321,6 +321,7 @@ fn sequences() -> Vec<Seq> {
     s.extend(more_resources());
     s.extend(pod_validation());
     s.extend(server_side_apply());
+    s.extend(pod_tables());
     s.extend(rbac());
     s.extend(namespaces_and_pods());
     s
@@ -1645,6 +1646,46 @@ fn server_side_apply() -> Vec<Seq> {
     ]
 }
 
+/// `kubectl get pods` (and `-o wide`): the pod printer's Table for unscheduled, gated,
+/// bound and terminating pods.
+fn pod_tables() -> Vec<Seq> {
+    let pods = format!("/api/v1/namespaces/{NS}/pods");
+    let pod = |name: &str, extra: Value| {
+        let mut p = gpu_pod(name, json!({}));
+        p["metadata"]["labels"] = json!({"diff-table": "pods"});
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            p["spec"][k] = v.clone();
+        }
+        p
+    };
+    vec![
+        Seq::new("table/pods")
+            .send(post(
+                pods.clone(),
+                pod(
+                    "diff-tp-unscheduled",
+                    json!({"schedulerName": "diff-no-scheduler"}),
+                ),
+            ))
+            .send(post(
+                pods.clone(),
+                pod(
+                    "diff-tp-gated",
+                    json!({"schedulingGates": [{"name": "example.com/wait"}]}),
+                ),
+            ))
+            .send(post(
+                pods.clone(),
+                pod("diff-tp-bound", json!({"nodeName": "diff-no-such-node"})),
+            ))
+            .send(get(format!("{pods}?labelSelector=diff-table%3Dpods")).table())
+            .send(get(format!("{pods}/diff-tp-bound")).table())
+            .send(delete(format!("{pods}/diff-tp-bound")))
+            .send(get(format!("{pods}?labelSelector=diff-table%3Dpods")).table())
+            .send(delete(format!("{pods}/diff-tp-bound?gracePeriodSeconds=0"))),
+    ]
+}
+
 fn rbac() -> Vec<Seq> {
     vec![
         Seq::new("rbac/viewer-writes-denied")
@@ -2171,6 +2212,16 @@ fn normalise_object(obj: &mut Value, rvs: &mut HashMap<String, usize>) {
         .map(str::to_string)
     {
         mask_generated_names(obj, &prefix);
+    }
+    // When a condition changed is as instance-specific as when the object was made.
+    let conditions = obj
+        .get_mut("status")
+        .and_then(|s| s.get_mut("conditions"))
+        .and_then(Value::as_array_mut);
+    for condition in conditions.into_iter().flatten() {
+        if condition["lastTransitionTime"].is_string() {
+            condition["lastTransitionTime"] = json!("<timestamp>");
+        }
     }
     let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
