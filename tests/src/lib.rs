@@ -14,6 +14,7 @@
 //! See `tests/README.md` for the fixture format, the test hooks and what differs from a
 //! real API server.
 
+pub mod admission;
 pub mod apimachinery;
 pub mod apply;
 pub mod control;

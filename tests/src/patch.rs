@@ -16,6 +16,14 @@
 
 use std::collections::BTreeMap;
 
+/// How a patch body is to be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    Json,
+    Merge,
+    Strategic,
+}
+
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
