@@ -14,6 +14,10 @@
 //! See `tests/README.md` for the fixture format, the test hooks and what differs from a
 //! real API server.
 
+/// What the server answers with: a whole body, or a watch's stream of events (the HTTP
+/// front, the proxy and the watches share it).
+pub type Body = http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, std::convert::Infallible>;
+
 pub mod admission;
 pub mod apimachinery;
 pub mod apply;

@@ -16,8 +16,9 @@ use hyper::body::Incoming;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 
+use crate::Body;
 use crate::control::FaultAction;
-use crate::server::{Body, Failure, State};
+use crate::server::{Failure, State};
 use crate::status::ApiError;
 
 /// Headers passed through in each direction; everything else (hop-by-hop headers,

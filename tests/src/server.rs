@@ -90,8 +90,7 @@ impl State {
     }
 }
 
-/// What the server answers with: a whole body, or a watch's stream of events.
-pub type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, std::convert::Infallible>;
+pub use crate::Body;
 
 /// The answer to a request, or an instruction to drop the connection.
 pub type Outcome = Result<Response<Body>, DroppedConnection>;

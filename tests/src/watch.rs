@@ -24,9 +24,9 @@ use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use serde_json::{Value, json};
 
+use crate::Body;
 use crate::apimachinery::Selector;
 use crate::resources::Resource;
-use crate::server::Body;
 use crate::status::ApiError;
 use crate::store::{FieldSelector, Store, Stored, WatchEvent, with_type_meta};
 
