@@ -663,8 +663,9 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     };
     let ns = target.namespace.as_deref();
     let lose_answer = action == Some(FaultAction::LoseAnswer);
-    // The field manager of a write: `fieldManager`, else the user agent up to its first `/`.
-    let writer = Manager {
+    // The field manager of a write (reads have none): `fieldManager`, else the user agent
+    // up to its first `/`.
+    let writer = matches!(verb, "create" | "update" | "patch").then(|| Manager {
         name: query
             .get("fieldManager")
             .filter(|m| !m.is_empty())
@@ -679,7 +680,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             }),
         apply: false,
         api_version: resource.api_version(),
-    };
+    });
     let answer = match verb {
         "get" => {
             let name = target.name.as_deref().expect("named");
@@ -752,7 +753,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             let mut body = decode_object(&content_type, &bytes)?;
             let unknown = check_unknown_fields(resource, &mut body, field_validation)?;
             let mut store = state.store.lock().expect("store");
-            store.writer = Some(writer.clone());
+            store.writer = writer.clone();
             let created = store.create(resource, ns, body, dry_run);
             store.writer = None;
             Ok(with_warnings(value_response(201, &created?), &unknown))
@@ -785,7 +786,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
                 let manager = Manager {
                     name: manager.clone(),
                     apply: true,
-                    ..writer
+                    api_version: resource.api_version(),
                 };
                 let (object, created) = state
                     .store
@@ -829,7 +830,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             if let Some(merge) = state.concurrent_write_for(resource.plural, &name) {
                 store.patch(resource, ns, &name, PatchType::Merge, &merge, false)?;
             }
-            store.writer = Some(writer.clone());
+            store.writer = writer.clone();
             let result = match patch_type {
                 Some(t) => store
                     .patch_bytes(resource, ns, &name, t, &bytes, dry_run, field_validation)

@@ -417,14 +417,12 @@ impl Store {
         let mut items = Vec::with_capacity(selected.len());
         for (ns, name) in selected {
             let ns = resource.namespaced.then_some(ns.as_str());
-            let before = self.get_value(resource, ns, &name)?;
-            let answer = self.delete(resource, ns, &name, dry_run, grace_period)?;
             // Each object as it was found, except that a pod shows its deletion marks.
-            let mut item = if resource.kind == "Pod" {
-                answer
-            } else {
-                before
-            };
+            let before = (resource.kind != "Pod")
+                .then(|| self.get_value(resource, ns, &name))
+                .transpose()?;
+            let answer = self.delete(resource, ns, &name, dry_run, grace_period)?;
+            let mut item = before.unwrap_or(answer);
             if let Some(fields) = item.as_object_mut() {
                 fields.remove("kind");
                 fields.remove("apiVersion");

@@ -204,13 +204,7 @@ fn pod_cells(pod: &Value, now: jiff::Timestamp) -> Vec<Value> {
             continue;
         }
         reason = if terminated.is_object() {
-            match terminated["reason"].as_str() {
-                Some(r) if !r.is_empty() => format!("Init:{r}"),
-                _ => match terminated["signal"].as_i64().filter(|s| *s != 0) {
-                    Some(signal) => format!("Init:Signal:{signal}"),
-                    None => format!("Init:ExitCode:{}", terminated["exitCode"]),
-                },
-            }
+            format!("Init:{}", terminated_reason(terminated))
         } else if waiting["reason"]
             .as_str()
             .is_some_and(|r| !r.is_empty() && r != "PodInitializing")
@@ -236,15 +230,7 @@ fn pod_cells(pod: &Value, now: jiff::Timestamp) -> Vec<Value> {
             if waiting["reason"].as_str().is_some_and(|r| !r.is_empty()) {
                 reason = text(&waiting["reason"]);
             } else if terminated.is_object() {
-                reason = match terminated["reason"].as_str() {
-                    Some(r) if !r.is_empty() => r.to_string(),
-                    _ => match terminated["signal"].as_i64().filter(|s| *s != 0) {
-                        Some(signal) => format!("Signal:{signal}"),
-                        None => {
-                            format!("ExitCode:{}", terminated["exitCode"].as_i64().unwrap_or(0))
-                        }
-                    },
-                };
+                reason = terminated_reason(terminated);
                 if terminated["exitCode"].as_i64().unwrap_or(0) != 0 {
                     error_reason = reason.clone();
                 }
@@ -381,6 +367,17 @@ fn node_cells(node: &Value, now: jiff::Timestamp) -> Vec<Value> {
         json!(or_unknown(&info["kernelVersion"])),
         json!(or_unknown(&info["containerRuntimeVersion"])),
     ]
+}
+
+/// What a terminated container state says: its reason, else the signal, else the exit code.
+fn terminated_reason(terminated: &Value) -> String {
+    match terminated["reason"].as_str() {
+        Some(r) if !r.is_empty() => r.to_string(),
+        _ => match terminated["signal"].as_i64().filter(|s| *s != 0) {
+            Some(signal) => format!("Signal:{signal}"),
+            None => format!("ExitCode:{}", terminated["exitCode"].as_i64().unwrap_or(0)),
+        },
+    }
 }
 
 /// apimachinery's `duration.HumanDuration`: `45s`, `5m3s`, `3h20m`, `2d5h`, `3y10d`.

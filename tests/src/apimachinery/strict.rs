@@ -87,10 +87,7 @@ fn typed_round_trip(group: &str, kind: &str, obj: &Value) -> Option<Value> {
 /// API server's notation (`spec.containers[0].foo`), in the order of the body.
 pub fn drop_unknown_fields(group: &str, version: &str, kind: &str, obj: &mut Value) -> Vec<String> {
     // The models check the type meta; the URL decides it on the server.
-    let api_version = match group {
-        "" => version.to_string(),
-        g => format!("{g}/{version}"),
-    };
+    let api_version = api_version(group, version);
     let known = if obj["apiVersion"] == api_version.as_str() && obj["kind"] == kind {
         typed_round_trip(group, kind, obj)
     } else {
@@ -130,10 +127,7 @@ pub fn drop_unknown_fields_in_patch(
         }
     }
     let mut probe = fields_only(patch);
-    probe["apiVersion"] = Value::from(match group {
-        "" => version.to_string(),
-        g => format!("{g}/{version}"),
-    });
+    probe["apiVersion"] = Value::from(api_version(group, version));
     probe["kind"] = Value::from(kind);
     let Some(known) = typed_round_trip(group, kind, &probe) else {
         return Vec::new();
@@ -141,6 +135,13 @@ pub fn drop_unknown_fields_in_patch(
     let mut unknown = Vec::new();
     prune(kind, patch, &known, "", "", &mut unknown);
     unknown
+}
+
+fn api_version(group: &str, version: &str) -> String {
+    match group {
+        "" => version.to_string(),
+        g => format!("{g}/{version}"),
+    }
 }
 
 /// Walks `obj` beside its round-tripped `known` twin. `pattern` is the path with indices
