@@ -9,7 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::dra::{DraInventory, DriverDevices};
-use crate::gpu::{NodeGpu, NodeView, PodView, format_milli, node_gpu, parse_quantity_milli};
+use crate::gpu::{NodeGpu, node_gpu};
+use crate::model::quantity::{format_milli, parse_quantity_milli};
+use crate::model::{Node, Pod};
 use crate::scheduling::NodeFacts;
 
 /// GPU Feature Discovery's labels (the NVIDIA GPU operator sets them on every GPU node).
@@ -71,15 +73,15 @@ impl Form {
 /// The four figures of a row or a total, in thousandths (serialised in units).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Figures {
-    #[serde(serialize_with = "crate::gpu::optional_units")]
+    #[serde(serialize_with = "crate::model::quantity::optional_units")]
     pub capacity: Option<i128>,
-    #[serde(serialize_with = "crate::gpu::optional_units")]
+    #[serde(serialize_with = "crate::model::quantity::optional_units")]
     pub allocatable: Option<i128>,
     /// Requested by active pods (extended resources) or allocated to claims (DRA).
-    #[serde(serialize_with = "crate::gpu::optional_units")]
+    #[serde(serialize_with = "crate::model::quantity::optional_units")]
     pub requested: Option<i128>,
     /// What a new pod can still get.
-    #[serde(serialize_with = "crate::gpu::optional_units")]
+    #[serde(serialize_with = "crate::model::quantity::optional_units")]
     pub free: Option<i128>,
 }
 
@@ -187,7 +189,7 @@ impl NodeInventory {
 }
 
 /// The accelerator resources among `nodes`' capacity and allocatable.
-pub fn accelerator_resources(nodes: &[NodeView]) -> BTreeSet<String> {
+pub fn accelerator_resources(nodes: &[Node]) -> BTreeSet<String> {
     nodes
         .iter()
         .flat_map(|n| n.status.capacity.keys().chain(n.status.allocatable.keys()))
@@ -200,7 +202,7 @@ pub fn accelerator_resources(nodes: &[NodeView]) -> BTreeSet<String> {
 /// DRA serves (the pod's `status.extendedResourceClaimStatus` maps it to a claim) is counted
 /// as that claim's devices, not against the node's allocatable.
 pub fn requested_per_node<'a>(
-    pods: impl IntoIterator<Item = &'a PodView>,
+    pods: impl IntoIterator<Item = &'a Pod>,
     resources: &BTreeSet<String>,
     into: &mut BTreeMap<String, BTreeMap<String, i128>>,
 ) {
@@ -227,13 +229,13 @@ pub fn requested_per_node<'a>(
     }
 }
 
-fn label_u32(node: &NodeView, key: &str) -> Option<u32> {
+fn label_u32(node: &Node, key: &str) -> Option<u32> {
     node.metadata.labels.get(key)?.trim().parse().ok()
 }
 
 /// The rows of one node's extended-resource accelerators.
 fn extended_rows(
-    node: &NodeView,
+    node: &Node,
     requested: &BTreeMap<String, i128>,
     resources: &BTreeSet<String>,
 ) -> Vec<Accelerator> {
@@ -300,7 +302,7 @@ fn extended_rows(
 }
 
 /// The rows of one node's DRA devices, per driver.
-fn dra_rows(node: &NodeView, dra: &DraInventory) -> Vec<Accelerator> {
+fn dra_rows(node: &Node, dra: &DraInventory) -> Vec<Accelerator> {
     let facts = NodeFacts {
         name: &node.metadata.name,
         labels: &node.metadata.labels,
@@ -348,7 +350,7 @@ pub struct Scope<'a> {
 
 /// One node's inventory.
 pub fn node_inventory(
-    node: &NodeView,
+    node: &Node,
     requested: &BTreeMap<String, i128>,
     dra: &DraInventory,
     scope: &Scope<'_>,
@@ -535,7 +537,7 @@ mod tests {
     use crate::dra::{DeviceClass, ResourceClaim, ResourceSlice};
     use serde_json::json;
 
-    fn node(v: serde_json::Value) -> NodeView {
+    fn node(v: serde_json::Value) -> Node {
         serde_json::from_value(v).unwrap()
     }
 

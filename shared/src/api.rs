@@ -12,7 +12,7 @@ use kube::api::{Api, ListParams, PostParams};
 
 use crate::connect::Connection;
 use crate::error::CommandError;
-use crate::gpu::PodView;
+use crate::model::Pod;
 use crate::plan::NodeState;
 use crate::snapshot::ClusterIdentity;
 use crate::targets::Targets;
@@ -628,7 +628,7 @@ const PER_NODE_POD_LISTS: usize = 10;
 pub async fn active_pods_on(
     client: &kube::Client,
     nodes: &[String],
-) -> Result<Vec<PodView>, CommandError> {
+) -> Result<Vec<Pod>, CommandError> {
     let mut pods = Vec::new();
     if nodes.len() <= PER_NODE_POD_LISTS {
         for node in nodes {
@@ -640,7 +640,7 @@ pub async fn active_pods_on(
                 Some(&selector),
                 None,
                 POD_PAGE,
-                |page: Vec<PodView>| pods.extend(page),
+                |page: Vec<Pod>| pods.extend(page),
             )
             .await?;
         }
@@ -651,7 +651,7 @@ pub async fn active_pods_on(
             Some("status.phase!=Succeeded,status.phase!=Failed"),
             None,
             POD_PAGE,
-            |page: Vec<PodView>| {
+            |page: Vec<Pod>| {
                 pods.extend(
                     page.into_iter()
                         .filter(|p| p.spec.node_name.as_ref().is_some_and(|n| nodes.contains(n))),

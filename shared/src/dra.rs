@@ -18,7 +18,8 @@ use std::sync::OnceLock;
 use k8s_openapi::api::core::v1::NodeSelector;
 use serde::Deserialize;
 
-use crate::gpu::parse_quantity_milli;
+use crate::model::pod::{PodClaimRef, PodClaimStatus};
+use crate::model::quantity::parse_quantity_milli;
 use crate::scheduling::{NodeFacts, terms_match};
 
 /// The API group/version DRA is served as.
@@ -765,28 +766,6 @@ fn fits_counters(left: &Counters, d: &KeptDevice) -> bool {
                 .is_none_or(|available| *available >= *q)
         })
     })
-}
-
-/// A pod's `spec.resourceClaims` entry.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PodClaimRef {
-    #[serde(default)]
-    pub name: String,
-    #[serde(default)]
-    pub resource_claim_name: Option<String>,
-    #[serde(default)]
-    pub resource_claim_template_name: Option<String>,
-}
-
-/// A pod's `status.resourceClaimStatuses` entry: the claim generated from a template.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PodClaimStatus {
-    #[serde(default)]
-    pub name: String,
-    #[serde(default)]
-    pub resource_claim_name: Option<String>,
 }
 
 /// What one node must offer for a pod's claims and DRA-backed extended resources.

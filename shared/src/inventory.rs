@@ -14,7 +14,9 @@ use crate::dra::{self, DeviceClass, DraInventory, ResourceClaim, ResourceSlice};
 use crate::error::CommandError;
 use crate::exit;
 use crate::fleet::{self, ClusterRead};
-use crate::gpu::{self, NodeView, PodView, format_milli};
+use crate::gpu;
+use crate::model::quantity::format_milli;
+use crate::model::{Node, Pod};
 use crate::mutation::report::REPORT_API_VERSION;
 use crate::scheduling::NodeFacts;
 use crate::targets::Targets;
@@ -135,9 +137,9 @@ pub async fn read_dra(conn: &Connection, keep_claims: bool) -> Result<DraRead, C
     Ok(out)
 }
 
-/// Reads the target nodes as [`NodeView`]s.
-async fn read_nodes(conn: &Connection, targets: &Targets) -> Result<Vec<NodeView>, CommandError> {
-    let mut nodes: Vec<NodeView> = Vec::new();
+/// Reads the target nodes as [`Node`]s.
+async fn read_nodes(conn: &Connection, targets: &Targets) -> Result<Vec<Node>, CommandError> {
+    let mut nodes: Vec<Node> = Vec::new();
     match targets {
         Targets::Names(_) => {
             let found = match api::fetch_node_objects(&conn.client, targets).await {
@@ -181,7 +183,7 @@ async fn read_nodes(conn: &Connection, targets: &Targets) -> Result<Vec<NodeView
 }
 
 /// A typed Node as the inventory's view.
-pub fn node_view(node: &k8s_openapi::api::core::v1::Node) -> Result<NodeView, CommandError> {
+pub fn node_view(node: &k8s_openapi::api::core::v1::Node) -> Result<Node, CommandError> {
     let value = serde_json::to_value(node).map_err(|e| CommandError::Input(e.to_string()))?;
     serde_json::from_value(value).map_err(|e| CommandError::Input(e.to_string()))
 }
@@ -200,7 +202,7 @@ pub struct RequestRow {
     /// DRA devices allocated to the pod's (or namespace's) claims.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub dra: bool,
-    #[serde(serialize_with = "crate::gpu::units")]
+    #[serde(serialize_with = "crate::model::quantity::units")]
     pub requested: i128,
     /// `--by namespace`: how many pods (or claims, for DRA) it sums.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -313,7 +315,7 @@ pub async fn read_status(
         Some("status.phase!=Succeeded,status.phase!=Failed"),
         None,
         POD_PAGE,
-        |page: Vec<PodView>| {
+        |page: Vec<Pod>| {
             accelerators::requested_per_node(&page, &resources, &mut requested);
             let Some(by) = options.by else { return };
             for pod in &page {
@@ -927,7 +929,7 @@ pub fn describe_accelerators(inventory: &NodeInventory) -> Option<String> {
 }
 
 /// The accelerator resources to count for nodes (those they carry, plus `extra`).
-pub fn resources_for(nodes: &[NodeView], extra: Option<&str>) -> BTreeSet<String> {
+pub fn resources_for(nodes: &[Node], extra: Option<&str>) -> BTreeSet<String> {
     let mut resources = accelerators::accelerator_resources(nodes);
     resources.extend(extra.map(str::to_string));
     resources

@@ -4,6 +4,9 @@
 //! Everything here except [`connect`], [`api`], [`executor::KubeNodeWriter`] and the async
 //! steps of [`mutation`] is pure and unit-tested without an API server:
 //!
+//! - [`model`]: the one read model of nodes and pods, deserialised straight from the list
+//!   pages, and Kubernetes quantities;
+//! - [`suggest`]: "did you mean" suggestions by edit distance;
 //! - [`validation`]: label keys and values with the API server's rules and messages;
 //! - [`syntax`]: kubectl's label-change, taint and label-selector syntax;
 //! - [`scheduling`]: node affinity, nodeSelector and toleration matching as the scheduler does;
@@ -22,7 +25,8 @@
 //! - [`gpu`]: GPU inventory (quantities, the scheduler's pod requests) and taint preflight;
 //! - [`inventory`]: `gpu-taint status`: the accelerator inventory from a few paged lists;
 //! - [`lint`]: the affinity linter (positions, workload model, rules, outputs);
-//! - [`live`]: scheduler filters, drift and candidates against live nodes;
+//! - [`scheduler`]: the scheduler's filters in its order, its FailedScheduling message, the
+//!   why-pending verdict, drift and candidate nodes, over the read model;
 //! - [`nfd`]: node features in node-feature-discovery's format, for `nodelabel import`;
 //! - [`complete`]: completion through kubectl (`kubectl_complete-<plugin>`);
 //! - [`ui`]: output formats, colour, confirmation and progress shared by the plugins;
@@ -48,14 +52,16 @@ pub mod gpu;
 pub mod interrupt;
 pub mod inventory;
 pub mod lint;
-pub mod live;
+pub mod model;
 pub mod mutation;
 pub mod nfd;
 pub mod plan;
 pub mod policy;
 pub mod rollback;
+pub mod scheduler;
 pub mod scheduling;
 pub mod snapshot;
+pub mod suggest;
 pub mod syntax;
 pub mod targets;
 pub mod trust;

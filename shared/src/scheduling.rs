@@ -12,11 +12,38 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, PodSpec, Toleration};
+use k8s_openapi::api::core::v1::{
+    Affinity, NodeSelectorRequirement, NodeSelectorTerm, PodSpec, Toleration,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::syntax::{Taint, TaintEffect};
 use crate::validation::{label_value_errors, qualified_name_errors};
+
+/// The parts of a pod spec node affinity reads. A workload template's full `PodSpec` and a
+/// listed pod's [`crate::model::PodSpec`] both have them, so one matcher serves both.
+pub trait NodeConstraints {
+    fn node_selector(&self) -> Option<&BTreeMap<String, String>>;
+    fn affinity(&self) -> Option<&Affinity>;
+}
+
+impl NodeConstraints for PodSpec {
+    fn node_selector(&self) -> Option<&BTreeMap<String, String>> {
+        self.node_selector.as_ref()
+    }
+    fn affinity(&self) -> Option<&Affinity> {
+        self.affinity.as_ref()
+    }
+}
+
+impl NodeConstraints for crate::model::PodSpec {
+    fn node_selector(&self) -> Option<&BTreeMap<String, String>> {
+        self.node_selector.as_ref()
+    }
+    fn affinity(&self) -> Option<&Affinity> {
+        self.affinity.as_ref()
+    }
+}
 
 /// What the scheduler sees of a node for affinity: its name and labels.
 #[derive(Debug, Clone, Copy)]
@@ -158,9 +185,8 @@ pub fn node_selector_matches(
 }
 
 /// The pod's required node affinity terms (OR-ed), `None` when it has no required affinity.
-pub fn required_node_terms(spec: &PodSpec) -> Option<&[NodeSelectorTerm]> {
-    spec.affinity
-        .as_ref()
+pub fn required_node_terms(spec: &impl NodeConstraints) -> Option<&[NodeSelectorTerm]> {
+    spec.affinity()
         .and_then(|a| a.node_affinity.as_ref())
         .and_then(|na| {
             na.required_during_scheduling_ignored_during_execution
@@ -170,8 +196,8 @@ pub fn required_node_terms(spec: &PodSpec) -> Option<&[NodeSelectorTerm]> {
 }
 
 /// The scheduler's NodeAffinity filter: `nodeSelector` AND required node affinity.
-pub fn pod_fits_node_affinity(spec: &PodSpec, node: NodeFacts<'_>) -> bool {
-    if let Some(selector) = &spec.node_selector
+pub fn pod_fits_node_affinity(spec: &impl NodeConstraints, node: NodeFacts<'_>) -> bool {
+    if let Some(selector) = spec.node_selector()
         && !node_selector_matches(selector, node.labels)
     {
         return false;

@@ -38,7 +38,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use placekit::live::{self, FilterFailure, NodeInfo, NodeObject, PodObject};
+use placekit::model::{Node, Pod};
+use placekit::scheduler::{self, FilterFailure, NodeInfo};
 use placekit_testserver::harness::{E2E_KUBECONFIG, RealCluster};
 use serde_json::{Value, json};
 
@@ -672,7 +673,8 @@ async fn decisions(
             let name = p["metadata"]["name"].as_str().unwrap().to_string();
             match decision(p) {
                 Some(Decision::Unschedulable(m))
-                    if live::parse_scheduler_message(&m).map(|(n, _)| n) != Some(total_nodes) =>
+                    if scheduler::parse_scheduler_message(&m).map(|(n, _)| n)
+                        != Some(total_nodes) =>
                 {
                     stale += 1;
                 }
@@ -751,13 +753,10 @@ async fn cleanup(client: &kube::Client) {
 }
 
 /// Nodes and pods as placekit reads them, without the pods of `skip_roles`.
-async fn cluster_view(
-    client: &kube::Client,
-    skip_roles: &[&str],
-) -> (Vec<NodeObject>, Vec<PodObject>) {
-    let nodes: Vec<NodeObject> =
+async fn cluster_view(client: &kube::Client, skip_roles: &[&str]) -> (Vec<Node>, Vec<Pod>) {
+    let nodes: Vec<Node> =
         serde_json::from_value(get(client, "/api/v1/nodes").await["items"].clone()).expect("nodes");
-    let pods: Vec<PodObject> =
+    let pods: Vec<Pod> =
         serde_json::from_value(get(client, "/api/v1/pods").await["items"].clone()).expect("pods");
     let pods = pods
         .into_iter()
@@ -841,9 +840,9 @@ async fn run_plugin(bin: &Path, kubeconfig: &Path, args: Vec<String>) -> (i32, S
 
 /// placekit's model for a pod that is not (yet) bound.
 fn model(pod: &Value, infos: &[NodeInfo]) -> Vec<Result<(), Vec<FilterFailure>>> {
-    let mut pod: PodObject = serde_json::from_value(pod.clone()).expect("pod");
+    let mut pod: Pod = serde_json::from_value(pod.clone()).expect("pod");
     pod.spec.node_name = None;
-    live::evaluate(&pod, infos)
+    scheduler::evaluate(&pod, infos)
 }
 
 fn exception_for(case: &Case) -> Option<&'static str> {
@@ -976,7 +975,7 @@ async fn real_scheduler_decisions_match_placekit_filters() {
         total_nodes,
         "the cluster holds only the suite's nodes"
     );
-    let infos = live::node_infos(&nodes, &pods);
+    let infos = scheduler::node_infos(&nodes, &pods);
     let mut tally = Tally::default();
     let mut unschedulable: Vec<&Case> = Vec::new();
     let mut bound: Vec<(&Case, String)> = Vec::new();
@@ -1022,19 +1021,19 @@ async fn real_scheduler_decisions_match_placekit_filters() {
         let mut message_ok = true;
         if let Decision::Unschedulable(m) = real {
             assert!(
-                live::parse_scheduler_message(m).is_some(),
+                scheduler::parse_scheduler_message(m).is_some(),
                 "{}: not a FailedScheduling message: {m}",
                 case.id
             );
             unschedulable.push(case);
             if feasible.is_empty() {
                 tally.messages += 1;
-                let ours = live::scheduler_message(&results).unwrap();
-                message_ok =
-                    live::parse_scheduler_message(m) == live::parse_scheduler_message(&ours);
+                let ours = scheduler::scheduler_message(&results).unwrap();
+                message_ok = scheduler::parse_scheduler_message(m)
+                    == scheduler::parse_scheduler_message(&ours);
                 // The same counts over the case's own nodes only (every other node is one the
                 // pod's matchFields do not name).
-                let mut real_own = live::parse_scheduler_message(m).unwrap().1;
+                let mut real_own = scheduler::parse_scheduler_message(m).unwrap().1;
                 real_own.remove(NOT_NAMED);
                 let mut ours_own: BTreeMap<String, usize> = BTreeMap::new();
                 for (n, r) in infos.iter().zip(&results) {
@@ -1224,7 +1223,8 @@ async fn real_scheduler_decisions_match_placekit_filters() {
             if report["scheduled"] == false
                 && report["fittingNodes"].as_array().is_some_and(Vec::is_empty)
                 && report["verdict"].is_object()
-                && live::parse_scheduler_message(real) == live::parse_scheduler_message(ours)
+                && scheduler::parse_scheduler_message(real)
+                    == scheduler::parse_scheduler_message(ours)
             {
                 agree += 1;
             } else {
@@ -1433,7 +1433,7 @@ async fn drift_phase(
         let scheduler_drift = match d {
             Decision::Bound(_) => false,
             Decision::Unschedulable(m) => {
-                let (_, reasons) = live::parse_scheduler_message(m).unwrap();
+                let (_, reasons) = scheduler::parse_scheduler_message(m).unwrap();
                 reasons.contains_key("node(s) had untolerated taint(s)")
                     || reasons.contains_key("node(s) didn't match Pod's node affinity/selector")
             }
@@ -1735,7 +1735,7 @@ async fn real_scheduler_accelerator_decisions_match_placekit_filters() {
 
     // The state the scheduler sees, read before the pods under test exist.
     let (nodes, pods) = cluster_view(&client, &["dra-test"]).await;
-    let infos = live::node_infos(&nodes, &pods);
+    let infos = scheduler::node_infos(&nodes, &pods);
     let classes: Vec<placekit::dra::DeviceClass> = serde_json::from_value(
         get(&client, "/apis/resource.k8s.io/v1/deviceclasses").await["items"].clone(),
     )
@@ -1764,17 +1764,17 @@ async fn real_scheduler_accelerator_decisions_match_placekit_filters() {
             disagreements.push(format!("{}: no decision from the scheduler", case.id));
             continue;
         };
-        let mut pod: PodObject = serde_json::from_value(pod.clone()).unwrap();
+        let mut pod: Pod = serde_json::from_value(pod.clone()).unwrap();
         pod.spec.node_name = None;
         let (needs, _) = placekit::dra::ClaimNeeds::of(
             NS,
-            &pod.claim_refs(),
+            &pod.spec.resource_claims,
             &pod.status.resource_claim_statuses,
             &pod.requests(),
             &claims,
             &inventory,
         );
-        let filters = live::PodFilters::new(&pod, &infos).with_dra(needs, &inventory);
+        let filters = scheduler::PodFilters::new(&pod, &infos).with_dra(needs, &inventory);
         let results: Vec<_> = infos.iter().map(|n| filters.check(n)).collect();
         let feasible: BTreeSet<&str> = infos
             .iter()
@@ -1795,8 +1795,9 @@ async fn real_scheduler_accelerator_decisions_match_placekit_filters() {
         let mut message_ok = true;
         if let (Decision::Unschedulable(m), true) = (real, feasible.is_empty()) {
             messages.1 += 1;
-            let ours = live::scheduler_message(&results).unwrap();
-            message_ok = live::parse_scheduler_message(m) == live::parse_scheduler_message(&ours);
+            let ours = scheduler::scheduler_message(&results).unwrap();
+            message_ok =
+                scheduler::parse_scheduler_message(m) == scheduler::parse_scheduler_message(&ours);
             if message_ok {
                 messages.0 += 1;
             } else {

@@ -9,10 +9,9 @@ use placekit::error::CommandError;
 use placekit::exit;
 use placekit::fleet::{self, Fleet};
 use placekit::lint::engine::LiveCluster;
-use placekit::live::{
-    self, ConstraintsPod, Drift, DriftKind, FilterFailure, NodeInfo, NodeObject, PodObject,
-};
+use placekit::model::{Node, Pod};
 use placekit::mutation::report::REPORT_API_VERSION;
+use placekit::scheduler::{self, Drift, DriftKind, FilterFailure, NodeInfo};
 use placekit::syntax::LabelSelector;
 use placekit::ui::Ui;
 use serde_json::{Value, json};
@@ -24,15 +23,13 @@ const PAGE: u32 = 5_000;
 const DRIFT_PAGE: u32 = 20_000;
 
 /// Nodes and active pods, from two paged lists; returns the node infos and the pods.
-pub async fn cluster_state(
-    conn: &Connection,
-) -> Result<(Vec<NodeInfo>, Vec<PodObject>), CommandError> {
-    let mut nodes: Vec<NodeObject> = Vec::new();
+pub async fn cluster_state(conn: &Connection) -> Result<(Vec<NodeInfo>, Vec<Pod>), CommandError> {
+    let mut nodes: Vec<Node> = Vec::new();
     api::for_each_page(&conn.client, "/api/v1/nodes", None, None, PAGE, |p| {
         nodes.extend(p)
     })
     .await?;
-    let mut pods: Vec<PodObject> = Vec::new();
+    let mut pods: Vec<Pod> = Vec::new();
     api::for_each_page(
         &conn.client,
         "/api/v1/pods",
@@ -42,7 +39,7 @@ pub async fn cluster_state(
         |p| pods.extend(p),
     )
     .await?;
-    Ok((live::node_infos(&nodes, &pods), pods))
+    Ok((scheduler::node_infos(&nodes, &pods), pods))
 }
 
 /// [`cluster_state`] for the live lint rules: an extended resource a DeviceClass serves
@@ -255,12 +252,12 @@ async fn read_drift(
     selector: Option<&str>,
     namespace_must_exist: bool,
 ) -> Result<DriftFound, CommandError> {
-    let mut nodes: Vec<NodeObject> = Vec::new();
+    let mut nodes: Vec<Node> = Vec::new();
     api::for_each_page(&conn.client, "/api/v1/nodes", None, None, PAGE, |p| {
         nodes.extend(p)
     })
     .await?;
-    let infos = live::node_infos(&nodes, &[]);
+    let infos = scheduler::node_infos(&nodes, &[]);
     let by_name: BTreeMap<&str, &NodeInfo> = infos.iter().map(|n| (n.name.as_str(), n)).collect();
     let collection = match namespace {
         Some(ns) => format!("/api/v1/namespaces/{ns}/pods"),
@@ -273,7 +270,7 @@ async fn read_drift(
         Some("status.phase=Running"),
         selector,
         DRIFT_PAGE,
-        |page: Vec<ConstraintsPod>| {
+        |page: Vec<Pod>| {
             for pod in page {
                 let Some(name) = pod.spec.node_name.as_deref() else {
                     continue;
@@ -285,7 +282,7 @@ async fn read_drift(
                     continue;
                 };
                 found.checked += 1;
-                if let Some(d) = live::drift(&pod, node) {
+                if let Some(d) = scheduler::drift(&pod, node) {
                     found.drifted.push(d);
                 }
             }
@@ -403,7 +400,7 @@ pub async fn why_pending(
             ));
         }
     };
-    let pod: PodObject = serde_json::from_value(raw.clone())
+    let pod: Pod = serde_json::from_value(raw.clone())
         .map_err(|e| CommandError::Cluster(format!("unreadable pod: {e}")))?;
     let phase = pod.status.phase.clone().unwrap_or_default();
     if phase != "Pending" {
@@ -457,7 +454,7 @@ pub async fn why_pending(
     }
     let (mut needs, mut claim_states) = placekit::dra::ClaimNeeds::of(
         namespace,
-        &pod.claim_refs(),
+        &pod.spec.resource_claims,
         &pod.status.resource_claim_statuses,
         &pod.requests(),
         &dra.claims,
@@ -482,14 +479,14 @@ pub async fn why_pending(
     }
     let unmodelled = needs.unmodelled.clone();
     let missing = needs.missing.clone();
-    let mut filters = live::PodFilters::new(&pod, &nodes);
+    let mut filters = scheduler::PodFilters::new(&pod, &nodes);
     if !needs.is_empty() {
         filters = filters.with_dra(needs, &dra.inventory);
     }
     let requests = filters.requests().clone();
     let checked: Vec<Result<(), Vec<FilterFailure>>> =
         nodes.iter().map(|n| filters.check(n)).collect();
-    let predicted = live::scheduler_message(&checked);
+    let predicted = scheduler::scheduler_message(&checked);
     let results: Vec<(String, Result<(), FilterFailure>)> = nodes
         .iter()
         .zip(&checked)
@@ -509,7 +506,7 @@ pub async fn why_pending(
     let mut verdict = filters.verdict(&nodes, &checked);
     if !missing.is_empty() {
         // DynamicResources' PreFilter stops the pod before any node is filtered.
-        verdict = Some(live::Verdict {
+        verdict = Some(scheduler::Verdict {
             evidence: format!("resource claim missing: {}", missing.join("; ")),
             judgment: "the scheduler waits for the pod's ResourceClaim to exist before it considers any node".into(),
             action: "create the claim, or run the resourceclaim controller (kube-controller-manager) that generates it from the template".into(),
@@ -531,7 +528,7 @@ pub async fn why_pending(
         "nodeSelector": raw["spec"]["nodeSelector"],
         "tolerations": raw["spec"]["tolerations"],
         "topologySpreadConstraints": raw["spec"]["topologySpreadConstraints"],
-        "requests": requests.iter().map(|(k, v)| (k.clone(), placekit::gpu::format_quantity(k, *v))).collect::<BTreeMap<_, _>>(),
+        "requests": requests.iter().map(|(k, v)| (k.clone(), placekit::model::quantity::format_quantity(k, *v))).collect::<BTreeMap<_, _>>(),
         "claims": claim_states,
         "notModelled": unmodelled,
         "migHint": mig_hint,
@@ -577,7 +574,7 @@ fn mig_hint(
     requests: &BTreeMap<String, i128>,
     nodes: &[NodeInfo],
     fitting: &[&str],
-    filters: &live::PodFilters<'_>,
+    filters: &scheduler::PodFilters<'_>,
 ) -> Option<String> {
     if !fitting.is_empty() || !requests.contains_key("nvidia.com/gpu") {
         return None;
@@ -601,7 +598,7 @@ fn mig_hint(
             "the pod asks for nvidia.com/gpu, but the nodes without it expose MIG profiles: {} (request one of them instead)",
             profiles
                 .iter()
-                .map(|(r, q)| format!("{r} ({} free)", placekit::gpu::format_milli(*q)))
+                .map(|(r, q)| format!("{r} ({} free)", placekit::model::quantity::format_milli(*q)))
                 .collect::<Vec<_>>()
                 .join(", ")
         )
@@ -614,7 +611,7 @@ fn print_text(
     name: &str,
     report: &Value,
     results: &[(String, Result<(), FilterFailure>)],
-    verdict: Option<&live::Verdict>,
+    verdict: Option<&scheduler::Verdict>,
     fitting: &[&str],
 ) {
     println!("pod {namespace}/{name} is Pending");

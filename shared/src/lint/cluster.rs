@@ -3,16 +3,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::PodSpec;
-
 use super::engine::{Finding, finding};
 use super::rule::{RawFinding, Severity};
 use super::rules::al010;
 use super::source::Object;
 use super::yaml::Node;
-use crate::gpu::{format_milli, parse_quantity_milli};
-use crate::live::{NodeInfo, affinity_candidates, nearest_key};
+use crate::model::PodSpec;
+use crate::model::quantity::format_milli;
+use crate::scheduler::{NodeInfo, affinity_candidates};
 use crate::scheduling::{SCHEDULING_EFFECTS, untolerated_taints};
+use crate::suggest::nearest_key;
 
 /// The cluster rules' documentation (for `rules`), one file each under `lint::rules`.
 pub use super::rules::CLUSTER_RULES;
@@ -76,7 +76,7 @@ fn why_no_candidate(spec: &PodSpec, nodes: &[NodeInfo]) -> Option<String> {
             .find(|v| v.eq_ignore_ascii_case(w) && *v != w)
             .or_else(|| {
                 counts.keys().find(|v| {
-                    let d = crate::live::edit_distance(w, v);
+                    let d = crate::suggest::edit_distance(w, v);
                     d > 0 && d <= 2 && d < w.len().max(v.len()) / 2
                 })
             })
@@ -113,42 +113,42 @@ fn free_on(nodes: &[&NodeInfo], resource: &str) -> i128 {
         .sum()
 }
 
-/// The pod spec fields the cluster rules need, from the manifest.
+/// The pod spec as the cluster rules judge it, read from the manifest into the read model
+/// (one field at a time, so one malformed field does not hide the others): the app
+/// containers where the kind keeps them (KServe's `model`, a NIMService's own spec).
 pub fn pod_spec_of(spec: &Node) -> PodSpec {
-    let json = spec.to_json();
+    fn field<T: serde::de::DeserializeOwned>(spec: &Node, key: &str) -> Option<T> {
+        serde_json::from_value(spec.get(key)?.to_json()).ok()
+    }
+    let containers = |nodes: &mut dyn Iterator<Item = &Node>| {
+        nodes
+            .filter_map(|c| serde_json::from_value(c.to_json()).ok())
+            .collect()
+    };
     PodSpec {
-        node_selector: serde_json::from_value(json["nodeSelector"].clone()).ok(),
+        node_selector: field(spec, "nodeSelector"),
         affinity: crate::lint::affinity::affinity_of(spec)
             .and_then(|a| serde_json::from_value(a.to_json()).ok()),
-        tolerations: serde_json::from_value(json["tolerations"].clone()).ok(),
+        tolerations: field(spec, "tolerations"),
+        containers: containers(&mut super::podspec::app_containers(spec).into_iter()),
+        init_containers: containers(
+            &mut spec
+                .get("initContainers")
+                .map(Node::items)
+                .unwrap_or_default()
+                .iter(),
+        ),
+        overhead: field(spec, "overhead").unwrap_or_default(),
         ..PodSpec::default()
     }
 }
 
-/// Extended-resource requests of one pod (thousandths), as the scheduler counts containers.
-fn extended_requests(spec: &Node) -> BTreeMap<String, i128> {
-    let mut out = BTreeMap::new();
-    for c in super::podspec::app_containers(spec) {
-        for part in ["requests", "limits"] {
-            for (k, v) in c
-                .path(&["resources", part])
-                .map(Node::entries)
-                .unwrap_or_default()
-            {
-                let (Some(name), Some(q)) =
-                    (k.as_str(), v.scalar_text().and_then(parse_quantity_milli))
-                else {
-                    continue;
-                };
-                if crate::lint::rules::al007::is_extended(name)
-                    && (part == "requests" || !out.contains_key(name))
-                {
-                    out.insert(name.to_string(), q);
-                }
-            }
-        }
-    }
-    out
+/// Extended-resource requests of one pod (thousandths), as the scheduler counts them.
+fn extended_requests(spec: &PodSpec) -> BTreeMap<String, i128> {
+    spec.requests()
+        .into_iter()
+        .filter(|(name, _)| crate::lint::rules::al007::is_extended(name))
+        .collect()
 }
 
 /// Runs AL101–AL105 for every workload against `nodes`. `enabled` filters rule ids.
@@ -279,7 +279,7 @@ pub fn check(
 
         // AL104: GPUs.
         let mut short = false;
-        for (resource, per_pod) in extended_requests(spec_node) {
+        for (resource, per_pod) in extended_requests(&spec) {
             let free = free_on(&tolerated, &resource);
             if per_pod * replicas > free {
                 short = true;
@@ -368,4 +368,53 @@ pub fn check(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lint::source::{Chunk, objects, parse_chunk};
+    use crate::model::Node as ClusterNode;
+    use crate::scheduler::node_infos;
+
+    fn findings(yaml: &str, nodes: serde_json::Value) -> Vec<(String, String)> {
+        let doc = parse_chunk(
+            "x.yaml",
+            Chunk {
+                text: yaml.into(),
+                first_line: 0,
+                byte_offset: 0,
+            },
+        )
+        .unwrap()
+        .unwrap();
+        let nodes: Vec<ClusterNode> = serde_json::from_value(nodes).unwrap();
+        check(
+            &objects("x.yaml", &doc),
+            &node_infos(&nodes, &[]),
+            |_, s| Some(s),
+        )
+        .into_iter()
+        .map(|f| (f.rule, f.message))
+        .collect()
+    }
+
+    #[test]
+    fn al104_counts_a_pod_as_the_scheduler_does_summing_containers() {
+        let nodes = serde_json::json!([
+            {"metadata": {"name": "gpu-1"}, "status": {"allocatable": {"nvidia.com/gpu": "3"}}}
+        ]);
+        // Two containers of one GPU each: 2 per pod, 4 for two replicas, 3 free.
+        let two_containers = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: ml}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: d}}\n  template:\n    metadata: {labels: {app: d}}\n    spec:\n      containers:\n      - {name: a, image: x, resources: {limits: {nvidia.com/gpu: 1}}}\n      - {name: b, image: x, resources: {limits: {nvidia.com/gpu: 1}}}\n";
+        assert_eq!(
+            findings(two_containers, nodes.clone()),
+            vec![(
+                "AL104".to_string(),
+                "2 replicas x 2 nvidia.com/gpu = 4 but the 1 candidate node(s) have 3 free: some replicas will stay Pending (Insufficient nvidia.com/gpu)".to_string()
+            )]
+        );
+        // An init container's GPUs are released before the app starts: max(1, 1) per pod.
+        let init = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: ml}\nspec:\n  replicas: 3\n  selector: {matchLabels: {app: d}}\n  template:\n    metadata: {labels: {app: d}}\n    spec:\n      initContainers:\n      - {name: warm, image: x, resources: {limits: {nvidia.com/gpu: 1}}}\n      containers:\n      - {name: a, image: x, resources: {limits: {nvidia.com/gpu: 1}}}\n";
+        assert_eq!(findings(init, nodes), vec![]);
+    }
 }

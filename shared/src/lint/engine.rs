@@ -214,7 +214,7 @@ pub struct Settings<'a> {
 pub struct LiveCluster {
     /// The context named in the findings, when several clusters are read.
     pub context: Option<String>,
-    pub nodes: Vec<crate::live::NodeInfo>,
+    pub nodes: Vec<crate::scheduler::NodeInfo>,
 }
 
 /// What linting one document yields.

@@ -32,7 +32,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::dependents::{Constraint, KeyQuery, Workload, find_dependents};
-use crate::gpu::{AffectedPod, PodView, evicts, untolerating_pods};
+use crate::gpu::{AffectedPod, evicts, untolerating_pods};
+use crate::model::Pod;
 use crate::plan::{NodePlan, NodeState};
 use crate::scheduling::{
     NodeFacts, SCHEDULING_EFFECTS, pod_fits_node_affinity, terms_match, untolerated_taints,
@@ -98,7 +99,7 @@ pub fn absent_removals(changes: &[LabelChange], nodes: &[NodeState]) -> Vec<Stri
             _ => None,
         })
         .map(|key| {
-            let hint = crate::live::nearest_key(key, present.iter().copied())
+            let hint = crate::suggest::nearest_key(key, present.iter().copied())
                 .map(|near| format!(" (did you mean {near}?)"))
                 .unwrap_or_default();
             format!(
@@ -125,7 +126,7 @@ fn looks_like_typo(typed: &str, known: &str) -> bool {
         5..=7 => 1,
         _ => 2,
     };
-    crate::live::edit_distance(typed, known) <= allowed
+    crate::suggest::edit_distance(typed, known) <= allowed
 }
 
 /// Keys `set` adds that none of the target nodes has while a near key is there: probably
@@ -473,7 +474,7 @@ struct Budget {
 /// generation; otherwise computed from its spec over the pods it selects now (expected =
 /// the pods it selects, percentages rounded up as the controller does). A budget with
 /// neither `minAvailable` nor `maxUnavailable` allows everything.
-fn budget(pdb: &PodDisruptionBudget, selected: &[&PodView]) -> Option<Budget> {
+fn budget(pdb: &PodDisruptionBudget, selected: &[&Pod]) -> Option<Budget> {
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
     let spec = pdb.spec.as_ref()?;
     if let Some(status) = &pdb.status
@@ -514,11 +515,11 @@ fn budget(pdb: &PodDisruptionBudget, selected: &[&PodView]) -> Option<Budget> {
 /// active pods of the budgets' namespaces.
 pub fn disruption_budget_blocks(
     added: &[(String, Taint)],
-    pods: &[PodView],
+    pods: &[Pod],
     budgets: &[PodDisruptionBudget],
 ) -> Findings {
     let mut findings = Findings::default();
-    let mut evicted: Vec<(&str, &PodView)> = Vec::new();
+    let mut evicted: Vec<(&str, &Pod)> = Vec::new();
     for (node, taint) in added {
         for p in crate::gpu::evicted_pods(pods, node, taint) {
             if !evicted.iter().any(|(_, e)| std::ptr::eq(*e, p)) {
@@ -529,18 +530,18 @@ pub fn disruption_budget_blocks(
     for pdb in budgets {
         let namespace = pdb.metadata.namespace.as_deref().unwrap_or_default();
         let Some(spec) = &pdb.spec else { continue };
-        let selects = |p: &PodView| {
+        let selects = |p: &Pod| {
             p.metadata.namespace == namespace
                 && crate::scheduling::label_selector_matches(
                     spec.selector.as_ref(),
                     &p.metadata.labels,
                 )
         };
-        let hit: Vec<&(&str, &PodView)> = evicted.iter().filter(|(_, p)| selects(p)).collect();
+        let hit: Vec<&(&str, &Pod)> = evicted.iter().filter(|(_, p)| selects(p)).collect();
         if hit.is_empty() {
             continue;
         }
-        let selected: Vec<&PodView> = pods
+        let selected: Vec<&Pod> = pods
             .iter()
             .filter(|p| p.is_active() && selects(p))
             .collect();
@@ -614,7 +615,7 @@ fn near_tolerations<'a>(
             }
             let taint_value = t.value.clone().unwrap_or_default();
             let value_near = value != taint_value
-                && crate::live::nearest_key(&taint_value, [value.as_str()]).is_some();
+                && crate::suggest::nearest_key(&taint_value, [value.as_str()]).is_some();
             let effect_differs = !effect.is_empty() && effect != t.effect.to_string();
             if value_near || (value == taint_value && effect_differs) {
                 let shown_effect = if effect.is_empty() {
@@ -655,7 +656,7 @@ fn toleration_for(taint: &Taint) -> String {
 }
 
 /// Running pods that do not tolerate the taints the plans add.
-pub fn evictions(added: &[(String, Taint)], pods: &[PodView]) -> Findings {
+pub fn evictions(added: &[(String, Taint)], pods: &[Pod]) -> Findings {
     let mut findings = Findings::default();
     let mut confirm = Vec::new();
     let mut by_taint: BTreeMap<String, (Taint, Vec<AffectedPod>)> = BTreeMap::new();
@@ -854,7 +855,7 @@ mod tests {
     fn disruption_budgets_are_judged_like_the_eviction_api() {
         let taint = crate::syntax::parse_taint("dedicated=llm:NoExecute").unwrap();
         let added = [("n".to_string(), taint)];
-        let pod = |name: &str, node: &str, ready: bool| -> PodView {
+        let pod = |name: &str, node: &str, ready: bool| -> Pod {
             serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml", "labels": {"app": "llm"}},
                 "spec": {"nodeName": node},
                 "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}}))
@@ -865,7 +866,7 @@ mod tests {
             spec["selector"] = json!({"matchLabels": {"app": "llm"}});
             serde_json::from_value(json!({"metadata": {"name": "llm", "namespace": "ml", "generation": 2}, "spec": spec, "status": status})).unwrap()
         };
-        let blocks = |pods: &[PodView], budget: PodDisruptionBudget| {
+        let blocks = |pods: &[Pod], budget: PodDisruptionBudget| {
             disruption_budget_blocks(&added, pods, &[budget])
                 .budget_blocking
                 .len()
@@ -927,7 +928,7 @@ mod tests {
     #[test]
     fn no_execute_lists_daemonset_pods_and_asks() {
         let taint = crate::syntax::parse_taint("dedicated=llm:NoExecute").unwrap();
-        let pods: Vec<PodView> = vec![
+        let pods: Vec<Pod> = vec![
             serde_json::from_value(json!({"metadata": {"name": "plugin", "namespace": "gpu-operator", "ownerReferences": [{"kind": "DaemonSet", "controller": true}]},
                 "spec": {"nodeName": "n", "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}})).unwrap(),
         ];

@@ -8,7 +8,8 @@ use crate::accelerators::{self, Scope};
 use crate::api;
 use crate::connect::ConnectionArgs;
 use crate::error::CommandError;
-use crate::gpu::{self, NodeView};
+use crate::gpu;
+use crate::model::Node;
 use crate::plan::{ChangeRequest, NodePlan, plan_node};
 use crate::syntax::{LabelChange, Taint, TaintMatcher};
 use crate::targets::Targets;
@@ -58,7 +59,7 @@ pub async fn dedicate(
         return Err(input("the selector matches no node; nothing to do"));
     }
     let resource = dedication.resource.as_deref();
-    let views: Vec<NodeView> = objects
+    let views: Vec<Node> = objects
         .iter()
         .map(crate::inventory::node_view)
         .collect::<Result<_, _>>()?;

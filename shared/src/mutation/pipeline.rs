@@ -111,7 +111,7 @@ async fn policy(conn: &Connection, plans: &[NodePlan]) -> Result<Findings, Comma
 async fn disruption_budgets(
     conn: &Connection,
     added: &[(String, crate::syntax::Taint)],
-    on_nodes: &[crate::gpu::PodView],
+    on_nodes: &[crate::model::Pod],
 ) -> Result<Findings, CommandError> {
     use k8s_openapi::api::policy::v1::PodDisruptionBudget;
     let mut namespaces: Vec<&str> = added
@@ -160,7 +160,7 @@ async fn disruption_budgets(
             Some("status.phase!=Succeeded,status.phase!=Failed"),
             None,
             api::POD_PAGE,
-            |page: Vec<crate::gpu::PodView>| pods.extend(page),
+            |page: Vec<crate::model::Pod>| pods.extend(page),
         )
         .await?;
     }

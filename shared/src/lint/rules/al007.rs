@@ -1,10 +1,10 @@
 //! AL007 extended-resource-limits.
-use crate::gpu::parse_quantity_milli;
 use crate::lint::fix::{TextEdit, TextFix, is_flow, source};
 use crate::lint::podspec::all_containers;
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
 use crate::lint::source::Document;
 use crate::lint::yaml::{Node, NodeKind};
+use crate::model::quantity::parse_quantity_milli;
 
 pub static META: RuleMeta = RuleMeta {
     id: "AL007",

@@ -1,9 +1,9 @@
 //! AL010 gpu-rollout-surge.
-use crate::gpu::parse_quantity_milli;
 use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Scope, Severity};
 use crate::lint::rules::al007::is_extended;
 use crate::lint::source::Object;
 use crate::lint::yaml::Node;
+use crate::model::quantity::parse_quantity_milli;
 
 pub static META: RuleMeta = RuleMeta {
     id: "AL010",

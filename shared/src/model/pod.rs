@@ -1,0 +1,313 @@
+//! A pod as placekit reads it: the fields every command uses, deserialised straight from the
+//! list pages (a 10,000-pod page never holds env, volumes or probes), and the scheduler's
+//! effective request computed once for everyone.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Affinity, Toleration, TopologySpreadConstraint};
+use serde::Deserialize;
+
+use super::quantity::{parse_quantity_milli, quantity_map};
+
+/// A pod: what gpu status, the taint preflight, dependents, why-pending, drift and the live
+/// lint rules need of it.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Pod {
+    #[serde(default)]
+    pub metadata: PodMeta,
+    #[serde(default)]
+    pub spec: PodSpec,
+    #[serde(default)]
+    pub status: PodStatus,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodMeta {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub namespace: String,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub owner_references: Vec<OwnerReference>,
+    #[serde(default)]
+    pub deletion_timestamp: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct OwnerReference {
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub controller: Option<bool>,
+}
+
+/// The placement-relevant part of a pod spec. The linter reads a workload's template into
+/// this type too, so a template and a running pod are judged by the same code.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodSpec {
+    #[serde(default)]
+    pub node_name: Option<String>,
+    #[serde(default)]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub affinity: Option<Affinity>,
+    #[serde(default)]
+    pub tolerations: Option<Vec<Toleration>>,
+    #[serde(default)]
+    pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
+    #[serde(default)]
+    pub containers: Vec<Container>,
+    #[serde(default)]
+    pub init_containers: Vec<Container>,
+    #[serde(default, deserialize_with = "quantity_map")]
+    pub overhead: BTreeMap<String, String>,
+    /// `spec.resourceClaims`.
+    #[serde(default)]
+    pub resource_claims: Vec<PodClaimRef>,
+}
+
+/// What placekit needs of a container: its resources, and whether it is a sidecar.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Container {
+    #[serde(default)]
+    pub resources: Resources,
+    /// `Always` marks a sidecar init container.
+    #[serde(default)]
+    pub restart_policy: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Resources {
+    #[serde(default, deserialize_with = "quantity_map")]
+    pub requests: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "quantity_map")]
+    pub limits: BTreeMap<String, String>,
+}
+
+impl Container {
+    /// The container's request of `resource` in thousandths; an extended resource given only
+    /// as a limit is requested at the limit (the API server defaults it so).
+    pub fn request(&self, resource: &str) -> i128 {
+        self.resources
+            .requests
+            .get(resource)
+            .or_else(|| self.resources.limits.get(resource))
+            .and_then(|q| parse_quantity_milli(q))
+            .unwrap_or(0)
+    }
+}
+
+/// A pod's `spec.resourceClaims` entry.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodClaimRef {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub resource_claim_name: Option<String>,
+    #[serde(default)]
+    pub resource_claim_template_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodStatus {
+    #[serde(default)]
+    pub phase: Option<String>,
+    #[serde(default)]
+    pub conditions: Vec<PodCondition>,
+    /// The claims generated from the pod's ResourceClaimTemplates.
+    #[serde(default)]
+    pub resource_claim_statuses: Vec<PodClaimStatus>,
+    /// Extended resources the scheduler allocated from DRA devices (a DeviceClass with
+    /// `extendedResourceName`): the claim it made and which requests it serves.
+    #[serde(default)]
+    pub extended_resource_claim_status: Option<ExtendedResourceClaimStatus>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct PodCondition {
+    #[serde(default, rename = "type")]
+    pub type_: String,
+    #[serde(default)]
+    pub status: String,
+}
+
+/// A pod's `status.resourceClaimStatuses` entry: the claim generated from a template.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodClaimStatus {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub resource_claim_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtendedResourceClaimStatus {
+    #[serde(default)]
+    pub resource_claim_name: String,
+    #[serde(default)]
+    pub request_mappings: Vec<RequestMapping>,
+}
+
+impl ExtendedResourceClaimStatus {
+    /// Whether the claim serves the pod's requests of `resource`.
+    pub fn serves(&self, resource: &str) -> bool {
+        self.request_mappings
+            .iter()
+            .any(|m| m.resource_name == resource)
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestMapping {
+    #[serde(default)]
+    pub container_name: String,
+    #[serde(default)]
+    pub resource_name: String,
+    #[serde(default)]
+    pub request_name: String,
+}
+
+impl Pod {
+    /// Ready and not being deleted: what the disruption controller counts as healthy.
+    pub fn is_healthy(&self) -> bool {
+        self.metadata.deletion_timestamp.is_none()
+            && self
+                .status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+    }
+
+    /// Running or pending: it holds its requests on its node.
+    pub fn is_active(&self) -> bool {
+        !matches!(self.status.phase.as_deref(), Some("Succeeded" | "Failed"))
+    }
+
+    /// Whether the scheduler served this pod's `resource` from DRA devices: the request is
+    /// then counted as its claim's devices, not against the node's allocatable.
+    pub fn extended_resource_served_by_dra(&self, resource: &str) -> bool {
+        self.status
+            .extended_resource_claim_status
+            .as_ref()
+            .is_some_and(|s| s.serves(resource))
+    }
+
+    /// A DaemonSet's pod (it tolerates by design and is not evicted by taints it tolerates).
+    pub fn is_daemonset_pod(&self) -> bool {
+        self.metadata
+            .owner_references
+            .iter()
+            .any(|o| o.kind == "DaemonSet" && o.controller == Some(true))
+    }
+
+    /// A static pod's API mirror.
+    pub fn is_mirror_pod(&self) -> bool {
+        self.metadata
+            .annotations
+            .contains_key("kubernetes.io/config.mirror")
+    }
+
+    /// See [`PodSpec::effective_request`].
+    pub fn effective_request(&self, resource: &str) -> i128 {
+        self.spec.effective_request(resource)
+    }
+
+    /// See [`PodSpec::requests`].
+    pub fn requests(&self) -> BTreeMap<String, i128> {
+        self.spec.requests()
+    }
+}
+
+impl PodSpec {
+    /// The scheduler's effective request of `resource`, in thousandths:
+    /// `max(sum(app containers) + sum(sidecars), max over init containers of the init
+    /// container's request plus the sidecars started before it) + overhead`.
+    pub fn effective_request(&self, resource: &str) -> i128 {
+        let apps: i128 = self.containers.iter().map(|c| c.request(resource)).sum();
+        let mut sidecars = 0;
+        let mut init_peak = 0;
+        for init in &self.init_containers {
+            let r = init.request(resource);
+            if init.restart_policy.as_deref() == Some("Always") {
+                sidecars += r;
+                init_peak = init_peak.max(sidecars);
+            } else {
+                init_peak = init_peak.max(sidecars + r);
+            }
+        }
+        let overhead = self
+            .overhead
+            .get(resource)
+            .and_then(|q| parse_quantity_milli(q))
+            .unwrap_or(0);
+        (apps + sidecars).max(init_peak) + overhead
+    }
+
+    /// The effective request of every resource any container names, in thousandths; zero
+    /// requests left out.
+    pub fn requests(&self) -> BTreeMap<String, i128> {
+        let mut names: Vec<&String> = self
+            .containers
+            .iter()
+            .chain(&self.init_containers)
+            .flat_map(|c| c.resources.requests.keys().chain(c.resources.limits.keys()))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+            .into_iter()
+            .map(|n| (n.clone(), self.effective_request(n)))
+            .filter(|(_, r)| *r > 0)
+            .collect()
+    }
+
+    /// The tolerations, empty when none are given.
+    pub fn tolerations(&self) -> &[Toleration] {
+        self.tolerations.as_deref().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(spec: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ml"}, "spec": spec, "status": {"phase": "Running"}})).unwrap()
+    }
+
+    #[test]
+    fn init_containers_count_the_way_the_scheduler_counts_them() {
+        let p = pod(json!({
+            "nodeName": "n",
+            "containers": [{"resources": {"requests": {"nvidia.com/gpu": "1"}}}, {"resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+            "initContainers": [{"resources": {"requests": {"nvidia.com/gpu": "4"}}}]
+        }));
+        assert_eq!(p.effective_request("nvidia.com/gpu"), 4000, "max(2, 4)");
+        let sidecar = pod(json!({
+            "containers": [{"resources": {"requests": {"nvidia.com/gpu": "1"}}}],
+            "initContainers": [
+                {"restartPolicy": "Always", "resources": {"requests": {"nvidia.com/gpu": "1"}}},
+                {"resources": {"requests": {"nvidia.com/gpu": "2"}}}
+            ],
+            "overhead": {"nvidia.com/gpu": "0"}
+        }));
+        assert_eq!(
+            sidecar.effective_request("nvidia.com/gpu"),
+            3000,
+            "max(1 + 1 sidecar, 1 sidecar + 2 init)"
+        );
+    }
+}

@@ -1,0 +1,25 @@
+//! The scheduler's model, as pure functions over the read model ([`crate::model`]): what a
+//! node offers a pod ([`NodeInfo`]), the scheduler's filters in its order ([`filters`]), its
+//! FailedScheduling message ([`message`]), the pending-pod runbook's verdict ([`verdict`]),
+//! drift of running pods from their nodes ([`drift`]), and the candidate nodes behind
+//! affinity-lint's `--cluster` rules.
+//!
+//! This wing imports the read model, the matchers of [`crate::scheduling`], DRA counting and
+//! the taint syntax, and nothing above them.
+
+pub mod candidates;
+pub mod drift;
+pub mod filters;
+pub mod message;
+pub mod node_info;
+pub mod verdict;
+
+#[cfg(test)]
+mod tests;
+
+pub use candidates::{affinity_candidates, any_term_matches};
+pub use drift::{Drift, DriftKind, drift};
+pub use filters::{FilterFailure, PodFilters, affinity_detail, evaluate, filter};
+pub use message::{parse_scheduler_message, scheduler_message};
+pub use node_info::{NodeInfo, PlacedPod, node_infos};
+pub use verdict::{Verdict, verdict};

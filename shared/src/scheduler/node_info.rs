@@ -1,0 +1,119 @@
+//! What a node offers a pod: its labels, taints, allocatable and what the active pods bound
+//! to it already request, and those pods as the inter-pod filters see them.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::PodAffinityTerm;
+use serde::Serialize;
+
+use crate::model::quantity::parse_quantity_milli;
+use crate::model::{Node, Pod, PodSpec};
+use crate::syntax::Taint;
+
+/// What the filters need of a node, with the requests already placed on it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeInfo {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub unschedulable: bool,
+    /// resource -> thousandths (`pods` in thousandths too).
+    pub allocatable: BTreeMap<String, i128>,
+    /// resource -> thousandths requested by the active pods bound to it.
+    pub requested: BTreeMap<String, i128>,
+    pub pod_count: usize,
+    /// The active pods bound to it, as the inter-pod filters (PodTopologySpread,
+    /// InterPodAffinity) see them. Empty when the caller read no pods (drift).
+    #[serde(skip)]
+    pub pods: Vec<PlacedPod>,
+}
+
+/// A pod bound to a node, as the scheduler's inter-pod filters see it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlacedPod {
+    pub namespace: String,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    /// Being deleted (`deletionTimestamp` set): topology spread no longer counts it.
+    pub terminating: bool,
+    /// Its required pod anti-affinity terms: they keep *other* pods out of its domain.
+    pub anti_affinity: Vec<PodAffinityTerm>,
+}
+
+impl PlacedPod {
+    /// The inter-pod view of a pod read from the API.
+    pub fn of(pod: &Pod) -> Self {
+        PlacedPod {
+            namespace: pod.metadata.namespace.clone(),
+            name: pod.metadata.name.clone(),
+            labels: pod.metadata.labels.clone(),
+            terminating: pod.metadata.deletion_timestamp.is_some(),
+            anti_affinity: required_pod_terms(&pod.spec, true).to_vec(),
+        }
+    }
+}
+
+/// The pod's required pod affinity (`anti == false`) or anti-affinity terms.
+pub(super) fn required_pod_terms(spec: &PodSpec, anti: bool) -> &[PodAffinityTerm] {
+    let affinity = spec.affinity.as_ref();
+    let terms = if anti {
+        affinity
+            .and_then(|a| a.pod_anti_affinity.as_ref())
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+    } else {
+        affinity
+            .and_then(|a| a.pod_affinity.as_ref())
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+    };
+    terms.map(Vec::as_slice).unwrap_or_default()
+}
+
+/// Builds node infos from nodes and the active pods bound to them.
+pub fn node_infos(nodes: &[Node], pods: &[Pod]) -> Vec<NodeInfo> {
+    let mut requested: BTreeMap<&str, BTreeMap<String, i128>> = BTreeMap::new();
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut placed: BTreeMap<&str, Vec<PlacedPod>> = BTreeMap::new();
+    for pod in pods.iter().filter(|p| p.is_active()) {
+        let Some(node) = pod.spec.node_name.as_deref() else {
+            continue;
+        };
+        *counts.entry(node).or_default() += 1;
+        placed.entry(node).or_default().push(PlacedPod::of(pod));
+        let entry = requested.entry(node).or_default();
+        for (r, q) in pod.requests() {
+            // Devices DRA allocated are counted by their claims, not against allocatable.
+            if pod.extended_resource_served_by_dra(&r) {
+                continue;
+            }
+            *entry.entry(r).or_default() += q;
+        }
+    }
+    nodes
+        .iter()
+        .map(|n| NodeInfo {
+            name: n.metadata.name.clone(),
+            labels: n.metadata.labels.clone(),
+            taints: n.spec.taints.clone(),
+            unschedulable: n.spec.unschedulable,
+            allocatable: n
+                .status
+                .allocatable
+                .iter()
+                .filter_map(|(k, v)| Some((k.clone(), parse_quantity_milli(v)?)))
+                .collect(),
+            requested: requested
+                .get(n.metadata.name.as_str())
+                .cloned()
+                .unwrap_or_default(),
+            pod_count: counts.get(n.metadata.name.as_str()).copied().unwrap_or(0),
+            pods: placed.remove(n.metadata.name.as_str()).unwrap_or_default(),
+        })
+        .collect()
+}

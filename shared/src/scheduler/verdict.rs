@@ -1,0 +1,169 @@
+//! The pending-pod runbook's verdict: which filter stopped the candidates, what it means and
+//! what to do.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::filters::{FilterFailure, PodFilters, affinity_detail};
+use super::node_info::NodeInfo;
+
+/// A verdict of the pending-pod runbook's table for a Pending pod.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    /// The scheduler's evidence: didn't match node affinity, untolerated taint, Insufficient X, Too many pods.
+    pub evidence: String,
+    pub judgment: String,
+    pub action: String,
+}
+
+/// Maps the per-node failures to the runbook's table. Nodes that fail node affinity (or that
+/// the pod's `matchFields` do not name) were never candidates, so when some node passes
+/// affinity the verdict comes from what stopped the candidates (the most common of their
+/// failures); otherwise it is the affinity verdict.
+pub fn verdict(failures: &[FilterFailure]) -> Option<Verdict> {
+    let not_candidate = |f: &FilterFailure| {
+        matches!(
+            f,
+            FilterFailure::NodeAffinity { .. }
+                | FilterFailure::NotNamed
+                | FilterFailure::NamedNodesConflict
+        )
+    };
+    let candidates: Vec<&FilterFailure> = failures.iter().filter(|f| !not_candidate(f)).collect();
+    let considered: Vec<&FilterFailure> = if candidates.is_empty() {
+        failures.iter().collect()
+    } else {
+        candidates
+    };
+    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for f in considered.iter().copied() {
+        let k = match f {
+            FilterFailure::NodeAffinity { .. }
+            | FilterFailure::NotNamed
+            | FilterFailure::NamedNodesConflict => "affinity",
+            FilterFailure::Taint { .. } => "taint",
+            FilterFailure::Insufficient { .. } => "resources",
+            FilterFailure::TooManyPods { .. } => "pods",
+            FilterFailure::Unschedulable => "unschedulable",
+            FilterFailure::TopologySpread { .. } => "spread",
+            FilterFailure::PodAffinity { .. } => "podAffinity",
+            FilterFailure::PodAntiAffinity { .. } => "antiAffinity",
+            FilterFailure::ExistingPodAntiAffinity { .. } => "existingAntiAffinity",
+            FilterFailure::ClaimNotAvailable { .. } => "claimNotAvailable",
+            FilterFailure::CannotAllocateClaims { .. } => "claims",
+        };
+        *counts.entry(k).or_default() += 1;
+    }
+    let (top, _) = counts
+        .iter()
+        .max_by_key(|(k, n)| (**n, std::cmp::Reverse(**k)))?;
+    let v = |e: &str, j: &str, a: &str| Verdict {
+        evidence: e.into(),
+        judgment: j.into(),
+        action: a.into(),
+    };
+    Some(match *top {
+        "affinity" => v(
+            "didn't match Pod's node affinity",
+            "hard condition has no candidates",
+            "compare expression, label key and value (kubectl nodelabel dependents, affinity-lint --cluster)",
+        ),
+        "taint" => v(
+            "had untolerated taint",
+            "missing matching toleration",
+            "add the required toleration after confirming workload eligibility",
+        ),
+        "resources" => {
+            let resource = considered
+                .iter()
+                .find_map(|f| match f {
+                    FilterFailure::Insufficient { resource, .. } => Some(resource.clone()),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            v(
+                &format!("Insufficient {resource}"),
+                "candidate node capacity is already requested",
+                "scale up, free legitimate workloads, or reduce replica count",
+            )
+        }
+        "pods" => v(
+            "Too many pods",
+            "node pod limit reached",
+            "check CNI, node limits and stray pods",
+        ),
+        "spread" => v(
+            "didn't match pod topology spread constraints",
+            "another replica here would exceed maxSkew, or candidates lack the topology key",
+            "add capacity in the emptiest topology domains, label the candidates with the key, or relax maxSkew / whenUnsatisfiable: ScheduleAnyway",
+        ),
+        "podAffinity" => v(
+            "didn't match pod affinity rules",
+            "no pod the required pod affinity names runs in a candidate's domain",
+            "check that the pods the rule names run (and their labels), or make the rule preferred",
+        ),
+        "antiAffinity" => v(
+            "didn't match pod anti-affinity rules",
+            "every candidate's domain already runs a pod the pod's own anti-affinity excludes",
+            "add nodes (or domains) for the extra replica, reduce replicas, or make the rule preferred",
+        ),
+        "claims" => v(
+            "cannot allocate all claims",
+            "no candidate node has enough free devices of the claimed device class (DRA)",
+            "free devices (finished pods' claims keep theirs until deleted), add nodes whose DRA driver publishes the class's devices, or ask for fewer (kubectl gpu-taint status shows devices per node)",
+        ),
+        "claimNotAvailable" => v(
+            "resourceclaim not available on the node",
+            "a claim of the pod is already allocated to devices the candidate nodes cannot reach",
+            "schedule the pod where its claim's devices are, or delete the claim so it is allocated anew",
+        ),
+        "existingAntiAffinity" => v(
+            "didn't satisfy existing pods anti-affinity rules",
+            "running pods' anti-affinity keeps this pod out of the candidates' domains",
+            "check the anti-affinity of the pods on the candidate nodes (kubectl get pods -o wide)",
+        ),
+        _ => v(
+            "node(s) were unschedulable",
+            "candidate nodes are cordoned",
+            "uncordon the nodes or add capacity",
+        ),
+    })
+}
+
+impl PodFilters<'_> {
+    /// The runbook table's verdict when no node fits (see [`verdict`]). A node that is no
+    /// candidate counts as a node affinity failure even when an earlier filter (a taint, a
+    /// cordon) stopped it first: the verdict is about what would make the pod schedulable.
+    pub fn verdict(
+        &self,
+        nodes: &[NodeInfo],
+        results: &[Result<(), Vec<FilterFailure>>],
+    ) -> Option<Verdict> {
+        if results.iter().any(Result::is_ok) {
+            return None;
+        }
+        let failures: Vec<FilterFailure> = nodes
+            .iter()
+            .zip(results)
+            .filter_map(|(n, r)| {
+                let first = r.as_ref().err()?.first()?.clone();
+                let affinity_class = matches!(
+                    first,
+                    FilterFailure::NodeAffinity { .. }
+                        | FilterFailure::NotNamed
+                        | FilterFailure::NamedNodesConflict
+                );
+                Some(if affinity_class || self.is_candidate(n) {
+                    first
+                } else {
+                    FilterFailure::NodeAffinity {
+                        detail: affinity_detail(self.spec, n),
+                    }
+                })
+            })
+            .collect();
+        verdict(&failures)
+    }
+}
