@@ -17,9 +17,9 @@ use crate::fleet::{self, ClusterRead};
 use crate::gpu;
 use crate::model::quantity::format_milli;
 use crate::model::{Node, Pod};
-use crate::mutation::report::REPORT_API_VERSION;
 use crate::scheduling::NodeFacts;
 use crate::targets::Targets;
+use crate::ui::REPORT_API_VERSION;
 use crate::ui::{OutputFormat, Ui};
 
 /// Nodes per list page (5,000 nodes in one request).
@@ -182,10 +182,9 @@ async fn read_nodes(conn: &Connection, targets: &Targets) -> Result<Vec<Node>, C
     Ok(nodes)
 }
 
-/// A typed Node as the inventory's view.
+/// A typed Node as the read model.
 pub fn node_view(node: &k8s_openapi::api::core::v1::Node) -> Result<Node, CommandError> {
-    let value = serde_json::to_value(node).map_err(|e| CommandError::Input(e.to_string()))?;
-    serde_json::from_value(value).map_err(|e| CommandError::Input(e.to_string()))
+    Node::from_typed(node).map_err(|e| CommandError::Input(e.to_string()))
 }
 
 /// One line of `--by namespace|pod`.

@@ -30,6 +30,7 @@
 //! - [`nfd`]: node features in node-feature-discovery's format, for `nodelabel import`;
 //! - [`complete`]: completion through kubectl (`kubectl_complete-<plugin>`);
 //! - [`ui`]: output formats, colour, confirmation and progress shared by the plugins;
+//! - [`overrides`]: the policy checks' overrides, one flag per thing overridden;
 //! - [`targets`]: which nodes a command acts on;
 //! - [`api`]: reading from the API server (paged lists, workloads, pods, cluster identity);
 //! - [`mutation`]: the one pipeline every node change goes through, its policy checks,
@@ -55,6 +56,7 @@ pub mod lint;
 pub mod model;
 pub mod mutation;
 pub mod nfd;
+pub mod overrides;
 pub mod plan;
 pub mod policy;
 pub mod rollback;

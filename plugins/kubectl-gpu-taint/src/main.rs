@@ -14,9 +14,10 @@ use placekit::inventory::{By, StatusOptions};
 use placekit::mutation::gpu::{self, COMMAND, Dedication, TOOL};
 use placekit::mutation::report::print_report;
 use placekit::mutation::undo::{self, RollbackArgs, SnapshotChoice};
+use placekit::overrides::{DependentsOverride, EvictionOverride};
 use placekit::syntax::{parse_label_changes, parse_taint, parse_taint_to_remove};
 use placekit::targets::Targets;
-use placekit::ui::{DependentsOverride, DisplayArgs, EvictionOverride, MutationArgs, Ui};
+use placekit::ui::{DisplayArgs, MutationArgs, Ui};
 
 const EXAMPLES: &str = "\
 Examples:

@@ -16,9 +16,10 @@ use placekit::mutation::labels::{self, COMMAND, FeatureSource, ImportOptions, La
 use placekit::mutation::report::print_report;
 use placekit::mutation::undo::{self, RollbackArgs, SnapshotChoice};
 use placekit::nfd::{NamespacePolicy, Naming};
+use placekit::overrides::DependentsOverride;
 use placekit::syntax::parse_label_changes;
 use placekit::targets::Targets;
-use placekit::ui::{DependentsOverride, DisplayArgs, MutationArgs, Ui};
+use placekit::ui::{DisplayArgs, MutationArgs, Ui};
 
 const EXAMPLES: &str = "\
 Examples:

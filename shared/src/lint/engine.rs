@@ -5,14 +5,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use std::sync::{Mutex, mpsc};
 
+use super::finding::finding;
+pub use super::finding::{Finding, Fixable, ObjectRef};
 use super::fix::{FileFix, TextFix};
-use super::rule::{Context, RawFinding, Scope, Severity};
-use super::rules::{RULES, al011};
-use super::source::{self, Chunk, Document, InputError, InputFile, Object};
+use super::rule::{Context, GroupFacts, GroupRule, RawFinding, RuleMeta, Scope, Severity};
+use super::rules::{CLUSTER_CHECKS, RULES};
+use super::source::{self, Chunk, Document, InputError, InputFile};
 use super::yaml::parse_document;
 
 /// The config file searched upward from the first input.
@@ -120,67 +120,8 @@ pub struct UnknownRule {
     pub id: String,
 }
 
-fn check_id(id: &str) -> Result<&'static super::rule::RuleMeta, UnknownRule> {
+fn check_id(id: &str) -> Result<&'static RuleMeta, UnknownRule> {
     super::rules::meta(id).ok_or_else(|| UnknownRule { id: id.to_string() })
-}
-
-/// The object a finding is about.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ObjectRef {
-    pub kind: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    pub name: String,
-}
-
-/// A finding with everything a report needs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Finding {
-    pub rule: String,
-    pub severity: Severity,
-    pub file: String,
-    pub line: usize,
-    pub column: usize,
-    pub object: ObjectRef,
-    /// Where in the object the pod spec is (`spec.workerGroupSpecs[0].template.spec`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pod_spec: Option<String>,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-    /// The Helm template the document came from (`# Source:`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub helm_template: Option<String>,
-    /// Whether `--fix` can apply a fix: `safe`, `unsafe` (needs `--unsafe-fixes`), or
-    /// `template` (the file is Helm output: fix the template).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fixable: Option<Fixable>,
-    /// The source line, for text output (kept only when asked for).
-    #[serde(skip)]
-    pub source_line: Option<String>,
-    /// The verified edits of the fix, in file bytes.
-    #[serde(skip)]
-    pub edit: Option<FileFix>,
-    /// Why there is no automatic fix, when `fixable` is `manual`.
-    #[serde(skip)]
-    pub manual_reason: Option<&'static str>,
-    /// With `--cluster` over several contexts: the context whose nodes the live rule read
-    /// (the first name of its cluster).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub context: Option<String>,
-}
-
-/// What `--fix` can do about a finding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Fixable {
-    Safe,
-    Unsafe,
-    Template,
-    /// The rule fixes such problems, but not written this way: by hand (the reason is in
-    /// [`Finding::manual_reason`]).
-    Manual,
 }
 
 /// The result of a run.
@@ -224,7 +165,31 @@ struct DocumentResult {
     error: Option<InputError>,
     documents: usize,
     objects: usize,
-    facts: al011::Facts,
+    facts: GroupFactsSet,
+}
+
+/// The rules that also judge the objects of an input group together.
+fn group_rules() -> impl Iterator<Item = (&'static RuleMeta, &'static dyn GroupRule)> {
+    RULES.iter().filter_map(|r| Some((r.meta(), r.group()?)))
+}
+
+/// Every group rule's facts, in the order of [`group_rules`].
+#[derive(Debug)]
+struct GroupFactsSet(Vec<Box<dyn GroupFacts>>);
+
+impl Default for GroupFactsSet {
+    fn default() -> Self {
+        GroupFactsSet(group_rules().map(|(_, rule)| rule.new_facts()).collect())
+    }
+}
+
+impl GroupFactsSet {
+    /// Appends facts collected later in input order.
+    fn append(&mut self, later: GroupFactsSet) {
+        for (facts, later) in self.0.iter_mut().zip(later.0) {
+            facts.append(later);
+        }
+    }
 }
 
 /// Lints one document: parse, objects, every rule on every view.
@@ -250,8 +215,12 @@ fn lint_chunk(file: &InputFile, chunk: Chunk, settings: &Settings<'_>) -> Docume
         let ignored = object.ignored_rules();
         let cx = Context { object };
         let ignores = |id: &str| ignored.iter().any(|i| i == id);
-        if object.view == 0 && !ignores(al011::META.id) {
-            al011::collect(object, &file.group, &mut result.facts);
+        if object.view == 0 {
+            for ((meta, rule), facts) in group_rules().zip(&mut result.facts.0) {
+                if !ignores(meta.id) {
+                    rule.collect(object, &file.group, facts.as_mut());
+                }
+            }
         }
         for rule in RULES {
             let meta = rule.meta();
@@ -292,9 +261,14 @@ fn lint_chunk(file: &InputFile, chunk: Chunk, settings: &Settings<'_>) -> Docume
         }
     }
     for live in settings.clusters {
-        let mut cluster = super::cluster::check(&objects, &live.nodes, |id, default| {
-            config.severity(id, default)
-        });
+        let mut cluster: Vec<Finding> = CLUSTER_CHECKS
+            .iter()
+            .flat_map(|check| {
+                check.check(&objects, &live.nodes, &|id, default| {
+                    config.severity(id, default)
+                })
+            })
+            .collect();
         for f in &mut cluster {
             if settings.keep_source_lines {
                 f.source_line = document.line(f.line).map(str::to_string);
@@ -304,39 +278,6 @@ fn lint_chunk(file: &InputFile, chunk: Chunk, settings: &Settings<'_>) -> Docume
         result.findings.extend(cluster);
     }
     result
-}
-
-/// A rule's raw finding as a reported one.
-pub(crate) fn finding(
-    rule: &str,
-    severity: Severity,
-    object: &Object<'_>,
-    f: RawFinding,
-    keep_source_line: bool,
-) -> Finding {
-    Finding {
-        rule: rule.to_string(),
-        severity,
-        file: object.file.to_string(),
-        line: f.line,
-        column: f.col,
-        object: ObjectRef {
-            kind: object.kind.clone(),
-            namespace: object.namespace.clone(),
-            name: object.name.clone(),
-        },
-        pod_spec: object.pod.as_ref().map(|p| p.path.clone()),
-        message: f.message,
-        fix: f.fix,
-        helm_template: object.helm_source.map(str::to_string),
-        source_line: keep_source_line
-            .then(|| object.document.line(f.line).map(str::to_string))
-            .flatten(),
-        fixable: None,
-        edit: None,
-        manual_reason: None,
-        context: None,
-    }
 }
 
 /// Checks a rule's proposed fix against the document; a fix for Helm output is only
@@ -435,8 +376,8 @@ struct Arriving {
     pending: BTreeMap<usize, DocumentResult>,
     /// Documents already reported (a big file is reported as it is read).
     reported: usize,
-    /// AL011's facts of the reported documents, in document order.
-    facts: Vec<al011::Facts>,
+    /// The group rules' facts of the reported documents, in document order.
+    facts: Vec<GroupFactsSet>,
     read_error: Option<InputError>,
 }
 
@@ -579,9 +520,9 @@ fn put_in_order(
     done: mpsc::Receiver<Done>,
     emit: &mut dyn FnMut(FileReport),
 ) {
-    let pdb_severity = settings
-        .config
-        .severity(al011::META.id, al011::META.severity);
+    let group_severities: Vec<Option<Severity>> = group_rules()
+        .map(|(meta, _)| settings.config.severity(meta.id, meta.severity))
+        .collect();
     let mut order: Vec<usize> = (0..files.len()).collect();
     order.sort_by(|&a, &b| files[a].name.cmp(&files[b].name));
     // Each group's files in name order: its facts are put together in that order (and in
@@ -595,8 +536,8 @@ fn put_in_order(
     }
     let mut unfinished_in_group: HashMap<&str, usize> =
         group_files.iter().map(|(g, f)| (*g, f.len())).collect();
-    let mut file_facts: Vec<Vec<al011::Facts>> = (0..files.len()).map(|_| Vec::new()).collect();
-    // File index -> AL011's findings for the group that file ends.
+    let mut file_facts: Vec<Vec<GroupFactsSet>> = (0..files.len()).map(|_| Vec::new()).collect();
+    // File index -> the group rules' findings for the group that file ends.
     let mut group_findings: HashMap<usize, Vec<Finding>> = HashMap::new();
     let mut arriving: Vec<Arriving> = (0..files.len()).map(|_| Arriving::default()).collect();
     let mut next = 0;
@@ -630,16 +571,21 @@ fn put_in_order(
                 .get_mut(group)
                 .expect("every group counted");
             *unfinished -= 1;
-            if *unfinished == 0
-                && let Some(severity) = pdb_severity
-            {
-                let mut facts = al011::Facts::default();
+            if *unfinished == 0 {
+                let mut facts = GroupFactsSet::default();
                 for &index in &group_files[group] {
                     for part in std::mem::take(&mut file_facts[index]) {
-                        facts.extend(part);
+                        facts.append(part);
                     }
                 }
-                let mut findings = al011::judge(&facts, severity);
+                let mut findings: Vec<Finding> = group_rules()
+                    .zip(&facts.0)
+                    .zip(&group_severities)
+                    .filter_map(|(((_, rule), facts), severity)| {
+                        Some(rule.judge(facts.as_ref(), (*severity)?))
+                    })
+                    .flatten()
+                    .collect();
                 if let (false, Some(&last)) = (findings.is_empty(), group_files[group].last()) {
                     findings.sort_by(|a, b| {
                         (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column))

@@ -3,8 +3,8 @@
 
 pub mod admission;
 pub mod affinity;
-pub mod cluster;
 pub mod engine;
+pub mod finding;
 pub mod fix;
 pub mod fixer;
 pub mod output;

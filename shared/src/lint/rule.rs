@@ -1,38 +1,8 @@
 //! What a rule is and what it reports.
 
-use serde::Serialize;
-
-use super::fix::TextFix;
+use super::finding::Finding;
+pub use super::finding::{RawFinding, Severity};
 use super::source::Object;
-use super::yaml::Node;
-
-/// How bad a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Info,
-    Warning,
-    Error,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "info" => Some(Severity::Info),
-            "warning" => Some(Severity::Warning),
-            "error" => Some(Severity::Error),
-            _ => None,
-        }
-    }
-}
 
 /// A rule's identity and documentation (shown by `affinity-lint rules ID`).
 #[derive(Debug, Clone, Copy)]
@@ -46,58 +16,6 @@ pub struct RuleMeta {
     pub summary: &'static str,
     /// Markdown with the sections "What it does", "Why it matters", "Example", "Fix".
     pub doc: &'static str,
-}
-
-/// A problem found by a rule, anchored at a node.
-#[derive(Debug, Clone)]
-pub struct RawFinding {
-    pub line: usize,
-    pub col: usize,
-    pub message: String,
-    /// A concrete fix (YAML or a sentence).
-    pub fix: Option<String>,
-    /// Overrides the rule's severity (AL008's DoNotSchedule vs ScheduleAnyway).
-    pub severity: Option<Severity>,
-    /// A machine-applicable fix (`--fix`, `--diff`), checked by the engine before use.
-    pub text_fix: Option<TextFix>,
-    /// Why a rule that fixes this kind of problem has no automatic fix for this one (the
-    /// way it is written), so `--fix` can say so instead of passing it by.
-    pub no_text_fix: Option<&'static str>,
-}
-
-impl RawFinding {
-    pub fn at(node: &Node, message: impl Into<String>) -> Self {
-        RawFinding {
-            line: node.line,
-            col: node.col,
-            message: message.into(),
-            fix: None,
-            severity: None,
-            text_fix: None,
-            no_text_fix: None,
-        }
-    }
-
-    pub fn with_text_fix(mut self, fix: TextFix) -> Self {
-        self.text_fix = Some(fix);
-        self
-    }
-
-    /// No automatic fix here, and why (the text fix the rule could not build).
-    pub fn without_text_fix(mut self, why: &'static str) -> Self {
-        self.no_text_fix = Some(why);
-        self
-    }
-
-    pub fn with_fix(mut self, fix: impl Into<String>) -> Self {
-        self.fix = Some(fix.into());
-        self
-    }
-
-    pub fn with_severity(mut self, severity: Severity) -> Self {
-        self.severity = Some(severity);
-        self
-    }
 }
 
 /// Everything a rule may look at: one view of an object (the object and one of its pod
@@ -123,4 +41,43 @@ pub trait Rule: Sync {
     fn scope(&self) -> Scope {
         Scope::PodSpec
     }
+    /// The rule's judgement of objects together, for a rule that compares objects of one
+    /// input group (AL011: a budget against the workloads it selects).
+    fn group(&self) -> Option<&dyn GroupRule> {
+        None
+    }
+}
+
+/// A judgement over the objects of one input group (a directory, or one stream). Documents
+/// are linted in parallel, so the rule collects facts object by object into facts of its
+/// own type, the engine appends them in input order, and the rule judges them once the
+/// group's last file is read.
+pub trait GroupRule: Sync {
+    /// Facts of no object yet.
+    fn new_facts(&self) -> Box<dyn GroupFacts>;
+    /// Records what one object (its view 0) tells.
+    fn collect(&self, object: &Object<'_>, group: &str, facts: &mut dyn GroupFacts);
+    /// The findings over everything the group's objects told.
+    fn judge(&self, facts: &dyn GroupFacts, severity: Severity) -> Vec<Finding>;
+}
+
+/// Rules judged against a live cluster's nodes (`--cluster`): they share the candidate
+/// nodes of each workload, so one check judges them all and documents each in [`Self::metas`].
+pub trait ClusterCheck: Sync {
+    /// The documentation of every rule the check reports.
+    fn metas(&self) -> &'static [&'static RuleMeta];
+    /// Findings for every workload among `objects` against `nodes`; `enabled` gives a
+    /// rule's configured severity from its id and default, `None` when it is off.
+    fn check(
+        &self,
+        objects: &[Object<'_>],
+        nodes: &[crate::scheduler::NodeInfo],
+        enabled: &dyn Fn(&str, Severity) -> Option<Severity>,
+    ) -> Vec<Finding>;
+}
+
+/// A group rule's facts: whatever type the rule keeps (it downcasts to it).
+pub trait GroupFacts: std::any::Any + Send + std::fmt::Debug {
+    /// Appends facts collected later in input order (of the same rule).
+    fn append(&mut self, later: Box<dyn GroupFacts>);
 }

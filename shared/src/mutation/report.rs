@@ -12,8 +12,7 @@ use crate::snapshot::OutcomeKind;
 use crate::syntax::Taint;
 use crate::ui::{Color, Ui};
 
-/// The version of the report schema printed by `-o json|yaml`.
-pub const REPORT_API_VERSION: &str = "placekit.dev/v1";
+pub use crate::ui::REPORT_API_VERSION;
 
 /// How many node diffs to print before summarising the rest.
 const DIFFS_SHOWN: usize = 10;

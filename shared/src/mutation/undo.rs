@@ -27,8 +27,9 @@ use crate::ui::{MutationArgs, Ui};
 use super::checks::Findings;
 use super::pipeline::{self, Mutation};
 use super::report::{NodeReport, Outcome, REPORT_API_VERSION, Report};
+use crate::overrides::{RollbackOverrides, RollbackSettings};
 use crate::targets::Targets;
-use crate::ui::{RollbackOverrides, RollbackSettings, shell_quote};
+use crate::ui::shell_quote;
 
 /// Which snapshot a `rollback` or `show` names.
 #[derive(Debug, Clone, Copy)]

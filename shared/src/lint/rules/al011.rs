@@ -1,15 +1,17 @@
 //! AL011 pdb-blocks-evictions.
 //!
-//! A PodDisruptionBudget is judged over every pod it selects, so this rule works in two
-//! steps: [`collect`] records facts about each PDB and each workload while documents are
-//! linted (in parallel, one at a time), and [`judge`] matches them once the whole input is
-//! read — only within one group (a directory, or one stream) and one namespace, so a PDB in
+//! A PodDisruptionBudget is judged over every pod it selects, so this rule is also a
+//! [`GroupRule`] working in two steps: [`collect`] records facts about each PDB and each
+//! workload while documents are linted (in parallel, one at a time), and [`judge`] matches
+//! them once the whole input is read — only within one group (a directory, or one stream) and one namespace, so a PDB in
 //! one kustomize base never meets a workload of another.
 use std::collections::HashMap;
 
 use super::super::affinity::LabelSelector;
-use crate::lint::engine::{Finding, ObjectRef};
-use crate::lint::rule::{Context, RawFinding, Rule, RuleMeta, Scope, Severity};
+use crate::lint::finding::{Finding, ObjectRef};
+use crate::lint::rule::{
+    Context, GroupFacts, GroupRule, RawFinding, Rule, RuleMeta, Scope, Severity,
+};
 use crate::lint::source::Object;
 use crate::lint::yaml::Node;
 
@@ -89,6 +91,10 @@ impl Rule for Al011 {
     fn scope(&self) -> Scope {
         Scope::Object
     }
+
+    fn group(&self) -> Option<&dyn GroupRule> {
+        Some(self)
+    }
 }
 
 /// A budget: `minAvailable` or `maxUnavailable`, as a count or a percentage.
@@ -166,6 +172,36 @@ impl Facts {
         self.pdbs.extend(other.pdbs);
         self.pods.extend(other.pods);
         self.autoscaled.extend(other.autoscaled);
+    }
+}
+
+impl GroupFacts for Facts {
+    fn append(&mut self, later: Box<dyn GroupFacts>) {
+        let later: Box<dyn std::any::Any> = later;
+        if let Ok(later) = later.downcast::<Facts>() {
+            self.extend(*later);
+        }
+    }
+}
+
+impl GroupRule for Al011 {
+    fn new_facts(&self) -> Box<dyn GroupFacts> {
+        Box::<Facts>::default()
+    }
+
+    fn collect(&self, object: &Object<'_>, group: &str, facts: &mut dyn GroupFacts) {
+        let facts: &mut dyn std::any::Any = facts;
+        if let Some(facts) = facts.downcast_mut::<Facts>() {
+            collect(object, group, facts);
+        }
+    }
+
+    fn judge(&self, facts: &dyn GroupFacts, severity: Severity) -> Vec<Finding> {
+        let facts: &dyn std::any::Any = facts;
+        facts
+            .downcast_ref::<Facts>()
+            .map(|f| judge(f, severity))
+            .unwrap_or_default()
     }
 }
 

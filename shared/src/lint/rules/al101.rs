@@ -1,4 +1,4 @@
-//! AL101 no-candidate-node (`--cluster`): judged in `lint::cluster`, documented here.
+//! AL101 no-candidate-node (`--cluster`): judged with the other `--cluster` rules in `rules::cluster` (they share the candidate nodes), documented here.
 use crate::lint::rule::{RuleMeta, Severity};
 
 pub static META: RuleMeta = RuleMeta {

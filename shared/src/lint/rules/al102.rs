@@ -1,4 +1,4 @@
-//! AL102 unknown-label-key (`--cluster`): judged in `lint::cluster`, documented here.
+//! AL102 unknown-label-key (`--cluster`): judged with the other `--cluster` rules in `rules::cluster` (they share the candidate nodes), documented here.
 use crate::lint::rule::{RuleMeta, Severity};
 
 pub static META: RuleMeta = RuleMeta {

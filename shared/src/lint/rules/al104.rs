@@ -1,4 +1,4 @@
-//! AL104 not-enough-free-gpus (`--cluster`): judged in `lint::cluster`, documented here.
+//! AL104 not-enough-free-gpus (`--cluster`): judged with the other `--cluster` rules in `rules::cluster` (they share the candidate nodes), documented here.
 use crate::lint::rule::{RuleMeta, Severity};
 
 pub static META: RuleMeta = RuleMeta {

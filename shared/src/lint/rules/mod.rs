@@ -21,8 +21,9 @@ pub mod al102;
 pub mod al103;
 pub mod al104;
 pub mod al105;
+pub mod cluster;
 
-use super::rule::{Rule, RuleMeta};
+use super::rule::{ClusterCheck, Rule, RuleMeta};
 
 /// Every offline rule, in id order.
 pub static RULES: &[&dyn Rule] = &[
@@ -52,22 +53,20 @@ pub fn find(id: &str) -> Option<&'static dyn Rule> {
         .find(|r| r.meta().id.eq_ignore_ascii_case(id))
 }
 
-/// The `--cluster` rules: judged against the live nodes by `lint::cluster`, documented in
-/// their own files like the offline rules.
-pub static CLUSTER_RULES: &[&RuleMeta] = &[
-    &al101::META,
-    &al102::META,
-    &al103::META,
-    &al104::META,
-    &al105::META,
-];
+/// The checks of the `--cluster` rules, judged against the live nodes; each rule is
+/// documented in its own file like the offline rules.
+pub static CLUSTER_CHECKS: &[&dyn ClusterCheck] = &[&cluster::LiveRules];
+
+/// The `--cluster` rules' documentation.
+pub fn cluster_metas() -> impl Iterator<Item = &'static RuleMeta> {
+    CLUSTER_CHECKS
+        .iter()
+        .flat_map(|c| c.metas().iter().copied())
+}
 
 /// Every rule's documentation, offline rules first, in id order.
 pub fn all_metas() -> impl Iterator<Item = &'static RuleMeta> {
-    RULES
-        .iter()
-        .map(|r| r.meta())
-        .chain(CLUSTER_RULES.iter().copied())
+    RULES.iter().map(|r| r.meta()).chain(cluster_metas())
 }
 
 /// Any rule's documentation by id (case-insensitive).
@@ -79,7 +78,7 @@ pub fn meta(id: &str) -> Option<&'static RuleMeta> {
 pub fn catalogue_table() -> String {
     let rows: Vec<Vec<String>> = all_metas()
         .map(|m| {
-            let live = CLUSTER_RULES.iter().any(|c| c.id == m.id);
+            let live = cluster_metas().any(|c| c.id == m.id);
             vec![
                 m.id.to_string(),
                 m.severity.as_str().to_string(),
@@ -98,7 +97,7 @@ pub fn catalogue_table() -> String {
 /// One rule's page, as `affinity-lint rules ID` prints it.
 pub fn page(id: &str) -> Option<String> {
     meta(id).map(|m| {
-        let live = if CLUSTER_RULES.iter().any(|c| c.id == m.id) {
+        let live = if cluster_metas().any(|c| c.id == m.id) {
             ", with --cluster"
         } else {
             ""

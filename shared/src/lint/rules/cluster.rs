@@ -3,19 +3,42 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::engine::{Finding, finding};
-use super::rule::{RawFinding, Severity};
-use super::rules::al010;
-use super::source::Object;
-use super::yaml::Node;
+use super::al010;
+use crate::lint::finding::{Finding, finding};
+use crate::lint::rule::{ClusterCheck, RawFinding, RuleMeta, Severity};
+use crate::lint::source::Object;
+use crate::lint::yaml::Node;
 use crate::model::PodSpec;
 use crate::model::quantity::format_milli;
 use crate::scheduler::{NodeInfo, affinity_candidates};
 use crate::scheduling::{SCHEDULING_EFFECTS, untolerated_taints};
 use crate::suggest::nearest_key;
 
-/// The cluster rules' documentation (for `rules`), one file each under `lint::rules`.
-pub use super::rules::CLUSTER_RULES;
+/// AL101–AL105, judged together: they share each workload's candidate nodes.
+#[derive(Debug)]
+pub struct LiveRules;
+
+impl ClusterCheck for LiveRules {
+    fn metas(&self) -> &'static [&'static RuleMeta] {
+        static METAS: [&RuleMeta; 5] = [
+            &super::al101::META,
+            &super::al102::META,
+            &super::al103::META,
+            &super::al104::META,
+            &super::al105::META,
+        ];
+        &METAS
+    }
+
+    fn check(
+        &self,
+        objects: &[Object<'_>],
+        nodes: &[NodeInfo],
+        enabled: &dyn Fn(&str, Severity) -> Option<Severity>,
+    ) -> Vec<Finding> {
+        check(objects, nodes, enabled)
+    }
+}
 
 /// Why no node is a candidate, when one requirement alone holds on no node: the first
 /// such (nodeSelector entries, then each required term's expressions), the values the nodes
@@ -130,7 +153,7 @@ pub fn pod_spec_of(spec: &Node) -> PodSpec {
         affinity: crate::lint::affinity::affinity_of(spec)
             .and_then(|a| serde_json::from_value(a.to_json()).ok()),
         tolerations: field(spec, "tolerations"),
-        containers: containers(&mut super::podspec::app_containers(spec).into_iter()),
+        containers: containers(&mut crate::lint::podspec::app_containers(spec).into_iter()),
         init_containers: containers(
             &mut spec
                 .get("initContainers")
@@ -147,12 +170,12 @@ pub fn pod_spec_of(spec: &Node) -> PodSpec {
 fn extended_requests(spec: &PodSpec) -> BTreeMap<String, i128> {
     spec.requests()
         .into_iter()
-        .filter(|(name, _)| crate::lint::rules::al007::is_extended(name))
+        .filter(|(name, _)| super::al007::is_extended(name))
         .collect()
 }
 
 /// Runs AL101–AL105 for every workload against `nodes`. `enabled` filters rule ids.
-pub fn check(
+fn check(
     objects: &[Object<'_>],
     nodes: &[NodeInfo],
     enabled: impl Fn(&str, Severity) -> Option<Severity>,
@@ -171,7 +194,11 @@ pub fn check(
         }
         let ignored = object.ignored_rules();
         let mut push = |id: &str, at: &Node, message: String| {
-            let default = crate::lint::rules::meta(id).map_or(Severity::Error, |m| m.severity);
+            let default = LiveRules
+                .metas()
+                .iter()
+                .find(|m| m.id == id)
+                .map_or(Severity::Error, |m| m.severity);
             let Some(severity) = enabled(id, default) else {
                 return;
             };
@@ -196,9 +223,9 @@ pub fn check(
             .iter()
             .filter_map(|(k, _)| Some((k, k.as_str()?.to_string())))
             .collect();
-        if let Some((_, terms)) = super::affinity::required_terms(spec_node) {
+        if let Some((_, terms)) = crate::lint::affinity::required_terms(spec_node) {
             for term in terms {
-                for req in super::affinity::requirements(term) {
+                for req in crate::lint::affinity::requirements(term) {
                     if matches!(req.op.as_str(), "In" | "Exists" | "Gt" | "Lt") {
                         required_keys.push((req.node, req.key.clone()));
                     }
