@@ -209,16 +209,19 @@ pub fn run_to_exit_code(
 ) -> std::process::ExitCode {
     match block_on(work) {
         Ok(code) => std::process::ExitCode::from(code),
-        Err(e) => {
-            // The last stop before the terminal: no configured secret gets past it, and no
-            // control character from a cluster string or a file.
-            eprintln!(
-                "error: {}",
-                crate::ui::escape_controls(&crate::connect::redact(&e.to_string()), true)
-            );
-            std::process::ExitCode::from(e.exit_code())
-        }
+        Err(e) => report(&e),
     }
+}
+
+/// Says why the command stopped, on stderr, and returns its exit code. The last stop before
+/// the terminal: no configured secret gets past it, and no control character from a cluster
+/// string or a file.
+pub fn report(e: &CommandError) -> std::process::ExitCode {
+    eprintln!(
+        "error: {}",
+        crate::ui::escape_controls(&crate::connect::redact(&e.to_string()), true)
+    );
+    std::process::ExitCode::from(e.exit_code())
 }
 
 /// Runs async work on a multi-thread runtime built for it.
