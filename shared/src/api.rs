@@ -236,7 +236,8 @@ pub async fn list_workloads(
             .await
             {
                 Ok(()) => listed_any = true,
-                Err(CommandError::Forbidden(m)) => {
+                Err(e) if e.is_forbidden() => {
+                    let m = e.to_string();
                     first_forbidden.get_or_insert_with(|| m.clone());
                     warnings.push(format!("cannot list {}: {m}", $name))
                 }
@@ -319,7 +320,8 @@ pub async fn list_workloads(
     .await;
     match listed {
         Ok(_) => listed_any = true,
-        Err(CommandError::Forbidden(m)) => {
+        Err(e) if e.is_forbidden() => {
+            let m = e.to_string();
             first_forbidden.get_or_insert_with(|| m.clone());
             warnings.push(format!("cannot list pods: {m}"))
         }

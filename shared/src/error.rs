@@ -48,12 +48,13 @@ pub enum CommandError {
     /// The request never got an answer: the cause in the words kubectl users know
     /// (`connection refused`, `no such host`, `x509: certificate signed by unknown
     /// authority`), with the server it was for.
-    #[error("cannot reach the cluster{} while {doing}: {cause}", server.as_deref().map(|s| format!(" at {s}")).unwrap_or_default())]
-    Unreachable {
-        doing: String,
-        server: Option<String>,
-        cause: String,
-    },
+    #[error(transparent)]
+    Unreachable(Box<Unreachable>),
+    /// The API server answered with an error (RBAC, credentials, a refused request, an
+    /// answer that could not be read): the answer is kept whole as the cause, with its
+    /// status code and reason ([`CommandError::status_code`]).
+    #[error(transparent)]
+    Api(Box<ApiError>),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
     #[error(transparent)]
@@ -64,6 +65,27 @@ pub enum CommandError {
     /// `completion --install/--uninstall` could not write or remove the helper.
     #[error(transparent)]
     Completion(#[from] crate::complete::HelperError),
+}
+
+/// A request that got no answer, or none within its deadline.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot reach the cluster{} while {doing}: {cause}", server.as_deref().map(|s| format!(" at {s}")).unwrap_or_default())]
+pub struct Unreachable {
+    pub doing: String,
+    pub server: Option<String>,
+    pub cause: String,
+    /// The transport error, when a request failed (not when a deadline passed).
+    #[source]
+    pub source: Option<kube::Error>,
+}
+
+/// An error answer of the API server, with what the command was doing.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", api_message(.doing, .source))]
+pub struct ApiError {
+    pub doing: String,
+    #[source]
+    pub source: kube::Error,
 }
 
 fn missing_nodes_message(names: &[String]) -> String {
@@ -87,51 +109,82 @@ impl CommandError {
             | CommandError::UndoOrder(_)
             | CommandError::Snapshot(_)
             | CommandError::Completion(_) => exit::USAGE,
+            CommandError::Api(_) if self.status_code() == Some(400) => exit::USAGE,
             CommandError::Blocked(_) | CommandError::Declined => exit::PROBLEMS,
             CommandError::Forbidden(_)
             | CommandError::Cluster(_)
-            | CommandError::Unreachable { .. }
+            | CommandError::Unreachable(_)
+            | CommandError::Api(_)
             | CommandError::Runtime(_)
             | CommandError::Connect(_) => exit::CLUSTER,
         }
     }
 
-    /// A kube error with the verb/resource it was about.
+    /// A kube error with the verb/resource it was about: an answer of the API server is kept
+    /// whole as the cause ([`CommandError::Api`]); a request that got no answer is
+    /// [`CommandError::Unreachable`], with the transport error as its cause.
     pub fn from_api(e: kube::Error, doing: &str) -> CommandError {
         match e {
-            kube::Error::Api(status)
-                if status.code == 403 && status.message.contains("User \"system:anonymous\"") =>
-            {
-                CommandError::Forbidden(format!(
-                    "forbidden while {doing}: {} (the server saw no credentials: check the user of the kubeconfig context, and that the server is https://; nothing was changed)",
-                    status.message
-                ))
+            kube::Error::Api(_) | kube::Error::SerdeError(_) => {
+                CommandError::Api(Box::new(ApiError {
+                    doing: doing.to_string(),
+                    source: e,
+                }))
             }
-            kube::Error::Api(status) if status.code == 403 => CommandError::Forbidden(format!(
-                "forbidden while {doing}: {} (ask for the missing RBAC permission; nothing was changed)",
-                status.message
-            )),
-            kube::Error::Api(status) if status.code == 401 => CommandError::Cluster(format!(
-                "unauthorized while {doing}: {} (check the credentials of the kubeconfig context)",
-                status.message
-            )),
-            kube::Error::Api(status) if status.code == 400 => {
-                CommandError::Input(format!("while {doing}: {}", status.message))
-            }
-            kube::Error::Api(status) => CommandError::Cluster(format!(
-                "the API server answered {} {} while {doing}: {}",
-                status.code, status.reason, status.message
-            )),
-            // An answer came but could not be read: not a connection problem.
-            kube::Error::SerdeError(e) => CommandError::Cluster(format!(
-                "cannot read the API server's answer while {doing}: {e}"
-            )),
-            source => CommandError::Unreachable {
+            source => CommandError::Unreachable(Box::new(Unreachable {
                 doing: doing.to_string(),
                 server: crate::connect::current_server(),
                 cause: transport_cause(&source),
-            },
+                source: Some(source),
+            })),
         }
+    }
+
+    /// The HTTP status the API server answered with, when it answered.
+    pub fn status_code(&self) -> Option<u16> {
+        match self {
+            CommandError::Api(e) => match &e.source {
+                kube::Error::Api(status) => Some(status.code),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// RBAC denies it: a 403 answer, or a permission check that said no.
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self, CommandError::Forbidden(_)) || self.status_code() == Some(403)
+    }
+}
+
+/// What an error answer of the API server means for the person running the command.
+fn api_message(doing: &str, error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status)
+            if status.code == 403 && status.message.contains("User \"system:anonymous\"") =>
+        {
+            format!(
+                "forbidden while {doing}: {} (the server saw no credentials: check the user of the kubeconfig context, and that the server is https://; nothing was changed)",
+                status.message
+            )
+        }
+        kube::Error::Api(status) if status.code == 403 => format!(
+            "forbidden while {doing}: {} (ask for the missing RBAC permission; nothing was changed)",
+            status.message
+        ),
+        kube::Error::Api(status) if status.code == 401 => format!(
+            "unauthorized while {doing}: {} (check the credentials of the kubeconfig context)",
+            status.message
+        ),
+        kube::Error::Api(status) if status.code == 400 => {
+            format!("while {doing}: {}", status.message)
+        }
+        kube::Error::Api(status) => format!(
+            "the API server answered {} {} while {doing}: {}",
+            status.code, status.reason, status.message
+        ),
+        // An answer came but could not be read: not a connection problem.
+        other => format!("cannot read the API server's answer while {doing}: {other}"),
     }
 }
 
@@ -262,6 +315,41 @@ mod tests {
         assert_eq!(
             CommandError::NodesNotFound(vec!["a".into(), "b".into()]).to_string(),
             "nodes \"a\", \"b\" not found; nothing was changed (check the name with `kubectl get nodes`)"
+        );
+    }
+
+    /// An answer of the API server stays typed through the command's error: whoever handles
+    /// it reads the status code and reason from the cause, and the message is kubectl's.
+    #[test]
+    fn an_api_answer_is_kept_as_the_cause() {
+        use std::error::Error as _;
+        let answer = |code: u16, reason: &str| {
+            kube::Error::Api(
+                kube::core::Status::failure("nodes is forbidden: User \"u\" cannot list", reason)
+                    .with_code(code)
+                    .boxed(),
+            )
+        };
+        let forbidden = CommandError::from_api(answer(403, "Forbidden"), "listing nodes");
+        assert_eq!(forbidden.status_code(), Some(403));
+        assert!(forbidden.is_forbidden());
+        assert_eq!(forbidden.exit_code(), exit::CLUSTER);
+        assert_eq!(
+            forbidden.to_string(),
+            "forbidden while listing nodes: nodes is forbidden: User \"u\" cannot list (ask for the missing RBAC permission; nothing was changed)"
+        );
+        let cause = forbidden.source().expect("the kube error is the cause");
+        match cause.downcast_ref::<kube::Error>() {
+            Some(kube::Error::Api(status)) => assert_eq!(status.reason, "Forbidden"),
+            other => panic!("not the API answer: {other:?}"),
+        }
+        let bad_request = CommandError::from_api(answer(400, "BadRequest"), "patching node/a");
+        assert_eq!(bad_request.exit_code(), exit::USAGE);
+        assert!(!bad_request.is_forbidden());
+        let conflict = CommandError::from_api(answer(409, "Conflict"), "patching node/a");
+        assert_eq!(
+            conflict.to_string(),
+            "the API server answered 409 Conflict while patching node/a: nodes is forbidden: User \"u\" cannot list"
         );
     }
 }

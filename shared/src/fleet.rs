@@ -16,7 +16,7 @@ use std::time::Duration;
 use kube::config::Kubeconfig;
 
 use crate::connect::{Connection, ConnectionArgs, parse_request_timeout};
-use crate::error::CommandError;
+use crate::error::{CommandError, Unreachable};
 use crate::exit;
 use crate::snapshot::ClusterIdentity;
 use crate::ui::Ui;
@@ -358,14 +358,15 @@ impl Fleet {
     async fn probe(&self, conn: &Connection) -> Result<ClusterIdentity, CommandError> {
         match tokio::time::timeout(self.timeout, crate::api::probe_identity(conn)).await {
             Ok(result) => result,
-            Err(_) => Err(CommandError::Unreachable {
+            Err(_) => Err(CommandError::Unreachable(Box::new(Unreachable {
                 doing: "waiting for its first answer".into(),
                 server: Some(conn.server.clone()),
                 cause: format!(
                     "timeout: no answer within {} (--context-timeout)",
                     humantime(self.timeout)
                 ),
-            }),
+                source: None,
+            }))),
         }
     }
 
@@ -491,14 +492,15 @@ impl Fleet {
             Ok(Err(e)) => Err(CommandError::Cluster(format!(
                 "building the client failed: {e}"
             ))),
-            Err(_) => Err(CommandError::Unreachable {
+            Err(_) => Err(CommandError::Unreachable(Box::new(Unreachable {
                 doing: "getting credentials".into(),
                 server: Some(self.server_of(context)),
                 cause: format!(
                     "timeout: no credentials within {} (--context-timeout; is the exec credential plugin waiting for a login?)",
                     humantime(self.timeout)
                 ),
-            }),
+                source: None,
+            }))),
         }
     }
 

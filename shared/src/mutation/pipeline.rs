@@ -132,7 +132,8 @@ async fn disruption_budgets(
     .await
     {
         Ok(b) => b,
-        Err(CommandError::Forbidden(m)) => {
+        Err(e) if e.is_forbidden() => {
+            let m = e.to_string();
             return Ok(Findings {
                 warnings: vec![format!(
                     "cannot list poddisruptionbudgets ({m}): the evictions are not checked against them"
