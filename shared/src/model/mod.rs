@@ -1,11 +1,12 @@
-//! The one read model of the cluster's objects: nodes and pods as every command reads them
-//! from the paged lists, and the quantities they carry. Nothing here talks to the API server
-//! and nothing here imports from the rest of the library except the taint syntax.
+//! The one read model of the cluster's objects: nodes, pods and DRA objects as every command
+//! reads them from the paged lists, and the quantities they carry. Nothing here talks to the
+//! API server, and nothing here imports from the rest of the library but the taint syntax.
 //!
-//! The DRA objects (ResourceSlices, DeviceClasses, ResourceClaims) are read straight into
-//! [`crate::dra`]'s types; workloads' templates keep k8s-openapi's full `PodSpec`, which the
-//! linter and the dependents check need whole.
+//! Workloads' templates keep k8s-openapi's full `PodSpec`, which the linter and the
+//! dependents check need whole; the scheduler's matchers take either through
+//! [`crate::scheduling::NodeConstraints`].
 
+pub mod dra;
 pub mod node;
 pub mod pod;
 pub mod quantity;

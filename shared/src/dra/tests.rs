@@ -1,0 +1,294 @@
+//! Unit tests of the parent module.
+
+use super::*;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+fn slice(v: serde_json::Value) -> ResourceSlice {
+    serde_json::from_value(v).unwrap()
+}
+
+fn facts<'a>(name: &'a str, labels: &'a BTreeMap<String, String>) -> NodeFacts<'a> {
+    NodeFacts { name, labels }
+}
+
+#[test]
+fn class_driver_reads_only_the_plain_driver_test() {
+    let class = |e: &str| -> DeviceClass {
+        serde_json::from_value(
+            json!({"metadata": {"name": "c"}, "spec": {"selectors": [{"cel": {"expression": e}}]}}),
+        )
+        .unwrap()
+    };
+    assert_eq!(
+        class("device.driver == \"gpu.example.com\"")
+            .driver()
+            .as_deref(),
+        Some("gpu.example.com")
+    );
+    assert_eq!(
+        class("device.driver=='gpu.example.com'")
+            .driver()
+            .as_deref(),
+        Some("gpu.example.com")
+    );
+    assert_eq!(
+        class("device.driver == \"a\" && device.attributes[\"x\"].y").driver(),
+        None
+    );
+    assert_eq!(class("true").driver(), None);
+}
+
+#[test]
+fn devices_allocated_free_and_older_pool_generations() {
+    let slices = vec![
+        slice(
+            json!({"spec": {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "n1", "generation": 2, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}),
+        ),
+        slice(
+            json!({"spec": {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "old-0"}, {"name": "old-1"}, {"name": "old-2"}]}}),
+        ),
+    ];
+    let mut inv = DraInventory::new(slices, vec![]);
+    let claim: ResourceClaim =
+        serde_json::from_value(json!({"status": {"allocation": {"devices": {"results": [
+            {"request": "gpu", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-1"}]}}}}))
+        .unwrap();
+    inv.add_claim(&claim);
+    let labels = BTreeMap::new();
+    assert_eq!(
+        inv.node_devices(facts("n1", &labels)),
+        vec![DriverDevices {
+            driver: "gpu.example.com".into(),
+            pools: vec!["n1".into()],
+            total: 2,
+            allocated: 1,
+            free: 1,
+            partitionable: false
+        }]
+    );
+    assert!(inv.node_devices(facts("n2", &labels)).is_empty());
+}
+
+#[test]
+fn partitions_are_free_only_while_their_shared_counters_last() {
+    // One 40 GiB GPU published whole and as two 20 GiB partitions.
+    let s = slice(
+        json!({"spec": {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+        "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}],
+        "devices": [
+            {"name": "gpu-0", "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}]},
+            {"name": "gpu-0-a", "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": "20Gi"}}}]},
+            {"name": "gpu-0-b", "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": "20Gi"}}}]}
+        ]}}),
+    );
+    let mut inv = DraInventory::new(vec![s], vec![]);
+    let labels = BTreeMap::new();
+    assert_eq!(
+        inv.node_devices(facts("n1", &labels))[0].free,
+        2,
+        "the whole GPU and its halves exclude each other: at most two devices at once"
+    );
+    let claim: ResourceClaim =
+        serde_json::from_value(json!({"status": {"allocation": {"devices": {"results": [
+            {"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "gpu-0-a"}]}}}}))
+        .unwrap();
+    inv.add_claim(&claim);
+    let d = &inv.node_devices(facts("n1", &labels))[0];
+    assert_eq!(
+        (d.total, d.allocated, d.free, d.partitionable),
+        (3, 1, 1, true),
+        "the whole GPU no longer fits; the other half does"
+    );
+}
+
+#[test]
+fn admin_access_shared_and_tainted_devices_and_incomplete_pools() {
+    let s = slice(
+        json!({"spec": {"driver": "d", "nodeName": "n1", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "watched"}, {"name": "shared", "allowMultipleAllocations": true},
+                        {"name": "tainted", "taints": [{"key": "unhealthy", "effect": "NoSchedule"}]}, {"name": "plain"}]}}),
+    );
+    // A pool that says it has two slices and shows one: the scheduler skips it.
+    let incomplete = slice(
+        json!({"spec": {"driver": "d", "nodeName": "n1", "pool": {"name": "half", "generation": 1, "resourceSliceCount": 2},
+            "devices": [{"name": "x"}]}}),
+    );
+    let mut inv = DraInventory::new(vec![s, incomplete], vec![]);
+    inv.add_claim(
+        &serde_json::from_value(json!({"status": {"allocation": {"devices": {"results": [
+            {"request": "r", "driver": "d", "pool": "p", "device": "watched", "adminAccess": true},
+            {"request": "r", "driver": "d", "pool": "p", "device": "shared"}]}}}}))
+        .unwrap(),
+    );
+    let labels = BTreeMap::new();
+    let d = &inv.node_devices(facts("n1", &labels))[0];
+    assert_eq!(
+        (d.total, d.allocated, d.free, d.pools.clone()),
+        (4, 1, 3, vec!["p".to_string()]),
+        "admin access takes nothing; a shared device stays free; a tainted one is not free"
+    );
+}
+
+#[test]
+fn a_device_many_nodes_reach_is_one_device_in_totals() {
+    let s = slice(
+        json!({"spec": {"driver": "net.example.com", "allNodes": true,
+            "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1}, "devices": [{"name": "a"}, {"name": "b"}]}}),
+    );
+    let inv = DraInventory::new(vec![s], vec![]);
+    let labels = BTreeMap::new();
+    assert_eq!(inv.node_devices(facts("n1", &labels))[0].total, 2);
+    assert_eq!(inv.node_devices(facts("n2", &labels))[0].total, 2);
+    assert_eq!(
+        inv.devices_over([facts("n1", &labels), facts("n2", &labels)])[0].total,
+        2
+    );
+}
+
+#[test]
+fn allocation_mode_all_needs_every_device_of_the_node() {
+    let s = slice(
+        json!({"spec": {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}),
+    );
+    let class: DeviceClass = serde_json::from_value(json!({"metadata": {"name": "gpu.example.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}})).unwrap();
+    let mut inv = DraInventory::new(vec![s], vec![class]);
+    let all = claim_of(json!({"metadata": {"name": "all", "namespace": "ml"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "allocationMode": "All"}}]}}}));
+    let refs = vec![PodClaimRef {
+        name: "gpus".into(),
+        resource_claim_name: Some("all".into()),
+        resource_claim_template_name: None,
+    }];
+    let labels = BTreeMap::new();
+    let (needs, _) = ClaimNeeds::of(
+        "ml",
+        &refs,
+        &[],
+        &BTreeMap::new(),
+        std::slice::from_ref(&all),
+        &inv,
+    );
+    assert_eq!(
+        needs.check(facts("n1", &labels), &BTreeMap::new(), &inv),
+        Ok(())
+    );
+    assert!(
+        needs
+            .check(facts("n2", &labels), &BTreeMap::new(), &inv)
+            .is_err(),
+        "no device there"
+    );
+    inv.add_claim(
+        &serde_json::from_value(json!({"status": {"allocation": {"devices": {"results": [
+            {"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "gpu-0"}]}}}}))
+        .unwrap(),
+    );
+    assert_eq!(
+        needs.check(facts("n1", &labels), &BTreeMap::new(), &inv),
+        Err(DraFailure::CannotAllocate {
+            detail: "needs all devices of class gpu.example.com, 1 free here".into()
+        })
+    );
+}
+
+#[test]
+fn node_selector_slices_reach_the_nodes_they_select() {
+    let s = slice(
+        json!({"spec": {"driver": "net.example.com", "pool": {"name": "rack-1", "generation": 1, "resourceSliceCount": 1},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["1"]}]}]},
+            "devices": [{"name": "nic-0"}]}}),
+    );
+    let inv = DraInventory::new(vec![s], vec![]);
+    let rack1: BTreeMap<String, String> = [("rack".to_string(), "1".to_string())].into();
+    let other = BTreeMap::new();
+    assert_eq!(inv.node_devices(facts("a", &rack1)).len(), 1);
+    assert!(inv.node_devices(facts("b", &other)).is_empty());
+}
+
+fn claim_of(v: serde_json::Value) -> ResourceClaim {
+    serde_json::from_value(v).unwrap()
+}
+
+#[test]
+fn claim_needs_check_devices_allocations_and_say_what_they_cannot_model() {
+    let slice = slice(
+        json!({"spec": {"driver": "gpu.example.com", "nodeName": "n1",
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1}, "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}),
+    );
+    let simple: DeviceClass = serde_json::from_value(json!({"metadata": {"name": "gpu.example.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}})).unwrap();
+    let cel: DeviceClass = serde_json::from_value(json!({"metadata": {"name": "big-gpu"},
+            "spec": {"selectors": [{"cel": {"expression": "device.capacity[\"gpu.example.com\"].memory.compareTo(quantity(\"40Gi\")) >= 0"}}]}})).unwrap();
+    let claims = vec![
+        claim_of(json!({"metadata": {"name": "two", "namespace": "ml"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": 2}}]}}})),
+        claim_of(json!({"metadata": {"name": "three", "namespace": "ml"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": 3}}]}}})),
+        claim_of(json!({"metadata": {"name": "elsewhere", "namespace": "ml"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}},
+                "status": {"allocation": {"devices": {"results": []},
+                    "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]}}}})),
+        claim_of(json!({"metadata": {"name": "big", "namespace": "ml"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "big-gpu"}}]}}})),
+    ];
+    let inv = DraInventory::new(vec![slice], vec![simple, cel]);
+    let labels = BTreeMap::new();
+    let n1 = facts("n1", &labels);
+    let refs = |name: &str| {
+        vec![PodClaimRef {
+            name: "gpus".into(),
+            resource_claim_name: Some(name.into()),
+            resource_claim_template_name: None,
+        }]
+    };
+    let needs =
+        |name: &str| ClaimNeeds::of("ml", &refs(name), &[], &BTreeMap::new(), &claims, &inv);
+    let (two, states) = needs("two");
+    assert_eq!(states[0].state, "pending");
+    assert_eq!(states[0].requests, vec!["gpu: 2 x gpu.example.com"]);
+    assert_eq!(two.check(n1, &BTreeMap::new(), &inv), Ok(()));
+    let (three, _) = needs("three");
+    assert_eq!(
+        three.check(n1, &BTreeMap::new(), &inv),
+        Err(DraFailure::CannotAllocate {
+            detail: "needs 3 of class gpu.example.com, 2 free here".into()
+        })
+    );
+    let (elsewhere, _) = needs("elsewhere");
+    assert_eq!(
+        elsewhere.check(n1, &BTreeMap::new(), &inv),
+        Err(DraFailure::NotAvailable {
+            claim: "elsewhere".into()
+        })
+    );
+    let (big, _) = needs("big");
+    assert_eq!(
+        big.unmodelled,
+        vec!["device class big-gpu: selectors beyond device.driver"]
+    );
+    assert_eq!(big.check(n1, &BTreeMap::new(), &inv), Ok(()), "not guessed");
+    let template = vec![PodClaimRef {
+        name: "gpus".into(),
+        resource_claim_name: None,
+        resource_claim_template_name: Some("gpu-template".into()),
+    }];
+    let (missing, states) = ClaimNeeds::of("ml", &template, &[], &BTreeMap::new(), &claims, &inv);
+    assert_eq!(states[0].state, "missing");
+    assert!(
+        missing.missing[0]
+            .contains("no ResourceClaim has been generated from template gpu-template yet")
+    );
+}
+
+#[test]
+fn classes_serve_their_extended_resource_and_the_implicit_one() {
+    let class: DeviceClass = serde_json::from_value(json!({"metadata": {"name": "gpu.example.com"}, "spec": {"extendedResourceName": "example.com/gpu"}})).unwrap();
+    assert!(class.serves("example.com/gpu"));
+    assert!(class.serves("deviceclass.resource.kubernetes.io/gpu.example.com"));
+    assert!(!class.serves("nvidia.com/gpu"));
+}

@@ -1,0 +1,484 @@
+//! Reading the inventory: nodes, active pods and DRA objects in a few paged lists, reduced
+//! page by page to what is kept per node.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::accelerators::{self, Form, NodeInventory, ResourceTotal, Scope};
+use crate::api::{self, Listed, POD_PAGE};
+use crate::connect::Connection;
+use crate::dra::{self, DeviceClass, DraInventory, ResourceClaim, ResourceSlice};
+use crate::error::CommandError;
+use crate::gpu;
+use crate::model::{Node, Pod};
+use crate::scheduling::NodeFacts;
+use crate::targets::Targets;
+
+/// Nodes per list page (5,000 nodes in one request).
+const NODE_PAGE: u32 = 5_000;
+/// DRA objects per list page.
+const DRA_PAGE: u32 = 5_000;
+
+/// `--by`: whose requests the breakdown lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum By {
+    Namespace,
+    Pod,
+}
+
+/// What `status` was asked.
+#[derive(Debug, Clone, Default)]
+pub struct StatusOptions {
+    /// `--resource`: only this accelerator.
+    pub resource: Option<String>,
+    /// `--by`: a breakdown of requests instead of the node table.
+    pub by: Option<By>,
+    /// `-n` (with `--by`): only this namespace's requests; `None` lists every namespace.
+    pub namespace: Option<String>,
+    /// `-L KEY`: label columns.
+    pub label_columns: Vec<String>,
+}
+
+/// DRA as read from the cluster: the inventory and what the user must be told about it.
+#[derive(Debug, Default)]
+pub struct DraRead {
+    pub inventory: DraInventory,
+    /// Claims, only when asked for (`--by`, why-pending).
+    pub claims: Vec<ResourceClaim>,
+    /// "cannot list resourceslices: ..." — said once, the rest goes on.
+    pub notes: Vec<String>,
+    /// RBAC forbids listing ResourceClaims: a pod's claims cannot be judged.
+    pub claims_forbidden: bool,
+    pub requests: usize,
+}
+
+/// Reads device classes, resource slices and (allocated) claims. A cluster that does not
+/// serve `resource.k8s.io/v1` has no DRA devices; one where RBAC forbids the lists gets a
+/// note. Claims are listed only when slices exist or `keep_claims` asks for them.
+pub async fn read_dra(conn: &Connection, keep_claims: bool) -> Result<DraRead, CommandError> {
+    let mut out = DraRead::default();
+    let mut classes: Vec<DeviceClass> = Vec::new();
+    let note = |listed: Listed, out: &mut DraRead, consequence: &str| -> bool {
+        match listed {
+            Listed::Read(n) => {
+                out.requests += n;
+                true
+            }
+            Listed::NotServed => {
+                out.requests += 1;
+                false
+            }
+            Listed::Forbidden(message) => {
+                out.requests += 1;
+                out.notes.push(format!("{message}: {consequence}"));
+                false
+            }
+        }
+    };
+    let listed = api::for_each_page_if_served(
+        &conn.client,
+        &format!("{}/deviceclasses", dra::API),
+        DRA_PAGE,
+        |p: Vec<DeviceClass>| classes.extend(p),
+    )
+    .await?;
+    if !note(listed, &mut out, "DRA devices are not counted") {
+        // Not served (no DRA on this cluster), or forbidden (said once).
+        return Ok(out);
+    }
+    let mut slices: Vec<ResourceSlice> = Vec::new();
+    let listed = api::for_each_page_if_served(
+        &conn.client,
+        &format!("{}/resourceslices", dra::API),
+        DRA_PAGE,
+        |p: Vec<ResourceSlice>| slices.extend(p),
+    )
+    .await?;
+    let slices_read = note(listed, &mut out, "DRA devices are not counted");
+    let any_slices = !slices.is_empty();
+    out.inventory = DraInventory::new(slices, classes);
+    if !slices_read {
+        return Ok(out);
+    }
+    if !any_slices && !keep_claims {
+        return Ok(out);
+    }
+    let mut claims: Vec<ResourceClaim> = Vec::new();
+    let inventory = &mut out.inventory;
+    let listed = api::for_each_page_if_served(
+        &conn.client,
+        &format!("{}/resourceclaims", dra::API),
+        DRA_PAGE,
+        |p: Vec<ResourceClaim>| {
+            for claim in p {
+                inventory.add_claim(&claim);
+                // Only what a breakdown or why-pending needs is kept.
+                if keep_claims {
+                    claims.push(claim);
+                }
+            }
+        },
+    )
+    .await?;
+    out.claims_forbidden = !note(
+        listed,
+        &mut out,
+        "which DRA devices are allocated is unknown (they show as free)",
+    );
+    out.claims = claims;
+    Ok(out)
+}
+
+/// Reads the target nodes as [`Node`]s.
+async fn read_nodes(conn: &Connection, targets: &Targets) -> Result<Vec<Node>, CommandError> {
+    let mut nodes: Vec<Node> = Vec::new();
+    match targets {
+        Targets::Names(_) => {
+            let found = match api::fetch_node_objects(&conn.client, targets).await {
+                // A read-only command: "nothing was changed" would be beside the point.
+                Err(CommandError::NodesNotFound(names)) => {
+                    return Err(CommandError::Input(format!(
+                        "node{} {} not found (check the name with `kubectl get nodes`)",
+                        if names.len() == 1 { "" } else { "s" },
+                        names
+                            .iter()
+                            .map(|n| format!("{n:?}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+                other => other?,
+            };
+            for node in found {
+                nodes.push(node_view(&node)?);
+            }
+        }
+        Targets::Selector(s) => {
+            api::for_each_page(
+                &conn.client,
+                "/api/v1/nodes",
+                None,
+                Some(&s.to_string()),
+                NODE_PAGE,
+                |p| nodes.extend(p),
+            )
+            .await?;
+        }
+        Targets::All => {
+            api::for_each_page(&conn.client, "/api/v1/nodes", None, None, NODE_PAGE, |p| {
+                nodes.extend(p)
+            })
+            .await?;
+        }
+    }
+    Ok(nodes)
+}
+
+/// A typed Node as the read model.
+pub fn node_view(node: &k8s_openapi::api::core::v1::Node) -> Result<Node, CommandError> {
+    Node::from_typed(node).map_err(|e| CommandError::Input(e.to_string()))
+}
+
+/// One line of `--by namespace|pod`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestRow {
+    pub namespace: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The extended resource, or the DRA driver.
+    pub resource: String,
+    /// DRA devices allocated to the pod's (or namespace's) claims.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dra: bool,
+    #[serde(serialize_with = "crate::model::quantity::units")]
+    pub requested: i128,
+    /// `--by namespace`: how many pods (or claims, for DRA) it sums.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pods: Option<usize>,
+}
+
+/// A `--by` line's identity: namespace, pod and node (per pod), resource.
+type BreakdownKey = (String, Option<String>, Option<String>, String);
+
+/// What `status` found on one cluster, before it is rendered.
+#[derive(Debug)]
+pub struct Status {
+    /// "cannot list resourceslices: ..." — said once per cluster; the rest goes on.
+    pub notes: Vec<String>,
+    pub view: StatusView,
+}
+
+/// The two reports of `status`.
+#[derive(Debug)]
+pub enum StatusView {
+    /// No node matched the targets.
+    NoNodes,
+    /// `--by namespace|pod`: requests, sorted.
+    Breakdown(Vec<RequestRow>),
+    /// One row per node and accelerator, with totals.
+    Nodes {
+        /// The resource the flat (legacy) fields count.
+        primary: String,
+        rows: Vec<NodeInventory>,
+        totals: gpu::GpuTotals,
+        by_resource: Vec<ResourceTotal>,
+    },
+}
+
+/// How a cluster's reads are judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// One cluster: a named node that is not there, or a `--resource` no node has, is the
+    /// user's mistake (exit 2).
+    One,
+    /// One of several clusters: nodes and resources differ from cluster to cluster, so a
+    /// name that is not there is just not listed.
+    OfMany,
+}
+
+/// Reads what `status` shows for one cluster.
+pub async fn read_status(
+    conn: &Connection,
+    targets: &Targets,
+    options: &StatusOptions,
+    reading: Reading,
+) -> Result<Status, CommandError> {
+    let nodes = match (targets, reading) {
+        (Targets::Names(names), Reading::OfMany) => {
+            let mut all = read_nodes(conn, &Targets::All).await?;
+            all.retain(|n| names.contains(&n.metadata.name));
+            all
+        }
+        _ => read_nodes(conn, targets).await?,
+    };
+    if nodes.is_empty() {
+        return Ok(Status {
+            notes: Vec::new(),
+            view: StatusView::NoNodes,
+        });
+    }
+    let dra = read_dra(conn, options.by.is_some()).await?;
+    let notes = dra.notes.clone();
+    let resource = options.resource.as_deref();
+    if let Some(r) = resource
+        && reading == Reading::One
+        && dra.inventory.class_serving(r).is_none()
+        && let Some(unknown) = gpu::unknown_resource(&nodes, r)
+    {
+        return Err(CommandError::Input(unknown.message));
+    }
+    let mut resources = accelerators::accelerator_resources(&nodes);
+    if let Some(r) = resource {
+        resources.insert(r.to_string());
+    }
+    let primary = resource.unwrap_or(gpu::DEFAULT_RESOURCE).to_string();
+    // The flat legacy fields count the primary resource even when it is not an accelerator
+    // of a known vendor.
+    resources.insert(primary.clone());
+    let mut requested: BTreeMap<String, BTreeMap<String, i128>> = BTreeMap::new();
+    let mut breakdown: BTreeMap<BreakdownKey, (i128, usize)> = BTreeMap::new();
+    let mut pod_nodes: BTreeMap<(String, String), String> = BTreeMap::new();
+    let wanted_ns = options.namespace.as_deref();
+    // With NODE... or -l, the breakdown counts the pods on those nodes only.
+    let target_nodes: Option<BTreeSet<&str>> = (!matches!(targets, Targets::All))
+        .then(|| nodes.iter().map(|n| n.metadata.name.as_str()).collect());
+    api::for_each_page(
+        &conn.client,
+        "/api/v1/pods",
+        Some("status.phase!=Succeeded,status.phase!=Failed"),
+        None,
+        POD_PAGE,
+        |page: Vec<Pod>| {
+            accelerators::requested_per_node(&page, &resources, &mut requested);
+            let Some(by) = options.by else { return };
+            for pod in &page {
+                let Some(node) = pod.spec.node_name.as_deref().filter(|n| !n.is_empty()) else {
+                    continue;
+                };
+                if wanted_ns.is_some_and(|ns| ns != pod.metadata.namespace)
+                    || target_nodes.as_ref().is_some_and(|t| !t.contains(node))
+                {
+                    continue;
+                }
+                pod_nodes.insert(
+                    (pod.metadata.namespace.clone(), pod.metadata.name.clone()),
+                    node.to_string(),
+                );
+                for r in &resources {
+                    if resource.is_some_and(|x| x != r) || pod.extended_resource_served_by_dra(r) {
+                        continue;
+                    }
+                    let q = pod.effective_request(r);
+                    if q == 0 {
+                        continue;
+                    }
+                    let key = match by {
+                        By::Namespace => (pod.metadata.namespace.clone(), None, None, r.clone()),
+                        By::Pod => (
+                            pod.metadata.namespace.clone(),
+                            Some(pod.metadata.name.clone()),
+                            Some(node.to_string()),
+                            r.clone(),
+                        ),
+                    };
+                    let e = breakdown.entry(key).or_default();
+                    e.0 += q;
+                    e.1 += 1;
+                }
+            }
+        },
+    )
+    .await?;
+    if let Some(by) = options.by {
+        let served_driver = resource
+            .and_then(|r| dra.inventory.class_serving(r))
+            .and_then(DeviceClass::driver);
+        let mut rows: Vec<RequestRow> = breakdown
+            .into_iter()
+            .map(|((namespace, pod, node, resource), (q, n))| RequestRow {
+                namespace,
+                pod,
+                node,
+                resource,
+                dra: false,
+                requested: q,
+                pods: (by == By::Namespace).then_some(n),
+            })
+            .collect();
+        // With a node selection, a claim counts when a pod on those nodes holds it.
+        let claims = dra.claims.iter().filter(|c| {
+            target_nodes.is_none()
+                || c.reserved_pods()
+                    .any(|p| pod_nodes.contains_key(&(c.metadata.namespace.clone(), p.to_string())))
+        });
+        rows.extend(dra_request_rows(
+            claims,
+            by,
+            wanted_ns,
+            resource.map(|_| served_driver.as_deref()),
+            &pod_nodes,
+        ));
+        rows.sort_by(|a, b| {
+            (&a.namespace, &a.pod, a.dra, &a.resource).cmp(&(
+                &b.namespace,
+                &b.pod,
+                b.dra,
+                &b.resource,
+            ))
+        });
+        return Ok(Status {
+            notes,
+            view: StatusView::Breakdown(rows),
+        });
+    }
+    let empty = BTreeMap::new();
+    let scope = Scope {
+        resource,
+        primary: &primary,
+        resources: &resources,
+        label_columns: &options.label_columns,
+    };
+    let rows: Vec<NodeInventory> = nodes
+        .iter()
+        .map(|n| {
+            accelerators::node_inventory(
+                n,
+                requested.get(&n.metadata.name).unwrap_or(&empty),
+                &dra.inventory,
+                &scope,
+            )
+        })
+        .collect();
+    let legacy: Vec<gpu::NodeGpu> = rows.iter().map(|r| r.primary.clone()).collect();
+    let totals = gpu::totals(&legacy);
+    let mut by_resource = accelerators::totals_by_resource(&rows);
+    // DRA devices a node selector or allNodes makes reachable from many nodes are one
+    // device each in the totals, not one per node.
+    let over = dra.inventory.devices_over(nodes.iter().map(|n| NodeFacts {
+        name: &n.metadata.name,
+        labels: &n.metadata.labels,
+    }));
+    for t in by_resource.iter_mut().filter(|t| t.form == Form::Dra) {
+        if let Some(d) = over.iter().find(|d| d.driver == t.resource) {
+            t.figures = accelerators::Figures::devices(d.total, d.allocated, d.free);
+        }
+    }
+    Ok(Status {
+        notes,
+        view: StatusView::Nodes {
+            primary,
+            rows,
+            totals,
+            by_resource,
+        },
+    })
+}
+
+/// The accelerator resources to count for nodes (those they carry, plus `extra`).
+pub fn resources_for(nodes: &[Node], extra: Option<&str>) -> BTreeSet<String> {
+    let mut resources = accelerators::accelerator_resources(nodes);
+    resources.extend(extra.map(str::to_string));
+    resources
+}
+
+/// DRA devices per namespace or pod, from the allocated claims (a pod's claims are those
+/// reserved for it). `driver_filter`: `Some(x)` with `--resource` (only the driver of the
+/// class serving it, none when no class does).
+fn dra_request_rows<'a>(
+    claims: impl IntoIterator<Item = &'a ResourceClaim>,
+    by: By,
+    namespace: Option<&str>,
+    driver_filter: Option<Option<&str>>,
+    pod_nodes: &BTreeMap<(String, String), String>,
+) -> Vec<RequestRow> {
+    let mut sums: BTreeMap<(String, Option<String>, String), (usize, usize)> = BTreeMap::new();
+    for claim in claims {
+        let Some(allocation) = &claim.status.allocation else {
+            continue;
+        };
+        if namespace.is_some_and(|ns| ns != claim.metadata.namespace) {
+            continue;
+        }
+        let mut per_driver: BTreeMap<&str, usize> = BTreeMap::new();
+        for r in &allocation.devices.results {
+            if driver_filter.is_some_and(|d| d != Some(r.driver.as_str())) {
+                continue;
+            }
+            *per_driver.entry(r.driver.as_str()).or_default() += 1;
+        }
+        let owners: Vec<Option<String>> = match by {
+            By::Namespace => vec![None],
+            By::Pod => claim.reserved_pods().map(|p| Some(p.to_string())).collect(),
+        };
+        for owner in owners {
+            for (driver, n) in &per_driver {
+                let e = sums
+                    .entry((
+                        claim.metadata.namespace.clone(),
+                        owner.clone(),
+                        driver.to_string(),
+                    ))
+                    .or_default();
+                e.0 += n;
+                e.1 += 1;
+            }
+        }
+    }
+    sums.into_iter()
+        .map(|((namespace, pod, driver), (devices, claims))| RequestRow {
+            node: pod
+                .as_ref()
+                .and_then(|p| pod_nodes.get(&(namespace.clone(), p.clone())).cloned()),
+            namespace,
+            pod,
+            resource: driver,
+            dra: true,
+            requested: devices as i128 * 1000,
+            pods: (by == By::Namespace).then_some(claims),
+        })
+        .collect()
+}

@@ -1,0 +1,313 @@
+//! The DRA objects (`resource.k8s.io/v1`) as placekit reads them: ResourceSlices,
+//! DeviceClasses and ResourceClaims, with the fields the scheduler's counting needs,
+//! deserialised straight from the list pages. [`crate::dra`] counts them.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::NodeSelector;
+use serde::Deserialize;
+
+/// The API group/version DRA is served as.
+pub const API: &str = "/apis/resource.k8s.io/v1";
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectName {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub namespace: String,
+    /// RFC 3339, which orders as text.
+    #[serde(default)]
+    pub creation_timestamp: Option<String>,
+}
+
+/// A ResourceSlice: one driver's devices in one pool, for one node or a set of nodes.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ResourceSlice {
+    #[serde(default)]
+    pub metadata: ObjectName,
+    #[serde(default)]
+    pub spec: ResourceSliceSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceSliceSpec {
+    #[serde(default)]
+    pub driver: String,
+    #[serde(default)]
+    pub pool: Pool,
+    #[serde(default)]
+    pub node_name: Option<String>,
+    #[serde(default)]
+    pub node_selector: Option<NodeSelector>,
+    #[serde(default)]
+    pub all_nodes: Option<bool>,
+    #[serde(default)]
+    pub per_device_node_selection: Option<bool>,
+    #[serde(default)]
+    pub devices: Vec<Device>,
+    #[serde(default)]
+    pub shared_counters: Vec<CounterSet>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pool {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub generation: i64,
+    #[serde(default)]
+    pub resource_slice_count: i64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Device {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub attributes: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub capacity: BTreeMap<String, CounterValue>,
+    #[serde(default)]
+    pub consumes_counters: Vec<CounterConsumption>,
+    /// With `perDeviceNodeSelection`: the node this device is on.
+    #[serde(default)]
+    pub node_name: Option<String>,
+    #[serde(default)]
+    pub all_nodes: Option<bool>,
+    #[serde(default)]
+    pub node_selector: Option<NodeSelector>,
+    /// The device may be allocated to several claims at once (shared).
+    #[serde(default)]
+    pub allow_multiple_allocations: Option<bool>,
+    /// Device taints: a NoSchedule or NoExecute one keeps claims that do not tolerate it
+    /// away (placekit counts such a device as not free).
+    #[serde(default)]
+    pub taints: Vec<DeviceTaint>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DeviceTaint {
+    #[serde(default)]
+    pub key: String,
+    #[serde(default)]
+    pub effect: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CounterValue {
+    #[serde(default)]
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CounterSet {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub counters: BTreeMap<String, CounterValue>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CounterConsumption {
+    #[serde(default)]
+    pub counter_set: String,
+    #[serde(default)]
+    pub counters: BTreeMap<String, CounterValue>,
+}
+
+/// A DeviceClass: which devices a request of the class may get, and the extended resource
+/// it serves (a pod's plain `example.com/gpu: 1` allocated from DRA devices).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DeviceClass {
+    #[serde(default)]
+    pub metadata: ObjectName,
+    #[serde(default)]
+    pub spec: DeviceClassSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceClassSpec {
+    #[serde(default)]
+    pub selectors: Vec<DeviceSelector>,
+    #[serde(default)]
+    pub extended_resource_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DeviceSelector {
+    #[serde(default)]
+    pub cel: Option<CelSelector>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CelSelector {
+    #[serde(default)]
+    pub expression: String,
+}
+
+/// The implicit extended resource every DeviceClass serves:
+/// `deviceclass.resource.kubernetes.io/<class name>`.
+pub const IMPLICIT_EXTENDED_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
+
+impl DeviceClass {
+    /// The driver every device of this class comes from, when the class's selectors are
+    /// exactly one `device.driver == "NAME"` (the form DRA drivers ship). `None` when the
+    /// selectors say more than that (placekit evaluates no other CEL).
+    pub fn driver(&self) -> Option<String> {
+        match self.spec.selectors.as_slice() {
+            [DeviceSelector { cel: Some(cel) }] => driver_of_expression(&cel.expression),
+            _ => None,
+        }
+    }
+
+    /// Whether a pod's request of `resource` is served by this class.
+    pub fn serves(&self, resource: &str) -> bool {
+        self.spec.extended_resource_name.as_deref() == Some(resource)
+            || resource.strip_prefix(IMPLICIT_EXTENDED_PREFIX) == Some(&self.metadata.name)
+    }
+}
+
+/// `device.driver == "gpu.example.com"` (either quote, any spacing) -> the driver.
+fn driver_of_expression(expression: &str) -> Option<String> {
+    let rest = expression
+        .trim()
+        .strip_prefix("device.driver")?
+        .trim_start();
+    let rest = rest.strip_prefix("==")?.trim();
+    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let inner = rest.strip_prefix(quote)?.strip_suffix(quote)?;
+    (!inner.is_empty() && !inner.contains(quote) && !inner.contains('\\'))
+        .then(|| inner.to_string())
+}
+
+/// A ResourceClaim: the requests, and what the scheduler allocated.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ResourceClaim {
+    #[serde(default)]
+    pub metadata: ObjectName,
+    #[serde(default)]
+    pub spec: ResourceClaimSpec,
+    #[serde(default)]
+    pub status: ResourceClaimStatus,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ResourceClaimSpec {
+    #[serde(default)]
+    pub devices: DeviceClaim,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DeviceClaim {
+    #[serde(default)]
+    pub requests: Vec<DeviceRequest>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceRequest {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub exactly: Option<ExactDeviceRequest>,
+    #[serde(default)]
+    pub first_available: Vec<ExactDeviceRequest>,
+}
+
+/// `exactly`, or one alternative of `firstAvailable` (same fields).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExactDeviceRequest {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub device_class_name: String,
+    #[serde(default)]
+    pub allocation_mode: Option<String>,
+    #[serde(default)]
+    pub count: Option<i64>,
+    #[serde(default)]
+    pub selectors: Vec<DeviceSelector>,
+}
+
+impl ExactDeviceRequest {
+    /// `All` (every matching device of a node) rather than a count.
+    pub fn wants_all(&self) -> bool {
+        self.allocation_mode.as_deref() == Some("All")
+    }
+
+    /// The count asked for (1 by default, as the API server defaults it).
+    pub fn wanted(&self) -> i64 {
+        self.count.unwrap_or(1)
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceClaimStatus {
+    #[serde(default)]
+    pub allocation: Option<Allocation>,
+    #[serde(default)]
+    pub reserved_for: Vec<ConsumerReference>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Allocation {
+    #[serde(default)]
+    pub devices: AllocatedDevices,
+    #[serde(default)]
+    pub node_selector: Option<NodeSelector>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AllocatedDevices {
+    #[serde(default)]
+    pub results: Vec<AllocationResult>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AllocationResult {
+    #[serde(default)]
+    pub request: String,
+    #[serde(default)]
+    pub driver: String,
+    #[serde(default)]
+    pub pool: String,
+    #[serde(default)]
+    pub device: String,
+    /// Admin access (monitoring, maintenance) does not take the device from others.
+    #[serde(default)]
+    pub admin_access: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ConsumerReference {
+    #[serde(default)]
+    pub resource: String,
+    #[serde(default)]
+    pub name: String,
+}
+
+impl ResourceClaim {
+    pub fn is_allocated(&self) -> bool {
+        self.status.allocation.is_some()
+    }
+
+    /// The pods the claim is reserved for (`reservedFor` entries of resource `pods`).
+    pub fn reserved_pods(&self) -> impl Iterator<Item = &str> {
+        self.status
+            .reserved_for
+            .iter()
+            .filter(|r| r.resource == "pods")
+            .map(|r| r.name.as_str())
+    }
+}

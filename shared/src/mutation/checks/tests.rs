@@ -1,0 +1,242 @@
+//! Unit tests of the parent module.
+
+use super::*;
+use crate::plan::{ChangeRequest, NodeState, plan_node};
+use crate::syntax::parse_label_changes;
+use serde_json::json;
+
+fn node(name: &str, labels: &[(&str, &str)]) -> NodeState {
+    NodeState {
+        name: name.into(),
+        uid: format!("uid-{name}"),
+        resource_version: "1".into(),
+        labels: labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        taints: vec![],
+        annotations: Default::default(),
+    }
+}
+
+fn plan(state: &NodeState, changes: &[&str]) -> NodePlan {
+    plan_node(
+        state,
+        &ChangeRequest {
+            labels: parse_label_changes(changes).unwrap(),
+            overwrite: true,
+            ..Default::default()
+        },
+    )
+}
+
+fn workload(kind: &str, name: &str, spec: serde_json::Value) -> Workload {
+    Workload {
+        kind: kind.into(),
+        namespace: "ml".into(),
+        name: name.into(),
+        pod_spec: serde_json::from_value(spec).unwrap(),
+    }
+}
+
+const FAMILY: &str = "accelerator.example.com/gpu-family";
+
+fn requires_a100() -> serde_json::Value {
+    json!({"containers": [], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": FAMILY, "operator": "In", "values": ["a100"]}]}]}}}})
+}
+
+#[test]
+fn blocks_only_when_a_candidate_stops_matching() {
+    let a100 = node("gpu-a100-1", &[(FAMILY, "a100")]);
+    let h100 = node("gpu-h100-1", &[(FAMILY, "h100")]);
+    let serving = workload("Deployment", "llm-serving", requires_a100());
+    let remove = |n: &NodeState| plan(n, &[&format!("{FAMILY}-")]);
+
+    let found = dependents(&[remove(&a100)], std::slice::from_ref(&serving));
+    assert_eq!(found.blocking.len(), 1, "{found:?}");
+    assert!(
+            found.blocking[0].starts_with(
+                "Deployment ml/llm-serving requires accelerator.example.com/gpu-family In [a100] (required node affinity): node/gpu-a100-1 matches it now and would not after this change"
+            ),
+            "{found:?}"
+        );
+
+    // The h100 node was never a candidate: removing its label blocks nothing.
+    assert_eq!(
+        dependents(&[remove(&h100)], std::slice::from_ref(&serving)),
+        Findings::default()
+    );
+    // A change that keeps the node matching is harmless.
+    let still = workload(
+        "Deployment",
+        "any-gpu",
+        json!({"containers": [], "nodeSelector": {"pool": "online"}}),
+    );
+    let pool = node("n", &[("pool", "online"), (FAMILY, "a100")]);
+    assert_eq!(
+        dependents(&[plan(&pool, &[&format!("{FAMILY}=h100")])], &[still]),
+        Findings::default()
+    );
+}
+
+#[test]
+fn bound_pods_keep_running_daemonsets_lose_theirs_and_preferences_only_warn() {
+    let a100 = node("gpu-a100-1", &[(FAMILY, "a100")]);
+    let change = plan(&a100, &[&format!("{FAMILY}=h100")]);
+    let mut bare = requires_a100();
+    bare["nodeName"] = json!("gpu-a100-1");
+    let mut elsewhere = requires_a100();
+    elsewhere["nodeName"] = json!("gpu-a100-9");
+    let prefers = json!({"containers": [], "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 10, "preference": {"matchExpressions": [{"key": FAMILY, "operator": "In", "values": ["a100"]}]}}]}}});
+    let found = dependents(
+        std::slice::from_ref(&change),
+        &[
+            workload("Pod", "trainer", bare),
+            workload("Pod", "other-node", elsewhere),
+            workload("DaemonSet", "dcgm", requires_a100()),
+            workload("Deployment", "batch", prefers),
+        ],
+    );
+    assert_eq!(found.blocking.len(), 1, "{found:?}");
+    assert!(found.blocking[0].contains("the DaemonSet controller would delete its pod there"));
+    assert_eq!(found.warnings.len(), 2, "{found:?}");
+    assert!(found.warnings[0].starts_with("Pod ml/trainer runs on node/gpu-a100-1"));
+    assert!(found.warnings[0].contains("it keeps running"));
+    assert!(found.warnings[1].starts_with("Deployment ml/batch prefers"));
+}
+
+#[test]
+fn typos_on_set_are_said_and_new_values_are_not() {
+    let nodes = [node(
+        "gpu-a100-1",
+        &[(FAMILY, "a100"), ("gpu-memory", "80gb"), ("pool", "online")],
+    )];
+    let changes = parse_label_changes(&[
+        "accelerator.example.com/gpu-famliy=a100",
+        "gpu-family=a100",
+        "team=ml",
+    ])
+    .unwrap();
+    let found = near_keys(&changes, &nodes);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(
+        found[0].contains(&format!("did you mean {FAMILY}?")),
+        "{found:?}"
+    );
+    assert!(
+        found[1].starts_with("label gpu-family is on none"),
+        "{found:?}"
+    );
+
+    let values: BTreeMap<String, BTreeSet<String>> = [
+        (
+            FAMILY.to_string(),
+            ["a100", "h100"].map(String::from).into(),
+        ),
+        ("gpu-memory".into(), ["80gb".to_string()].into()),
+        ("dedicated".into(), ["llm-online".to_string()].into()),
+    ]
+    .into();
+    let changes = parse_label_changes(&[
+        &format!("{FAMILY}=b200"),
+        "gpu-memory=80GB",
+        "dedicated=llm-onlne",
+    ])
+    .unwrap();
+    let found = near_values(&changes, &values);
+    assert_eq!(found.len(), 2, "a new GPU family is no typo: {found:?}");
+    assert!(found[0].contains("did you mean 80gb?"), "{found:?}");
+    assert!(found[1].contains("did you mean llm-online?"), "{found:?}");
+}
+
+#[test]
+fn disruption_budgets_are_judged_like_the_eviction_api() {
+    let taint = crate::syntax::parse_taint("dedicated=llm:NoExecute").unwrap();
+    let added = [("n".to_string(), taint)];
+    let pod = |name: &str, node: &str, ready: bool| -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml", "labels": {"app": "llm"}},
+                "spec": {"nodeName": node},
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}}))
+            .unwrap()
+    };
+    let pdb = |spec: serde_json::Value, status: serde_json::Value| -> PodDisruptionBudget {
+        let mut spec = spec;
+        spec["selector"] = json!({"matchLabels": {"app": "llm"}});
+        serde_json::from_value(json!({"metadata": {"name": "llm", "namespace": "ml", "generation": 2}, "spec": spec, "status": status})).unwrap()
+    };
+    let blocks = |pods: &[Pod], budget: PodDisruptionBudget| {
+        disruption_budget_blocks(&added, pods, &[budget])
+            .budget_blocking
+            .len()
+    };
+    let three = [
+        pod("a", "n", true),
+        pod("b", "n", true),
+        pod("c", "m", true),
+    ];
+    // 50% of 3 rounds up to 2 unavailable: both pods on n may go.
+    assert_eq!(
+        blocks(&three, pdb(json!({"maxUnavailable": "50%"}), json!({}))),
+        0
+    );
+    // minAvailable 2 of 3 healthy: one may go, not two.
+    assert_eq!(
+        blocks(&three, pdb(json!({"minAvailable": 2}), json!({}))),
+        1
+    );
+    // A processed budget's status is what the eviction API reads.
+    assert_eq!(
+        blocks(
+            &three,
+            pdb(
+                json!({"minAvailable": 2}),
+                json!({"observedGeneration": 2, "disruptionsAllowed": 2, "currentHealthy": 3, "desiredHealthy": 1, "expectedPods": 3})
+            )
+        ),
+        0
+    );
+    // An unready pod may go while the budget is healthy, or always with AlwaysAllow.
+    let unready = [
+        pod("a", "n", false),
+        pod("b", "m", true),
+        pod("c", "m", true),
+    ];
+    assert_eq!(
+        blocks(&unready, pdb(json!({"minAvailable": 2}), json!({}))),
+        0
+    );
+    assert_eq!(
+        blocks(&unready, pdb(json!({"minAvailable": 3}), json!({}))),
+        1
+    );
+    assert_eq!(
+        blocks(
+            &unready,
+            pdb(
+                json!({"minAvailable": 3, "unhealthyPodEvictionPolicy": "AlwaysAllow"}),
+                json!({})
+            )
+        ),
+        0
+    );
+    // A budget with neither field restricts nothing.
+    assert_eq!(blocks(&three, pdb(json!({}), json!({}))), 0);
+}
+
+#[test]
+fn no_execute_lists_daemonset_pods_and_asks() {
+    let taint = crate::syntax::parse_taint("dedicated=llm:NoExecute").unwrap();
+    let pods: Vec<Pod> = vec![
+            serde_json::from_value(json!({"metadata": {"name": "plugin", "namespace": "gpu-operator", "ownerReferences": [{"kind": "DaemonSet", "controller": true}]},
+                "spec": {"nodeName": "n", "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}})).unwrap(),
+        ];
+    let found = evictions(&[("n".into(), taint)], &pods);
+    assert_eq!(
+        found.confirm.as_deref(),
+        Some(
+            "dedicated=llm:NoExecute is NoExecute: 1 running pod that does not tolerate it will be EVICTED: gpu-operator/plugin on node/n (DaemonSet pod)"
+        )
+    );
+}
