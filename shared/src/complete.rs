@@ -104,7 +104,7 @@ pub fn print_completion(target: CompletionTarget, mut cmd: Command, binary: &str
 pub struct CompletionArgs {
     #[arg(value_enum)]
     pub shell: CompletionTarget,
-    /// Write the kubectl_complete-<plugin> helper next to the plugin that kubectl finds on
+    /// Write the `kubectl_complete-<plugin>` helper next to the plugin that kubectl finds on
     /// PATH (krew's bin directory after `kubectl krew install`) instead of printing it.
     #[arg(long, conflicts_with = "uninstall")]
     pub install: bool,

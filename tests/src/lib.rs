@@ -13,6 +13,23 @@
 //!
 //! See `tests/README.md` for the fixture format, the test hooks and what differs from a
 //! real API server.
+//!
+//! # Parts
+//!
+//! - The API server: [`server`] (the HTTP front: routing, discovery, authentication, the
+//!   hooks), [`state`] (what it holds), [`store`] (storage, resource versions, watches'
+//!   change log), [`admission`] (decode, default, validate), [`apply`] and [`patch`] (the
+//!   write algorithms), [`watch`], [`table`], [`openapi`], [`protobuf`], [`apimachinery`]
+//!   (selectors, field paths and validation ported from apimachinery), [`status`] (its error
+//!   bodies), [`resources`] (what it serves).
+//! - The proxy in front of a real API server: [`proxy`] (faults, counters, concurrent
+//!   writers on real semantics) over [`upstream`] (the connection to the real server).
+//! - The real-cluster driver: [`real_cluster`] (empties a disposable cluster, loads a
+//!   fixture as a kubelet would have it, starts the proxy).
+//! - The end-to-end harness: [`harness`] (a cluster, a kubeconfig, a snapshot directory and
+//!   the plugin on `PATH`, on the test server or a real cluster) and [`fixtures`]
+//!   (generated clusters). The benchmarks are `src/bin/placekit-bench.rs`; release packaging
+//!   is `cargo xtask package`.
 
 /// What the server answers with: a whole body, or a watch's stream of events (the HTTP
 /// front, the proxy and the watches share it).
@@ -28,12 +45,15 @@ pub mod openapi;
 pub mod patch;
 pub mod protobuf;
 pub mod proxy;
+pub mod real_cluster;
 pub mod resources;
 pub mod server;
+pub mod state;
 pub mod status;
 pub mod store;
 pub mod table;
 pub mod tls;
+pub mod upstream;
 pub mod watch;
 
 use std::collections::{BTreeMap, HashMap};
@@ -45,7 +65,7 @@ use serde_json::Value;
 
 pub use control::{ConcurrentWrite, Fault, FaultAction, Rule, User};
 pub use fixtures::{FixtureError, Generator};
-use server::State;
+use state::State;
 use store::Store;
 
 /// The README's demo cluster (`placekit-testserver --demo`), on which its tours run.
@@ -138,7 +158,7 @@ impl TestServer {
     /// with the client's own credentials. `tokens` maps `"admin"`/`"viewer"` to the real
     /// server's tokens for [`TestServer::write_kubeconfig`].
     pub async fn start_proxy(
-        upstream: proxy::Upstream,
+        upstream: upstream::Upstream,
         tokens: HashMap<String, String>,
     ) -> std::io::Result<Self> {
         let mut state = State::new(Store::new(), HashMap::new());

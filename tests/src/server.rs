@@ -2,7 +2,7 @@
 //! conventions (discovery, list envelopes, `Status` errors).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,10 +15,11 @@ use crate::apimachinery::Selector;
 use crate::apimachinery::field::{go_json, go_quote};
 use crate::apimachinery::strict::{FieldValidation, drop_unknown_fields, strict_error, warning};
 use crate::apply::Manager;
-use crate::control::{ConcurrentWrite, Counters, Fault, FaultAction, User};
+use crate::control::{ConcurrentWrite, Fault, FaultAction, User};
 use crate::resources::{GROUPS, RESOURCES, Resource, find};
+use crate::state::{Failure, State, verb_for};
 use crate::status::{ApiError, FieldError, FieldValue};
-use crate::store::{FieldSelector, PatchType, Store};
+use crate::store::{FieldSelector, PatchType};
 
 /// What the job storage tells a client that deletes a Job without a propagation policy.
 const JOB_DELETION_WARNING: &str = "child pods are preserved by default when jobs are deleted; \
@@ -27,68 +28,6 @@ const JOB_DELETION_WARNING: &str = "child pods are preserved by default when job
 
 /// Largest request body accepted (the real server's limit is 3 MiB for most requests).
 const MAX_BODY: usize = 3 * 1024 * 1024;
-
-/// Everything the server holds.
-#[derive(Debug)]
-pub struct State {
-    pub store: Mutex<Store>,
-    /// Bearer token -> user. Empty: authentication off, every request is an admin.
-    pub users: HashMap<String, User>,
-    pub faults: Mutex<Vec<Fault>>,
-    pub concurrent_writes: Mutex<Vec<ConcurrentWrite>>,
-    pub counters: Mutex<Counters>,
-    /// `host:port`, for discovery.
-    pub address: Mutex<String>,
-    /// A real API server to forward to: the test server is then a fault-injecting reverse
-    /// proxy, and its own store is unused.
-    pub upstream: Option<crate::proxy::Upstream>,
-}
-
-impl State {
-    pub fn new(store: Store, users: HashMap<String, User>) -> Self {
-        State {
-            store: Mutex::new(store),
-            users,
-            faults: Mutex::new(Vec::new()),
-            concurrent_writes: Mutex::new(Vec::new()),
-            counters: Mutex::new(Counters::new()),
-            address: Mutex::new(String::new()),
-            upstream: None,
-        }
-    }
-
-    pub(crate) fn count(&self, verb: &str, resource: &str) {
-        *self
-            .counters
-            .lock()
-            .expect("counters")
-            .entry(verb.to_string())
-            .or_default()
-            .entry(resource.to_string())
-            .or_default() += 1;
-    }
-
-    /// The fault to apply to this request, if any. Every fault counts every matching
-    /// request, even when another one fires on it.
-    pub(crate) fn fault_for(&self, verb: &str, resource: &str) -> Option<FaultAction> {
-        self.faults
-            .lock()
-            .expect("faults")
-            .iter_mut()
-            .filter_map(|f| f.observe(verb, resource))
-            .reduce(|first, _| first)
-    }
-
-    /// The merge patch someone else applies before this write to `resource`/`name`, if any.
-    pub(crate) fn concurrent_write_for(&self, resource: &str, name: &str) -> Option<Value> {
-        self.concurrent_writes
-            .lock()
-            .expect("writers")
-            .iter_mut()
-            .filter_map(|w| w.observe(resource, name).then(|| w.merge_patch.clone()))
-            .reduce(|first, _| first)
-    }
-}
 
 pub use crate::Body;
 
@@ -382,21 +321,6 @@ fn parse_target(segments: &[&str]) -> Option<Target> {
     }
 }
 
-/// The RBAC verb of a request, as kube-apiserver names it (the counters and faults use it).
-pub(crate) fn verb_for(method: &Method, has_name: bool, watch: bool) -> &'static str {
-    match (method, has_name) {
-        (&Method::GET, _) if watch => "watch",
-        (&Method::GET, true) => "get",
-        (&Method::GET, false) => "list",
-        (&Method::POST, _) => "create",
-        (&Method::PUT, _) => "update",
-        (&Method::PATCH, _) => "patch",
-        (&Method::DELETE, true) => "delete",
-        (&Method::DELETE, false) => "deletecollection",
-        _ => "unknown",
-    }
-}
-
 /// The user kube-apiserver's anonymous authenticator makes of a request without credentials:
 /// authenticated, but granted nothing beyond the public-info paths, so it is refused with 403
 /// Forbidden (a wrong token is 401 Unauthorized).
@@ -509,17 +433,6 @@ pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> Outcome {
         Ok(r) => Ok(r),
         Err(Failure::Api(e)) => Ok(error_response(&e)),
         Err(Failure::Drop) => Err(DroppedConnection),
-    }
-}
-
-pub(crate) enum Failure {
-    Api(ApiError),
-    Drop,
-}
-
-impl From<ApiError> for Failure {
-    fn from(e: ApiError) -> Self {
-        Failure::Api(e)
     }
 }
 

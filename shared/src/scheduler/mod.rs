@@ -1,7 +1,7 @@
 //! The scheduler's model, as pure functions over the read model ([`crate::model`]): what a
 //! node offers a pod ([`NodeInfo`]), the scheduler's filters in its order ([`filters`]), its
-//! FailedScheduling message ([`message`]), the pending-pod runbook's verdict ([`verdict`]),
-//! drift of running pods from their nodes ([`drift`]), and the candidate nodes behind
+//! FailedScheduling message ([`message`]), the pending-pod runbook's verdict ([`mod@verdict`]),
+//! drift of running pods from their nodes ([`mod@drift`]), and the candidate nodes behind
 //! affinity-lint's `--cluster` rules.
 //!
 //! This wing imports the read model, the matchers of [`crate::scheduling`], DRA counting and
