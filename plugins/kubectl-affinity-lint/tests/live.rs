@@ -56,7 +56,6 @@ async fn cluster_rules_find_exactly_the_expected_problems() {
             ("no-candidate".into(), "AL101".into()),
             ("rollout-stalls".into(), "AL010".into()),
             ("spread".into(), "AL105".into()),
-            ("spread".into(), "AL105".into()),
             ("tainted".into(), "AL103".into()),
             ("too-many-gpus".into(), "AL104".into()),
             ("typo".into(), "AL102".into()),
@@ -117,10 +116,10 @@ async fn cluster_rules_find_exactly_the_expected_problems() {
             .any(|m| m.contains("a100-noplugin have no topology.kubernetes.io/zone label")),
         "{spreads:?}"
     );
+    // 4 replicas over 3 untainted hosts with maxSkew 1 are placed 2, 1, 1: no finding (it
+    // was once a false alarm).
     assert!(
-        spreads.iter().any(|m| m.contains(
-            "4 replicas with a DoNotSchedule hostname spread but only 3 candidate node(s)"
-        )),
+        !spreads.iter().any(|m| m.contains("hostname spread")),
         "{spreads:?}"
     );
     assert_eq!(h.server().count("list", "nodes"), 1);

@@ -54,10 +54,16 @@ impl Config {
                 Some(list @ ("disable" | "enable")) => {
                     for item in value.items() {
                         let id = item.as_str().unwrap_or_default().to_ascii_uppercase();
-                        let meta =
-                            check_id(&id).map_err(|e| fail(Some(item.line), e.to_string()))?;
-                        let severity = (list == "enable").then_some(meta.severity);
-                        config.overrides.insert(id, severity);
+                        check_id(&id).map_err(|e| fail(Some(item.line), e.to_string()))?;
+                        // `enable` turns the rule on at its own severities (see
+                        // `apply_flags`); `disable` turns it off.
+                        if list == "enable" {
+                            if config.overrides.get(&id) == Some(&None) {
+                                config.overrides.remove(&id);
+                            }
+                        } else {
+                            config.overrides.insert(id, None);
+                        }
                     }
                 }
                 Some(other) => {
@@ -78,10 +84,15 @@ impl Config {
         enable: &[String],
         disable: &[String],
     ) -> Result<(), UnknownRule> {
+        // Enabling turns a rule back on as configured (or at its own severities): it must not
+        // pin the rule's default and so replace the severities a rule gives per finding
+        // (AL010's frozen rollout is an error, its other findings warnings).
         for id in enable {
             let id = id.to_ascii_uppercase();
-            let default = check_id(&id)?.severity;
-            self.overrides.insert(id, Some(default));
+            check_id(&id)?;
+            if self.overrides.get(&id) == Some(&None) {
+                self.overrides.remove(&id);
+            }
         }
         for id in disable {
             let id = id.to_ascii_uppercase();

@@ -36,8 +36,9 @@ rounded up, as the disruption controller does: 67% of 3 pods is 3), or `maxUnava
   namespace counts as in `default`, where `kubectl apply` puts it unless told otherwise).
 
 A PDB without a `selector` is flagged on its own: in `policy/v1` it selects no pod, so
-it protects nothing (not when its budget allows every eviction anyway, `minAvailable: 0`,
-as an overlay's patch writes it).
+it protects nothing (not when its budget allows every eviction anyway, `minAvailable: 0`
+as an overlay's patch writes it or `maxUnavailable: 100%`; `maxUnavailable: 0` and
+`minAvailable: 100%` are flagged: they were meant to block every eviction).
 
 ## Why it matters
 No voluntary eviction is ever allowed: node drains and cluster upgrades block on these pods.
@@ -72,14 +73,18 @@ impl Rule for Al011 {
         let Some(spec) = cx.object.root.get("spec") else {
             return;
         };
-        let budget = spec
-            .get("minAvailable")
-            .or_else(|| spec.get("maxUnavailable"));
         // A budget that allows every eviction (`minAvailable: 0`, as an overlay's patch sets
-        // it) means to protect nothing: its missing selector is no mistake.
-        let protects = budget
-            .and_then(Node::scalar_text)
-            .is_some_and(|b| !matches!(b.trim(), "0" | "0%" | "100%"));
+        // it, or `maxUnavailable: 100%`) means to protect nothing: its missing selector is no
+        // mistake. `maxUnavailable: 0` and `minAvailable: 100%` are the strictest budgets.
+        let text = |n: &Node| n.scalar_text().map(|t| t.trim().to_string());
+        let (budget, protects) = match (spec.get("minAvailable"), spec.get("maxUnavailable")) {
+            (Some(min), _) => (
+                Some(min),
+                text(min).is_some_and(|b| !matches!(b.as_str(), "0" | "0%")),
+            ),
+            (None, Some(max)) => (Some(max), text(max).is_some_and(|b| b != "100%")),
+            (None, None) => (None, false),
+        };
         if spec.get("selector").is_none_or(Node::is_null)
             && protects
             && let Some(at) = budget

@@ -18,7 +18,9 @@ when the pod does not also tolerate the key nodes carry today:
 
 ## When it does not fire
 - The pod tolerates the current key too (manifests that serve old and new clusters list
-  both), or tolerates every taint (`operator: Exists` without a key).
+  both), or tolerates every taint of the toleration's effect (`operator: Exists` without a
+  key, with no effect or the same one: a key-less `Exists` for `NoSchedule` does not cover
+  the `NoExecute` not-ready taint).
 - Any other key: a taint an admin invented is the admin's to name.
 
 ## Why it matters
@@ -73,18 +75,24 @@ impl Rule for Al016 {
         fn key_of(t: &Node) -> &str {
             t.get("key").and_then(Node::as_str).unwrap_or_default()
         }
-        let tolerates_all = tolerations.iter().any(|t| {
-            key_of(t).is_empty() && t.get("operator").and_then(Node::as_str) == Some("Exists")
-        });
-        if tolerates_all {
-            return;
+        fn effect_of(t: &Node) -> &str {
+            t.get("effect").and_then(Node::as_str).unwrap_or_default()
         }
+        // A key-less `Exists` tolerates every taint of its effect (of every effect when it
+        // names none): the retired key's toleration is then harmless where the effects agree.
+        let tolerated_anyway = |t: &Node| {
+            tolerations.iter().any(|all| {
+                key_of(all).is_empty()
+                    && all.get("operator").and_then(Node::as_str) == Some("Exists")
+                    && (effect_of(all).is_empty() || effect_of(all) == effect_of(t))
+            })
+        };
         for t in tolerations {
             let Some((old, current)) = RETIRED_KEYS.iter().find(|(old, _)| *old == key_of(t))
             else {
                 continue;
             };
-            if tolerations.iter().any(|other| key_of(other) == *current) {
+            if tolerated_anyway(t) || tolerations.iter().any(|other| key_of(other) == *current) {
                 continue;
             }
             let at = t.get("key").unwrap_or(t);

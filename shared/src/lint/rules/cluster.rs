@@ -381,16 +381,44 @@ fn check(
                     },
                 );
             }
-            if hard && key == "kubernetes.io/hostname" && replicas > tolerated.len() as i128 {
-                push(
-                    "AL105",
-                    c,
-                    format!(
-                        "{replicas} replicas with a DoNotSchedule hostname spread but only {} candidate node(s): with maxSkew {} some replicas cannot be placed",
-                        tolerated.len(),
-                        c.get("maxSkew").and_then(Node::scalar_text).unwrap_or("1")
-                    ),
-                );
+            // A hostname spread caps each node at maxSkew matching pods above the emptiest
+            // counted node. The candidates a replica cannot use (an untolerated taint) still
+            // count as nodes under the default nodeTaintsPolicy Ignore, and so do missing
+            // domains below minDomains: the minimum stays 0 and the usable nodes take at most
+            // maxSkew replicas each. Without such a node the replicas simply spread.
+            if hard && key == "kubernetes.io/hostname" {
+                let max_skew = c.get("maxSkew").and_then(Node::as_i64).unwrap_or(1).max(1);
+                let honours_taints =
+                    c.get("nodeTaintsPolicy").and_then(Node::as_str) == Some("Honor");
+                let counted = if honours_taints {
+                    tolerated.len()
+                } else {
+                    candidates.len()
+                };
+                let min_domains = c.get("minDomains").and_then(Node::as_i64).unwrap_or(1);
+                let pinned_at_zero = (!honours_taints && !tainted.is_empty())
+                    || usize::try_from(min_domains).is_ok_and(|m| m > counted);
+                let room = i128::from(max_skew) * tolerated.len() as i128;
+                if pinned_at_zero && replicas > room {
+                    let why = if !honours_taints && !tainted.is_empty() {
+                        format!(
+                            "the candidate node(s) the pods cannot use ({}) still count as empty nodes",
+                            names(&tainted)
+                        )
+                    } else {
+                        format!(
+                            "minDomains {min_domains} is more than the {counted} node(s) the spread counts"
+                        )
+                    };
+                    push(
+                        "AL105",
+                        c,
+                        format!(
+                            "{replicas} replicas with a DoNotSchedule hostname spread (maxSkew {max_skew}) but at most {room} can be placed: {why}, so each of the {} usable node(s) takes at most {max_skew}",
+                            tolerated.len()
+                        ),
+                    );
+                }
             }
         }
     }

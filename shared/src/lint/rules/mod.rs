@@ -23,6 +23,9 @@ pub mod al104;
 pub mod al105;
 pub mod cluster;
 
+#[cfg(test)]
+mod tests;
+
 use super::rule::{ClusterCheck, Rule, RuleMeta};
 
 /// Every offline rule, in id order.
