@@ -36,6 +36,15 @@ impl NodeConstraints for PodSpec {
     }
 }
 
+impl NodeConstraints for crate::model::pod::PlacementSpec {
+    fn node_selector(&self) -> Option<&BTreeMap<String, String>> {
+        self.node_selector.as_ref()
+    }
+    fn affinity(&self) -> Option<&Affinity> {
+        self.affinity.as_ref()
+    }
+}
+
 impl NodeConstraints for crate::model::PodSpec {
     fn node_selector(&self) -> Option<&BTreeMap<String, String>> {
         self.node_selector.as_ref()

@@ -9,7 +9,7 @@ use placekit::error::CommandError;
 use placekit::exit;
 use placekit::fleet::{self, Fleet};
 use placekit::lint::engine::LiveCluster;
-use placekit::model::{Node, Pod};
+use placekit::model::{Node, Pod, PodPlacement};
 use placekit::mutation::report::REPORT_API_VERSION;
 use placekit::scheduler::{self, Drift, DriftKind, FilterFailure, NodeInfo};
 use placekit::syntax::LabelSelector;
@@ -270,7 +270,7 @@ async fn read_drift(
         Some("status.phase=Running"),
         selector,
         DRIFT_PAGE,
-        |page: Vec<Pod>| {
+        |page: Vec<PodPlacement>| {
             for pod in page {
                 let Some(name) = pod.spec.node_name.as_deref() else {
                     continue;

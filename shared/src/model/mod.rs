@@ -12,4 +12,4 @@ pub mod pod;
 pub mod quantity;
 
 pub use node::Node;
-pub use pod::{Container, Pod, PodSpec};
+pub use pod::{Container, Pod, PodPlacement, PodSpec};

@@ -72,6 +72,39 @@ pub struct PodSpec {
     pub resource_claims: Vec<PodClaimRef>,
 }
 
+/// The same pod read only for where it runs and what constrains it: what drift reads of every
+/// running pod of a cluster (150,000 of them), without containers, status or annotations.
+/// Its fields have [`Pod`]'s names and types, so a list page deserialises into either.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct PodPlacement {
+    #[serde(default)]
+    pub metadata: PlacementMeta,
+    #[serde(default)]
+    pub spec: PlacementSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct PlacementMeta {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub namespace: String,
+}
+
+/// [`PodSpec`]'s placement fields.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacementSpec {
+    #[serde(default)]
+    pub node_name: Option<String>,
+    #[serde(default)]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub affinity: Option<Affinity>,
+    #[serde(default)]
+    pub tolerations: Option<Vec<Toleration>>,
+}
+
 /// What placekit needs of a container: its resources, and whether it is a sidecar.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -161,13 +161,32 @@ impl<'de> serde::Deserialize<'de> for QuantityText {
     }
 }
 
-/// Deserialises a `resource -> quantity` map whose quantities are strings or numbers.
+/// Deserialises a `resource -> quantity` map whose quantities are strings or numbers, straight
+/// into the map (this runs for every container of every listed pod).
 pub(crate) fn quantity_map<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<std::collections::BTreeMap<String, String>, D::Error> {
-    let map: Option<std::collections::BTreeMap<String, QuantityText>> =
-        serde::Deserialize::deserialize(d)?;
-    Ok(map.into_iter().flatten().map(|(k, v)| (k, v.0)).collect())
+    struct Visitor;
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = std::collections::BTreeMap<String, String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a map of quantities")
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Self::Value::new())
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut access: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut map = Self::Value::new();
+            while let Some((key, QuantityText(value))) = access.next_entry()? {
+                map.insert(key, value);
+            }
+            Ok(map)
+        }
+    }
+    d.deserialize_any(Visitor)
 }
 
 #[cfg(test)]

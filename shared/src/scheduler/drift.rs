@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::filters::affinity_detail;
 use super::node_info::NodeInfo;
-use crate::model::Pod;
+use crate::model::PodPlacement;
 use crate::scheduling::{
     NodeFacts, node_selector_matches, pod_fits_node_affinity, untolerated_taints,
 };
@@ -36,7 +36,7 @@ pub enum DriftKind {
 
 /// Whether a running pod drifted from its node (nodeSelector, required affinity, or a
 /// NoExecute taint it does not tolerate).
-pub fn drift(pod: &Pod, node: &NodeInfo) -> Option<Drift> {
+pub fn drift(pod: &PodPlacement, node: &NodeInfo) -> Option<Drift> {
     let facts = NodeFacts {
         name: &node.name,
         labels: &node.labels,

@@ -12,8 +12,9 @@ use crate::model::Pod;
 use crate::model::PodSpec;
 use crate::model::quantity::{format_milli, format_quantity};
 use crate::scheduling::{
-    NodeFacts, SCHEDULING_EFFECTS, expression_matches, field_matches, label_selector_is_empty,
-    label_selector_matches, pod_fits_node_affinity, required_node_terms, untolerated_taints,
+    NodeConstraints, NodeFacts, SCHEDULING_EFFECTS, expression_matches, field_matches,
+    label_selector_is_empty, label_selector_matches, pod_fits_node_affinity, required_node_terms,
+    untolerated_taints,
 };
 use crate::syntax::{Taint, TaintEffect};
 
@@ -154,8 +155,8 @@ impl std::fmt::Display for FilterFailure {
 
 /// Why the node affinity does not hold: the first failing nodeSelector entry or expression
 /// (of the terms whose `matchFields` admit the node).
-pub fn affinity_detail(spec: &PodSpec, node: &NodeInfo) -> String {
-    if let Some(sel) = &spec.node_selector {
+pub fn affinity_detail(spec: &impl NodeConstraints, node: &NodeInfo) -> String {
+    if let Some(sel) = spec.node_selector() {
         for (k, v) in sel {
             if node.labels.get(k) != Some(v) {
                 return format!(

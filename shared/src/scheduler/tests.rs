@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::model::{Node, Pod, PodSpec};
+use crate::model::{Node, Pod, PodPlacement, PodSpec};
 use serde_json::json;
 
 fn node(name: &str, labels: serde_json::Value, taints: serde_json::Value, gpus: &str) -> Node {
@@ -426,7 +426,7 @@ fn scheduler_messages_parse_and_sort_as_the_scheduler_does() {
 #[test]
 fn drift_names_the_failing_expression() {
     let nodes = node_infos(&[node("n", json!({"family": "h100"}), json!([]), "8")], &[]);
-    let p: Pod = serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [], "nodeName": "n", "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "family", "operator": "In", "values": ["a100"]}]}]}}}}})).unwrap();
+    let p: PodPlacement = serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [], "nodeName": "n", "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "family", "operator": "In", "values": ["a100"]}]}]}}}}})).unwrap();
     let d = drift(&p, &nodes[0]).unwrap();
     assert_eq!(d.reason, "family In [a100], node has family=h100");
 }
