@@ -41,7 +41,7 @@ impl NodeConstraints for crate::model::pod::PlacementSpec {
         self.node_selector.as_ref()
     }
     fn affinity(&self) -> Option<&Affinity> {
-        self.affinity.as_ref()
+        self.affinity.as_deref()
     }
 }
 
@@ -50,7 +50,7 @@ impl NodeConstraints for crate::model::PodSpec {
         self.node_selector.as_ref()
     }
     fn affinity(&self) -> Option<&Affinity> {
-        self.affinity.as_ref()
+        self.affinity.as_deref()
     }
 }
 

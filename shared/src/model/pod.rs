@@ -55,8 +55,9 @@ pub struct PodSpec {
     pub node_name: Option<String>,
     #[serde(default)]
     pub node_selector: Option<BTreeMap<String, String>>,
+    /// Boxed: most pods have none, and a list page holds 10,000 pods.
     #[serde(default)]
-    pub affinity: Option<Affinity>,
+    pub affinity: Option<Box<Affinity>>,
     #[serde(default)]
     pub tolerations: Option<Vec<Toleration>>,
     #[serde(default)]
@@ -99,8 +100,9 @@ pub struct PlacementSpec {
     pub node_name: Option<String>,
     #[serde(default)]
     pub node_selector: Option<BTreeMap<String, String>>,
+    /// Boxed: most pods have none, and a list page holds 10,000 pods.
     #[serde(default)]
-    pub affinity: Option<Affinity>,
+    pub affinity: Option<Box<Affinity>>,
     #[serde(default)]
     pub tolerations: Option<Vec<Toleration>>,
 }
