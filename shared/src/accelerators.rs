@@ -310,7 +310,7 @@ fn dra_rows(node: &Node, dra: &DraInventory) -> Vec<Accelerator> {
     dra.node_devices(facts)
         .into_iter()
         .map(|d: DriverDevices| {
-            let classes: Vec<&crate::dra::DeviceClass> = dra
+            let classes: Vec<&crate::model::dra::DeviceClass> = dra
                 .classes()
                 .iter()
                 .filter(|c| c.driver().as_deref() == Some(d.driver.as_str()))
@@ -534,7 +534,7 @@ pub fn cell(v: Option<i128>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dra::{DeviceClass, ResourceClaim, ResourceSlice};
+    use crate::model::dra::{DeviceClass, ResourceClaim, ResourceSlice};
     use serde_json::json;
 
     fn node(v: serde_json::Value) -> Node {

@@ -17,17 +17,12 @@ use std::sync::OnceLock;
 
 use k8s_openapi::api::core::v1::NodeSelector;
 
+use crate::model::dra::{
+    AllocationResult, DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice,
+};
 use crate::model::pod::{PodClaimRef, PodClaimStatus};
 use crate::model::quantity::parse_quantity_milli;
 use crate::scheduling::{NodeFacts, terms_match};
-
-pub use crate::model::dra::{
-    API, AllocatedDevices, Allocation, AllocationResult, CelSelector, ConsumerReference,
-    CounterConsumption, CounterSet, CounterValue, Device, DeviceClaim, DeviceClass,
-    DeviceClassSpec, DeviceRequest, DeviceSelector, DeviceTaint, ExactDeviceRequest,
-    IMPLICIT_EXTENDED_PREFIX, ObjectName, Pool, ResourceClaim, ResourceClaimSpec,
-    ResourceClaimStatus, ResourceSlice, ResourceSliceSpec,
-};
 
 /// One device, named as allocation results name it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

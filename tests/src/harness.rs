@@ -22,11 +22,10 @@ use std::process::{Command, Output};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-pub use crate::real_cluster::{
-    CUSTOM_RESOURCES, DISPOSABLE_MARKER, E2E_KUBECONFIG, E2E_SECOND_KUBECONFIG,
-    E2E_VIEWER_KUBECONFIG, REQUIRE_SECOND_CLUSTER, RealCluster,
+use crate::real_cluster::{
+    CUSTOM_RESOURCES, E2E_KUBECONFIG, E2E_SECOND_KUBECONFIG, E2E_VIEWER_KUBECONFIG, REAL_CLUSTER,
+    REQUIRE_SECOND_CLUSTER, RealCluster, SECOND_CLUSTER, create_real, dynamic_api,
 };
-use crate::real_cluster::{REAL_CLUSTER, SECOND_CLUSTER, create_real, dynamic_api};
 use crate::{ServerConfig, TestServer};
 
 /// A finished plugin run.

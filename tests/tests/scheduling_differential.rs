@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt as _;
 use placekit::model::{Node, Pod};
 use placekit::scheduler::{self, FilterFailure, NodeInfo};
-use placekit_testserver::harness::{E2E_KUBECONFIG, RealCluster};
+use placekit_testserver::real_cluster::{E2E_KUBECONFIG, RealCluster};
 use serde_json::{Value, json};
 
 /// The namespace of every pod of the suite.
@@ -1736,15 +1736,15 @@ async fn real_scheduler_accelerator_decisions_match_placekit_filters() {
     // The state the scheduler sees, read before the pods under test exist.
     let (nodes, pods) = cluster_view(&client, &["dra-test"]).await;
     let infos = scheduler::node_infos(&nodes, &pods);
-    let classes: Vec<placekit::dra::DeviceClass> = serde_json::from_value(
+    let classes: Vec<placekit::model::dra::DeviceClass> = serde_json::from_value(
         get(&client, "/apis/resource.k8s.io/v1/deviceclasses").await["items"].clone(),
     )
     .unwrap();
-    let slices: Vec<placekit::dra::ResourceSlice> = serde_json::from_value(
+    let slices: Vec<placekit::model::dra::ResourceSlice> = serde_json::from_value(
         get(&client, "/apis/resource.k8s.io/v1/resourceslices").await["items"].clone(),
     )
     .unwrap();
-    let claims: Vec<placekit::dra::ResourceClaim> =
+    let claims: Vec<placekit::model::dra::ResourceClaim> =
         serde_json::from_value(get(&client, &claims_path).await["items"].clone()).unwrap();
     let mut inventory = placekit::dra::DraInventory::new(slices, classes);
     for c in &claims {

@@ -10,9 +10,9 @@ use placekit::exit;
 use placekit::fleet::{self, Fleet};
 use placekit::lint::engine::LiveCluster;
 use placekit::model::{Node, Pod, PodPlacement};
-use placekit::mutation::report::REPORT_API_VERSION;
 use placekit::scheduler::{self, Drift, DriftKind, FilterFailure, NodeInfo};
 use placekit::syntax::LabelSelector;
+use placekit::ui::REPORT_API_VERSION;
 use placekit::ui::Ui;
 use serde_json::{Value, json};
 

@@ -1,6 +1,7 @@
 //! Unit tests of the parent module.
 
 use super::*;
+use crate::model::dra::{DeviceClass, ResourceClaim, ResourceSlice};
 use serde_json::json;
 use std::collections::BTreeMap;
 

@@ -18,7 +18,8 @@ use crate::targets::Targets;
 use crate::ui::{MutationArgs, Ui};
 
 use super::pipeline::{self, Mutation};
-use super::report::{REPORT_API_VERSION, print_report};
+use super::report::print_report;
+use crate::ui::REPORT_API_VERSION;
 
 /// `kubectl nodelabel`'s name in snapshots and in printed commands.
 pub const TOOL: &str = "kubectl-nodelabel";

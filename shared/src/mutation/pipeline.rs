@@ -17,7 +17,8 @@ use crate::snapshot::{ClusterIdentity, SnapshotHeader, SnapshotStore};
 use crate::ui::{DryRun, MutationArgs, Ui, shell_quote};
 
 use super::checks::{self, Findings};
-use super::report::{NodeReport, Outcome, REPORT_API_VERSION, Report, render_plan};
+use super::report::{NodeReport, Outcome, Report, render_plan};
+use crate::ui::REPORT_API_VERSION;
 
 /// What a mutating command is, besides its plans.
 #[derive(Debug, Clone)]

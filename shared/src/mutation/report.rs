@@ -12,8 +12,6 @@ use crate::snapshot::OutcomeKind;
 use crate::syntax::Taint;
 use crate::ui::{Color, Ui};
 
-pub use crate::ui::REPORT_API_VERSION;
-
 /// How many node diffs to print before summarising the rest.
 const DIFFS_SHOWN: usize = 10;
 

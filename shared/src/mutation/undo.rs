@@ -26,9 +26,10 @@ use crate::ui::{MutationArgs, Ui};
 
 use super::checks::Findings;
 use super::pipeline::{self, Mutation};
-use super::report::{NodeReport, Outcome, REPORT_API_VERSION, Report};
+use super::report::{NodeReport, Outcome, Report};
 use crate::overrides::{RollbackOverrides, RollbackSettings};
 use crate::targets::Targets;
+use crate::ui::REPORT_API_VERSION;
 use crate::ui::shell_quote;
 
 /// Which snapshot a `rollback` or `show` names.

@@ -8,9 +8,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use serde::Serialize;
 
 use super::node_info::{NodeInfo, required_pod_terms};
-use crate::model::Pod;
-use crate::model::PodSpec;
 use crate::model::quantity::{format_milli, format_quantity};
+use crate::model::{Pod, PodSpec};
 use crate::scheduling::{
     NodeConstraints, NodeFacts, SCHEDULING_EFFECTS, expression_matches, field_matches,
     label_selector_is_empty, label_selector_matches, pod_fits_node_affinity, required_node_terms,

@@ -18,7 +18,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
-use placekit_testserver::harness::RealCluster;
+use placekit_testserver::real_cluster::RealCluster;
 use placekit_testserver::{Generator, ServerConfig, TestServer};
 
 #[derive(Debug, Parser)]
