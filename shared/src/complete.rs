@@ -242,56 +242,70 @@ fn completion_action(
                 binary: binary.to_string(),
             })?,
     };
-    let path = dir.join(kubectl_helper_name(plugin));
-    let io = |source| HelperError::Io {
-        path: path.clone(),
-        source,
+    install_helper(&dir, plugin, binary, args.uninstall)
+}
+
+/// Writes or removes the helper in `dir` through [`crate::held_file`]: the directory opened
+/// once, a symlink or non-file at the helper's name refused, the new script created
+/// exclusively under a random name and renamed over it, so a file planted in a directory
+/// others can write is never followed, truncated or chmod-ed by path.
+#[cfg(unix)]
+fn install_helper(
+    dir: &std::path::Path,
+    plugin: &str,
+    binary: &str,
+    uninstall: bool,
+) -> Result<HelperOutcome, HelperError> {
+    use crate::held_file::{self, ReplaceError};
+    let name = kubectl_helper_name(plugin);
+    let path = dir.join(&name);
+    let marker = helper_marker(plugin);
+    let ours = |bytes: &[u8]| bytes.starts_with(marker.as_bytes());
+    let failed = |e: ReplaceError, installing: bool| match e {
+        // Something else at the helper's name (a file of someone else's, a symlink, a
+        // FIFO) is left alone.
+        ReplaceError::Refused | ReplaceError::NotRegular => HelperError::NotOurs {
+            path: path.clone(),
+            installing,
+        },
+        ReplaceError::Io(source) => HelperError::Io {
+            path: path.clone(),
+            source,
+        },
+        other => HelperError::Io {
+            path: path.clone(),
+            source: std::io::Error::other(other.to_string()),
+        },
     };
-    let existing = match std::fs::read(&path) {
-        Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io(e)),
-    };
-    let ours = |bytes: &[u8]| bytes.starts_with(helper_marker(plugin).as_bytes());
-    if args.uninstall {
-        return match existing {
-            None => Ok(HelperOutcome::Absent(path)),
-            Some(bytes) if !ours(&bytes) => Err(HelperError::NotOurs {
-                path,
-                installing: false,
-            }),
-            Some(_) => {
-                std::fs::remove_file(&path).map_err(io)?;
-                Ok(HelperOutcome::Removed(path))
-            }
+    if uninstall {
+        return match held_file::uninstall(dir, &name, ours) {
+            Ok(true) => Ok(HelperOutcome::Removed(path)),
+            Ok(false) => Ok(HelperOutcome::Absent(path)),
+            Err(e) => Err(failed(e, false)),
         };
     }
-    if existing.as_deref().is_some_and(|bytes| !ours(bytes)) {
-        return Err(HelperError::NotOurs {
-            path,
-            installing: true,
-        });
-    }
     // Written beside and renamed over: kubectl never runs a half-written helper.
-    let partial = dir.join(format!(
-        ".{}.partial-{}",
-        kubectl_helper_name(plugin),
-        std::process::id()
-    ));
-    let write = || -> std::io::Result<()> {
-        std::fs::write(&partial, kubectl_helper_script(plugin, binary))?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o755))?;
-        }
-        std::fs::rename(&partial, &path)
-    };
-    if let Err(e) = write() {
-        let _ = std::fs::remove_file(&partial);
-        return Err(io(e));
-    }
+    held_file::install(
+        dir,
+        &name,
+        &kubectl_helper_script(plugin, binary),
+        0o755,
+        |current| current.is_none_or(ours),
+    )
+    .map_err(|e| failed(e, true))?;
     Ok(HelperOutcome::Installed(path))
+}
+
+#[cfg(not(unix))]
+fn install_helper(
+    _dir: &std::path::Path,
+    _plugin: &str,
+    binary: &str,
+    _uninstall: bool,
+) -> Result<HelperOutcome, HelperError> {
+    Err(HelperError::Windows {
+        binary: binary.to_string(),
+    })
 }
 
 /// One completion candidate.

@@ -29,6 +29,7 @@
 //!   why-pending verdict, drift and candidate nodes, over the read model;
 //! - [`nfd`]: node features in node-feature-discovery's format, for `nodelabel import`;
 //! - [`complete`]: completion through kubectl (`kubectl_complete-<plugin>`);
+//! - [`held_file`]: files the user named, opened once and rewritten only if unchanged;
 //! - [`ui`]: output formats, colour, confirmation and progress shared by the plugins;
 //! - [`overrides`]: the policy checks' overrides, one flag per thing overridden;
 //! - [`targets`]: which nodes a command acts on;
@@ -50,6 +51,7 @@ pub mod executor;
 pub mod exit;
 pub mod fleet;
 pub mod gpu;
+pub mod held_file;
 pub mod interrupt;
 pub mod inventory;
 pub mod lint;

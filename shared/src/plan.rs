@@ -304,8 +304,12 @@ impl NodePlan {
         let after = render_state(&self.labels_after(), &self.taints_after, &annotations_after);
         let diff = similar::TextDiff::from_lines(&before, &after);
         let mut out = String::new();
-        let _ = writeln!(out, "--- node/{} (current)", self.node());
-        let _ = writeln!(out, "+++ node/{} (planned)", self.node());
+        // Every string here is the cluster's (a node's kubelet can write its own labels and
+        // annotations): escaped, so none can erase or forge a line of this or another
+        // node's diff above the confirmation prompt.
+        let node = crate::ui::escape_controls(self.node(), false);
+        let _ = writeln!(out, "--- node/{node} (current)");
+        let _ = writeln!(out, "+++ node/{node} (planned)");
         for group in diff.grouped_ops(1) {
             for op in group {
                 for change in diff.iter_changes(&op) {
@@ -327,15 +331,16 @@ fn render_state(
     taints: &[Taint],
     annotations: &BTreeMap<String, String>,
 ) -> String {
+    use crate::ui::escape_controls as shown;
     let mut out = String::new();
     for (k, v) in labels {
-        let _ = writeln!(out, "label {k}={v}");
+        let _ = writeln!(out, "label {}={}", shown(k, false), shown(v, false));
     }
     for t in taints {
-        let _ = writeln!(out, "taint {t}");
+        let _ = writeln!(out, "taint {}", shown(&t.to_string(), false));
     }
     for (k, v) in annotations {
-        let _ = writeln!(out, "annotation {k}={v}");
+        let _ = writeln!(out, "annotation {}={}", shown(k, false), shown(v, false));
     }
     out
 }

@@ -179,14 +179,14 @@ impl Ui {
             .collect()
     }
 
-    /// Prints a warning on stderr.
-    /// Prints a warning. Warnings quote cluster strings and files (node names, label
-    /// values, hook stderr): control characters are escaped, line breaks kept.
+    /// Prints a warning on stderr. Warnings quote cluster strings and files (node names,
+    /// label values, hook stderr): control and bidirectional characters are escaped, line
+    /// breaks too, so a value cannot forge a line that looks like the command's own.
     pub fn warn(&self, message: &str) {
         eprintln!(
             "{} {}",
             self.paint("warning:", Color::Yellow),
-            escape_controls(message, true)
+            escape_controls(message, false)
         );
     }
 
@@ -243,13 +243,13 @@ pub enum Color {
     Dim,
 }
 
-/// Formats rows as an aligned table (two spaces between columns), header first.
 /// `text` with control characters (C0 but for the line break when `keep_newlines`, DEL,
-/// C1) shown as `\xNN`/`\u{NNNN}` escapes: a string from the cluster or a file (an event
+/// C1) and the bidirectional controls shown as `\xNN`/`\u{NNNN}` escapes: a string from the cluster or a file (an event
 /// message, a snapshot's context, a hook's stderr) cannot move the cursor, recolour or
 /// retitle the terminal.
 pub fn escape_controls(text: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() && !(keep_newlines && c == '\n');
+    let unsafe_char =
+        |c: char| (c.is_control() || is_bidi_control(c)) && !(keep_newlines && c == '\n');
     if !text.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -266,6 +266,13 @@ pub fn escape_controls(text: &str, keep_newlines: bool) -> std::borrow::Cow<'_, 
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// The Unicode bidirectional controls (embeddings, overrides, isolates and marks): not
+/// control characters to Rust, but U+202E makes a terminal show `yaml.exe` as `exe.yaml`
+/// and reorders what a reviewer reads ("Trojan Source", CVE-2021-42574).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// A table; every cell (data from the cluster or files) has its control characters
@@ -355,6 +362,14 @@ mod tests {
         assert_eq!(escape_controls("a\nb\r", true), "a\nb\\x0d");
         assert_eq!(escape_controls("a\nb", false), "a\\x0ab");
         assert_eq!(escape_controls("\u{9b}31m", false), "\\x9b31m");
+        assert_eq!(
+            escape_controls("invoice\u{202e}lmay.exe", false),
+            "invoice\\u{202e}lmay.exe"
+        );
+        assert_eq!(
+            escape_controls("a\u{2066}b\u{200f}", true),
+            "a\\u{2066}b\\u{200f}"
+        );
     }
 
     #[test]

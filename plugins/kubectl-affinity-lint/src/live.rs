@@ -1,6 +1,15 @@
 //! The live half of affinity-lint: reading nodes, pods and events (paged lists only), and
 //! the `drift` and `why-pending` reports.
 
+/// Prints one line built from cluster strings (pod, node and claim names, events, label
+/// values): control, bidirectional and line-break characters in them are escaped, so a
+/// value cannot move the cursor or forge a line of the report.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        println!("{}", placekit::ui::escape_controls(&format!($($arg)*), false))
+    };
+}
+
 use std::collections::BTreeMap;
 
 use placekit::api;
@@ -230,9 +239,9 @@ pub async fn drift_fleet(
         for (r, f) in ok() {
             let pods = placekit::ui::count(f.checked, "running pod");
             if f.drifted.is_empty() {
-                println!("{}: no drift ({pods} checked)", r.label());
+                say!("{}: no drift ({pods} checked)", r.label());
             } else {
-                println!("{}: {} of {pods} drifted", r.label(), f.drifted.len());
+                say!("{}: {} of {pods} drifted", r.label(), f.drifted.len());
             }
             for o in &f.orphans {
                 ui.warn(&format!("context {}: {}", r.label(), orphan_message(o)));
@@ -332,10 +341,10 @@ fn print_drift(drifted: &[Drift], checked: usize, orphans: &[Value], ui: &Ui) {
     let pods = |n: usize| placekit::ui::count(n, "running pod");
     if drifted.is_empty() {
         match checked {
-            0 => println!("no drift: no running pods to check"),
-            1 => println!("no drift: 1 running pod still satisfies its node's labels and taints"),
+            0 => say!("no drift: no running pods to check"),
+            1 => say!("no drift: 1 running pod still satisfies its node's labels and taints"),
             n => {
-                println!("no drift: {n} running pods still satisfy their nodes' labels and taints")
+                say!("no drift: {n} running pods still satisfy their nodes' labels and taints")
             }
         }
     } else {
@@ -348,14 +357,14 @@ fn print_drift(drifted: &[Drift], checked: usize, orphans: &[Value], ui: &Ui) {
             .filter(|d| d.kind == DriftKind::Labels)
             .count();
         let by_taint = drifted.len() - by_labels;
-        println!("{} of {} drifted:", drifted.len(), pods(checked));
+        say!("{} of {} drifted:", drifted.len(), pods(checked));
         if by_labels > 0 {
-            println!(
+            say!(
                 "  by node labels ({by_labels}): they keep running (IgnoredDuringExecution), but new replicas would not land there"
             );
         }
         if by_taint > 0 {
-            println!(
+            say!(
                 "  by a NoExecute taint they do not tolerate ({by_taint}): they are evicted (after their tolerationSeconds, if any)"
             );
         }
@@ -408,7 +417,7 @@ pub async fn why_pending(
         if ui.output.is_structured() {
             ui.print_structured(&json!({"apiVersion": REPORT_API_VERSION, "kind": "PendingReport", "pod": {"namespace": namespace, "name": name, "phase": phase, "node": node}, "pending": false}));
         } else {
-            println!("pod {namespace}/{name} is {phase} on node {node}: it is not Pending");
+            say!("pod {namespace}/{name} is {phase} on node {node}: it is not Pending");
         }
         return Ok(exit::SUCCESS);
     }
@@ -418,7 +427,7 @@ pub async fn why_pending(
         if ui.output.is_structured() {
             ui.print_structured(&json!({"apiVersion": REPORT_API_VERSION, "kind": "PendingReport", "pod": {"namespace": namespace, "name": name, "phase": phase, "node": node}, "pending": true, "scheduled": true, "conditions": raw["status"]["conditions"]}));
         } else {
-            println!(
+            say!(
                 "pod {namespace}/{name} is Pending but already scheduled to node {node}: it waits for that node's kubelet (image pulls, volumes, init containers), not for the scheduler"
             );
         }
@@ -614,7 +623,7 @@ fn print_text(
     verdict: Option<&scheduler::Verdict>,
     fitting: &[&str],
 ) {
-    println!("pod {namespace}/{name} is Pending");
+    say!("pod {namespace}/{name} is Pending");
     for c in report["conditions"].as_array().into_iter().flatten() {
         let line = format!(
             "  condition {}={} {}: {}",
@@ -623,7 +632,7 @@ fn print_text(
             c["reason"].as_str().unwrap_or_default(),
             c["message"].as_str().unwrap_or_default()
         );
-        println!("{}", placekit::ui::escape_controls(&line, false));
+        say!("{line}");
     }
     for e in report["events"].as_array().into_iter().flatten() {
         let line = format!(
@@ -633,10 +642,10 @@ fn print_text(
             e["message"].as_str().unwrap_or_default()
         );
         // Event messages are cluster strings: control characters escaped.
-        println!("{}", placekit::ui::escape_controls(&line, false));
+        say!("{line}");
     }
     if let Some(r) = report["requests"].as_object().filter(|r| !r.is_empty()) {
-        println!(
+        say!(
             "  requests: {}",
             r.iter()
                 .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
@@ -645,7 +654,7 @@ fn print_text(
         );
     }
     for c in report["claims"].as_array().into_iter().flatten() {
-        println!(
+        say!(
             "  claim {}{}: {}{}",
             c["name"].as_str().unwrap_or_default(),
             c["claim"]
@@ -683,7 +692,7 @@ fn print_text(
         placekit::ui::table(&["NODE", "FIRST FAILING FILTER"], &rows)
     );
     if let Some(m) = report["predictedMessage"].as_str() {
-        println!("placekit's model of the scheduler: {m}");
+        say!("placekit's model of the scheduler: {m}");
     }
     let not_modelled: Vec<&str> = report["notModelled"]
         .as_array()
@@ -692,7 +701,7 @@ fn print_text(
         .filter_map(|v| v.as_str())
         .collect();
     if !not_modelled.is_empty() {
-        println!(
+        say!(
             "placekit cannot model {}: whether the scheduler can allocate these claims is its word, not placekit's",
             not_modelled.join("; ")
         );
@@ -704,7 +713,7 @@ fn print_text(
             .filter_map(|e| e["message"].as_str())
             .next_back()
         {
-            println!(
+            say!(
                 "the scheduler says: {}",
                 placekit::ui::escape_controls(m, false)
             );
@@ -714,22 +723,25 @@ fn print_text(
         }
     }
     if let Some(hint) = report["migHint"].as_str() {
-        println!("hint: {hint}");
+        say!("hint: {hint}");
     }
     match verdict {
         Some(v) => {
-            println!("evidence: {}", v.evidence);
-            println!("judgment: {}", v.judgment);
+            say!("evidence: {}", v.evidence);
+            say!("judgment: {}", v.judgment);
             println!(
                 "action:   {}",
-                ui.paint(&v.action, placekit::ui::Color::Bold)
+                ui.paint(
+                    &placekit::ui::escape_controls(&v.action, false),
+                    placekit::ui::Color::Bold
+                )
             );
         }
-        None if !fitting.is_empty() => println!(
+        None if !fitting.is_empty() => say!(
             "{} node(s) fit now ({}): the scheduler should place it on its next attempt",
             fitting.len(),
             fitting.join(", ")
         ),
-        None => println!("no node in the cluster"),
+        None => say!("no node in the cluster"),
     }
 }

@@ -256,7 +256,21 @@ fn fix(
         .get(fixer::STDIN)
         .map(|(_, after)| after.clone());
     if diff {
-        write_out(&outcome.diff(), false);
+        // Piped, the diff is the patch itself (`| git apply`); on a terminal the manifests'
+        // text in it is escaped like every other string from a file.
+        let patch = outcome.diff();
+        if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            let shown: String = patch
+                .split_inclusive('\n')
+                .map(|l| {
+                    let (text, end) = l.strip_suffix('\n').map_or((l, ""), |t| (t, "\n"));
+                    format!("{}{end}", placekit::ui::escape_controls(text, false))
+                })
+                .collect();
+            write_out(&shown, false);
+        } else {
+            write_out(&patch, false);
+        }
         write_out(&summary, true);
         let code = exit_code(&outcome.remaining, cli.fail_on);
         return Ok(if code == exit::SUCCESS && !outcome.changed.is_empty() {

@@ -430,3 +430,43 @@ fn a_hand_written_source_comment_is_not_helm_output() {
         "gpu/templates/pod.yaml"
     );
 }
+
+/// A manifest from a pull request or a chart must not drive the reviewer's terminal: its
+/// file name, object name, source line and fix reach the text report (and the `--fix`
+/// summary and GitHub annotations) with control and bidirectional characters escaped.
+#[test]
+fn hostile_strings_in_a_manifest_reach_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "ev\u{1b}[31mil\u{202e}lmay.yaml";
+    std::fs::write(
+        dir.path().join(name),
+        "kind: Pod\nmetadata:\n  name: \"p\\e]0;pwned\\a\\u202e\\nforged\"\nspec:\n  containers:\n  - name: \"c\\e[2J\"\n    image: x\n    resources:\n      requests:\n        nvidia.com/gpu: 1 # \u{1b}[2J\n",
+    )
+    .unwrap();
+    let raw = |text: &str| {
+        text.chars()
+            .any(|c| (c.is_control() && c != '\n') || ('\u{202a}'..='\u{202e}').contains(&c))
+    };
+    let (_, out, _) = run_in(dir.path(), &["-f", "."], None);
+    assert!(
+        out.contains("Pod p\\x1b]0;pwned\\x07\\u{202e}\\x0aforged"),
+        "{out}"
+    );
+    assert!(out.contains("nvidia.com/gpu: 1 # \\x1b[2J"), "{out}");
+    // The fix last: it edits the file.
+    for args in [
+        vec!["-f", "."],
+        vec!["-f", ".", "-o", "github"],
+        vec!["-f", ".", "--fix"],
+    ] {
+        let (code, out, err) = run_in(dir.path(), &args, None);
+        assert!(code <= 2, "{args:?}: {code} {err}");
+        assert!(!raw(&out), "{args:?} stdout: {out:?}");
+        assert!(!raw(&err), "{args:?} stderr: {err:?}");
+        assert!(
+            out.contains("ev\\x1b[31mil\\u{202e}lmay.yaml")
+                || err.contains("ev\\x1b[31mil\\u{202e}lmay.yaml"),
+            "{args:?}: {out} {err}"
+        );
+    }
+}

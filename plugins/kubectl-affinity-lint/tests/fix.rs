@@ -375,3 +375,76 @@ fn fixes_of_later_rounds_name_the_lines_of_the_file() {
         "{err}"
     );
 }
+
+/// Another user who can write the manifest's directory swaps `deploy.yaml` for a symlink to
+/// a file of the victim's between placekit's read and its write. The race is won
+/// deterministically: the second input is a FIFO, so the linter is held after it has read
+/// `deploy.yaml` (inputs are read in order) until the test, having swapped the file, writes
+/// the FIFO. The victim's file is untouched, the symlink is not followed, nothing is
+/// claimed fixed, and the exit code says a file could not be written.
+#[test]
+fn a_manifest_swapped_for_a_symlink_after_it_was_read_is_not_written_through() {
+    use std::io::Write as _;
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let victim = home.path().join(".bashrc");
+    let bashrc = "export PATH=$HOME/bin:$PATH\n";
+    std::fs::write(&victim, bashrc).unwrap();
+    let manifest = dir.path().join("deploy.yaml");
+    std::fs::write(&manifest, GPU_POD).unwrap();
+    let fifo = dir.path().join("later.yaml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let child = std::process::Command::new(common::bin())
+        .args(["-f", "deploy.yaml", "-f", "later.yaml", "--fix"])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (opened, wait_opened) = mpsc::channel();
+    let (go, wait_go) = mpsc::channel::<()>();
+    let writer = std::thread::spawn({
+        let fifo = fifo.clone();
+        move || {
+            // Returns once the linter has opened the FIFO's read end.
+            let mut end = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+            opened.send(()).unwrap();
+            wait_go.recv().unwrap();
+            end.write_all(b"kind: ConfigMap\nmetadata:\n  name: c\n")
+                .unwrap();
+        }
+    });
+    if wait_opened.recv_timeout(Duration::from_secs(60)).is_err() {
+        let mut child = child;
+        let _ = child.kill();
+        panic!("the linter never opened the FIFO");
+    }
+    std::fs::remove_file(&manifest).unwrap();
+    std::os::unix::fs::symlink(&victim, &manifest).unwrap();
+    go.send(()).unwrap();
+    writer.join().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), bashrc, "{err}");
+    assert!(
+        std::fs::symlink_metadata(&manifest)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the planted symlink is left as it is: {err}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("error: not fixed: deploy.yaml: it changed on disk after it was read"),
+        "{err}"
+    );
+    assert!(err.contains("fixed 0 problems in 0 files"), "{err}");
+}

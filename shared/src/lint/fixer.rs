@@ -1,13 +1,18 @@
 //! `--fix` and `--diff`: apply the verified fixes of a lint run, lint again, repeat while
 //! fixes apply (a merge can make room for another fix), and say what changed and what is
-//! left. Files are written only at the end, each at once (a temporary file renamed over
-//! it, its permissions kept); stdin's fixed text goes back to the caller.
+//! left. Every input file is opened and read once, before the first lint, and held
+//! ([`HeldFile`]): every round lints those texts, and a fixed file is written only at the
+//! end, through its held directory, and only if it is still the file that was read (a
+//! manifest swapped for a symlink meanwhile is never written through); stdin's fixed text
+//! goes back to the caller.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::engine::{Finding, Fixable, Outcome, Settings, lint_paths};
 use super::fix::apply;
+use super::source::{InputFile, MAX_FILE_BYTES, collect_paths};
+use crate::held_file::HeldFile;
 
 /// Rounds of fix-then-lint before giving up on fixes that keep appearing.
 const MAX_ROUNDS: usize = 5;
@@ -68,17 +73,23 @@ impl FixOutcome {
     /// What `--fix` (`mode.write`) or `--diff` tells on stderr: each fix made or that would
     /// be made, each write that failed, each finding left for a Helm template or for a hand,
     /// and the count. `diff`: lines are those of the files as they are (not yet fixed).
+    /// File names, titles and reasons are escaped: a file name from a pull request cannot
+    /// drive the terminal.
     pub fn summary(&self, mode: FixMode, diff: bool) -> String {
+        let shown = |text: &str| crate::ui::escape_controls(text, false).into_owned();
         let verb = if mode.write { "fixed" } else { "would fix" };
         let mut summary = String::new();
         for a in &self.applied {
             summary.push_str(&format!(
                 "{}:{}: {verb} {}: {}\n",
-                a.file, a.line, a.rule, a.title
+                shown(&a.file),
+                a.line,
+                a.rule,
+                shown(&a.title)
             ));
         }
         for e in &self.write_errors {
-            summary.push_str(&format!("error: not fixed: {e}\n"));
+            summary.push_str(&format!("error: not fixed: {}\n", shown(e)));
         }
         let left = |kind: Fixable| {
             self.remaining
@@ -89,10 +100,10 @@ impl FixOutcome {
         for f in left(Fixable::Template) {
             summary.push_str(&format!(
                 "{}:{}: not edited: {} is Helm output; fix the template {}\n",
-                f.file,
+                shown(&f.file),
                 f.line,
                 f.rule,
-                f.helm_template.as_deref().unwrap_or("?")
+                shown(f.helm_template.as_deref().unwrap_or("?"))
             ));
         }
         let manual: Vec<&Finding> = left(Fixable::Manual).collect();
@@ -105,7 +116,7 @@ impl FixOutcome {
             };
             summary.push_str(&format!(
                 "{}:{}: no automatic fix for {}: {}; apply the suggested change by hand\n",
-                f.file,
+                shown(&f.file),
                 line,
                 f.rule,
                 f.manual_reason.unwrap_or("not in this layout")
@@ -169,10 +180,29 @@ pub fn fix(
         originals.insert(STDIN.into(), text.clone());
         contents.insert(STDIN.into(), text);
     }
+    // Each file is read once, here, and held: no round reads it again by name, and the
+    // write goes to the file that was read or nowhere.
+    let mut held: BTreeMap<String, HeldFile> = BTreeMap::new();
+    let mut unreadable: BTreeMap<String, String> = BTreeMap::new();
+    let mut read_errors = Vec::new();
+    let (paths, _) = collect_paths(inputs, recursive);
+    for path in paths.iter().filter(|p| p.as_os_str() != "-") {
+        let name = InputFile::new(path.clone()).name;
+        match HeldFile::open(path, MAX_FILE_BYTES) {
+            Ok((file, text)) => {
+                originals.insert(name.clone(), text.clone());
+                contents.insert(name.clone(), text);
+                held.insert(name, file);
+            }
+            // The lint reports why it cannot be read; nothing of it is fixed.
+            Err(e) => {
+                unreadable.insert(name, e.to_string());
+            }
+        }
+    }
     let mut applied = Vec::new();
     // Per file, the rounds of fixes applied to it so far.
     let mut history: BTreeMap<String, Vec<Round>> = BTreeMap::new();
-    let mut read_errors = Vec::new();
     let mut remaining = Outcome::default();
     for round in 0..=MAX_ROUNDS {
         let run = Settings {
@@ -194,18 +224,13 @@ pub fn fix(
         }
         let mut progressed = false;
         for (name, findings) in by_file {
-            let text = match contents.get(name) {
-                Some(t) => t.clone(),
-                None => match std::fs::read_to_string(name) {
-                    Ok(t) => {
-                        originals.insert(name.to_string(), t.clone());
-                        t
-                    }
-                    Err(e) => {
-                        read_errors.push(format!("{name}: {e}"));
-                        continue;
-                    }
-                },
+            // Only a text read above (or stdin) is fixed: a finding in a file that could not
+            // be opened, or that a lint read under another name, is left as it is.
+            let Some(text) = contents.get(name).cloned() else {
+                if let Some(e) = unreadable.remove(name) {
+                    read_errors.push(format!("{name}: {e}"));
+                }
+                continue;
             };
             let (edits, chosen) = non_conflicting(&findings);
             if edits.is_empty() {
@@ -244,9 +269,14 @@ pub fn fix(
     if mode.write {
         let mut unwritten = Vec::new();
         for (name, (_, after)) in &changed {
-            if name != STDIN
-                && let Err(e) = write_in_place(Path::new(name), after)
-            {
+            if name == STDIN {
+                continue;
+            }
+            let written = match held.get(name) {
+                Some(file) => file.replace(after).map_err(|e| e.to_string()),
+                None => Err("it was not read as a file".to_string()),
+            };
+            if let Err(e) = written {
                 write_errors.push(format!("{name}: {e}"));
                 unwritten.push(name.clone());
             }
@@ -355,120 +385,9 @@ fn non_conflicting<'f>(
     (edits, chosen)
 }
 
-/// Replaces a file's content at once: a temporary file beside it, with its permissions
-/// and owner, renamed over it. A symlink is followed (its target is fixed, the link
-/// stays); a file with other hard links is rewritten in place so they keep sharing it; a
-/// read-only file is refused.
-fn write_in_place(path: &Path, text: &str) -> std::io::Result<()> {
-    let path = std::fs::canonicalize(path)?;
-    let metadata = std::fs::metadata(&path)?;
-    if metadata.permissions().readonly() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            "the file is read-only",
-        ));
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        if metadata.nlink() > 1 {
-            return std::fs::write(&path, text);
-        }
-    }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    // Created exclusively under a name nobody can guess: a file or symlink planted in the
-    // directory (which others may be able to write) is never opened, followed or
-    // truncated; mode and owner are set on the open file, not by path.
-    let (mut file, temp) = create_exclusive_temp(dir, &file_name)?;
-    let result = (|| {
-        use std::io::Write as _;
-        file.write_all(text.as_bytes())?;
-        file.set_permissions(metadata.permissions())?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            // Keeps the owner when allowed (root in a CI container); otherwise the file
-            // is the runner's, as any editor's save would make it.
-            let _ = std::os::unix::fs::fchown(&file, Some(metadata.uid()), Some(metadata.gid()));
-        }
-        file.sync_all()?;
-        std::fs::rename(&temp, &path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
-}
-
-/// A new file `.NAME.affinity-lint-RANDOM` in `dir`, created with `O_CREAT|O_EXCL` (which
-/// never follows a symlink) and mode 0600 until the caller sets the original's.
-fn create_exclusive_temp(dir: &Path, file_name: &str) -> std::io::Result<(std::fs::File, PathBuf)> {
-    use std::hash::{BuildHasher, Hasher};
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut last = None;
-    for _ in 0..16 {
-        // RandomState is seeded from the OS's randomness.
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u32(std::process::id());
-        let temp = dir.join(format!(
-            ".{file_name}.affinity-lint-{:016x}",
-            hasher.finish()
-        ));
-        match options.open(&temp) {
-            Ok(file) => return Ok((file, temp)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| std::io::Error::other("no temporary name was free")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// An attacker who can write the manifest's directory plants symlinks at the names the
-    /// temporary file could have (the old `.NAME.affinity-lint-PID` among them): the fix
-    /// never writes through them, the victim file keeps its content and mode, and the
-    /// manifest stays a regular file with its own mode.
-    #[cfg(unix)]
-    #[test]
-    fn write_in_place_never_follows_a_planted_symlink() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let victim = dir.path().join("victim");
-        std::fs::write(&victim, "secret\n").unwrap();
-        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
-        let manifest = dir.path().join("deploy.yaml");
-        std::fs::write(&manifest, "a: 1\n").unwrap();
-        std::fs::set_permissions(&manifest, std::fs::Permissions::from_mode(0o644)).unwrap();
-        std::os::unix::fs::symlink(
-            &victim,
-            dir.path()
-                .join(format!(".deploy.yaml.affinity-lint-{}", std::process::id())),
-        )
-        .unwrap();
-        write_in_place(&manifest, "a: 2\n").unwrap();
-        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "secret\n");
-        assert_eq!(
-            std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
-        let meta = std::fs::symlink_metadata(&manifest).unwrap();
-        assert!(meta.file_type().is_file(), "the manifest is not a symlink");
-        assert_eq!(meta.permissions().mode() & 0o777, 0o644);
-        assert_eq!(std::fs::read_to_string(&manifest).unwrap(), "a: 2\n");
-    }
 
     #[test]
     fn lines_of_an_edited_text_are_said_as_the_original_had_them() {

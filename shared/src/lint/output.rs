@@ -122,7 +122,18 @@ fn text_items(errors: &[InputError], findings: &[Finding], ui: &Ui) -> String {
 }
 
 fn text_input_error(e: &InputError, ui: &Ui) -> String {
-    format!("{}: {e}\n", ui.paint("input error", Color::Red))
+    format!(
+        "{}: {}\n",
+        ui.paint("input error", Color::Red),
+        shown(&e.to_string())
+    )
+}
+
+/// A string from a manifest or its file name as the text report shows it: a manifest from
+/// a pull request or a chart must not drive the reviewer's terminal, so control and
+/// bidirectional characters, line breaks included, are escaped.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::ui::escape_controls(text, false)
 }
 
 fn text_finding(f: &Finding, ui: &Ui) -> String {
@@ -137,13 +148,17 @@ fn text_finding(f: &Finding, ui: &Ui) -> String {
     let on = f
         .context
         .as_ref()
-        .map(|c| format!("context {c}: "))
+        .map(|c| format!("context {}: ", shown(c)))
         .unwrap_or_default();
     out.push_str(&format!(
         "{}:{}:{}: {painted}: {on}{}\n",
-        f.file, f.line, f.column, f.message
+        shown(&f.file),
+        f.line,
+        f.column,
+        shown(&f.message)
     ));
     if let Some(line) = &f.source_line {
+        let line = shown(line);
         let gutter = f.line.to_string().len();
         out.push_str(&format!(
             "{:gutter$} |\n{} | {}\n{:gutter$} | {}{}\n",
@@ -155,26 +170,27 @@ fn text_finding(f: &Finding, ui: &Ui) -> String {
             ui.paint("^", Color::Red)
         ));
     }
-    out.push_str(&format!("  = object: {}", object_name(f)));
+    out.push_str(&format!("  = object: {}", shown(&object_name(f))));
     if let Some(path) = f
         .pod_spec
         .as_deref()
         .filter(|p| !CORE_POD_SPEC_PATHS.contains(p))
     {
-        out.push_str(&format!(", pod spec at {path}"));
+        out.push_str(&format!(", pod spec at {}", shown(path)));
     }
     if let Some(t) = &f.helm_template {
-        out.push_str(&format!(" (Helm template {t})"));
+        out.push_str(&format!(" (Helm template {})", shown(t)));
     }
     out.push('\n');
     if let Some(fix) = &f.fix {
+        // The fix's own line breaks are its layout; each line is escaped.
         if fix.contains('\n') {
             out.push_str("  = fix:\n");
             for l in fix.lines() {
-                out.push_str(&format!("      {l}\n"));
+                out.push_str(&format!("      {}\n", shown(l)));
             }
         } else {
-            out.push_str(&format!("  = fix: {fix}\n"));
+            out.push_str(&format!("  = fix: {}\n", shown(fix)));
         }
     }
     out.push('\n');
@@ -241,7 +257,16 @@ pub(super) fn sarif_uri(file: &str) -> String {
     }
 }
 
+/// A workflow command's data: `%`, CR and LF as GitHub decodes them; other control and
+/// bidirectional characters escaped, as the job log renders terminal escapes.
 fn escape_data(s: &str) -> String {
+    let s = s
+        .chars()
+        .map(|c| match c {
+            '\r' | '\n' => c.to_string(),
+            c => crate::ui::escape_controls(&c.to_string(), false).into_owned(),
+        })
+        .collect::<String>();
     s.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")

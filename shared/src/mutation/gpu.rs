@@ -91,7 +91,13 @@ pub async fn dedicate(
             None => without_gpu.push(view.metadata.name.clone()),
             Some(described) => {
                 if !ui.output.is_structured() {
-                    eprintln!("node/{}: {described}", view.metadata.name);
+                    eprintln!(
+                        "{}",
+                        crate::ui::escape_controls(
+                            &format!("node/{}: {described}", view.metadata.name),
+                            false
+                        )
+                    );
                 }
             }
         }

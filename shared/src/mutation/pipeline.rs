@@ -510,7 +510,8 @@ fn confirm(
         ),
         (None, None) => format!("Apply the change to {what}?"),
     };
-    if ui.confirm(&question) {
+    // `undoes` quotes a snapshot: escaped like every string the prompt shows.
+    if ui.confirm(&crate::ui::escape_controls(&question, false)) {
         Ok(())
     } else {
         Err(CommandError::Declined)

@@ -7,6 +7,12 @@ use serde::Serialize;
 
 use crate::exit;
 use crate::plan::{LabelDelta, NodePlan, quoted_or_absent as shown};
+use crate::ui::escape_controls;
+
+/// A string from the cluster, a hook or a snapshot as the report prints it.
+fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_controls(text, false)
+}
 use crate::rollback::RollbackConflict;
 use crate::snapshot::OutcomeKind;
 use crate::syntax::Taint;
@@ -242,16 +248,18 @@ pub fn print_report(ui: &Ui, report: &Report) -> u8 {
         if n.outcome == Outcome::Unchanged && report.nodes.len() > DIFFS_SHOWN {
             continue;
         }
+        // Node names, messages (a server's or a hook's) and values are the cluster's.
+        let name = escaped(&n.name);
         match &n.message {
-            Some(m) => println!("node/{} {outcome}: {m}", n.name),
-            None => println!("node/{} {outcome}", n.name),
+            Some(m) => println!("node/{name} {outcome}: {}", escaped(m)),
+            None => println!("node/{name} {outcome}"),
         }
         for c in &n.conflicts {
             println!(
                 "  conflict: {} is {}, expected {}{}",
-                c.item,
-                shown(&c.found),
-                shown(&c.expected),
+                escaped(&c.item),
+                escaped(&shown(&c.found)),
+                escaped(&shown(&c.expected)),
                 if c.forced {
                     " (restored with --overwrite-changes)"
                 } else {
@@ -263,7 +271,7 @@ pub fn print_report(ui: &Ui, report: &Report) -> u8 {
     if summarise_not_attempted {
         let first: Vec<String> = not_attempted[..NAMES_SHOWN]
             .iter()
-            .map(|n| format!("node/{n}"))
+            .map(|n| format!("node/{}", escaped(n)))
             .collect();
         println!(
             "{} and {} more: {} (every node is in the snapshot: show --last -o json)",
@@ -283,7 +291,7 @@ pub fn print_report(ui: &Ui, report: &Report) -> u8 {
         println!("{}", summary.join(", "));
     }
     for p in &report.problems {
-        println!("{}", ui.paint(p, Color::Red));
+        println!("{}", ui.paint(&escaped(p), Color::Red));
     }
     if let Some(signal) = &report.interrupted {
         println!(
@@ -295,10 +303,10 @@ pub fn print_report(ui: &Ui, report: &Report) -> u8 {
         );
     }
     if let Some(cmd) = &report.overwrite_command {
-        println!("restore what was left alone with: {cmd}");
+        println!("restore what was left alone with: {}", escaped(cmd));
     }
     if let Some(cmd) = &report.rollback_command {
-        println!("undo with: {cmd}");
+        println!("undo with: {}", escaped(cmd));
     }
     report.exit_code()
 }

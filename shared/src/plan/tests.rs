@@ -234,3 +234,40 @@ proptest! {
         prop_assert!(!escape_pointer_token(&s).contains('/'));
     }
 }
+
+/// The import provenance annotation is the node's to write (its kubelet can): escape
+/// sequences in its old value cannot erase or forge lines of the diff the admin confirms,
+/// nor a line break inside it start a line of its own.
+#[test]
+fn cluster_strings_in_the_diff_cannot_drive_the_terminal_or_forge_lines() {
+    let mut s = state(&[("pool", "batch")], vec![]);
+    s.annotations.insert(
+        crate::nfd::IMPORTED_LABELS_ANNOTATION.into(),
+        "{}\u{1b}[2K\u{1b}[1A\r\n+ label pool=forged\u{202e}".into(),
+    );
+    let plan = plan_node(
+        &s,
+        &ChangeRequest {
+            annotations: vec![crate::syntax::LabelChange::Remove {
+                key: crate::nfd::IMPORTED_LABELS_ANNOTATION.into(),
+            }],
+            ..labels_request(&["pool=online"], true)
+        },
+    );
+    let diff = plan.render_diff();
+    assert!(
+        !diff
+            .chars()
+            .any(|c| (c.is_control() && c != '\n') || c == '\u{202e}'),
+        "{diff:?}"
+    );
+    assert_eq!(
+        diff.lines().filter(|l| l.starts_with('+')).count(),
+        2,
+        "the +++ header and the one real change: {diff}"
+    );
+    assert!(
+        diff.contains("\\x1b[2K\\x1b[1A\\x0d\\x0a+ label pool=forged\\u{202e}"),
+        "{diff}"
+    );
+}
