@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::secrets::{Secrets, redact, secrets};
 use crate::snapshot::{ClusterIdentity, normalize_server};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
@@ -72,41 +73,6 @@ tokio::task_local! {
 /// Runs `work` with [`current_server`] answering `server` inside it.
 pub async fn with_server<T>(server: String, work: impl Future<Output = T>) -> T {
     TASK_SERVER.scope(server, work).await
-}
-
-/// What this process's kubeconfig user and cluster hold that must never be shown: the exec
-/// credential plugin's arguments and environment values, the token, the password, the
-/// client key (inline or the contents of its file), auth-provider settings and the
-/// userinfo of the server URL. The exec plugin's command is kept to name it.
-// No `Debug`: nothing may ever print these.
-#[derive(Default)]
-struct Secrets {
-    exec_command: Option<String>,
-    values: Vec<String>,
-}
-
-/// Every secret of every context this process connected to (one, or several with
-/// `--contexts`): a message about one cluster must not show another's credentials either.
-static SECRETS: std::sync::RwLock<Secrets> = std::sync::RwLock::new(Secrets {
-    exec_command: None,
-    values: Vec::new(),
-});
-
-fn secrets() -> std::sync::RwLockReadGuard<'static, Secrets> {
-    SECRETS
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Every occurrence of a configured secret in `text` replaced by `[redacted]`.
-pub fn redact(text: &str) -> String {
-    secrets()
-        .values
-        .iter()
-        .filter(|v| v.len() >= 3)
-        .fold(text.to_string(), |t, secret| {
-            t.replace(secret.as_str(), "[redacted]")
-        })
 }
 
 /// An error text with every configured secret taken out ([`redact`]), and an exec plugin's
@@ -375,16 +341,16 @@ impl ConnectionArgs {
                     .filter_map(|v| std::env::var(v).ok()),
             );
         for proxy in proxies {
-            if let Some(userinfo) = url_userinfo(&proxy) {
-                secrets.values.push(userinfo.to_string());
-                if let Some((_, password)) = userinfo.split_once(':') {
-                    secrets.values.push(password.to_string());
-                }
-            }
+            // With or without a scheme (`alice:pw@proxy:3128` is a proxy to Go and kubectl).
+            secrets
+                .userinfos
+                .extend(crate::proxy::userinfo_in_urls(&proxy));
+            secrets.values.extend(crate::proxy::credentials(&proxy));
         }
         let server = selected_cluster.and_then(|c| c.server.clone());
         if let Some(userinfo) = server.as_deref().and_then(url_userinfo) {
             secrets.values.push(userinfo.to_string());
+            secrets.userinfos.push(format!("{userinfo}@"));
             if let Some((_, password)) = userinfo.split_once(':') {
                 secrets.values.push(password.to_string());
             }
@@ -397,16 +363,7 @@ impl ConnectionArgs {
             .filter(|e| !secrets.values.contains(e))
             .collect();
         secrets.values.extend(escaped);
-        let mut all = SECRETS
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if all.exec_command.is_none() {
-            all.exec_command = secrets.exec_command;
-        }
-        all.values.extend(secrets.values);
-        // Longest first, so a secret containing another is blanked whole.
-        all.values.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        all.values.dedup();
+        crate::secrets::remember(secrets);
     }
 
     /// Leaves the selected user's credentials out when the server is plain `http://`, as
@@ -507,9 +464,7 @@ impl ConnectionArgs {
                 "warning: the server is plain http://, so the credentials of user {user:?} are not sent (as kubectl does); requests go unauthenticated"
             );
         }
-        let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &self.options())
-            .await
-            .map_err(|e| ConnectError::Kubeconfig(redact_exec(&e.to_string())))?;
+        let mut config = kube_config(kubeconfig, &self.options())?;
         if let Some(t) = timeout {
             config.read_timeout = Some(t);
             config.write_timeout = Some(t);
@@ -523,19 +478,6 @@ impl ConnectionArgs {
         // placekit's executor owns retries (it honours Retry-After, counts attempts and
         // journals them); kube's own retry layer would hide 429/503/504 from it.
         config.default_retry = false;
-        // Without a proxy-url in the kubeconfig, the environment's proxy, as kubectl (Go's
-        // ProxyFromEnvironment) reads it.
-        if config.proxy_url.is_none()
-            && let Some(proxy) =
-                env_proxy(&config.cluster_url.to_string(), |k| std::env::var(k).ok())
-        {
-            config.proxy_url = Some(proxy.parse().map_err(|_| {
-                ConnectError::Kubeconfig(format!(
-                    "the proxy {} (from the environment) is not a URL",
-                    redact(&proxy)
-                ))
-            })?);
-        }
         let server = normalize_server(&config.cluster_url.to_string());
         let _ = SERVER.set(server.clone());
         let cluster = ClusterIdentity {
@@ -562,69 +504,108 @@ impl ConnectionArgs {
     }
 }
 
-/// The proxy for `server` from the environment, as Go's `ProxyFromEnvironment` (which
-/// kubectl uses) reads it: `HTTPS_PROXY` for https servers, `HTTP_PROXY` for http ones
-/// (upper case first), unless `NO_PROXY` names the host: `*`, the host, a domain it is
-/// in (`example.com` or `.example.com`), its IP or a CIDR holding it. A proxy without a
-/// scheme is `http://`.
-pub fn env_proxy(server: &str, env: impl Fn(&str) -> Option<String>) -> Option<String> {
-    let get = |names: [&str; 2]| {
-        names
-            .iter()
-            .find_map(|n| env(n).filter(|v| !v.trim().is_empty()))
-    };
-    let uri: http::Uri = server.parse().ok()?;
-    let host = uri
-        .host()?
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase();
-    let proxy = if uri.scheme_str() == Some("https") {
-        get(["HTTPS_PROXY", "https_proxy"])?
-    } else {
-        get(["HTTP_PROXY", "http_proxy"])?
-    };
-    let no_proxy = get(["NO_PROXY", "no_proxy"]).unwrap_or_default();
-    let excluded = no_proxy
-        .split(',')
-        .map(str::trim)
-        .filter(|e| !e.is_empty())
-        .any(|entry| {
-            let entry = entry.to_ascii_lowercase();
-            if entry == "*" {
-                return true;
-            }
-            if let Some((net, bits)) = entry.split_once('/')
-                && let (Ok(net), Ok(bits), Ok(ip)) = (
-                    net.parse::<std::net::Ipv4Addr>(),
-                    bits.parse::<u32>(),
-                    host.parse::<std::net::Ipv4Addr>(),
-                )
-                && bits <= 32
-            {
-                let mask = if bits == 0 {
-                    0
-                } else {
-                    u32::MAX << (32 - bits)
-                };
-                return u32::from(net) & mask == u32::from(ip) & mask;
-            }
-            // host:port entries match the host on any port here (the port is the server's).
-            let name = entry
-                .rsplit_once(':')
-                .filter(|(h, p)| !h.contains(':') && p.bytes().all(|b| b.is_ascii_digit()))
-                .map_or(entry.as_str(), |(h, _)| h);
-            let name = name.trim_start_matches('.');
-            host == name || host.ends_with(&format!(".{name}"))
-        });
-    if excluded {
-        return None;
+/// The client configuration of the selected context, as kube's loader builds it (server,
+/// namespace, CA bundle, TLS settings, the user and its exec plugin's cluster info) but for
+/// the proxy, which is chosen as kubectl chooses it ([`crate::proxy`]): kube's loader reads
+/// `HTTPS_PROXY` for every server, judges `NO_PROXY` against the proxy's own host, refuses
+/// a proxy without a scheme and a `NO_PROXY` with an empty entry, all of which kubectl
+/// accepts or does otherwise.
+fn kube_config(
+    kubeconfig: Kubeconfig,
+    options: &KubeConfigOptions,
+) -> Result<kube::Config, ConnectError> {
+    use kube::config::KubeconfigError;
+    let fail = |e: KubeconfigError| ConnectError::Kubeconfig(redact_exec(&e.to_string()));
+    let context_name = options
+        .context
+        .clone()
+        .or_else(|| kubeconfig.current_context.clone())
+        .ok_or(KubeconfigError::CurrentContextNotSet)
+        .map_err(fail)?;
+    let context = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == context_name)
+        .and_then(|c| c.context.clone())
+        .ok_or_else(|| fail(KubeconfigError::LoadContext(context_name.clone())))?;
+    let cluster_name = options.cluster.clone().unwrap_or(context.cluster.clone());
+    let cluster = kubeconfig
+        .clusters
+        .iter()
+        .find(|c| c.name == cluster_name)
+        .and_then(|c| c.cluster.clone())
+        .ok_or_else(|| fail(KubeconfigError::LoadClusterOfContext(cluster_name.clone())))?;
+    // client-go does not fail on an empty or missing user, nor does kube.
+    let mut auth_info = options
+        .user
+        .as_ref()
+        .or(context.user.as_ref())
+        .and_then(|user| kubeconfig.auth_infos.iter().find(|u| &u.name == user))
+        .and_then(|u| u.auth_info.clone())
+        .unwrap_or_default();
+    if let Some(exec) = &mut auth_info.exec
+        && exec.provide_cluster_info
+    {
+        exec.cluster = Some((&cluster).try_into().map_err(fail)?);
     }
-    Some(if proxy.contains("://") {
-        proxy
-    } else {
-        format!("http://{proxy}")
-    })
+    let server = cluster
+        .server
+        .clone()
+        .ok_or(KubeconfigError::MissingClusterUrl)
+        .map_err(fail)?;
+    let cluster_url: http::Uri = server
+        .parse()
+        .map_err(|e| fail(KubeconfigError::ParseClusterUrl(e)))?;
+    let mut config = kube::Config::new(cluster_url.clone());
+    config.default_namespace = context
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    config.root_cert = certificate_authority(&cluster)?;
+    config.accept_invalid_certs = cluster.insecure_skip_tls_verify.unwrap_or(false);
+    config.disable_compression = cluster.disable_compression.unwrap_or(false);
+    config.tls_server_name = cluster.tls_server_name.clone();
+    config.auth_info = auth_info;
+    // A `proxy-url` in the kubeconfig is used for every request, as client-go does;
+    // otherwise the environment's, for this server.
+    let proxy = match cluster.proxy_url.as_deref().filter(|p| !p.is_empty()) {
+        Some(proxy) => crate::proxy::parse_proxy(proxy).map(Some),
+        None => crate::proxy::from_env().proxy_for(&cluster_url),
+    };
+    config.proxy_url = proxy.map_err(|e| ConnectError::Kubeconfig(redact(&e.to_string())))?;
+    Ok(config)
+}
+
+/// The cluster's CA certificates (`certificate-authority-data`, else the file named by
+/// `certificate-authority`), DER-encoded.
+fn certificate_authority(
+    cluster: &kube::config::Cluster,
+) -> Result<Option<Vec<Vec<u8>>>, ConnectError> {
+    use base64::Engine as _;
+    let pem = match (&cluster.certificate_authority_data, &cluster.certificate_authority) {
+        (Some(data), _) => base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .map_err(|e| {
+                ConnectError::Kubeconfig(format!(
+                    "failed to load the certificate authority: certificate-authority-data is not base64: {e}"
+                ))
+            })?,
+        (None, Some(file)) => std::fs::read(file).map_err(|e| {
+            ConnectError::Kubeconfig(format!(
+                "failed to load the certificate authority: reading {file}: {e}"
+            ))
+        })?,
+        (None, None) => return Ok(None),
+    };
+    let certs: Vec<Vec<u8>> = pem::parse_many(&pem)
+        .map_err(|e| {
+            ConnectError::Kubeconfig(format!("failed to parse the certificate authority: {e}"))
+        })?
+        .into_iter()
+        .filter(|p| p.tag() == "CERTIFICATE")
+        .map(pem::Pem::into_contents)
+        .collect();
+    Ok(Some(certs))
 }
 
 /// Whether a flag or variable name says its value is a credential (`--token`,
@@ -686,34 +667,6 @@ fn ca_fingerprint(der: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn proxies_from_the_environment_as_go_reads_them() {
-        let env = |vars: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                vars.iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        const HTTPS: &[(&str, &str)] = &[
-            ("HTTPS_PROXY", "proxy:3128"),
-            ("NO_PROXY", ".corp.example,10.0.0.0/8"),
-        ];
-        assert_eq!(
-            env_proxy("https://api.prod.example:6443", env(HTTPS)),
-            Some("http://proxy:3128".into())
-        );
-        assert_eq!(env_proxy("https://k8s.corp.example:6443", env(HTTPS)), None);
-        assert_eq!(env_proxy("https://corp.example", env(HTTPS)), None);
-        assert_eq!(env_proxy("https://10.1.2.3:6443", env(HTTPS)), None);
-        assert_eq!(
-            env_proxy("http://api:8080", env(HTTPS)),
-            None,
-            "http uses HTTP_PROXY"
-        );
-        const STAR: &[(&str, &str)] = &[("https_proxy", "http://p:1"), ("no_proxy", "*")];
-        assert_eq!(env_proxy("https://x", env(STAR)), None);
-    }
     use clap::Parser;
 
     #[derive(Debug, Parser)]

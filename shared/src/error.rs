@@ -272,7 +272,7 @@ pub fn run_to_exit_code(
 pub fn report(e: &CommandError) -> std::process::ExitCode {
     eprintln!(
         "error: {}",
-        crate::ui::escape_controls(&crate::connect::redact(&e.to_string()), true)
+        crate::ui::escape_controls(&crate::secrets::redact(&e.to_string()), true)
     );
     std::process::ExitCode::from(e.exit_code())
 }

@@ -248,7 +248,7 @@ impl ContextFailure {
                 .replace("see --request-timeout", "see --context-timeout")
         };
         ContextFailure {
-            reason: crate::ui::escape_controls(&crate::connect::redact(&reason), true).into_owned(),
+            reason: crate::ui::escape_controls(&crate::secrets::redact(&reason), true).into_owned(),
             exit_code: e.exit_code(),
         }
     }

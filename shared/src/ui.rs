@@ -181,12 +181,13 @@ impl Ui {
 
     /// Prints a warning on stderr. Warnings quote cluster strings and files (node names,
     /// label values, hook stderr): control and bidirectional characters are escaped, line
-    /// breaks too, so a value cannot forge a line that looks like the command's own.
+    /// breaks too, so a value cannot forge a line that looks like the command's own; any
+    /// credential of the connection is taken out.
     pub fn warn(&self, message: &str) {
         eprintln!(
             "{} {}",
             self.paint("warning:", Color::Yellow),
-            escape_controls(message, false)
+            escape_controls(&crate::secrets::redact(message), false)
         );
     }
 

@@ -37,7 +37,7 @@ pub struct Run {
 }
 
 impl Run {
-    fn from(output: Output) -> Self {
+    pub fn from(output: Output) -> Self {
         Run {
             code: output.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -248,7 +248,7 @@ fn cluster_strings_in_the_diff_cannot_drive_the_terminal_or_forge_lines() {
     let plan = plan_node(
         &s,
         &ChangeRequest {
-            annotations: vec![crate::syntax::LabelChange::Remove {
+            annotations: vec![LabelChange::Remove {
                 key: crate::nfd::IMPORTED_LABELS_ANNOTATION.into(),
             }],
             ..labels_request(&["pool=online"], true)
