@@ -138,6 +138,11 @@ pub enum Command {
         /// Only in namespaces matching this label selector (e.g. `policy=enforce`).
         #[arg(long, value_name = "SELECTOR")]
         namespace_selector: Option<String>,
+        /// Let the annotation affinity-lint.placekit.dev/ignore exempt a workload from the
+        /// policy. Off by default: the workload's author writes it, so anyone who may create
+        /// a workload could exempt it.
+        #[arg(long)]
+        allow_ignore_annotation: bool,
     },
     /// List the rules, or show one rule's documentation.
     Rules {
@@ -229,7 +234,15 @@ pub fn resolve(cli: &Cli) -> Result<Mode, CommandError> {
         Some(Command::Policy {
             action,
             namespace_selector,
-        }) => return policy(action, namespace_selector.as_deref()).map(Mode::Policy),
+            allow_ignore_annotation,
+        }) => {
+            let exemptions = if *allow_ignore_annotation {
+                admission::Exemptions::Annotation
+            } else {
+                admission::Exemptions::AdminOnly
+            };
+            return policy(action, namespace_selector.as_deref(), exemptions).map(Mode::Policy);
+        }
         Some(Command::Completion(args)) => return Ok(Mode::Completion(args.clone())),
         Some(Command::Drift {
             all_namespaces,
@@ -303,6 +316,7 @@ fn usage(message: impl Into<String>) -> CommandError {
 fn policy(
     actions: &[admission::Action],
     namespace_selector: Option<&str>,
+    exemptions: admission::Exemptions,
 ) -> Result<String, CommandError> {
     if actions.contains(&admission::Action::Deny) && actions.contains(&admission::Action::Warn) {
         return Err(usage(
@@ -315,7 +329,11 @@ fn policy(
         .map(admission::namespace_selector)
         .transpose()
         .map_err(|e| usage(format!("--namespace-selector: {e}")))?;
-    Ok(admission::policy_yaml(&actions, namespaces.as_deref()))
+    Ok(admission::policy_yaml(
+        &actions,
+        namespaces.as_deref(),
+        exemptions,
+    ))
 }
 
 /// The configuration: `--config`, or the file found upward from the first input, with

@@ -61,8 +61,9 @@ split over different keys, with the linter's alternative-evidence exception), AL
 empty term), AL006 (a weight outside 1..100) and AL007 (an extended resource without an \
 equal limit), for Pods, PodTemplates and the pod templates of Deployments, StatefulSets, \
 DaemonSets, ReplicaSets, ReplicationControllers, Jobs and CronJobs. Messages name the rule. \
-A workload is exempted by the annotation the linter honours, \
-affinity-lint.placekit.dev/ignore: \"AL001\", on the object or its pod template.
+The linter's annotation affinity-lint.placekit.dev/ignore exempts nothing from the policy \
+unless it is generated with --allow-ignore-annotation: the workload's author writes it, so \
+by default only the admin exempts, by leaving namespaces out with --namespace-selector.
 
 Examples:
   # Reject split-term workloads cluster-wide
@@ -74,6 +75,9 @@ Examples:
   # Only in namespaces labelled policy=enforce
   kubectl affinity-lint policy --namespace-selector policy=enforce |
       kubectl apply -f -
+
+  # Let workloads exempt themselves with the linter's ignore annotation
+  kubectl affinity-lint policy --allow-ignore-annotation | kubectl apply -f -
 
   # Remove it
   kubectl delete validatingadmissionpolicybinding,validatingadmissionpolicy \\

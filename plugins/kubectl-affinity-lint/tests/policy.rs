@@ -181,6 +181,19 @@ fn the_policy_and_the_linter_agree() {
     assert_eq!(code, 0, "{out}{err}");
     let split = deployment("split", &required(SPLIT), "");
     cluster.apply_policy("", |c| !c.admits(&split).0);
+    // By default the annotation, which the workload's author writes, exempts nothing.
+    let ignore = "      annotations: {affinity-lint.placekit.dev/ignore: AL001}\n";
+    let self_exempted = deployment("self-exempted", &required(SPLIT), ignore);
+    let (admitted, err) = cluster.admits(&self_exempted);
+    assert!(!admitted, "the annotation exempted a workload by default");
+    assert!(
+        err.contains("only the cluster admin can exempt a workload"),
+        "{err}"
+    );
+    // Generated with --allow-ignore-annotation, it exempts, as in the linter.
+    cluster.apply_policy("--allow-ignore-annotation", |c| {
+        c.admits(&self_exempted).0 && !c.admits(&split).0
+    });
 
     // The runbook's two Deployments.
     let (admitted, err) = cluster.admits(&examples("llm-inference-split-terms.yaml"));
@@ -202,7 +215,6 @@ fn the_policy_and_the_linter_agree() {
             "affinity:\n  nodeAffinity:\n    preferredDuringSchedulingIgnoredDuringExecution:\n    - weight: {weight}\n      preference: {{matchExpressions: [{{key: zone, operator: In, values: [a]}}]}}\ncontainers: [{{name: c, image: x}}]\n"
         )
     };
-    let ignore = "      annotations: {affinity-lint.placekit.dev/ignore: AL001}\n";
     let cases: Vec<(&str, String, bool)> = vec![
         ("AL001 split terms", split.clone(), true),
         (

@@ -3,9 +3,11 @@
 //! never went through the linter is still stopped at the API server.
 //!
 //! The CEL mirrors the rules' own logic (AL001 with its alternative-evidence exception,
-//! AL003, AL006, AL007) and honours the same suppression annotation, on the object or its
-//! pod template. What only the linter can see (comments marking a deliberate OR, other
-//! files) stays the linter's.
+//! AL003, AL006, AL007). The linter's suppression annotation is written by the workload's
+//! author, so the policy exempts nothing on its strength unless the admin opts in when
+//! generating it ([`Exemptions::Annotation`]); by default the only exemptions are the
+//! admin's (the binding's namespace selector). What only the linter can see (comments
+//! marking a deliberate OR, other files) stays the linter's.
 
 use super::source::IGNORE_ANNOTATION;
 
@@ -34,6 +36,18 @@ impl Action {
             Action::Audit => "Audit",
         }
     }
+}
+
+/// What may exempt a workload from the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Exemptions {
+    /// Nothing a client writes: only the binding's namespace selector, which the admin
+    /// sets, leaves workloads out.
+    #[default]
+    AdminOnly,
+    /// Also the linter's `affinity-lint.placekit.dev/ignore` annotation, which anyone who
+    /// may create the workload can write (`policy --allow-ignore-annotation`).
+    Annotation,
 }
 
 /// One CEL validation: the rule, the condition that must hold, and what it says.
@@ -104,12 +118,24 @@ pub fn namespace_selector(selector: &str) -> Result<String, NamespaceSelectorErr
 
 /// The policy and its binding as YAML (two documents); `namespaces` (from
 /// [`namespace_selector`]) limits the binding to some namespaces.
-pub fn policy_yaml(actions: &[Action], namespaces: Option<&str>) -> String {
+pub fn policy_yaml(actions: &[Action], namespaces: Option<&str>, exemptions: Exemptions) -> String {
     let actions: Vec<&str> = actions.iter().map(|a| a.as_str()).collect();
+    let exempting = match exemptions {
+        Exemptions::Annotation => format!(
+            "# Exempt one workload with the annotation {IGNORE_ANNOTATION}: \"AL001\" on the object or its
+# pod template (the linter honours the same annotation): generated with
+# --allow-ignore-annotation, so whoever may create a workload may exempt it."
+        ),
+        Exemptions::AdminOnly => format!(
+            "# The annotation {IGNORE_ANNOTATION} exempts nothing here: its author is the
+# workload's. Leave namespaces out with --namespace-selector, or regenerate with
+# --allow-ignore-annotation to let workloads exempt themselves."
+        ),
+    };
     let mut out = format!(
         "# kubectl affinity-lint policy: {rules} enforced by the API server.
-# Exempt one workload with the annotation {IGNORE_ANNOTATION}: \"AL001\" on the object or its
-# pod template (the linter honours the same annotation). Apply with:
+{exempting}
+# Apply with:
 #   kubectl affinity-lint policy | kubectl apply -f -
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
@@ -169,14 +195,7 @@ spec:
       object.spec.template
   - name: spec
     expression: variables.template.?spec.orValue({{}})
-  # The rules the annotation exempts: ids separated by commas, spaces or semicolons, as
-  # the linter reads them.
-  - name: ignored
-    expression: >-
-      (object.metadata.?annotations[?'{IGNORE_ANNOTATION}'].orValue('') + ',' +
-       variables.template.?metadata.?annotations[?'{IGNORE_ANNOTATION}'].orValue(''))
-      .upperAscii().replace(' ', ',').replace(';', ',').replace('\\t', ',').replace('\\n', ',').split(',')
-  - name: requiredTerms
+{ignored}  - name: requiredTerms
     expression: >-
       variables.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])
   # Deprecated well-known labels and the labels that replaced them count as one key, and so
@@ -210,16 +229,38 @@ spec:
 ",
         rules = POLICY_RULES.join(", "),
         aliases = key_aliases(),
+        ignored = match exemptions {
+            Exemptions::Annotation => format!(
+                "  # The rules the annotation exempts: ids separated by commas, spaces or semicolons, as
+  # the linter reads them.
+  - name: ignored
+    expression: >-
+      (object.metadata.?annotations[?'{IGNORE_ANNOTATION}'].orValue('') + ',' +
+       variables.template.?metadata.?annotations[?'{IGNORE_ANNOTATION}'].orValue(''))
+      .upperAscii().replace(' ', ',').replace(';', ',').replace('\\t', ',').replace('\\n', ',').split(',')
+"
+            ),
+            Exemptions::AdminOnly => String::new(),
+        },
     );
     for check in CHECKS {
         let rule = check.rule;
+        let (unless, exempt) = match exemptions {
+            Exemptions::Annotation => (
+                format!("'{rule}' in variables.ignored ||\n      "),
+                format!("exempt with the annotation {IGNORE_ANNOTATION}: {rule}"),
+            ),
+            Exemptions::AdminOnly => (
+                String::new(),
+                "only the cluster admin can exempt a workload".to_string(),
+            ),
+        };
         out.push_str(&format!(
             "  - expression: >-
-      '{rule}' in variables.ignored ||
-      {expression}
+      {unless}{expression}
     messageExpression: >-
       '{message} (' + object.kind + ' ' + object.metadata.?name.orValue(object.metadata.?generateName.orValue('')) +
-      '; kubectl affinity-lint rules {rule}; exempt with the annotation {IGNORE_ANNOTATION}: {rule})'
+      '; kubectl affinity-lint rules {rule}; {exempt})'
     reason: Invalid
 ",
             expression = check.expression,
@@ -272,7 +313,11 @@ mod tests {
     #[test]
     fn the_policy_is_two_documents_of_valid_yaml_naming_every_rule() {
         let selector = namespace_selector("team in (ml,infra),!legacy").unwrap();
-        let text = policy_yaml(&[Action::Deny, Action::Audit], Some(&selector));
+        let text = policy_yaml(
+            &[Action::Deny, Action::Audit],
+            Some(&selector),
+            Exemptions::Annotation,
+        );
         let docs: Vec<&str> = text.split("\n---\n").collect();
         assert_eq!(docs.len(), 2);
         let policy = parse_document(docs[0], 0).unwrap().unwrap().to_json();
@@ -301,5 +346,42 @@ mod tests {
                     .contains(&format!("'{rule}' in variables.ignored"))
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod exemption_tests {
+    use super::*;
+    use crate::lint::yaml::parse_document;
+
+    /// The annotation is the workload author's to write: by default it exempts nothing,
+    /// and the policy says who can exempt.
+    #[test]
+    fn the_annotation_exempts_only_when_the_admin_opted_in() {
+        let text = policy_yaml(&[Action::Deny], None, Exemptions::AdminOnly);
+        let policy = parse_document(text.split("\n---\n").next().unwrap(), 0)
+            .unwrap()
+            .unwrap()
+            .to_json();
+        let spec = &policy["spec"];
+        assert!(
+            !spec["variables"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|v| v["name"] == "ignored"),
+            "{text}"
+        );
+        for v in spec["validations"].as_array().unwrap() {
+            let expression = v["expression"].as_str().unwrap();
+            assert!(!expression.contains("ignored"), "{expression}");
+            assert!(
+                v["messageExpression"]
+                    .as_str()
+                    .unwrap()
+                    .contains("only the cluster admin can exempt a workload")
+            );
+        }
+        assert!(!text.contains(&format!("'{IGNORE_ANNOTATION}'")), "{text}");
     }
 }
