@@ -540,7 +540,7 @@ pub async fn for_each_page<T: serde::de::DeserializeOwned>(
         on_page,
     )
     .await
-    .map_err(|e| api_error(e, &format!("listing {}", described(collection))))
+    .map_err(|e| e.into_command_error(&format!("listing {}", described(collection))))
 }
 
 /// How an optional collection's list went.
@@ -565,13 +565,48 @@ pub async fn for_each_page_if_served<T: serde::de::DeserializeOwned>(
 ) -> Result<Listed, CommandError> {
     match pages(client, collection, None, None, page_size, on_page).await {
         Ok(n) => Ok(Listed::Read(n)),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Listed::NotServed),
-        Err(kube::Error::Api(s)) if s.code == 403 => Ok(Listed::Forbidden(format!(
-            "cannot list {}: {}",
-            described(collection),
-            s.message
-        ))),
-        Err(e) => Err(api_error(e, &format!("listing {}", described(collection)))),
+        Err(PageError::Api(kube::Error::Api(s))) if s.code == 404 => Ok(Listed::NotServed),
+        Err(PageError::Api(kube::Error::Api(s))) if s.code == 403 => Ok(Listed::Forbidden(
+            format!("cannot list {}: {}", described(collection), s.message),
+        )),
+        Err(e) => Err(e.into_command_error(&format!("listing {}", described(collection)))),
+    }
+}
+
+/// The most list pages followed for one collection: more than any real cluster needs (5
+/// million nodes at 500 a page), few enough that a server answering `continue` forever
+/// stops the command instead of holding it.
+pub const MAX_PAGES: usize = 10_000;
+
+/// The largest list answer read (a page of 10,000 pods is about 40 MB of JSON): a server
+/// answering one endless page stops the command instead of exhausting its memory.
+pub const MAX_RESPONSE_BYTES: usize = 512 * 1024 * 1024;
+
+/// Why paging through a collection stopped.
+#[derive(Debug, thiserror::Error)]
+enum PageError {
+    #[error(transparent)]
+    Api(kube::Error),
+    #[error(
+        "the API server answered {MAX_PAGES} pages and still gave a continue token; stopped (is a proxy or server broken?)"
+    )]
+    TooManyPages,
+    #[error(
+        "the API server gave the same continue token twice; stopped instead of asking for the same page forever"
+    )]
+    RepeatedToken,
+    #[error("the API server's answer is over {MAX_RESPONSE_BYTES} bytes; stopped")]
+    TooLarge,
+    #[error("the API server's answer is not a list: {0}")]
+    NotAList(#[source] serde_json::Error),
+}
+
+impl PageError {
+    fn into_command_error(self, doing: &str) -> CommandError {
+        match self {
+            PageError::Api(e) => api_error(e, doing),
+            other => CommandError::Cluster(format!("{doing}: {other}")),
+        }
     }
 }
 
@@ -582,10 +617,13 @@ async fn pages<T: serde::de::DeserializeOwned>(
     label_selector: Option<&str>,
     page_size: u32,
     mut on_page: impl FnMut(Vec<T>),
-) -> Result<usize, kube::Error> {
+) -> Result<usize, PageError> {
     let mut continue_token: Option<String> = None;
     let mut requests = 0;
     loop {
+        if requests == MAX_PAGES {
+            return Err(PageError::TooManyPages);
+        }
         let mut uri = format!("{collection}?limit={page_size}");
         if let Some(f) = field_selector.filter(|f| !f.is_empty()) {
             uri.push_str(&format!("&fieldSelector={}", encode_query(f)));
@@ -598,15 +636,52 @@ async fn pages<T: serde::de::DeserializeOwned>(
         }
         let request = http::Request::get(&uri)
             .body(Vec::new())
-            .map_err(kube::Error::HttpError)?;
-        let page: ViewList<T> = client.request(request).await?;
+            .map_err(|e| PageError::Api(kube::Error::HttpError(e)))?;
+        let body = bounded_body(client, request).await?;
+        let page: ViewList<T> = serde_json::from_slice(&body).map_err(PageError::NotAList)?;
+        drop(body);
         requests += 1;
         on_page(page.items);
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) if continue_token.as_ref() == Some(&c) => return Err(PageError::RepeatedToken),
             Some(c) => continue_token = Some(c),
             None => return Ok(requests),
         }
     }
+}
+
+/// A request's answer body, at most [`MAX_RESPONSE_BYTES`]; an error status as kube reports
+/// it (a `Status`, or the text of a proxy's page).
+async fn bounded_body(
+    client: &kube::Client,
+    request: http::Request<Vec<u8>>,
+) -> Result<bytes::Bytes, PageError> {
+    use http_body_util::BodyExt as _;
+    let response = client
+        .send(request.map(kube::client::Body::from))
+        .await
+        .map_err(PageError::Api)?;
+    let status = response.status();
+    let limited = http_body_util::Limited::new(response.into_body(), MAX_RESPONSE_BYTES);
+    let body = match limited.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(PageError::TooLarge),
+        Err(e) => {
+            return Err(PageError::Api(match e.downcast::<kube::Error>() {
+                Ok(kube) => *kube,
+                Err(other) => kube::Error::Service(other),
+            }));
+        }
+    };
+    if status.is_client_error() || status.is_server_error() {
+        let text = String::from_utf8_lossy(&body);
+        let answer = serde_json::from_str::<kube::core::Status>(&text).unwrap_or_else(|_| {
+            kube::core::Status::failure(text.trim(), "Failed to parse error data")
+                .with_code(status.as_u16())
+        });
+        return Err(PageError::Api(kube::Error::Api(answer.boxed())));
+    }
+    Ok(body)
 }
 
 /// A collection path as users say it: `/api/v1/nodes` -> `nodes`,

@@ -26,6 +26,11 @@ pub const DEFAULT_PARALLEL: usize = 8;
 /// The deadline for connecting and for each request unless `--context-timeout` says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// One context's whole read (every page of every list) may take this many times
+/// `--context-timeout`: a big cluster's many pages fit, a server that never stops answering
+/// does not hold up the report.
+pub const READ_BUDGET_FACTOR: u32 = 6;
+
 /// The flags of the read-only commands that read several clusters.
 #[derive(Debug, Clone, Default, clap::Args)]
 #[command(next_help_heading = "Many clusters (read-only commands)")]
@@ -47,8 +52,9 @@ pub struct FleetArgs {
     #[arg(long, global = true, value_name = "N")]
     pub parallel_contexts: Option<usize>,
     /// With --contexts/--all-contexts: the deadline for reaching each context and for each
-    /// of its requests, e.g. 5s, 1m [default: 10s]. A context that misses it is reported as
-    /// failed; the others are not held up.
+    /// of its requests, e.g. 5s, 1m [default: 10s]; a context's whole read may take six
+    /// times it. A context that misses either is reported as failed; the others are not
+    /// held up.
     #[arg(long, global = true, value_name = "DURATION")]
     pub context_timeout: Option<String>,
 }
@@ -354,6 +360,12 @@ impl Fleet {
         }
     }
 
+    /// How long one context's whole read may take: [`READ_BUDGET_FACTOR`] times the
+    /// per-request deadline.
+    fn read_budget(&self) -> Duration {
+        self.timeout * READ_BUDGET_FACTOR
+    }
+
     /// Asks one cluster for its identity within the deadline.
     async fn probe(&self, conn: &Connection) -> Result<ClusterIdentity, CommandError> {
         match tokio::time::timeout(self.timeout, crate::api::probe_identity(conn)).await {
@@ -429,10 +441,25 @@ impl Fleet {
                     let server = conn.server.clone();
                     // The identity and the read together; whichever fails first ends both
                     // (bad credentials or no answer: said as the first request found it).
-                    let both = crate::connect::with_server(server.clone(), async {
+                    // The whole read is under the context's own budget too: a server that
+                    // pages forever or drips its answers (each read resets a request's
+                    // timeout) costs this context its budget, and holds up no other.
+                    let budget = fleet.read_budget();
+                    let whole = crate::connect::with_server(server.clone(), async {
                         tokio::try_join!(fleet.probe(&conn), read(conn.clone()))
-                    })
-                    .await;
+                    });
+                    let both = match tokio::time::timeout(budget, whole).await {
+                        Ok(both) => both,
+                        Err(_) => Err(CommandError::Unreachable(Box::new(Unreachable {
+                            doing: "reading it".into(),
+                            server: Some(server.clone()),
+                            cause: format!(
+                                "timeout: its answers did not end within {} ({READ_BUDGET_FACTOR} x --context-timeout)",
+                                humantime(budget)
+                            ),
+                            source: None,
+                        }))),
+                    };
                     both.map(|(identity, data)| (server.clone(), identity, data))
                         .map_err(|e| (server, ContextFailure::from_error(&e, &fleet)))
                 })

@@ -1,0 +1,198 @@
+//! A hostile or broken API server cannot hold or exhaust the tool: one that answers every
+//! list page with a new `continue` token, one that repeats its token, one that drips its
+//! answer a byte at a time (each byte resets a request's read timeout). Alone, the page
+//! cap and the repeated-token check stop the command; across contexts, each context's
+//! whole read is under its own budget (6 x --context-timeout) and the others are reported.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use placekit_testserver::harness::{Harness, Run, merge_kubeconfigs};
+use serde_json::Value;
+
+const EAST: &str = include_str!("fixtures/fleet-east.yaml");
+
+fn binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
+}
+
+#[derive(Clone, Copy)]
+enum Hostile {
+    /// Every list page has items and a new continue token.
+    PagesForever,
+    /// Every list page has the same continue token.
+    SameToken,
+    /// A list answer's body arrives a byte every 200 ms, forever.
+    Drips,
+}
+
+/// A plain-HTTP server answering the probe (`kube-system`) as a cluster does, 404 to
+/// anything else but lists, and lists the hostile way.
+fn hostile_server(mode: Hostile) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || serve(stream, mode));
+        }
+    });
+    format!("http://{address}")
+}
+
+fn serve(stream: std::net::TcpStream, mode: Hostile) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut stream = stream;
+    let mut page = 0u64;
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            if header == "\r\n" {
+                break;
+            }
+        }
+        let path = request_line
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or("/")
+            .to_string();
+        let answer = |stream: &mut std::net::TcpStream, code: &str, body: &str| {
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {code}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        };
+        if path.starts_with("/api/v1/namespaces/kube-system") {
+            answer(
+                &mut stream,
+                "200 OK",
+                r#"{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"kube-system","uid":"hostile-uid"}}"#,
+            );
+        } else if path.contains("limit=") {
+            page += 1;
+            match mode {
+                Hostile::PagesForever | Hostile::SameToken => {
+                    let token = match mode {
+                        Hostile::SameToken => "same".to_string(),
+                        _ => format!("page-{page}"),
+                    };
+                    answer(
+                        &mut stream,
+                        "200 OK",
+                        &format!(
+                            r#"{{"kind":"List","apiVersion":"v1","metadata":{{"continue":"{token}"}},"items":[]}}"#
+                        ),
+                    );
+                }
+                Hostile::Drips => {
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    );
+                    loop {
+                        if write!(stream, "1\r\n \r\n").is_err() || stream.flush().is_err() {
+                            return;
+                        }
+                        std::thread::sleep(Duration::from_millis(200));
+                    }
+                }
+            }
+        } else {
+            answer(
+                &mut stream,
+                "404 Not Found",
+                r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#,
+            );
+        }
+    }
+}
+
+/// The harness's cluster as `east`, and hostile servers as the other contexts.
+async fn with_hostile(contexts: &[(&str, Hostile)]) -> Harness {
+    let h = Harness::start("gpu-taint", binary(), EAST)
+        .await
+        .expect("the test server starts");
+    let east = h.dir.path().join("east.kubeconfig");
+    std::fs::copy(&h.kubeconfig, &east).expect("copy");
+    let mut entries = vec![("east", east.as_path())];
+    entries.extend(contexts.iter().map(|(name, _)| (*name, east.as_path())));
+    let mut merged: Value = serde_yaml::from_str(&merge_kubeconfigs(&entries)).expect("yaml");
+    for (i, (_, mode)) in contexts.iter().enumerate() {
+        merged["clusters"][i + 1]["cluster"] =
+            serde_json::json!({ "server": hostile_server(*mode) });
+        merged["users"][i + 1]["user"] = serde_json::json!({});
+    }
+    std::fs::write(&h.kubeconfig, serde_yaml::to_string(&merged).expect("yaml")).expect("write");
+    h
+}
+
+fn assert_code(run: &Run, code: i32) {
+    assert_eq!(run.code, code, "{}", run.all());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_pages_forever_or_drips_costs_its_context_its_budget_only() {
+    let h = with_hostile(&[
+        ("pager", Hostile::PagesForever),
+        ("dripper", Hostile::Drips),
+    ])
+    .await;
+    let started = Instant::now();
+    let run = h
+        .run(&[
+            "status",
+            "--contexts",
+            "east,pager,dripper",
+            "--context-timeout",
+            "1s",
+        ])
+        .await;
+    let elapsed = started.elapsed();
+    assert_code(&run, 4);
+    assert!(
+        run.stdout.contains("east-a100-1"),
+        "east is reported: {}",
+        run.all()
+    );
+    for context in ["pager", "dripper"] {
+        assert!(
+            run.stderr
+                .lines()
+                .any(|l| l.contains(&format!("warning: context {context}:"))
+                    && (l.contains("did not end within 6s (6 x --context-timeout)")
+                        || l.contains("continue token"))),
+            "{context}: {}",
+            run.all()
+        );
+    }
+    assert!(
+        run.stderr
+            .contains("2 clusters of 3 could not be read; the report covers the others (exit 4)"),
+        "{}",
+        run.all()
+    );
+    assert!(elapsed < Duration::from_secs(12), "took {elapsed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_continue_token_stops_the_command_at_once() {
+    let h = with_hostile(&[("same", Hostile::SameToken)]).await;
+    let started = Instant::now();
+    let run = h.run(&["status", "--context", "same"]).await;
+    assert_code(&run, 3);
+    assert!(
+        run.stderr
+            .contains("the API server gave the same continue token twice; stopped"),
+        "{}",
+        run.all()
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
