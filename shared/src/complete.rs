@@ -859,18 +859,32 @@ pub async fn resolve(position: &Position, source: Source) -> (Vec<Candidate>, u8
 }
 
 /// cobra's output: one `value<TAB>description` line per candidate, then `:<directive>`.
+/// Candidates come from the cluster (node names, label values, namespaces): one whose value
+/// holds whitespace, a control or bidirectional character or a shell metacharacter is
+/// dropped — a newline and tab in a node name would otherwise become a candidate of its own,
+/// and the shell would insert what it says — and descriptions are escaped.
 pub fn render(candidates: &[Candidate], directive: u8) -> String {
     let mut out = String::new();
-    for c in candidates {
-        if c.description.is_empty() {
+    for c in candidates.iter().filter(|c| insertable(&c.value)) {
+        let description = crate::ui::escape_controls(&c.description, false).replace('\t', " ");
+        if description.is_empty() {
             out.push_str(&c.value);
         } else {
-            out.push_str(&format!("{}\t{}", c.value, c.description));
+            out.push_str(&format!("{}\t{description}", c.value));
         }
         out.push('\n');
     }
     out.push_str(&format!(":{directive}\n"));
     out
+}
+
+/// Whether a candidate can be put on a command line as it is.
+fn insertable(value: &str) -> bool {
+    !value.is_empty()
+        && crate::ui::escape_controls(value, false) == value
+        && !value
+            .chars()
+            .any(|c| c.is_whitespace() || "`$;|&<>()'\"\\".contains(c))
 }
 
 /// Answers `<plugin> __complete WORDS...` when that is how the process was called (the

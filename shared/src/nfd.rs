@@ -427,11 +427,26 @@ pub async fn run_hook(
     node: &str,
 ) -> Result<HookOutput, SourceError> {
     use tokio::io::AsyncReadExt;
-    let hook = format!("{} (node {node})", path.display());
+    let hook = format!(
+        "{} (node {})",
+        path.display(),
+        crate::ui::escape_controls(node, false)
+    );
     let fail = |message: String| SourceError::Hook {
         hook: hook.clone(),
         message,
     };
+    // The node's name comes from the server and becomes the hook's argument and
+    // environment: only a valid node name (a DNS subdomain: no option-like `-x`, no spaces,
+    // no control characters) is passed on.
+    let problems = crate::validation::dns1123_subdomain_errors(node);
+    if !problems.is_empty() {
+        return Err(fail(format!(
+            "{} is not a valid node name ({}): the hook is not run for it",
+            crate::validation::go_quote(node),
+            problems.join("; ")
+        )));
+    }
     let mut command = tokio::process::Command::new(path);
     command
         .env_clear()
@@ -530,6 +545,10 @@ pub async fn run_hook(
         .ok()
         .and_then(Result::ok)
         .unwrap_or_default();
+    // The hook has exited and its output is read: what it left running in its group (a
+    // background child that closed its output) is stopped too, not left to outlive the
+    // import.
+    group.kill_if_alive();
     if out.len() > MAX_FEATURE_FILE_BYTES {
         return Err(fail(format!(
             "printed more than {MAX_FEATURE_FILE_BYTES} bytes"
@@ -612,6 +631,23 @@ impl PipeHolders {
 struct ProcessGroup(Option<u32>);
 
 impl ProcessGroup {
+    /// [`ProcessGroup::kill`], if the group still has a member (`kill -0`): once the last
+    /// member is gone its id may be another group's.
+    fn kill_if_alive(self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.0 {
+            let alive = std::process::Command::new("kill")
+                .args(["-0", "--", &format!("-{pid}")])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if alive {
+                self.kill();
+            }
+        }
+    }
+
     /// Sends SIGKILL to the group (through `kill(1)`: no unsafe code here). A group that is
     /// already gone is fine.
     fn kill(self) {

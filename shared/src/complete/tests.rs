@@ -115,6 +115,24 @@ async fn renders_in_cobras_protocol_and_filters_by_prefix() {
     assert_eq!(render(&c, d), "accelerator=\n:6\n");
 }
 
+/// A node name (or label value) from the cluster with a newline and a tab would become a
+/// candidate line of its own; one with shell metacharacters would be inserted as they are.
+#[test]
+fn hostile_candidates_are_dropped_and_descriptions_escaped() {
+    let candidates = vec![
+        Candidate::new("gpu-1\nrm -rf ~\tx", ""),
+        Candidate::new("gpu-2$(id)", ""),
+        Candidate::new("gpu\u{202e}3", ""),
+        Candidate::new("gpu 4", ""),
+        Candidate::new("gpu-5", "node \u{1b}[2Jready\tnow\nmore"),
+        Candidate::new("prod-*", "pattern"),
+    ];
+    assert_eq!(
+        render(&candidates, 4),
+        "gpu-5\tnode \\x1b[2Jready\\x09now\\x0amore\nprod-*\tpattern\n:4\n"
+    );
+}
+
 #[test]
 fn the_helper_calls_the_plugin() {
     assert_eq!(

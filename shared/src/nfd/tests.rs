@@ -404,3 +404,73 @@ fn a_fifo_or_a_directory_is_refused_without_blocking() {
         );
     }
 }
+
+/// A node name from the server is the hook's argument: one that is not a valid node name
+/// (option-like, with spaces or control characters) never reaches it.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_hook_never_gets_an_invalid_node_name() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let hook = dir.path().join("hook");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\ntouch {}\necho a=b\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for node in ["--help", "gpu 1", "gpu-1\n", "gpu-\u{1b}[2J"] {
+        let err = run_hook(&hook, Duration::from_secs(5), node)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is not a valid node name"), "{node:?}: {err}");
+        assert!(!err.contains('\u{1b}'), "{err:?}");
+    }
+    assert!(!marker.exists(), "the hook never ran");
+}
+
+/// A hook that leaves a background child behind with its output closed: the child is
+/// stopped with the hook's group once the hook has exited.
+#[cfg(unix)]
+#[tokio::test]
+async fn what_a_hook_leaves_running_is_stopped_after_it_exits() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let hook = dir.path().join("hook");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nsleep 60 >/dev/null 2>&1 </dev/null &\necho $! > {}\necho a=b\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run_hook(&hook, Duration::from_secs(5), "gpu-1")
+        .await
+        .unwrap();
+    assert_eq!(out.stdout, "a=b\n");
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    let mut alive = true;
+    for _ in 0..50 {
+        alive = std::process::Command::new("kill")
+            .args(["-0", &pid])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| s.contains(") Z "));
+        if !alive {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!alive, "the hook's background child {pid} is still running");
+}

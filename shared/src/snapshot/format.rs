@@ -124,17 +124,18 @@ pub struct ClusterIdentity {
 }
 
 impl ClusterIdentity {
-    /// Whether `self` and `other` are the same cluster: the `kube-system` uid decides when
-    /// both have one; otherwise two different CA fingerprints mean different clusters, and
-    /// the server URL decides the rest.
+    /// Whether `self` and `other` are the same cluster: two different CA fingerprints mean
+    /// different clusters whatever else they share (the `kube-system` uid is what a server
+    /// says, and a server that is not the cluster can say it); otherwise the uid decides
+    /// when both have one, and the server URL decides the rest.
     pub fn same_cluster(&self, other: &ClusterIdentity) -> bool {
-        if let (Some(a), Some(b)) = (&self.kube_system_uid, &other.kube_system_uid) {
-            return a == b;
-        }
         if let (Some(a), Some(b)) = (&self.ca_fingerprint, &other.ca_fingerprint)
             && a != b
         {
             return false;
+        }
+        if let (Some(a), Some(b)) = (&self.kube_system_uid, &other.kube_system_uid) {
+            return a == b;
         }
         normalize_server(&self.server) == normalize_server(&other.server)
     }

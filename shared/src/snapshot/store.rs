@@ -119,6 +119,10 @@ impl SnapshotStore {
         path: &Path,
         header: &SnapshotHeader,
     ) -> Result<Journal, SnapshotError> {
+        // The index goes into the state directory: checked as `create` checks it, before
+        // anything is written (another user's directory would decide what `rollback --last`
+        // finds).
+        crate::trust::check_private_dir(&self.dir).map_err(SnapshotError::Untrusted)?;
         let journal = write_snapshot(path, header)?;
         let absolute = std::path::absolute(journal.path()).map_err(io_err(path))?;
         create_dir_private(&self.dir)?;

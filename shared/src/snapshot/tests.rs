@@ -117,6 +117,26 @@ fn files_are_private() {
     assert_eq!(dir_mode & 0o777, 0o700);
 }
 
+/// `--backup=PATH` indexes the snapshot in the state directory: one that others can write
+/// is refused before the snapshot is written, as for a snapshot in the store itself.
+#[cfg(unix)]
+#[test]
+fn a_backup_is_not_indexed_in_a_state_directory_others_can_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("snaps");
+    fs::create_dir(&state).unwrap();
+    fs::set_permissions(&state, fs::Permissions::from_mode(0o777)).unwrap();
+    let store = SnapshotStore::new(state.clone());
+    let backup = dir.path().join("backup.jsonl");
+    assert!(matches!(
+        store.create_at(&backup, &header(1)),
+        Err(SnapshotError::Untrusted(_))
+    ));
+    assert!(!backup.exists(), "nothing written before the check");
+    assert_eq!(fs::read_dir(&state).unwrap().count(), 0);
+}
+
 #[test]
 fn refuses_to_overwrite_an_explicit_path() {
     let dir = tempfile::tempdir().unwrap();
@@ -296,6 +316,10 @@ fn cluster_identity_prefers_the_kube_system_uid() {
     );
     assert!(a.same_cluster(&id("https://lb.example:443", None, Some("u1"))));
     assert!(!a.same_cluster(&id("https://127.0.0.1:6443", Some("sha256:b"), None)));
+    assert!(
+        !a.same_cluster(&id("https://127.0.0.1:6443", Some("sha256:b"), Some("u1"))),
+        "a server behind another CA that claims the cluster's kube-system uid is not the cluster"
+    );
     assert!(a.same_cluster(&id("https://127.0.0.1:6443", None, None)));
     assert!(!a.same_cluster(&id("https://127.0.0.1:6444", None, None)));
     assert_eq!(
