@@ -6,7 +6,9 @@
 #   AFFINITY_LINT_VERSION=v0.1.0 AFFINITY_LINT_FILES=deploy/ AFFINITY_LINT_SARIF=out.sarif action/run.sh
 #
 # AFFINITY_LINT_ARCHIVE, when set, is a local release archive used instead of downloading
-# (how the test runs it). Exit: affinity-lint's (0 clean, 1 findings, 2 input errors).
+# (how the test runs it); AFFINITY_LINT_SHA256SUMS a local SHA256SUMS to check it against.
+# A downloaded archive is always checked against the release's SHA256SUMS before anything
+# in it runs. Exit: affinity-lint's (0 clean, 1 findings, 2 input errors or a bad archive).
 set -euo pipefail
 
 version="${AFFINITY_LINT_VERSION:-v0.1.0}"
@@ -44,10 +46,33 @@ esac
 install_dir="$(mktemp -d)"
 trap 'rm -rf "$install_dir"' EXIT
 archive="${AFFINITY_LINT_ARCHIVE:-}"
+sums="${AFFINITY_LINT_SHA256SUMS:-}"
+name="affinity-lint_${version}_${os}_${arch}.tar.gz"
 if [ -z "$archive" ]; then
-  archive="$install_dir/affinity-lint.tar.gz"
-  url="https://github.com/placekit/placekit/releases/download/${version}/affinity-lint_${version}_${os}_${arch}.tar.gz"
-  curl --fail --silent --show-error --location --retry 3 --output "$archive" "$url"
+  archive="$install_dir/$name"
+  release="https://github.com/placekit/placekit/releases/download/${version}"
+  curl --fail --silent --show-error --location --retry 3 --output "$archive" "$release/$name"
+  sums="$install_dir/SHA256SUMS"
+  curl --fail --silent --show-error --location --retry 3 --output "$sums" "$release/SHA256SUMS"
+else
+  name="$(basename "$archive")"
+fi
+# The archive's checksum, as the release published it, before anything in it runs.
+if [ -n "$sums" ]; then
+  expected="$(awk -v n="$name" '$2 == n || $2 == "*" n { print $1; exit }' "$sums")"
+  if command -v sha256sum >/dev/null 2>&1; then
+    actual="$(sha256sum "$archive" | awk '{ print $1 }')"
+  else
+    actual="$(shasum -a 256 "$archive" | awk '{ print $1 }')"
+  fi
+  if [ -z "$expected" ]; then
+    echo "::error title=affinity-lint::$name is not in the release's SHA256SUMS: not run"
+    exit 2
+  fi
+  if [ "$expected" != "$actual" ]; then
+    echo "::error title=affinity-lint::$name does not match the release's SHA256SUMS (expected $expected, got $actual): not run"
+    exit 2
+  fi
 fi
 tar -xzf "$archive" -C "$install_dir" kubectl-affinity_lint
 bin="$install_dir/kubectl-affinity_lint"

@@ -401,9 +401,19 @@ async fn list_custom_workloads(
                     Some(ns) => format!("/apis/{group_version}/namespaces/{ns}/{}", resource.name),
                     None => format!("/apis/{group_version}/{}", resource.name),
                 };
-                let mut objects: Vec<serde_json::Value> = Vec::new();
+                // Each page is judged as it arrives and dropped: memory holds one page of
+                // objects and what is kept of them, not the whole list.
+                let (read, workloads) = (&mut out.read, &mut out.workloads);
                 let listed = for_each_page_if_served(client, &collection, 500, |page| {
-                    objects.extend(page);
+                    for object in page {
+                        keep_custom_resource(
+                            object,
+                            &resource.kind,
+                            group_version,
+                            read,
+                            workloads,
+                        );
+                    }
                 })
                 .await?;
                 if let Listed::Forbidden(message) = listed {
@@ -413,45 +423,53 @@ async fn list_custom_workloads(
                     ));
                     continue;
                 }
-                for mut object in objects {
-                    // The API list omits kind/apiVersion on items: the template table keys on them.
-                    object["kind"] = resource.kind.clone().into();
-                    object["apiVersion"] = group_version.clone().into();
-                    let text = |p: &str| {
-                        object
-                            .pointer(p)
-                            .and_then(serde_json::Value::as_str)
-                            .unwrap_or_default()
-                            .to_string()
-                    };
-                    out.read.insert((
-                        resource.kind.clone(),
-                        text("/metadata/namespace"),
-                        text("/metadata/name"),
-                    ));
-                    // A RayCluster a RayJob made is judged through the RayJob.
-                    let controlled = object
-                        .pointer("/metadata/ownerReferences")
-                        .and_then(serde_json::Value::as_array)
-                        .is_some_and(|refs| {
-                            refs.iter().any(|r| {
-                                r["controller"] == true
-                                    && r["kind"].as_str().is_some_and(|k| {
-                                        crate::lint::podspec::KNOWN_GROUPS
-                                            .iter()
-                                            .any(|(_, ks)| ks.contains(&k))
-                                    })
-                            })
-                        });
-                    if !controlled {
-                        out.workloads
-                            .extend(crate::dependents::custom_resource_workloads(&object));
-                    }
-                }
             }
         }
     }
     Ok(out)
+}
+
+/// What is kept of one listed custom resource: its identity, and its templates unless a
+/// custom resource placekit reads controls it (a RayCluster a RayJob made is judged through
+/// the RayJob).
+fn keep_custom_resource(
+    mut object: serde_json::Value,
+    kind: &str,
+    group_version: &str,
+    read: &mut std::collections::BTreeSet<(String, String, String)>,
+    workloads: &mut Vec<crate::dependents::Workload>,
+) {
+    // The API list omits kind/apiVersion on items: the template table keys on them.
+    object["kind"] = kind.into();
+    object["apiVersion"] = group_version.into();
+    let text = |p: &str| {
+        object
+            .pointer(p)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    read.insert((
+        kind.to_string(),
+        text("/metadata/namespace"),
+        text("/metadata/name"),
+    ));
+    let controlled = object
+        .pointer("/metadata/ownerReferences")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|refs| {
+            refs.iter().any(|r| {
+                r["controller"] == true
+                    && r["kind"].as_str().is_some_and(|k| {
+                        crate::lint::podspec::KNOWN_GROUPS
+                            .iter()
+                            .any(|(_, ks)| ks.contains(&k))
+                    })
+            })
+        });
+    if !controlled {
+        workloads.extend(crate::dependents::custom_resource_workloads(&object));
+    }
 }
 
 /// Every value each of `keys` has on the cluster's nodes: one label-selected paged list

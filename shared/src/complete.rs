@@ -619,8 +619,21 @@ fn sorted_unique(mut values: Vec<Candidate>) -> Vec<Candidate> {
     values
 }
 
+/// Builds the client within completion's deadline, off the runtime's thread: kube runs an
+/// exec credential plugin while building it, and one waiting for a login must cost the
+/// shell at most the deadline, like every request completion makes.
+async fn connect_within_deadline(args: &ConnectionArgs) -> Option<crate::connect::Connection> {
+    let args = args.clone();
+    let handle = tokio::runtime::Handle::current();
+    let building = tokio::task::spawn_blocking(move || handle.block_on(args.connect()));
+    match tokio::time::timeout(CLUSTER_TIMEOUT, building).await {
+        Ok(Ok(Ok(conn))) => Some(conn),
+        _ => None,
+    }
+}
+
 async fn nodes(args: &ConnectionArgs) -> Vec<Node> {
-    let Ok(conn) = args.connect().await else {
+    let Some(conn) = connect_within_deadline(args).await else {
         return Vec::new();
     };
     let api: Api<Node> = Api::all(conn.client);
@@ -749,8 +762,8 @@ pub async fn resolve(position: &Position, source: Source) -> (Vec<Candidate>, u8
             (names, none)
         }
         Source::Namespaces => {
-            let names = match args.connect().await {
-                Ok(conn) => {
+            let names = match connect_within_deadline(&args).await {
+                Some(conn) => {
                     let api: Api<Namespace> = Api::all(conn.client);
                     match tokio::time::timeout(
                         CLUSTER_TIMEOUT,
@@ -767,13 +780,13 @@ pub async fn resolve(position: &Position, source: Source) -> (Vec<Candidate>, u8
                         _ => Vec::new(),
                     }
                 }
-                Err(_) => Vec::new(),
+                None => Vec::new(),
             };
             (names, none)
         }
         Source::Pods => {
-            let names = match args.connect().await {
-                Ok(conn) => {
+            let names = match connect_within_deadline(&args).await {
+                Some(conn) => {
                     let api: Api<Pod> = Api::namespaced(conn.client, &conn.namespace);
                     match tokio::time::timeout(
                         CLUSTER_TIMEOUT,
@@ -792,7 +805,7 @@ pub async fn resolve(position: &Position, source: Source) -> (Vec<Candidate>, u8
                         _ => Vec::new(),
                     }
                 }
-                Err(_) => Vec::new(),
+                None => Vec::new(),
             };
             (names, none)
         }
@@ -904,7 +917,13 @@ pub fn intercept(
         .enable_all()
         .build();
     let (candidates, directive) = match runtime {
-        Ok(rt) => rt.block_on(resolve(&position, source)),
+        Ok(rt) => {
+            let resolved = rt.block_on(resolve(&position, source));
+            // A credential plugin still waiting (for a login) on a blocking thread must not
+            // hold the shell: the runtime is not waited for.
+            rt.shutdown_background();
+            resolved
+        }
         Err(_) => (Vec::new(), directive::ERROR),
     };
     print!("{}", render(&candidates, directive));

@@ -376,6 +376,54 @@ fn the_github_action_is_valid_and_its_script_runs() {
         "{stdout}"
     );
     assert_eq!(report["runs"][0]["results"], serde_json::json!([]));
+
+    // The archive is checked against SHA256SUMS before anything in it runs: a tampered
+    // archive (or one the sums do not list) is refused, with a valid empty report.
+    let sha = Command::new("sha256sum").arg(&archive).output().unwrap();
+    let digest = String::from_utf8_lossy(&sha.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let name = "affinity-lint_v0.1.0_linux_amd64.tar.gz";
+    let verify = |sums: &str| {
+        let file = work.path().join("SHA256SUMS");
+        std::fs::write(&file, sums).unwrap();
+        let out = Command::new("bash")
+            .arg(repo_file("action/run.sh"))
+            .current_dir(work.path())
+            .env("AFFINITY_LINT_ARCHIVE", &archive)
+            .env("AFFINITY_LINT_SHA256SUMS", &file)
+            .env("AFFINITY_LINT_FILES", "deploy")
+            .env("AFFINITY_LINT_SARIF", &sarif)
+            .output()
+            .unwrap();
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            report,
+        )
+    };
+    let (code, stdout, _) = verify(&format!("{digest}  {name}\n"));
+    assert_eq!(code, Some(1), "checked and run: {stdout}");
+    let tampered = format!("{}  {name}\n", "0".repeat(64));
+    let (code, stdout, report) = verify(&tampered);
+    assert_eq!(code, Some(2), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "::error title=affinity-lint::{name} does not match the release's SHA256SUMS"
+        )),
+        "{stdout}"
+    );
+    assert_eq!(report["runs"][0]["results"], serde_json::json!([]));
+    let (code, stdout, _) = verify(&format!("{digest}  other.tar.gz\n"));
+    assert_eq!(code, Some(2), "{stdout}");
+    assert!(
+        stdout.contains("is not in the release's SHA256SUMS"),
+        "{stdout}"
+    );
 }
 
 #[test]

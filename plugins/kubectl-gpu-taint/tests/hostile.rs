@@ -196,3 +196,93 @@ async fn a_repeated_continue_token_stops_the_command_at_once() {
     );
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+/// Every command's text output (the sibling plugins as `cargo test --workspace` builds
+/// them), with hostile strings planted in a node annotation, a pod
+/// condition and an event message (and a file name for the linter): no raw control or
+/// bidirectional character reaches the terminal, and no value starts a line of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_raw_control_byte_reaches_the_terminal_from_any_command() {
+    let h = Harness::start(
+        "gpu-taint",
+        binary(),
+        include_str!("fixtures/hostile-strings.yaml"),
+    )
+    .await
+    .expect("the test server starts");
+    let sibling =
+        |name: &str| binary().with_file_name(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    h.install_plugin("nodelabel", &sibling("kubectl-nodelabel"));
+    h.install_plugin("affinity-lint", &sibling("kubectl-affinity_lint"));
+    let features = h.dir.path().join("features.txt");
+    std::fs::write(&features, "gpu=true\n").unwrap();
+    let manifest = h.dir.path().join("ev\u{1b}[31mil\u{202e}.yaml");
+    std::fs::write(
+        &manifest,
+        "kind: Pod\nmetadata: {name: \"p\\e]0;x\\a\", namespace: ml}\nspec:\n  nodeSelector: {pool: \"gpu\\u202e\"}\n  containers: [{name: c, image: x, resources: {requests: {nvidia.com/gpu: 1}}}]\n",
+    )
+    .unwrap();
+    let manifest = manifest.to_str().unwrap().to_string();
+    let features = features.to_str().unwrap().to_string();
+    let runs: Vec<(&str, Vec<&str>)> = vec![
+        ("nodelabel", vec!["set", "gpu-1", "team=ml", "--dry-run"]),
+        (
+            "nodelabel",
+            vec![
+                "import",
+                "gpu-1",
+                "--file",
+                &features,
+                "--prune",
+                "--dry-run",
+            ],
+        ),
+        ("nodelabel", vec!["dependents", "pool", "-A"]),
+        ("gpu-taint", vec!["status"]),
+        ("gpu-taint", vec!["status", "-o", "wide"]),
+        (
+            "gpu-taint",
+            vec![
+                "dedicate",
+                "gpu-1",
+                "--taint",
+                "dedicated=llm:NoSchedule",
+                "--dry-run",
+            ],
+        ),
+        ("affinity-lint", vec!["why-pending", "trainer", "-n", "ml"]),
+        ("affinity-lint", vec!["drift", "-A"]),
+        ("affinity-lint", vec!["-f", &manifest]),
+        ("affinity-lint", vec!["-f", &manifest, "--cluster"]),
+    ];
+    for (plugin, args) in runs {
+        let run = h.run_plugin(plugin, &args).await;
+        assert!(
+            run.code >= 0 && run.code <= 4,
+            "{plugin} {args:?}: {}",
+            run.all()
+        );
+        for (stream, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+            let raw: Vec<char> = text
+                .chars()
+                .filter(|c| {
+                    (c.is_control() && *c != '\n')
+                        || ('\u{202a}'..='\u{202e}').contains(c)
+                        || ('\u{2066}'..='\u{2069}').contains(c)
+                })
+                .collect();
+            assert!(
+                raw.is_empty(),
+                "{plugin} {args:?} {stream}: {raw:?} in {text}"
+            );
+            for line in text.lines() {
+                assert!(
+                    !line.starts_with("+ label forged")
+                        && !line.starts_with("forged")
+                        && line != "node/gpu-1 applied",
+                    "{plugin} {args:?} {stream}: a value forged the line {line:?}"
+                );
+            }
+        }
+    }
+}

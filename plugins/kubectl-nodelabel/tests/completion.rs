@@ -241,3 +241,41 @@ fn completion_helper_installs_next_to_the_plugin_on_path_and_uninstalls() {
     let out = run(&["completion", "kubectl", "--dir", &dir]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Completion never holds the shell longer than its deadline (3 s): not even when the
+/// context's exec credential plugin waits (for a login) while the client is built.
+#[test]
+fn a_credential_plugin_that_waits_costs_completion_its_deadline_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = dir.path().join("wait-for-login");
+    std::fs::write(&plugin, "#!/bin/sh\nsleep 30\n").unwrap();
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: sso\nclusters:\n- name: c\n  cluster: {{server: 'https://127.0.0.1:9'}}\ncontexts:\n- name: sso\n  context: {{cluster: c, user: u}}\nusers:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {}\n      interactiveMode: Never\n",
+            plugin.display()
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = std::process::Command::new(binary())
+        .args(["__complete", "set", ""])
+        .env("KUBECONFIG", &kubeconfig)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.lines().last().is_some_and(|l| l.starts_with(':')),
+        "{stdout}"
+    );
+    assert!(
+        elapsed < std::time::Duration::from_secs(6),
+        "completion took {elapsed:?}"
+    );
+}
