@@ -25,6 +25,8 @@ enum Hostile {
     SameToken,
     /// A list answer's body arrives a byte every 200 ms, forever.
     Drips,
+    /// A list answer's body never ends (a megabyte at a time, as fast as it is read).
+    HugePage,
 }
 
 /// A plain-HTTP server answering the probe (`kube-system`) as a cluster does, 404 to
@@ -91,6 +93,16 @@ fn serve(stream: std::net::TcpStream, mode: Hostile) {
                             r#"{{"kind":"List","apiVersion":"v1","metadata":{{"continue":"{token}"}},"items":[]}}"#
                         ),
                     );
+                }
+                Hostile::HugePage => {
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    );
+                    let chunk = format!("{:x}\r\n{}\r\n", 1 << 20, " ".repeat(1 << 20));
+                    let _ = write!(stream, "b\r\n{{\"items\":[ \r\n");
+                    while stream.write_all(chunk.as_bytes()).is_ok() {}
+                    return;
                 }
                 Hostile::Drips => {
                     let _ = write!(
@@ -285,4 +297,19 @@ async fn no_raw_control_byte_reaches_the_terminal_from_any_command() {
             }
         }
     }
+}
+
+/// One endless page: the command stops at the answer limit (512 MiB) with exit 3, instead of
+/// reading until memory runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_page_stops_at_the_answer_limit() {
+    let h = with_hostile(&[("huge", Hostile::HugePage)]).await;
+    let run = h.run(&["status", "--context", "huge"]).await;
+    assert_code(&run, 3);
+    assert!(
+        run.stderr
+            .contains("the API server's answer is over 536870912 bytes; stopped"),
+        "{}",
+        run.all()
+    );
 }
