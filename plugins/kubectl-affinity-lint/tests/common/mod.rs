@@ -42,7 +42,16 @@ pub fn assert_snapshot(name: &str, actual: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/snapshots")
         .join(name);
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+    // Only UPDATE_SNAPSHOTS=1 rewrites; any other value (an empty one too) is refused, so a
+    // stray variable can never turn the comparison off.
+    let update = match std::env::var_os("UPDATE_SNAPSHOTS") {
+        None => false,
+        Some(v) if v == "1" => true,
+        Some(v) => panic!(
+            "UPDATE_SNAPSHOTS is set to {v:?}: only UPDATE_SNAPSHOTS=1 rewrites the snapshots; unset it to compare them"
+        ),
+    };
+    if update {
         std::fs::write(&path, actual).unwrap();
         return;
     }

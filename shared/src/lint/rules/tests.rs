@@ -106,9 +106,36 @@ fn snapshot(id: &str) -> (String, usize, usize) {
     (out, flagged.len(), outcome.objects)
 }
 
+/// Whether the snapshots are rewritten: only with `UPDATE_SNAPSHOTS=1`. Any other value
+/// (an empty one left in a CI environment included) is refused, so a stray variable can
+/// never turn the comparison off.
+fn rewrite_snapshots(value: Option<&std::ffi::OsStr>) -> Result<bool, String> {
+    match value.map(|v| v.to_str()) {
+        None => Ok(false),
+        Some(Some("1")) => Ok(true),
+        Some(other) => Err(format!(
+            "UPDATE_SNAPSHOTS is set to {other:?}: only UPDATE_SNAPSHOTS=1 rewrites the snapshots; unset it to compare them"
+        )),
+    }
+}
+
+#[test]
+fn only_update_snapshots_1_rewrites_snapshots() {
+    use std::ffi::OsStr;
+    assert_eq!(rewrite_snapshots(None), Ok(false));
+    assert_eq!(rewrite_snapshots(Some(OsStr::new("1"))), Ok(true));
+    for stray in ["", "0", "true", "yes"] {
+        assert!(
+            rewrite_snapshots(Some(OsStr::new(stray))).is_err(),
+            "{stray:?}"
+        );
+    }
+}
+
 #[test]
 fn every_rule_flags_its_fixture_as_its_snapshot_says() {
-    let update = std::env::var_os("UPDATE_SNAPSHOTS").is_some();
+    let update = rewrite_snapshots(std::env::var_os("UPDATE_SNAPSHOTS").as_deref())
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut failures = Vec::new();
     for meta in all_metas() {
         let (found, flagged, objects) = snapshot(meta.id);
