@@ -2358,15 +2358,24 @@ async fn real_client(path: &std::path::Path, credentials: Credentials<'_>) -> ku
 
 #[tokio::test]
 async fn test_server_answers_like_the_real_api_server() {
-    let Some(kubeconfig) = std::env::var_os("PLACEKIT_E2E_KUBECONFIG") else {
-        eprintln!(
-            "NOTICE: differential suite skipped: set PLACEKIT_E2E_KUBECONFIG (and \
-             PLACEKIT_E2E_VIEWER_KUBECONFIG) to a real cluster, e.g. tests/control-plane/cp up"
-        );
+    use placekit_testserver::real_cluster::{
+        E2E_KUBECONFIG, E2E_VIEWER_KUBECONFIG, real_cluster_for,
+    };
+    let Some(kubeconfig) = real_cluster_for("the differential suite", E2E_KUBECONFIG) else {
         return;
     };
-    let kubeconfig = std::path::PathBuf::from(kubeconfig);
-    let viewer_kubeconfig = std::env::var_os("PLACEKIT_E2E_VIEWER_KUBECONFIG");
+    // Under the require variable the viewer's sequences (and the unused-exception check
+    // they feed) must run too.
+    let viewer_kubeconfig =
+        if std::env::var_os(placekit_testserver::real_cluster::REQUIRE_REAL_CLUSTER).is_some() {
+            real_cluster_for(
+                "the differential suite's viewer sequences",
+                E2E_VIEWER_KUBECONFIG,
+            )
+            .map(std::ffi::OsString::from)
+        } else {
+            std::env::var_os(E2E_VIEWER_KUBECONFIG)
+        };
     let real = Backend {
         name: "real",
         admin: real_client(&kubeconfig, Credentials::Kubeconfig).await,

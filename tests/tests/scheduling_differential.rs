@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt as _;
 use placekit::model::{Node, Pod};
 use placekit::scheduler::{self, FilterFailure, NodeInfo};
-use placekit_testserver::real_cluster::{E2E_KUBECONFIG, RealCluster};
+use placekit_testserver::real_cluster::{E2E_KUBECONFIG, RealCluster, real_cluster_for};
 use serde_json::{Value, json};
 
 /// The namespace of every pod of the suite.
@@ -867,10 +867,7 @@ struct Tally {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn real_scheduler_decisions_match_placekit_filters() {
-    let Some(kubeconfig) = std::env::var_os(E2E_KUBECONFIG).map(PathBuf::from) else {
-        println!(
-            "NOTICE: {E2E_KUBECONFIG} is not set; the scheduling differential needs a real cluster (tests/control-plane/cp up) and is skipped"
-        );
+    let Some(kubeconfig) = real_cluster_for("the scheduling differential", E2E_KUBECONFIG) else {
         return;
     };
     // The plugin first (a no-op when the same cargo command built it, as CI's does).
@@ -1670,10 +1667,9 @@ async fn cleanup_dra(client: &kube::Client) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn real_scheduler_accelerator_decisions_match_placekit_filters() {
-    let Some(kubeconfig) = std::env::var_os(E2E_KUBECONFIG).map(PathBuf::from) else {
-        println!(
-            "NOTICE: {E2E_KUBECONFIG} is not set; the accelerator scheduling differential needs a real cluster and is skipped"
-        );
+    let Some(kubeconfig) =
+        real_cluster_for("the accelerator scheduling differential", E2E_KUBECONFIG)
+    else {
         return;
     };
     let cluster = RealCluster::connect(&kubeconfig, None).await;

@@ -30,12 +30,10 @@ struct Cluster {
 
 impl Cluster {
     fn from_env() -> Option<Self> {
-        let Some(kubeconfig) = std::env::var_os("PLACEKIT_E2E_KUBECONFIG") else {
-            eprintln!(
-                "NOTICE: PLACEKIT_E2E_KUBECONFIG is not set: the admission policy needs a real kube-apiserver; not run"
-            );
-            return None;
-        };
+        let kubeconfig = placekit_testserver::real_cluster::real_cluster_for(
+            "the admission policy suite (CEL needs a real kube-apiserver)",
+            placekit_testserver::real_cluster::E2E_KUBECONFIG,
+        )?;
         // The plugin on PATH, as krew installs it.
         let bin = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(
@@ -43,10 +41,7 @@ impl Cluster {
             bin.path().join("kubectl-affinity_lint"),
         )
         .unwrap();
-        Some(Cluster {
-            kubeconfig: kubeconfig.into(),
-            bin,
-        })
+        Some(Cluster { kubeconfig, bin })
     }
 
     /// Runs a shell command line with kubectl and the plugin on PATH.
