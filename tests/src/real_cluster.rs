@@ -57,17 +57,24 @@ pub fn real_cluster_for(suite: &str, var: &str) -> Option<std::path::PathBuf> {
     match required_kubeconfig(suite, var, std::env::var_os(var), required) {
         Ok(Some(path)) => Some(path),
         Ok(None) => {
-            // Written to the process's stderr itself (fd 2), past the test harness's capture
-            // of its output: the README's test command shows which suites were skipped, by
-            // name, even when they pass.
-            use std::io::Write as _;
+            // Written to the process's stderr itself (a duplicate of fd 2, sharing its
+            // offset when it is a file), past the test harness's capture of its output: the
+            // README's test command shows which suites were skipped, by name, even when
+            // they pass.
             let line = format!(
                 "SKIPPED: {suite}: {var} is not set (a real cluster: tests/control-plane/cp up)\n"
             );
-            let direct = std::fs::OpenOptions::new()
-                .append(true)
-                .open("/dev/stderr")
-                .and_then(|mut f| f.write_all(line.as_bytes()));
+            #[cfg(unix)]
+            let direct = {
+                use std::io::Write as _;
+                use std::os::fd::AsFd as _;
+                std::io::stderr()
+                    .as_fd()
+                    .try_clone_to_owned()
+                    .and_then(|fd| std::fs::File::from(fd).write_all(line.as_bytes()))
+            };
+            #[cfg(not(unix))]
+            let direct: std::io::Result<()> = Err(std::io::Error::other("no fd"));
             if direct.is_err() {
                 eprint!("{line}");
             }
