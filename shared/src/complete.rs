@@ -623,13 +623,7 @@ fn sorted_unique(mut values: Vec<Candidate>) -> Vec<Candidate> {
 /// exec credential plugin while building it, and one waiting for a login must cost the
 /// shell at most the deadline, like every request completion makes.
 async fn connect_within_deadline(args: &ConnectionArgs) -> Option<crate::connect::Connection> {
-    let args = args.clone();
-    let handle = tokio::runtime::Handle::current();
-    let building = tokio::task::spawn_blocking(move || handle.block_on(args.connect()));
-    match tokio::time::timeout(CLUSTER_TIMEOUT, building).await {
-        Ok(Ok(Ok(conn))) => Some(conn),
-        _ => None,
-    }
+    args.connect_within(CLUSTER_TIMEOUT).await?.ok()
 }
 
 async fn nodes(args: &ConnectionArgs) -> Vec<Node> {
@@ -879,7 +873,7 @@ pub async fn resolve(position: &Position, source: Source) -> (Vec<Candidate>, u8
 pub fn render(candidates: &[Candidate], directive: u8) -> String {
     let mut out = String::new();
     for c in candidates.iter().filter(|c| insertable(&c.value)) {
-        let description = crate::ui::escape_controls(&c.description, false).replace('\t', " ");
+        let description = crate::ui::escaped(&c.description).replace('\t', " ");
         if description.is_empty() {
             out.push_str(&c.value);
         } else {
@@ -894,7 +888,7 @@ pub fn render(candidates: &[Candidate], directive: u8) -> String {
 /// Whether a candidate can be put on a command line as it is.
 fn insertable(value: &str) -> bool {
     !value.is_empty()
-        && crate::ui::escape_controls(value, false) == value
+        && crate::ui::escaped(value) == value
         && !value
             .chars()
             .any(|c| c.is_whitespace() || "`$;|&<>()'\"\\".contains(c))

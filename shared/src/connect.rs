@@ -451,6 +451,26 @@ impl ConnectionArgs {
         Ok(())
     }
 
+    /// [`ConnectionArgs::connect`] within `deadline`, off the async workers: kube runs an
+    /// exec credential plugin while building the client, and one waiting for a login must
+    /// cost the caller the deadline, not hold it (or the process) up. `None` when the
+    /// deadline passed first.
+    pub async fn connect_within(
+        &self,
+        deadline: Duration,
+    ) -> Option<Result<Connection, ConnectError>> {
+        let args = self.clone();
+        let handle = tokio::runtime::Handle::current();
+        let building = tokio::task::spawn_blocking(move || handle.block_on(args.connect()));
+        match tokio::time::timeout(deadline, building).await {
+            Ok(Ok(result)) => Some(result),
+            Ok(Err(join)) => Some(Err(ConnectError::Kubeconfig(format!(
+                "building the client failed: {join}"
+            )))),
+            Err(_) => None,
+        }
+    }
+
     /// Builds the client. Nothing here touches the network: the first request does.
     pub async fn connect(&self) -> Result<Connection, ConnectError> {
         let timeout = parse_request_timeout(&self.request_timeout)?;

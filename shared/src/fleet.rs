@@ -511,15 +511,13 @@ impl Fleet {
     /// exec credential plugin while building it, and a plugin waiting for a login must cost
     /// this context its deadline, not hold up the others (or the process).
     async fn connect(&self, context: &str) -> Result<Connection, CommandError> {
-        let args = self.connection_args(context);
-        let handle = tokio::runtime::Handle::current();
-        let building = tokio::task::spawn_blocking(move || handle.block_on(args.connect()));
-        match tokio::time::timeout(self.timeout, building).await {
-            Ok(Ok(result)) => Ok(result?),
-            Ok(Err(e)) => Err(CommandError::Cluster(format!(
-                "building the client failed: {e}"
-            ))),
-            Err(_) => Err(CommandError::Unreachable(Box::new(Unreachable {
+        match self
+            .connection_args(context)
+            .connect_within(self.timeout)
+            .await
+        {
+            Some(result) => Ok(result?),
+            None => Err(CommandError::Unreachable(Box::new(Unreachable {
                 doing: "getting credentials".into(),
                 server: Some(self.server_of(context)),
                 cause: format!(

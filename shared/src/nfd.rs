@@ -427,11 +427,7 @@ pub async fn run_hook(
     node: &str,
 ) -> Result<HookOutput, SourceError> {
     use tokio::io::AsyncReadExt;
-    let hook = format!(
-        "{} (node {})",
-        path.display(),
-        crate::ui::escape_controls(node, false)
-    );
+    let hook = format!("{} (node {})", path.display(), crate::ui::escaped(node));
     let fail = |message: String| SourceError::Hook {
         hook: hook.clone(),
         message,

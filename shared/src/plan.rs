@@ -307,7 +307,7 @@ impl NodePlan {
         // Every string here is the cluster's (a node's kubelet can write its own labels and
         // annotations): escaped, so none can erase or forge a line of this or another
         // node's diff above the confirmation prompt.
-        let node = crate::ui::escape_controls(self.node(), false);
+        let node = crate::ui::escaped(self.node());
         let _ = writeln!(out, "--- node/{node} (current)");
         let _ = writeln!(out, "+++ node/{node} (planned)");
         for group in diff.grouped_ops(1) {
@@ -331,16 +331,16 @@ fn render_state(
     taints: &[Taint],
     annotations: &BTreeMap<String, String>,
 ) -> String {
-    use crate::ui::escape_controls as shown;
+    use crate::ui::escaped;
     let mut out = String::new();
     for (k, v) in labels {
-        let _ = writeln!(out, "label {}={}", shown(k, false), shown(v, false));
+        let _ = writeln!(out, "label {}={}", escaped(k), escaped(v));
     }
     for t in taints {
-        let _ = writeln!(out, "taint {}", shown(&t.to_string(), false));
+        let _ = writeln!(out, "taint {}", escaped(&t.to_string()));
     }
     for (k, v) in annotations {
-        let _ = writeln!(out, "annotation {}={}", shown(k, false), shown(v, false));
+        let _ = writeln!(out, "annotation {}={}", escaped(k), escaped(v));
     }
     out
 }

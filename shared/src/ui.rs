@@ -269,6 +269,13 @@ pub fn escape_controls(text: &str, keep_newlines: bool) -> std::borrow::Cow<'_, 
     std::borrow::Cow::Owned(out)
 }
 
+/// A string from a cluster, a file or a snapshot as every text output shows it: control
+/// and bidirectional characters, line breaks included, escaped ([`escape_controls`]), so a
+/// value can neither drive the terminal nor start a line of its own.
+pub fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_controls(text, false)
+}
+
 /// The Unicode bidirectional controls (embeddings, overrides, isolates and marks): not
 /// control characters to Rust, but U+202E makes a terminal show `yaml.exe` as `exe.yaml`
 /// and reorders what a reviewer reads ("Trojan Source", CVE-2021-42574).

@@ -6,7 +6,7 @@
 /// value cannot move the cursor or forge a line of the report.
 macro_rules! say {
     ($($arg:tt)*) => {
-        println!("{}", placekit::ui::escape_controls(&format!($($arg)*), false))
+        println!("{}", placekit::ui::escaped(&format!($($arg)*)))
     };
 }
 
@@ -713,10 +713,7 @@ fn print_text(
             .filter_map(|e| e["message"].as_str())
             .next_back()
         {
-            say!(
-                "the scheduler says: {}",
-                placekit::ui::escape_controls(m, false)
-            );
+            say!("the scheduler says: {}", placekit::ui::escaped(m));
         }
         if verdict.is_none() {
             return;
@@ -731,10 +728,7 @@ fn print_text(
             say!("judgment: {}", v.judgment);
             println!(
                 "action:   {}",
-                ui.paint(
-                    &placekit::ui::escape_controls(&v.action, false),
-                    placekit::ui::Color::Bold
-                )
+                ui.paint(&placekit::ui::escaped(&v.action), placekit::ui::Color::Bold)
             );
         }
         None if !fitting.is_empty() => say!(

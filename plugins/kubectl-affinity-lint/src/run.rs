@@ -264,7 +264,7 @@ fn fix(
                 .split_inclusive('\n')
                 .map(|l| {
                     let (text, end) = l.strip_suffix('\n').map_or((l, ""), |t| (t, "\n"));
-                    format!("{}{end}", placekit::ui::escape_controls(text, false))
+                    format!("{}{end}", placekit::ui::escaped(text))
                 })
                 .collect();
             write_out(&shown, false);

@@ -76,20 +76,19 @@ impl FixOutcome {
     /// File names, titles and reasons are escaped: a file name from a pull request cannot
     /// drive the terminal.
     pub fn summary(&self, mode: FixMode, diff: bool) -> String {
-        let shown = |text: &str| crate::ui::escape_controls(text, false).into_owned();
         let verb = if mode.write { "fixed" } else { "would fix" };
         let mut summary = String::new();
         for a in &self.applied {
             summary.push_str(&format!(
                 "{}:{}: {verb} {}: {}\n",
-                shown(&a.file),
+                crate::ui::escaped(&a.file),
                 a.line,
                 a.rule,
-                shown(&a.title)
+                crate::ui::escaped(&a.title)
             ));
         }
         for e in &self.write_errors {
-            summary.push_str(&format!("error: not fixed: {}\n", shown(e)));
+            summary.push_str(&format!("error: not fixed: {}\n", crate::ui::escaped(e)));
         }
         let left = |kind: Fixable| {
             self.remaining
@@ -100,10 +99,10 @@ impl FixOutcome {
         for f in left(Fixable::Template) {
             summary.push_str(&format!(
                 "{}:{}: not edited: {} is Helm output; fix the template {}\n",
-                shown(&f.file),
+                crate::ui::escaped(&f.file),
                 f.line,
                 f.rule,
-                shown(f.helm_template.as_deref().unwrap_or("?"))
+                crate::ui::escaped(f.helm_template.as_deref().unwrap_or("?"))
             ));
         }
         let manual: Vec<&Finding> = left(Fixable::Manual).collect();
@@ -116,7 +115,7 @@ impl FixOutcome {
             };
             summary.push_str(&format!(
                 "{}:{}: no automatic fix for {}: {}; apply the suggested change by hand\n",
-                shown(&f.file),
+                crate::ui::escaped(&f.file),
                 line,
                 f.rule,
                 f.manual_reason.unwrap_or("not in this layout")

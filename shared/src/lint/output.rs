@@ -5,7 +5,8 @@
 use super::engine::{FileReport, Finding, Outcome};
 use super::rule::Severity;
 use super::source::InputError;
-use crate::ui::{Color, Ui};
+// A manifest from a pull request or a chart must not drive the reviewer's terminal.
+use crate::ui::{Color, Ui, escaped};
 
 /// The `version` of the JSON report.
 pub const JSON_VERSION: &str = "placekit.dev/affinity-lint/v1";
@@ -125,15 +126,8 @@ fn text_input_error(e: &InputError, ui: &Ui) -> String {
     format!(
         "{}: {}\n",
         ui.paint("input error", Color::Red),
-        shown(&e.to_string())
+        escaped(&e.to_string())
     )
-}
-
-/// A string from a manifest or its file name as the text report shows it: a manifest from
-/// a pull request or a chart must not drive the reviewer's terminal, so control and
-/// bidirectional characters, line breaks included, are escaped.
-fn shown(text: &str) -> std::borrow::Cow<'_, str> {
-    crate::ui::escape_controls(text, false)
 }
 
 fn text_finding(f: &Finding, ui: &Ui) -> String {
@@ -148,17 +142,17 @@ fn text_finding(f: &Finding, ui: &Ui) -> String {
     let on = f
         .context
         .as_ref()
-        .map(|c| format!("context {}: ", shown(c)))
+        .map(|c| format!("context {}: ", escaped(c)))
         .unwrap_or_default();
     out.push_str(&format!(
         "{}:{}:{}: {painted}: {on}{}\n",
-        shown(&f.file),
+        escaped(&f.file),
         f.line,
         f.column,
-        shown(&f.message)
+        escaped(&f.message)
     ));
     if let Some(line) = &f.source_line {
-        let line = shown(line);
+        let line = escaped(line);
         let gutter = f.line.to_string().len();
         out.push_str(&format!(
             "{:gutter$} |\n{} | {}\n{:gutter$} | {}{}\n",
@@ -170,16 +164,16 @@ fn text_finding(f: &Finding, ui: &Ui) -> String {
             ui.paint("^", Color::Red)
         ));
     }
-    out.push_str(&format!("  = object: {}", shown(&object_name(f))));
+    out.push_str(&format!("  = object: {}", escaped(&object_name(f))));
     if let Some(path) = f
         .pod_spec
         .as_deref()
         .filter(|p| !CORE_POD_SPEC_PATHS.contains(p))
     {
-        out.push_str(&format!(", pod spec at {}", shown(path)));
+        out.push_str(&format!(", pod spec at {}", escaped(path)));
     }
     if let Some(t) = &f.helm_template {
-        out.push_str(&format!(" (Helm template {})", shown(t)));
+        out.push_str(&format!(" (Helm template {})", escaped(t)));
     }
     out.push('\n');
     if let Some(fix) = &f.fix {
@@ -187,10 +181,10 @@ fn text_finding(f: &Finding, ui: &Ui) -> String {
         if fix.contains('\n') {
             out.push_str("  = fix:\n");
             for l in fix.lines() {
-                out.push_str(&format!("      {}\n", shown(l)));
+                out.push_str(&format!("      {}\n", escaped(l)));
             }
         } else {
-            out.push_str(&format!("  = fix: {}\n", shown(fix)));
+            out.push_str(&format!("  = fix: {}\n", escaped(fix)));
         }
     }
     out.push('\n');
@@ -264,7 +258,7 @@ fn escape_data(s: &str) -> String {
         .chars()
         .map(|c| match c {
             '\r' | '\n' => c.to_string(),
-            c => crate::ui::escape_controls(&c.to_string(), false).into_owned(),
+            c => escaped(&c.to_string()).into_owned(),
         })
         .collect::<String>();
     s.replace('%', "%25")

@@ -93,10 +93,7 @@ pub async fn dedicate(
                 if !ui.output.is_structured() {
                     eprintln!(
                         "{}",
-                        crate::ui::escape_controls(
-                            &format!("node/{}: {described}", view.metadata.name),
-                            false
-                        )
+                        crate::ui::escaped(&format!("node/{}: {described}", view.metadata.name))
                     );
                 }
             }

@@ -511,7 +511,7 @@ fn confirm(
         (None, None) => format!("Apply the change to {what}?"),
     };
     // `undoes` quotes a snapshot: escaped like every string the prompt shows.
-    if ui.confirm(&crate::ui::escape_controls(&question, false)) {
+    if ui.confirm(&crate::ui::escaped(&question)) {
         Ok(())
     } else {
         Err(CommandError::Declined)

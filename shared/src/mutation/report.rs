@@ -7,15 +7,10 @@ use serde::Serialize;
 
 use crate::exit;
 use crate::plan::{LabelDelta, NodePlan, quoted_or_absent as shown};
-use crate::ui::escape_controls;
-
-/// A string from the cluster, a hook or a snapshot as the report prints it.
-fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
-    escape_controls(text, false)
-}
 use crate::rollback::RollbackConflict;
 use crate::snapshot::OutcomeKind;
 use crate::syntax::Taint;
+use crate::ui::escaped;
 use crate::ui::{Color, Ui};
 
 /// How many node diffs to print before summarising the rest.

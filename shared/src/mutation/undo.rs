@@ -278,7 +278,7 @@ pub async fn rollback(
     if !ui.output.is_structured() {
         println!(
             "undoing {}",
-            crate::ui::escape_controls(mutation.undoes.as_deref().unwrap_or_default(), false)
+            crate::ui::escaped(mutation.undoes.as_deref().unwrap_or_default())
         );
         for s in &skipped {
             ui.warn(&format!(
@@ -612,7 +612,7 @@ pub fn print_snapshot(ui: &Ui, snapshot: &Snapshot) {
     // A snapshot is a file: what it says is shown with its control characters escaped.
     macro_rules! println {
         ($($arg:tt)*) => {
-            std::println!("{}", crate::ui::escape_controls(&format!($($arg)*), false))
+            std::println!("{}", crate::ui::escaped(&format!($($arg)*)))
         };
     }
     println!("snapshot:  {}", snapshot.path.display());
