@@ -22,10 +22,12 @@ use std::process::{Command, Output};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
+use crate::process::Bounded as _;
 use crate::real_cluster::{
     CUSTOM_RESOURCES, E2E_KUBECONFIG, E2E_SECOND_KUBECONFIG, E2E_VIEWER_KUBECONFIG, REAL_CLUSTER,
-    REQUIRE_SECOND_CLUSTER, RealCluster, SECOND_CLUSTER, create_real, dynamic_api,
+    RealCluster, SECOND_CLUSTER, create_real, dynamic_api,
 };
+use crate::require::Need;
 use crate::{ServerConfig, TestServer};
 
 /// A finished plugin run.
@@ -85,11 +87,15 @@ impl std::fmt::Debug for Harness {
     }
 }
 
+/// Whether plugins run through kubectl: once per process, with one `SKIPPED:` line (or the
+/// failure `PLACEKIT_REQUIRE=kubectl` asks for) when kubectl is not on PATH.
 fn kubectl_on_path() -> bool {
-    Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success())
+    static ON_PATH: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON_PATH.get_or_init(|| {
+        crate::require::kubectl(
+            "runs through `kubectl <plugin>` (the plugin binaries run directly instead)",
+        )
+    })
 }
 
 impl Harness {
@@ -155,8 +161,8 @@ impl Harness {
     /// Another cluster holding `fixture`, for the commands that read several: with
     /// `PLACEKIT_E2E_SECOND_KUBECONFIG`, that real cluster (emptied first; its own kubeconfig
     /// and credentials, no proxy); else a test API server. With a real first cluster and no
-    /// second one, a test API server stands in, with a notice, unless
-    /// `PLACEKIT_REQUIRE_SECOND_CLUSTER` is set (CI), where that fails.
+    /// second one, a test API server stands in, with a notice, unless `PLACEKIT_REQUIRE`
+    /// requires `second-cluster` (CI), where that fails.
     pub async fn other_cluster(&self, fixture: &str) -> OtherCluster {
         let dir = tempfile::tempdir().expect("tempdir");
         match std::env::var_os(E2E_SECOND_KUBECONFIG) {
@@ -178,12 +184,12 @@ impl Harness {
             }
             None => {
                 if self.is_real() {
-                    assert!(
-                        std::env::var_os(REQUIRE_SECOND_CLUSTER).is_none(),
-                        "{REQUIRE_SECOND_CLUSTER} is set but {E2E_SECOND_KUBECONFIG} is not: start a second control plane (PLACEKIT_CP_DIR=... tests/control-plane/cp up)"
-                    );
-                    eprintln!(
-                        "NOTICE: {E2E_SECOND_KUBECONFIG} is not set; a test API server stands in for the second cluster"
+                    crate::require::skip(
+                        "the second cluster's half of a many-clusters test",
+                        Need::SecondCluster,
+                        &format!(
+                            "{E2E_SECOND_KUBECONFIG} is not set; a test API server stands in for it"
+                        ),
                     );
                 }
                 let server = TestServer::start(ServerConfig::default().with_fixture_yaml(fixture))
@@ -229,11 +235,6 @@ impl Harness {
         }
         let state_dir = dir.path().join("state");
         let kubectl = kubectl_on_path();
-        if !kubectl {
-            eprintln!(
-                "NOTICE: kubectl is not on PATH; running {file_name} directly instead of `kubectl {plugin}`"
-            );
-        }
         Harness {
             server,
             dir,
@@ -274,9 +275,10 @@ impl Harness {
     pub async fn run_with(&self, args: &[&str], kubeconfig: &Path) -> Run {
         let mut cmd = self.command(args);
         cmd.env("KUBECONFIG", kubeconfig);
-        let output = tokio::task::spawn_blocking(move || cmd.output().expect("plugin runs"))
-            .await
-            .expect("join");
+        let output =
+            tokio::task::spawn_blocking(move || cmd.bounded_output().expect("plugin runs"))
+                .await
+                .expect("join");
         Run::from(output)
     }
 
@@ -284,9 +286,10 @@ impl Harness {
     pub async fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut cmd = self.command(args);
         cmd.envs(env.iter().copied());
-        let output = tokio::task::spawn_blocking(move || cmd.output().expect("plugin runs"))
-            .await
-            .expect("join");
+        let output =
+            tokio::task::spawn_blocking(move || cmd.bounded_output().expect("plugin runs"))
+                .await
+                .expect("join");
         Run::from(output)
     }
 
@@ -315,9 +318,10 @@ impl Harness {
     /// Runs `kubectl <plugin> args...` for a plugin [`Harness::install_plugin`] installed.
     pub async fn run_plugin(&self, plugin: &str, args: &[&str]) -> Run {
         let mut cmd = self.command_of(plugin, args);
-        let output = tokio::task::spawn_blocking(move || cmd.output().expect("plugin runs"))
-            .await
-            .expect("join");
+        let output =
+            tokio::task::spawn_blocking(move || cmd.bounded_output().expect("plugin runs"))
+                .await
+                .expect("join");
         Run::from(output)
     }
 
@@ -348,7 +352,7 @@ impl Harness {
 
     /// Waits for a spawned [`Harness::command`] and reads its output.
     pub fn wait(child: std::process::Child) -> Run {
-        Run::from(child.wait_with_output().expect("plugin runs"))
+        Run::from(crate::process::wait_output(child, "a plugin run"))
     }
 
     /// Creates an object as someone else would (not counted by the hooks): in the test
@@ -639,11 +643,7 @@ pub fn kubectl_complete(
     words: &[&str],
     env: &[(&str, &Path)],
 ) -> Option<(Vec<String>, u8)> {
-    if !kubectl_on_path() {
-        assert!(
-            std::env::var_os("PLACEKIT_REQUIRE_KUBECTL").is_none(),
-            "PLACEKIT_REQUIRE_KUBECTL is set but kubectl is not on PATH"
-        );
+    if !crate::require::kubectl("kubectl's completion of a plugin") {
         return None;
     }
     let helpers = tempfile::tempdir().expect("temp dir");
@@ -652,7 +652,7 @@ pub fn kubectl_complete(
         .join(format!("kubectl_complete-{}", plugin.replace('-', "_")));
     let script = Command::new(binary)
         .args(["completion", "kubectl"])
-        .output()
+        .bounded_output()
         .expect("the plugin runs");
     std::fs::write(&helper, &script.stdout).expect("helper written");
     #[cfg(unix)]
@@ -673,7 +673,7 @@ pub fn kubectl_complete(
         .args(words)
         .env("PATH", path)
         .envs(env.iter().map(|(k, v)| (*k, *v)))
-        .output()
+        .bounded_output()
         .expect("kubectl runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let mut lines: Vec<&str> = stdout.lines().collect();
@@ -716,7 +716,7 @@ pub fn help_texts(binary: &Path) -> Vec<(String, String)> {
         let out = Command::new(binary)
             .args(args)
             .env("COLUMNS", "400")
-            .output()
+            .bounded_output()
             .expect("the plugin runs");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };

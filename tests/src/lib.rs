@@ -30,6 +30,9 @@
 //!   the plugin on `PATH`, on the test server or a real cluster) and [`fixtures`]
 //!   (generated clusters). The benchmarks are `src/bin/placekit-bench.rs`; release packaging
 //!   is `cargo xtask package`.
+//! - What tests need from outside: [`require`] (one mechanism: a suite that cannot run says
+//!   so by name, and fails when `PLACEKIT_REQUIRE` says it must run) and [`process`] (every
+//!   subprocess under a time limit).
 
 /// What the server answers with: a whole body, or a watch's stream of events (the HTTP
 /// front, the proxy and the watches share it).
@@ -43,9 +46,11 @@ pub mod fixtures;
 pub mod harness;
 pub mod openapi;
 pub mod patch;
+pub mod process;
 pub mod protobuf;
 pub mod proxy;
 pub mod real_cluster;
+pub mod require;
 pub mod resources;
 pub mod server;
 pub mod state;

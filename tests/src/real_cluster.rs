@@ -14,6 +14,7 @@ use kube::api::{
 use serde_json::{Value, json};
 
 use crate::TestServer;
+use crate::require::Need;
 use crate::upstream::Upstream;
 
 /// The environment variable naming a real cluster's admin kubeconfig.
@@ -24,63 +25,17 @@ pub const E2E_VIEWER_KUBECONFIG: &str = "PLACEKIT_E2E_VIEWER_KUBECONFIG";
 /// `tests/control-plane/cp up` with its own `PLACEKIT_CP_DIR`), for the tests that read
 /// several clusters at once.
 pub const E2E_SECOND_KUBECONFIG: &str = "PLACEKIT_E2E_SECOND_KUBECONFIG";
-/// Set (by `.ci/run`): with a real first cluster, a missing second one fails the tests that
-/// need it instead of standing in a test API server for it.
-pub const REQUIRE_SECOND_CLUSTER: &str = "PLACEKIT_REQUIRE_SECOND_CLUSTER";
-/// Set (by `.ci/run`, for the real-control-plane suites): a suite that needs a real cluster
-/// and finds no kubeconfig fails, naming the variable, instead of passing by doing nothing.
-pub const REQUIRE_REAL_CLUSTER: &str = "PLACEKIT_REQUIRE_REAL_CLUSTER";
-
-/// The kubeconfig `var` names, for `suite`: `Ok(None)` (the suite is skipped, and says so
-/// by name) when it is unset and not `required`; an error naming both variables when it is
-/// unset but required.
-pub fn required_kubeconfig(
-    suite: &str,
-    var: &str,
-    value: Option<std::ffi::OsString>,
-    required: bool,
-) -> Result<Option<std::path::PathBuf>, String> {
-    match value.filter(|v| !v.is_empty()) {
-        Some(path) => Ok(Some(path.into())),
-        None if required => Err(format!(
-            "{suite} needs a real cluster: {REQUIRE_REAL_CLUSTER} is set but {var} is not (tests/control-plane/cp up writes one)"
-        )),
-        None => Ok(None),
-    }
-}
-
 /// The kubeconfig of the real cluster a real-cluster-only `suite` runs on (from
 /// [`E2E_KUBECONFIG`], or `var`), `None` when it is skipped: a `SKIPPED:` line names the
-/// suite. Panics when [`REQUIRE_REAL_CLUSTER`] is set and the kubeconfig is not.
+/// suite and the variable, or, when `PLACEKIT_REQUIRE` requires a real cluster, the suite
+/// fails ([`crate::require`]).
 pub fn real_cluster_for(suite: &str, var: &str) -> Option<std::path::PathBuf> {
-    let required = std::env::var_os(REQUIRE_REAL_CLUSTER).is_some();
-    match required_kubeconfig(suite, var, std::env::var_os(var), required) {
-        Ok(Some(path)) => Some(path),
-        Ok(None) => {
-            // Written to the process's stderr itself (a duplicate of fd 2, sharing its
-            // offset when it is a file), past the test harness's capture of its output: the
-            // README's test command shows which suites were skipped, by name, even when
-            // they pass.
-            let line = format!(
-                "SKIPPED: {suite}: {var} is not set (a real cluster: tests/control-plane/cp up)\n"
-            );
-            #[cfg(unix)]
-            let direct = {
-                use std::io::Write as _;
-                use std::os::fd::AsFd as _;
-                std::io::stderr()
-                    .as_fd()
-                    .try_clone_to_owned()
-                    .and_then(|fd| std::fs::File::from(fd).write_all(line.as_bytes()))
-            };
-            #[cfg(not(unix))]
-            let direct: std::io::Result<()> = Err(std::io::Error::other("no fd"));
-            if direct.is_err() {
-                eprint!("{line}");
-            }
+    match std::env::var_os(var).filter(|v| !v.is_empty()) {
+        Some(path) => Some(path.into()),
+        None => {
+            crate::require::skip(suite, Need::RealCluster, &format!("{var} is not set"));
             None
         }
-        Err(message) => panic!("{message}"),
     }
 }
 
@@ -493,28 +448,5 @@ pub(crate) async fn create_real(client: &kube::Client, mut obj: Value) {
         api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .unwrap_or_else(|e| panic!("setting the phase of pod {name}: {e}"));
-    }
-}
-
-#[cfg(test)]
-mod require_tests {
-    use super::*;
-
-    #[test]
-    fn a_required_cluster_without_its_kubeconfig_fails_naming_the_variables() {
-        let err = required_kubeconfig("the differential", E2E_KUBECONFIG, None, true).unwrap_err();
-        assert!(
-            err.contains(REQUIRE_REAL_CLUSTER) && err.contains(E2E_KUBECONFIG),
-            "{err}"
-        );
-        assert!(required_kubeconfig("x", E2E_KUBECONFIG, Some("".into()), true).is_err());
-        assert_eq!(
-            required_kubeconfig("x", E2E_KUBECONFIG, None, false),
-            Ok(None)
-        );
-        assert_eq!(
-            required_kubeconfig("x", E2E_KUBECONFIG, Some("/k".into()), true),
-            Ok(Some("/k".into()))
-        );
     }
 }

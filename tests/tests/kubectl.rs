@@ -7,21 +7,12 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use placekit_testserver::harness::Harness;
+use placekit_testserver::process::Bounded as _;
 
 const FIXTURE: &str = include_str!("../fixtures/gpu-cluster.yaml");
 
 fn kubectl_available() -> bool {
-    let found = Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!(
-            "NOTICE: kubectl is not on PATH; skipping the real-kubectl tests of the test API server"
-        );
-    }
-    found
+    placekit_testserver::require::kubectl("the real-kubectl tests of the test API server")
 }
 
 struct Kubectl {
@@ -47,7 +38,7 @@ impl Kubectl {
             .env("KUBECONFIG", &self.kubeconfig)
             .env("KUBECACHEDIR", &self.cache)
             .env_remove("KUBECTL_EXTERNAL_DIFF");
-        tokio::task::spawn_blocking(move || cmd.output().expect("kubectl runs"))
+        tokio::task::spawn_blocking(move || cmd.bounded_output().expect("kubectl runs"))
             .await
             .unwrap()
     }
@@ -339,7 +330,7 @@ async fn kubectl_wait_follows_a_watch_until_the_condition_holds() {
         ])
         .env("KUBECONFIG", &k.kubeconfig)
         .env("KUBECACHEDIR", &k.cache);
-        tokio::task::spawn_blocking(move || cmd.output().expect("kubectl runs"))
+        tokio::task::spawn_blocking(move || cmd.bounded_output().expect("kubectl runs"))
     };
     // The wait has listed and is watching by then; a label set before the watch starts is
     // seen by the list, which would pass without a watch.

@@ -17,6 +17,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use placekit_testserver::process::Bounded as _;
+use placekit_testserver::require::{self, Need};
 use placekit_testserver::{ADMIN_TOKEN, DEMO_FIXTURE, ServerConfig, TestServer};
 
 const PLUGINS: [&str; 3] = [
@@ -141,22 +143,15 @@ impl Demo {
             .copied()
             .filter(|p| !target.join(p).is_file())
             .collect();
-        let kubectl = Command::new("kubectl")
-            .arg("version")
-            .arg("--client")
-            .output()
-            .is_ok();
-        if !missing.is_empty() || !kubectl {
-            assert!(
-                std::env::var_os("PLACEKIT_REQUIRE_KUBECTL").is_none(),
-                "PLACEKIT_REQUIRE_KUBECTL is set, but the README tests would skip"
+        if !missing.is_empty() {
+            require::skip(
+                "the README's console blocks",
+                Need::Plugins,
+                &format!("not built in {}: {missing:?}", target.display()),
             );
-            eprintln!(
-                "NOTICE: skipping: kubectl {}, plugins not built in {}: {:?} (cargo test --workspace builds them)",
-                if kubectl { "found" } else { "missing" },
-                target.display(),
-                missing
-            );
+            return None;
+        }
+        if !require::kubectl("the README's console blocks") {
             return None;
         }
         let server = TestServer::start(ServerConfig::default().with_fixture_yaml(DEMO_FIXTURE))
@@ -223,7 +218,7 @@ async fn the_readme_tours_print_what_they_show() {
                 .env("NO_COLOR", "1")
                 .env_remove("PLACEKIT_E2E_KUBECONFIG")
                 .stdin(std::process::Stdio::null())
-                .output()
+                .bounded_output()
                 .unwrap()
         });
         let actual: Vec<String> = String::from_utf8_lossy(&out.stdout)
@@ -358,7 +353,7 @@ async fn help_examples_run_on_the_demo_cluster() {
                     .env("NO_COLOR", "1")
                     .env_remove("PLACEKIT_E2E_KUBECONFIG")
                     .stdin(std::process::Stdio::null())
-                    .output()
+                    .bounded_output()
                     .unwrap()
             });
             ran += 1;

@@ -5,12 +5,14 @@
 //! three plugins with the real krew.
 //!
 //! Needs kubectl, openssl and, unless krew is already cached for tests/krew/go.sum, Go; without
-//! them it prints a NOTICE and passes. `PLACEKIT_KREW_CHECK=require` turns that skip into a
-//! failure (for CI), `PLACEKIT_KREW_CHECK=skip` skips the check.
+//! them it is skipped by name, or fails where `PLACEKIT_REQUIRE` requires `krew` (CI).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
+
+use placekit_testserver::process::Bounded as _;
+use placekit_testserver::require::{self, Need};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -19,7 +21,7 @@ fn repo() -> PathBuf {
 fn on_path(program: &str, arg: &str) -> bool {
     Command::new(program)
         .arg(arg)
-        .output()
+        .bounded_output()
         .is_ok_and(|o| o.status.success())
 }
 
@@ -47,16 +49,12 @@ fn missing_tool() -> Option<String> {
 
 #[test]
 fn krew_validates_installs_and_runs_the_plugins() {
-    let mode = std::env::var("PLACEKIT_KREW_CHECK").unwrap_or_default();
-    if mode == "skip" {
-        eprintln!("NOTICE: PLACEKIT_KREW_CHECK=skip; skipping krew's checks of the manifests");
-        return;
-    }
     if let Some(why) = missing_tool() {
-        if mode == "require" {
-            panic!("PLACEKIT_KREW_CHECK=require, but {why}");
-        }
-        eprintln!("NOTICE: {why}; skipping krew's checks of the manifests (tests/krew/check)");
+        require::skip(
+            "krew's checks of the manifests (tests/krew/check)",
+            Need::Krew,
+            &why,
+        );
         return;
     }
     // This test runs from <target>/<profile>/deps/: the plugins of a workspace build are in
@@ -71,7 +69,7 @@ fn krew_validates_installs_and_runs_the_plugins() {
         .arg(repo().join("tests/krew/check"))
         .arg(binary_dir)
         .current_dir(repo())
-        .output()
+        .output_within(placekit_testserver::process::BUILD_LIMIT)
         .expect("run tests/krew/check");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -8,6 +8,7 @@ use common::{assert_snapshot, run_in};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use placekit_testserver::process::Bounded as _;
 use serde_json::Value;
 
 fn bin() -> &'static str {
@@ -84,9 +85,10 @@ fn sarif_validates_against_the_official_schema_where_it_can_be_had() {
     let schema_path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/sarif-schema/sarif-2.1.0.json");
     let Ok(text) = std::fs::read_to_string(&schema_path) else {
-        eprintln!(
-            "NOTICE: {} not found; skipping SARIF schema validation (the structural test above still runs)",
-            schema_path.display()
+        placekit_testserver::require::skip(
+            "SARIF validation against the official schema (the structural test above still runs)",
+            placekit_testserver::require::Need::SarifSchema,
+            &format!("{} not found", schema_path.display()),
         );
         return;
     };
@@ -267,7 +269,7 @@ fn a_closed_stdout_exits_quietly() {
         .spawn()
         .unwrap();
     drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
+    let out = placekit_testserver::process::wait_output(child, "the plugin");
     assert!(
         String::from_utf8_lossy(&out.stderr).is_empty(),
         "{}",
@@ -311,7 +313,7 @@ fn text_output_streams_file_by_file() {
     )
     .unwrap();
     let pipe = second.join("pipe.yaml");
-    let made = Command::new("mkfifo").arg(&pipe).status().unwrap();
+    let made = Command::new("mkfifo").arg(&pipe).bounded_status().unwrap();
     assert!(made.success());
     // A FIFO found by walking a directory is skipped (it could hang the linter); one named
     // on the command line is read, as `kubectl apply -f <(...)` reads it.
@@ -363,7 +365,7 @@ fn text_output_streams_file_by_file() {
     let walked = Command::new(bin())
         .args(["-R", "-f"])
         .arg(dir.path())
-        .output()
+        .bounded_output()
         .unwrap();
     let out = String::from_utf8_lossy(&walked.stdout);
     assert!(

@@ -7,6 +7,7 @@ mod common;
 use common::{assert_snapshot, run_in};
 use std::path::{Path, PathBuf};
 
+use placekit_testserver::process::Bounded as _;
 use serde_json::Value;
 
 fn fixture(rel: &str) -> PathBuf {
@@ -397,7 +398,7 @@ fn a_manifest_swapped_for_a_symlink_after_it_was_read_is_not_written_through() {
     let fifo = dir.path().join("later.yaml");
     let made = std::process::Command::new("mkfifo")
         .arg(&fifo)
-        .status()
+        .bounded_status()
         .expect("mkfifo runs");
     assert!(made.success());
     let child = std::process::Command::new(common::bin())
@@ -431,7 +432,7 @@ fn a_manifest_swapped_for_a_symlink_after_it_was_read_is_not_written_through() {
     std::os::unix::fs::symlink(&victim, &manifest).unwrap();
     go.send(()).unwrap();
     writer.join().unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = placekit_testserver::process::wait_output(child, "the plugin");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), bashrc, "{err}");
     assert!(

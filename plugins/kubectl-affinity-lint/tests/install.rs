@@ -6,14 +6,12 @@
 use std::path::Path;
 use std::process::Command;
 
+use placekit_testserver::process::Bounded as _;
+use placekit_testserver::require::{self, Need};
+
 #[test]
 fn kubectl_plugin_list_shows_all_three_and_help_works() {
-    if !Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        eprintln!("NOTICE: kubectl is not on PATH; skipping the install test");
+    if !require::kubectl("kubectl plugin list with the three plugins") {
         return;
     }
     let here = Path::new(env!("CARGO_BIN_EXE_kubectl-affinity_lint"));
@@ -24,8 +22,10 @@ fn kubectl_plugin_list_shows_all_three_and_help_works() {
         "kubectl-affinity_lint",
     ];
     if binaries.iter().any(|b| !build_dir.join(b).exists()) {
-        eprintln!(
-            "NOTICE: the other plugin binaries are not built (run cargo test --workspace); skipping"
+        require::skip(
+            "kubectl plugin list with the three plugins",
+            Need::Plugins,
+            "the other plugin binaries are not built",
         );
         return;
     }
@@ -42,7 +42,7 @@ fn kubectl_plugin_list_shows_all_three_and_help_works() {
         let out = Command::new("kubectl")
             .args(args)
             .env("PATH", &path)
-            .output()
+            .bounded_output()
             .unwrap();
         (
             out.status.success(),

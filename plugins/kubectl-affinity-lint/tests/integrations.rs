@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use placekit_testserver::process::Bounded as _;
 use serde_json::Value;
 
 fn bin() -> &'static str {
@@ -38,7 +39,7 @@ fn gitlab_code_quality_has_the_required_fields_and_stable_fingerprints() {
         let out = Command::new(bin())
             .args(["-f", "a.yaml", "-o", "gitlab"])
             .current_dir(dir.path())
-            .output()
+            .bounded_output()
             .unwrap();
         assert_eq!(out.status.code(), Some(1));
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
@@ -107,7 +108,7 @@ fn git_repo(files: &[(&str, &str)], staged: &[&str]) -> tempfile::TempDir {
             .args(args)
             .current_dir(dir.path())
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .output()
+            .bounded_output()
             .unwrap();
         assert!(
             out.status.success(),
@@ -131,7 +132,7 @@ fn run_hook(hook: &Value, repo: &Path) -> (i32, String) {
     let staged = Command::new("git")
         .args(["diff", "--cached", "--name-only"])
         .current_dir(repo)
-        .output()
+        .bounded_output()
         .unwrap();
     let types: Vec<&str> = hook["types_or"]
         .as_array()
@@ -174,7 +175,7 @@ fn run_hook(hook: &Value, repo: &Path) -> (i32, String) {
         .args(&files)
         .current_dir(repo)
         .env("NO_COLOR", "1")
-        .output()
+        .bounded_output()
         .unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -216,7 +217,7 @@ fn the_pre_commit_hook_lints_the_staged_manifests() {
     Command::new("git")
         .args(["add", "chart"])
         .current_dir(repo.path())
-        .status()
+        .bounded_status()
         .unwrap();
     let (code, out) = run_hook(&hook, repo.path());
     assert_eq!(code, 1, "{out}");
@@ -288,7 +289,7 @@ fn the_github_action_is_valid_and_its_script_runs() {
             "kubectl-affinity_lint",
             "LICENSE",
         ])
-        .status()
+        .bounded_status()
         .unwrap();
     assert!(tar.success());
     let manifests = work.path().join("deploy");
@@ -309,7 +310,7 @@ fn the_github_action_is_valid_and_its_script_runs() {
         .env("AFFINITY_LINT_FILES", ".")
         .env("AFFINITY_LINT_FAIL_ON", "error")
         .env("AFFINITY_LINT_SARIF", &sarif)
-        .output()
+        .bounded_output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
@@ -342,7 +343,7 @@ fn the_github_action_is_valid_and_its_script_runs() {
             .env("AFFINITY_LINT_FILES", files)
             .env("AFFINITY_LINT_FAIL_ON", fail_on)
             .env("AFFINITY_LINT_SARIF", &sarif)
-            .output()
+            .bounded_output()
             .unwrap();
         let report: Value =
             serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap();
@@ -379,7 +380,10 @@ fn the_github_action_is_valid_and_its_script_runs() {
 
     // The archive is checked against SHA256SUMS before anything in it runs: a tampered
     // archive (or one the sums do not list) is refused, with a valid empty report.
-    let sha = Command::new("sha256sum").arg(&archive).output().unwrap();
+    let sha = Command::new("sha256sum")
+        .arg(&archive)
+        .bounded_output()
+        .unwrap();
     let digest = String::from_utf8_lossy(&sha.stdout)
         .split_whitespace()
         .next()
@@ -396,7 +400,7 @@ fn the_github_action_is_valid_and_its_script_runs() {
             .env("AFFINITY_LINT_SHA256SUMS", &file)
             .env("AFFINITY_LINT_FILES", "deploy")
             .env("AFFINITY_LINT_SARIF", &sarif)
-            .output()
+            .bounded_output()
             .unwrap();
         let report: Value =
             serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap();
@@ -445,7 +449,7 @@ fn ci_formats_carry_input_errors_templates_and_the_object() {
         let out = Command::new(bin())
             .args(args)
             .current_dir(dir.path())
-            .output()
+            .bounded_output()
             .unwrap();
         (
             out.status.code(),
@@ -494,7 +498,7 @@ fn ci_formats_carry_input_errors_templates_and_the_object() {
 
 #[test]
 fn policy_actions_are_case_insensitive_and_exclusive() {
-    let run = |args: &[&str]| Command::new(bin()).args(args).output().unwrap();
+    let run = |args: &[&str]| Command::new(bin()).args(args).bounded_output().unwrap();
     let warn = run(&["policy", "--action", "Warn,Audit"]);
     assert!(warn.status.success());
     assert!(String::from_utf8_lossy(&warn.stdout).contains("validationActions: [Warn, Audit]"));

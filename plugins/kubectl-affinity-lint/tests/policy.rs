@@ -75,7 +75,7 @@ impl Cluster {
                 .write_all(text.as_bytes())
                 .unwrap();
         }
-        let out = child.wait_with_output().unwrap();
+        let out = placekit_testserver::process::wait_output(child, "the plugin");
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into(),

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use placekit_testserver::process::Bounded as _;
 use serde_json::Value;
 
 fn bin() -> &'static str {
@@ -22,7 +23,7 @@ fn lint(args: &[&str]) -> (i32, Value) {
     let out = Command::new(bin())
         .args(args)
         .args(["-o", "json", "--fail-on", "info"])
-        .output()
+        .bounded_output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let json = serde_json::from_str(&stdout)

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use placekit_testserver::process::Bounded as _;
 use serde_json::Value;
 
 struct Linter {
@@ -29,13 +30,9 @@ impl Linter {
             bin.join("kubectl-affinity_lint"),
         )
         .unwrap();
-        let kubectl = Command::new("kubectl")
-            .args(["version", "--client"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !kubectl {
-            eprintln!("NOTICE: kubectl is not on PATH; running kubectl-affinity_lint directly");
-        }
+        let kubectl = placekit_testserver::require::kubectl(
+            "the rule tests through `kubectl affinity-lint` (kubectl-affinity_lint runs directly instead)",
+        );
         Linter { dir, kubectl }
     }
 
@@ -66,7 +63,7 @@ impl Linter {
             )
             .env("NO_COLOR", "1")
             .current_dir(self.dir.path())
-            .output()
+            .bounded_output()
             .unwrap();
         (
             out.status.code().unwrap_or(-1),

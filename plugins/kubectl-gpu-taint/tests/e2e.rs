@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use placekit_testserver::harness::{Harness, Run};
+use placekit_testserver::process::Bounded as _;
 use placekit_testserver::{ConcurrentWrite, Fault, FaultAction, ServerConfig};
 use serde_json::json;
 
@@ -221,12 +222,16 @@ async fn kubectl_taint_removal_would_have_removed_the_other_value() {
                 "dedicated=llm-online:NoSchedule-",
             ])
             .env("KUBECONFIG", kubeconfig)
-            .output()
+            .bounded_output()
     })
     .await
     .unwrap();
     let Ok(out) = out else {
-        eprintln!("NOTICE: kubectl is not on PATH; skipping the kubectl contrast test");
+        placekit_testserver::require::skip(
+            "gpu-taint's contrast with kubectl taint",
+            placekit_testserver::require::Need::Kubectl,
+            "kubectl is not on PATH",
+        );
         return;
     };
     assert!(
@@ -481,9 +486,11 @@ async fn a_closed_stdout_exits_quietly() {
         .spawn()
         .unwrap();
     drop(child.stdout.take());
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
-        .await
-        .unwrap();
+    let out = tokio::task::spawn_blocking(move || {
+        placekit_testserver::process::wait_output(child, "the plugin")
+    })
+    .await
+    .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(0), "{stderr}");

@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use placekit_testserver::harness::{Harness, kubectl_complete};
+use placekit_testserver::process::Bounded as _;
 
 const FIXTURE: &str = include_str!("fixtures/cluster.yaml");
 
@@ -25,7 +26,6 @@ async fn kubectl_completes_nodes_keys_contexts_and_snapshots() {
         tokio::task::block_in_place(|| kubectl_complete(binary(), "nodelabel", words, &env))
     };
     let Some((subcommands, directive)) = complete(&[""]) else {
-        eprintln!("NOTICE: kubectl is not installed; skipping");
         return;
     };
     assert!(subcommands.contains(&"set".to_string()), "{subcommands:?}");
@@ -93,16 +93,7 @@ async fn kubectl_completes_nodes_keys_contexts_and_snapshots() {
 /// What `kubectl __complete nodelabel <words>` answers with `path` as PATH (None without
 /// kubectl).
 fn complete_through_kubectl(path: &str, words: &[&str]) -> Option<Vec<String>> {
-    if std::process::Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .output()
-        .is_err()
-    {
-        assert!(
-            std::env::var_os("PLACEKIT_REQUIRE_KUBECTL").is_none(),
-            "PLACEKIT_REQUIRE_KUBECTL is set but kubectl is not on PATH"
-        );
+    if !placekit_testserver::require::kubectl("nodelabel's completion through kubectl") {
         return None;
     }
     let out = std::process::Command::new("kubectl")
@@ -111,7 +102,7 @@ fn complete_through_kubectl(path: &str, words: &[&str]) -> Option<Vec<String>> {
         .args(words)
         .env("PATH", path)
         .env("KUBECONFIG", "/nonexistent")
-        .output()
+        .bounded_output()
         .unwrap();
     Some(
         String::from_utf8_lossy(&out.stdout)
@@ -132,7 +123,7 @@ fn completion_helper_installs_next_to_the_plugin_on_path_and_uninstalls() {
     std::os::unix::fs::symlink(binary(), bin.join("kubectl-nodelabel")).unwrap();
     let kubectl_dir = std::process::Command::new("sh")
         .args(["-c", "command -v kubectl"])
-        .output()
+        .bounded_output()
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .and_then(|p| Path::new(&p).parent().map(|d| d.display().to_string()))
@@ -142,7 +133,7 @@ fn completion_helper_installs_next_to_the_plugin_on_path_and_uninstalls() {
         std::process::Command::new(binary())
             .args(args)
             .env("PATH", &path)
-            .output()
+            .bounded_output()
             .unwrap()
     };
     let helper = bin.join("kubectl_complete-nodelabel");
@@ -215,7 +206,7 @@ fn completion_helper_installs_next_to_the_plugin_on_path_and_uninstalls() {
     let out = std::process::Command::new(&helper)
         .args(["se"])
         .env("PATH", &path)
-        .output()
+        .bounded_output()
         .unwrap();
     assert!(out.status.success());
     assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
@@ -265,7 +256,7 @@ fn a_credential_plugin_that_waits_costs_completion_its_deadline_only() {
         .args(["__complete", "set", ""])
         .env("KUBECONFIG", &kubeconfig)
         .stdin(std::process::Stdio::null())
-        .output()
+        .bounded_output()
         .unwrap();
     let elapsed = started.elapsed();
     assert!(out.status.success(), "{out:?}");

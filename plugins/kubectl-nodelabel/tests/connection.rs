@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use placekit_testserver::process::Bounded as _;
 use placekit_testserver::{ServerConfig, TestServer, kubeconfig_yaml};
 
 const TOKEN: &str = "placekit-secret-token-7f3a";
@@ -193,7 +194,7 @@ fn run_in_state(kubeconfig: &Path, state: &Path, args: &[&str]) -> (i32, String,
         .args(args)
         .env("NO_COLOR", "1")
         .env("PLACEKIT_STATE_DIR", state)
-        .output()
+        .bounded_output()
         .unwrap();
     let all = format!(
         "{}{}",

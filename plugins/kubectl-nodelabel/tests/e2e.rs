@@ -922,14 +922,12 @@ async fn json_report_follows_the_schema() {
 /// Runs the plugin on a pseudo-terminal (util-linux `script`), typing `answer` at the prompt.
 fn run_on_tty(h: &Harness, args: &str, answer: &str) -> Option<(i32, String)> {
     use std::io::Write;
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!(
-            "NOTICE: util-linux `script` is not installed; skipping the terminal confirmation test"
-        );
+    if !placekit_testserver::require::tool(
+        "nodelabel's confirmation on a terminal",
+        placekit_testserver::require::Need::Script,
+        "script",
+        &["--version"],
+    ) {
         return None;
     }
     let command = format!("{} {args}", binary().display());
@@ -948,7 +946,7 @@ fn run_on_tty(h: &Harness, args: &str, answer: &str) -> Option<(i32, String)> {
     std::thread::sleep(std::time::Duration::from_millis(1500));
     stdin.write_all(answer.as_bytes()).unwrap();
     drop(stdin);
-    let out = child.wait_with_output().unwrap();
+    let out = placekit_testserver::process::wait_output(child, "the plugin");
     Some((
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use placekit_testserver::harness::{Harness, Run};
+use placekit_testserver::process::Bounded as _;
 use placekit_testserver::{Fault, FaultAction};
 use serde_json::Value;
 
@@ -169,7 +170,7 @@ fn start_writing(h: &Harness) -> (std::process::Child, Instant) {
 fn send(child: &std::process::Child, signal: &str) {
     let status = std::process::Command::new("kill")
         .args([&format!("-{signal}"), &child.id().to_string()])
-        .status()
+        .bounded_status()
         .unwrap();
     assert!(status.success());
 }

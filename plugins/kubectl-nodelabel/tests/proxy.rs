@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use placekit_testserver::harness::{Harness, Run};
+use placekit_testserver::process::Bounded as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const FIXTURE: &str = include_str!("fixtures/cluster.yaml");
@@ -135,7 +136,7 @@ fn by_proxied_name(h: &Harness) -> (std::path::PathBuf, String) {
 async fn run_env_with(h: &Harness, args: &[&str], kubeconfig: &Path, env: &[(&str, &str)]) -> Run {
     let mut cmd = h.command(args);
     cmd.env("KUBECONFIG", kubeconfig).envs(env.iter().copied());
-    tokio::task::spawn_blocking(move || Run::from(cmd.output().expect("plugin runs")))
+    tokio::task::spawn_blocking(move || Run::from(cmd.bounded_output().expect("plugin runs")))
         .await
         .expect("join")
 }

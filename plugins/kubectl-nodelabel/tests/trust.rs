@@ -8,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use placekit_testserver::harness::{Harness, Run};
+use placekit_testserver::process::Bounded as _;
 
 const FIXTURE: &str = include_str!("fixtures/cluster.yaml");
 
@@ -70,7 +71,7 @@ async fn a_snapshot_others_can_write_or_a_fifo_is_never_taken() {
     assert!(
         std::process::Command::new("mkfifo")
             .arg(&fifo)
-            .status()
+            .bounded_status()
             .unwrap()
             .success()
     );

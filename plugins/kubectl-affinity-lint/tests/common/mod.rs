@@ -30,7 +30,7 @@ pub fn run_in(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> (i32, String, 
     if let Some(input) = stdin {
         child.stdin.take().unwrap().write_all(input).unwrap();
     }
-    let out = child.wait_with_output().unwrap();
+    let out = placekit_testserver::process::wait_output(child, "the plugin");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into(),
