@@ -657,3 +657,94 @@ async fn kubectl_generators_and_run_create_their_objects() {
         .await;
     }
 }
+
+/// The operators' real CRDs (`../shared/crds`: Kueue, Karpenter, NFD, the GPU operator, the
+/// NVIDIA DRA driver, Trainer, Volcano, Slinky, KServe, JobSet, LeaderWorkerSet, KubeRay)
+/// install on the real control plane as their users install them and become Established,
+/// and the API server prunes by their schemas: a Kueue ResourceFlavor keeps its
+/// `spec.nodeLabels` and loses a field written at a path the schema does not know. The
+/// ground the checks of objects selecting nodes outside any pod stand on.
+#[test]
+fn the_operators_crds_install_and_prune_on_the_real_control_plane() {
+    use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
+    let suite = "the operators' CRDs on the real control plane";
+    let Some(kubeconfig) = real_cluster_for(suite, E2E_KUBECONFIG) else {
+        return;
+    };
+    let Some(crds) = placekit_testserver::require::shared_crds(suite) else {
+        return;
+    };
+    if !kubectl_available() {
+        return;
+    }
+    let kubectl = |args: &[&str]| {
+        let out = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(args)
+            .bounded_output()
+            .expect("kubectl runs");
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dir = crds.to_str().expect("a UTF-8 path");
+    // Server-side: the largest CRDs' last-applied annotation would pass 256 KiB.
+    kubectl(&["apply", "--server-side", "--force-conflicts", "-f", dir]);
+    kubectl(&[
+        "wait",
+        "--for",
+        "condition=Established",
+        "--timeout",
+        "120s",
+        "-f",
+        dir,
+    ]);
+    let files = std::fs::read_dir(&crds)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "yaml")
+        })
+        .count();
+    let established = kubectl(&["get", "-f", dir, "-o", "name"]).lines().count();
+    assert!(
+        established >= files,
+        "{established} CRDs from {files} files"
+    );
+
+    let flavor = r#"{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+        "metadata": {"name": "placekit-crd-check"},
+        "spec": {"nodeLabels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+                 "nodeSelector": {"pruned": "because the schema does not know it"}}}"#;
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), flavor).unwrap();
+    let path = file.path().to_str().unwrap();
+    // Without client or strict server validation, as a controller's client writes: the API
+    // server prunes what the schema does not know instead of refusing it.
+    kubectl(&["create", "--validate=false", "-f", path]);
+    let stored: serde_json::Value = serde_json::from_str(&kubectl(&[
+        "get",
+        "resourceflavors.kueue.x-k8s.io",
+        "placekit-crd-check",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    kubectl(&["delete", "-f", path]);
+    assert_eq!(
+        stored["spec"]["nodeLabels"]["nvidia.com/gpu.product"],
+        "NVIDIA-H100-80GB-HBM3"
+    );
+    assert!(
+        stored["spec"].get("nodeSelector").is_none(),
+        "a field the schema does not know was kept: {}",
+        stored["spec"]
+    );
+}

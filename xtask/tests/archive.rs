@@ -73,3 +73,32 @@ fn the_rendered_manifest_matches_the_host_archive() {
     let files = entry["files"].as_array().unwrap();
     assert!(files.iter().any(|f| f["from"] == helper), "{files:?}");
 }
+
+/// krew requires the license in every archive and GitHub detects a license only from its
+/// text: `LICENSE` is the whole Apache License 2.0 (its nine sections, not the short notice
+/// that points to it), and the crates' `license` field names that license.
+#[test]
+fn the_license_is_the_whole_apache_license_and_the_crates_name_it() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(repo.join("LICENSE")).unwrap();
+    for section in [
+        "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION",
+        "1. Definitions.",
+        "2. Grant of Copyright License.",
+        "3. Grant of Patent License.",
+        "4. Redistribution.",
+        "5. Submission of Contributions.",
+        "6. Trademarks.",
+        "7. Disclaimer of Warranty.",
+        "8. Limitation of Liability.",
+        "9. Accepting Warranty or Additional Liability.",
+        "END OF TERMS AND CONDITIONS",
+    ] {
+        assert!(text.contains(section), "LICENSE lacks {section:?}");
+    }
+    let workspace = std::fs::read_to_string(repo.join("Cargo.toml")).unwrap();
+    assert!(
+        workspace.contains("license = \"Apache-2.0\""),
+        "the workspace's license field is not Apache-2.0"
+    );
+}

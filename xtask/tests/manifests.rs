@@ -70,6 +70,8 @@ fn workflow(name: &str) -> (String, serde_json::Value) {
     (text, value)
 }
 
+/// Every action is pinned to a full commit hash, or says beside it why not (the comment
+/// zizmor reads, with the reason above it); tests/workflows/check runs zizmor itself.
 #[test]
 fn workflows_are_valid_and_pin_their_actions() {
     for name in ["ci.yml", "release.yml"] {
@@ -86,11 +88,14 @@ fn workflows_are_valid_and_pin_their_actions() {
             let reference = line
                 .split('@')
                 .nth(1)
+                .and_then(|r| r.split_whitespace().next())
                 .unwrap_or_else(|| panic!("{name}: unpinned action: {line}"));
-            let pinned = reference.starts_with('v') && reference[1..].split('.').count() >= 2
-                || reference.len() == 40 && reference.chars().all(|c| c.is_ascii_hexdigit())
-                || reference.chars().next().is_some_and(|c| c.is_ascii_digit());
-            assert!(pinned, "{name}: action not pinned to a version: {line}");
+            let hash = reference.len() == 40 && reference.chars().all(|c| c.is_ascii_hexdigit());
+            let justified = line.ends_with("# zizmor: ignore[unpinned-uses]");
+            assert!(
+                hash || justified,
+                "{name}: action not pinned to a commit hash: {line}"
+            );
         }
     }
 }
