@@ -828,6 +828,25 @@ async fn delete_role(client: &kube::Client, role: &str) {
     }
 }
 
+/// The disposable cluster `kubeconfig` names, emptied of nodes, workloads and the suite's
+/// objects, with the suite's namespace: a client for it.
+async fn fresh_cluster(kubeconfig: &Path) -> kube::Client {
+    let cluster = RealCluster::connect(kubeconfig, None).await;
+    cluster.require_disposable().await;
+    cluster.reset().await;
+    let client = cluster.client();
+    cleanup(&client).await;
+    let _ = request(
+        &client,
+        http::Method::POST,
+        "/api/v1/namespaces",
+        "application/json",
+        Some(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})),
+    )
+    .await;
+    client
+}
+
 /// Nodes and pods as placekit reads them, without the pods of `skip_roles`.
 async fn cluster_view(client: &kube::Client, skip_roles: &[&str]) -> (Vec<Node>, Vec<Pod>) {
     let nodes: Vec<Node> =
@@ -1269,19 +1288,7 @@ async fn real_scheduler_decisions_match_placekit_filters() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(CASES);
-    let cluster = RealCluster::connect(&kubeconfig, None).await;
-    cluster.require_disposable().await;
-    cluster.reset().await;
-    let client = cluster.client();
-    cleanup(&client).await;
-    let _ = request(
-        &client,
-        http::Method::POST,
-        "/api/v1/namespaces",
-        "application/json",
-        Some(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})),
-    )
-    .await;
+    let client = fresh_cluster(&kubeconfig).await;
 
     let cases = generate(seed, count);
     let node_count: usize = cases.iter().map(|c| c.nodes.len()).sum();
@@ -1993,20 +2000,8 @@ async fn real_scheduler_accelerator_decisions_match_placekit_filters() {
     else {
         return;
     };
-    let cluster = RealCluster::connect(&kubeconfig, None).await;
-    cluster.require_disposable().await;
-    cluster.reset().await;
-    let client = cluster.client();
-    cleanup(&client).await;
+    let client = fresh_cluster(&kubeconfig).await;
     cleanup_dra(&client).await;
-    let _ = request(
-        &client,
-        http::Method::POST,
-        "/api/v1/namespaces",
-        "application/json",
-        Some(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})),
-    )
-    .await;
     let mut rng = Rng(DRA_SEED);
     let cases: Vec<AcceleratorCase> = (0..DRA_CASES)
         .map(|i| generate_accelerator_case(&mut rng, i))
@@ -2279,19 +2274,7 @@ async fn real_scheduler_places_what_al105_claims() {
     let Some(bin) = affinity_lint() else {
         return;
     };
-    let cluster = RealCluster::connect(&kubeconfig, None).await;
-    cluster.require_disposable().await;
-    cluster.reset().await;
-    let client = cluster.client();
-    cleanup(&client).await;
-    let _ = request(
-        &client,
-        http::Method::POST,
-        "/api/v1/namespaces",
-        "application/json",
-        Some(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})),
-    )
-    .await;
+    let client = fresh_cluster(&kubeconfig).await;
     let mut rng = Rng(SPREAD_SEED);
     let cases: Vec<SpreadCase> = (0..SPREAD_CASES)
         .map(|i| generate_spread_case(&mut rng, i))
