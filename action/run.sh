@@ -8,7 +8,7 @@
 # AFFINITY_LINT_ARCHIVE, when set, is a local release archive used instead of downloading
 # (how the test runs it); AFFINITY_LINT_SHA256SUMS a local SHA256SUMS to check it against.
 # A downloaded archive is always checked against the release's SHA256SUMS before anything
-# in it runs. Exit: affinity-lint's (0 clean, 1 findings, 2 input errors or a bad archive).
+# in it runs, and against its signed build provenance where gh and GH_TOKEN are at hand. Exit: affinity-lint's (0 clean, 1 findings, 2 input errors or a bad archive).
 set -euo pipefail
 
 version="${AFFINITY_LINT_VERSION:-v0.1.0}"
@@ -71,6 +71,16 @@ if [ -n "$sums" ]; then
   fi
   if [ "$expected" != "$actual" ]; then
     echo "::error title=affinity-lint::$name does not match the release's SHA256SUMS (expected $expected, got $actual): not run"
+    exit 2
+  fi
+fi
+# The archive's signed build provenance (a GitHub artifact attestation the release workflow
+# makes), when it was downloaded and gh and a token are at hand (GitHub's runners have gh;
+# the Action passes the workflow's token): made by placekit's release workflow from
+# placekit/placekit, or not run.
+if [ -z "${AFFINITY_LINT_ARCHIVE:-}" ] && command -v gh >/dev/null 2>&1 && [ -n "${GH_TOKEN:-}" ]; then
+  if ! gh attestation verify "$archive" --repo placekit/placekit >/dev/null; then
+    echo "::error title=affinity-lint::$name has no valid build provenance from placekit/placekit's release workflow: not run"
     exit 2
   fi
 fi

@@ -3,6 +3,7 @@
 //! ```text
 //! cargo xtask krew-local                     # build here, archive, render dist/krew/*.yaml
 //! cargo xtask package archives --version v0.1.0 --target x86_64-unknown-linux-musl --out dist
+//! cargo xtask package checksums --dist dist
 //! cargo xtask package manifests --version v0.1.0 --dist dist --out dist/krew-manifests
 //! ```
 
@@ -12,7 +13,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use xtask::packaging::{
     PLATFORMS, PLUGINS, PackagingError, Platform, Platforms, RELEASES, build_archive,
-    host_platform, render_template, template_path, validate_manifest,
+    host_platform, render_template, sbom_name, template_path, validate_manifest, write_checksums,
 };
 
 #[derive(Debug, Parser)]
@@ -46,7 +47,8 @@ enum Task {
 #[derive(Debug, Subcommand)]
 enum Package {
     /// Archive the three plugin binaries built for one target (binary, LICENSE and, except on
-    /// Windows, the kubectl completion helper).
+    /// Windows, the kubectl completion helper), each with its CycloneDX SBOM beside it
+    /// (`<archive>.cdx.json`: the crates compiled in, from cargo's resolve graph).
     Archives {
         #[arg(long)]
         version: String,
@@ -58,6 +60,11 @@ enum Package {
         binary_dir: Option<PathBuf>,
         #[arg(long, default_value = "dist")]
         out: PathBuf,
+    },
+    /// Write <dist>/SHA256SUMS over the archives and SBOMs in --dist (sha256sum's format).
+    Checksums {
+        #[arg(long, default_value = "dist")]
+        dist: PathBuf,
     },
     /// Render krew-manifests/<plugin>.krew.yaml with the sha256 of each archive in --dist.
     Manifests {
@@ -89,6 +96,10 @@ enum TaskError {
         command: String,
         status: std::process::ExitStatus,
     },
+    #[error(transparent)]
+    Sbom(#[from] xtask::sbom::SbomError),
+    #[error("{0}")]
+    Tree(String),
     #[error("{command}: {source}")]
     Spawn {
         command: String,
@@ -163,6 +174,11 @@ fn run(task: Task) -> Result<(), TaskError> {
             };
             manifests(&version, &dist, &out, &base_url, platforms).map(|_| ())
         }
+        Task::Package(Package::Checksums { dist }) => {
+            let path = write_checksums(&dist)?;
+            println!("{}", path.display());
+            Ok(())
+        }
         Task::KrewLocal { out, binary_dir } => krew_local(&out, binary_dir),
     }
 }
@@ -180,8 +196,45 @@ fn archives(version: &str, platform: &Platform, dir: &Path, out: &Path) -> Resul
             9,
         )?;
         println!("{sha}  {}", path.display());
+        let archive = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tree = cargo_tree(plugin.package, platform.target)?;
+        let bom = xtask::sbom::cyclonedx(&tree, platform.target, &archive)?;
+        let bom_path = out.join(sbom_name(&archive));
+        let text = serde_json::to_string_pretty(&bom).expect("an SBOM serialises");
+        std::fs::write(&bom_path, text + "\n").map_err(|source| PackagingError::Io {
+            path: bom_path.clone(),
+            source,
+        })?;
+        println!("{}", bom_path.display());
     }
     Ok(())
+}
+
+/// `cargo tree` of `package` for `target` ([`xtask::sbom::TREE_ARGS`]): the crates the
+/// build compiles into its binary.
+fn cargo_tree(package: &str, target: &str) -> Result<String, TaskError> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut args = vec!["tree", "-p", package, "--target", target];
+    args.extend(xtask::sbom::TREE_ARGS);
+    let command = format!("{cargo} {}", args.join(" "));
+    let out = std::process::Command::new(&cargo)
+        .args(&args)
+        .current_dir(repo())
+        .output()
+        .map_err(|source| TaskError::Spawn {
+            command: command.clone(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(TaskError::Tree(format!(
+            "{command}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Renders and validates the three manifests into `out`; returns their paths.
@@ -267,6 +320,7 @@ fn krew_local(out: &Path, binary_dir: Option<PathBuf>) -> Result<(), TaskError> 
         }
     }
     archives(&version, &platform, &binary_dir, out)?;
+    write_checksums(out)?;
     manifests(&version, out, out, RELEASES, Platforms::Present)?;
     println!(
         "\nInstall with krew (from {}):",

@@ -179,6 +179,35 @@ fn append_file<W: std::io::Write>(
     tar.append_data(&mut header, name, data)
 }
 
+/// The SBOM file published beside an archive: `<archive>.cdx.json`.
+pub fn sbom_name(archive: &str) -> String {
+    format!("{archive}.cdx.json")
+}
+
+/// Writes `<dist>/SHA256SUMS` over the archives and their SBOMs in `dist`, in `sha256sum`'s
+/// format and name order, so that `sha256sum --ignore-missing -c SHA256SUMS` checks whatever a
+/// user downloaded of them.
+pub fn write_checksums(dist: &Path) -> Result<PathBuf, PackagingError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| PackagingError::Io { path, source }
+    };
+    let mut names: Vec<String> = std::fs::read_dir(dist)
+        .map_err(io(dist))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".tar.gz") || n.ends_with(".cdx.json"))
+        .collect();
+    names.sort();
+    let mut text = String::new();
+    for name in &names {
+        text.push_str(&format!("{}  {name}\n", sha256_file(&dist.join(name))?));
+    }
+    let path = dist.join("SHA256SUMS");
+    std::fs::write(&path, text).map_err(io(&path))?;
+    Ok(path)
+}
+
 /// Writes `<out>/<archive_name>` holding the binary (as `bin`, mode 0755), `LICENSE` and,
 /// except on Windows, the kubectl completion helper (mode 0755), gzip level `level` (0-9);
 /// returns its path and sha256.
@@ -379,8 +408,15 @@ pub fn validate_manifest(text: &str, file_name: &str, expected: Platforms) -> Ve
     if description.contains("kubectl ") && description.contains("$ ") {
         problems.push("description must not contain usage examples".into());
     }
-    if spec["caveats"].as_str().is_none_or(|c| !c.contains("list")) {
+    let caveats = spec["caveats"].as_str().unwrap_or_default();
+    if !caveats.contains("list") {
         problems.push("caveats must state the RBAC the plugin needs".into());
+    }
+    // krew prints each caveat line behind " | ": 77 characters fill an 80-column terminal.
+    if caveats.lines().any(|l| l.chars().count() > 77) {
+        problems.push(
+            "caveat lines must be wrapped at 77 columns (krew prints them behind \" | \")".into(),
+        );
     }
     if spec["homepage"]
         .as_str()
