@@ -37,8 +37,10 @@ warning with `ScheduleAnyway` or preferred), and invalid combinations: `minDomai
   controllers' own (`pod-template-hash`, `job-name`, `statefulset.kubernetes.io/pod-name`,
   ...), and any key in a custom resource's pod template (KubeRay adds `ray.io/group`,
   Kubeflow `training.kubeflow.org/replica-type`) — except the label an operator sets to the
-  object's own name, which is checked against it: `training.kubeflow.org/job-name`
-  (PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob, MXJob, JAXJob), `ray.io/cluster`
+  object's own name, which is checked against it: `training.kubeflow.org/job-name` and the
+  short `job-name` the same operator also sets (PyTorchJob, TFJob, MPIJob, XGBoostJob,
+  PaddleJob, MXJob, JAXJob; a core Job's `job-name` comes from the Job controller and is
+  trusted), `ray.io/cluster`
   (RayCluster), `jobset.sigs.k8s.io/jobset-name` (JobSet),
   `leaderworkerset.sigs.k8s.io/name` (LeaderWorkerSet). A worker anti-affinity copied from
   the job `nccl-all-reduce` into `nccl-tests-h100` keeps nothing apart; a name sharing no
@@ -79,8 +81,10 @@ const CONTROLLER_KEYS: &[&str] = &[
 ];
 
 /// Labels an operator puts on every pod of the object with the object's own name as the
-/// value, by the object's kind: a selector over them is judged, not taken on trust.
-const OPERATOR_NAME_LABELS: &[(&[&str], &str)] = &[
+/// value, by the object's kind: a selector over them is judged, not taken on trust. The
+/// Kubeflow training operator sets the short `job-name` too (its older label, still on the
+/// pods and still copied into selectors).
+const OPERATOR_NAME_LABELS: &[(&[&str], &[&str])] = &[
     (
         &[
             "PyTorchJob",
@@ -91,19 +95,19 @@ const OPERATOR_NAME_LABELS: &[(&[&str], &str)] = &[
             "MXJob",
             "JAXJob",
         ],
-        "training.kubeflow.org/job-name",
+        &["training.kubeflow.org/job-name", "job-name"],
     ),
-    (&["RayCluster"], "ray.io/cluster"),
-    (&["JobSet"], "jobset.sigs.k8s.io/jobset-name"),
-    (&["LeaderWorkerSet"], "leaderworkerset.sigs.k8s.io/name"),
+    (&["RayCluster"], &["ray.io/cluster"]),
+    (&["JobSet"], &["jobset.sigs.k8s.io/jobset-name"]),
+    (&["LeaderWorkerSet"], &["leaderworkerset.sigs.k8s.io/name"]),
 ];
 
-/// The label the operator of `kind` sets to the object's name, if it sets one.
-fn operator_name_label(kind: &str) -> Option<&'static str> {
+/// The labels the operator of `kind` sets to the object's name (none for other kinds).
+fn operator_name_labels(kind: &str) -> &'static [&'static str] {
     OPERATOR_NAME_LABELS
         .iter()
         .find(|(kinds, _)| kinds.contains(&kind))
-        .map(|(_, key)| *key)
+        .map_or(&[], |(_, keys)| *keys)
 }
 
 /// The words of a name, a label key or a value (`hcloud-csi-controller`), without the
@@ -231,21 +235,25 @@ impl Rule for Al008 {
         // the job-name style label of a Kubeflow job, RayCluster, JobSet or LeaderWorkerSet
         // is known: the object's own name.
         let core = cx.object.pod.as_ref().is_some_and(|p| p.core);
-        let named_by_operator =
-            operator_name_label(&cx.object.kind).filter(|_| !core && !cx.object.name.is_empty());
-        if let Some(key) = named_by_operator
-            && !labels.iter().any(|(k, _)| *k == key)
-        {
-            labels.push((key, cx.object.name.as_str()));
+        let named_by_operator: &[&str] = if core || cx.object.name.is_empty() {
+            &[]
+        } else {
+            operator_name_labels(&cx.object.kind)
+        };
+        for key in named_by_operator {
+            if !labels.iter().any(|(k, _)| k == key) {
+                labels.push((key, cx.object.name.as_str()));
+            }
         }
         // kustomize (the file is in a kustomization's directory) may add any label to the
         // template with `labels`/`commonLabels`: a key the template lacks is not judged.
         let kustomized = cx.object.document.kustomize;
         let template_keys: Vec<&str> = labels.iter().map(|(k, _)| *k).collect();
         let added = |key: &str| {
-            (!core && Some(key) != named_by_operator)
-                || CONTROLLER_KEYS.contains(&key)
-                || (kustomized && !template_keys.contains(&key))
+            !named_by_operator.contains(&key)
+                && (!core
+                    || CONTROLLER_KEYS.contains(&key)
+                    || (kustomized && !template_keys.contains(&key)))
         };
         for c in spec
             .get("topologySpreadConstraints")
@@ -354,10 +362,10 @@ impl Rule for Al008 {
                 continue;
             }
             // A copy-pasted job name: the operator labels this job's pods with its own.
-            let other_job = named_by_operator.and_then(|key| {
+            let other_job = named_by_operator.iter().find_map(|key| {
                 let written = sel.match_labels.iter().find(|(k, _)| k == key)?;
                 (written.1 != cx.object.name && names_the_workload(sel, &cx.object.name))
-                    .then_some((key, written.1.as_str()))
+                    .then_some((*key, written.1.as_str()))
             });
             if let Some((key, value)) = other_job {
                 out.push(RawFinding::at(node, format!("this podAntiAffinity term selects {key}={value}, but the operator labels this {}'s pods {key}={}: its pods are not kept apart from each other", cx.object.kind, cx.object.name)).with_severity(*severity));
