@@ -19,6 +19,8 @@ use clap::{Arg, Command};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, ListParams};
 
+mod kubectl_form;
+
 use crate::connect::ConnectionArgs;
 use crate::snapshot::SnapshotStore;
 
@@ -66,9 +68,10 @@ pub fn kubectl_helper_name(plugin: &str) -> String {
     format!("kubectl_complete-{}", plugin.replace('-', "_"))
 }
 
-/// What `completion` prints: a shell's completion script for the plugin's own binary, or
+/// What `completion` prints: a shell's completion script for the plugin's own binary and, for
+/// bash, zsh and fish, for the `kubectl <plugin> …` form too (`kubectl_form.rs`); or
 /// (`kubectl`) the `kubectl_complete-<plugin>` helper that makes `kubectl <plugin> <TAB>`
-/// complete through kubectl.
+/// complete through kubectl's own completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum CompletionTarget {
     Bash,
@@ -96,6 +99,8 @@ pub fn print_completion(target: CompletionTarget, mut cmd: Command, binary: &str
         CompletionTarget::Elvish => Shell::Elvish,
     };
     clap_complete::generate(shell, &mut cmd, binary, &mut std::io::stdout());
+    // And the form users type, `kubectl <plugin> <TAB>` (bash, zsh and fish).
+    print!("{}", kubectl_form::script(target, plugin, binary));
 }
 
 /// `completion`, the same in every plugin: print a shell's script or the kubectl helper, or

@@ -1,6 +1,6 @@
 //! One mechanism for what a test needs from outside the repository: a real cluster, a
 //! second one, kubectl, krew, util-linux `script`, the built plugins, the operators' CRDs in
-//! `../shared/crds`, the SARIF schema. A suite that cannot run for want of one says so by
+//! `../shared/crds`, the SARIF schema, zsh and fish. A suite that cannot run for want of one says so by
 //! name on the process's stderr (`SKIPPED: <suite>: <why>`, shown by the README's test
 //! command even when every test passes), and fails instead when [`REQUIRE`] names that
 //! need: CI lists what its machine provides, so nothing there passes by doing nothing.
@@ -32,11 +32,13 @@ pub enum Need {
     SharedCrds,
     /// The SARIF 2.1.0 schema, fetched by `.ci/run`.
     SarifSchema,
+    /// zsh and fish, for the completion scripts (bash is always there).
+    Shells,
 }
 
 impl Need {
     /// Every need, in the order `PLACEKIT_REQUIRE=all` lists them.
-    pub const ALL: [Need; 8] = [
+    pub const ALL: [Need; 9] = [
         Need::RealCluster,
         Need::SecondCluster,
         Need::Kubectl,
@@ -45,6 +47,7 @@ impl Need {
         Need::Plugins,
         Need::SharedCrds,
         Need::SarifSchema,
+        Need::Shells,
     ];
 
     /// Its name in [`REQUIRE`].
@@ -58,6 +61,7 @@ impl Need {
             Need::Plugins => "plugins",
             Need::SharedCrds => "shared-crds",
             Need::SarifSchema => "sarif-schema",
+            Need::Shells => "shells",
         }
     }
 
@@ -78,6 +82,7 @@ impl Need {
             Need::SarifSchema => {
                 "run .ci/run once (it fetches target/sarif-schema/sarif-2.1.0.json)"
             }
+            Need::Shells => "install zsh and fish (apt-get install zsh fish)",
         }
     }
 }

@@ -96,7 +96,7 @@ pub struct Cli {
 pub enum Command {
     /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl affinity-lint <TAB>`.
     #[command(
-        after_help = "Examples:\n  # kubectl affinity-lint <TAB> (kubectl 1.26+): the helper goes next to\n  # the plugin on PATH; remove it before kubectl krew uninstall affinity-lint\n  kubectl affinity-lint completion kubectl --install\n  kubectl affinity-lint completion kubectl --uninstall\n\n  # or print it and put it on PATH yourself\n  kubectl affinity-lint completion kubectl \\\n      > ~/bin/kubectl_complete-affinity_lint\n  chmod +x ~/bin/kubectl_complete-affinity_lint\n\n  # kubectl-affinity_lint <TAB> in bash\n  source <(kubectl-affinity_lint completion bash)"
+        after_help = "Examples:\n  # kubectl affinity-lint <TAB> (kubectl 1.26+): the helper goes next to\n  # the plugin on PATH; remove it before kubectl krew uninstall affinity-lint\n  kubectl affinity-lint completion kubectl --install\n  kubectl affinity-lint completion kubectl --uninstall\n\n  # or print it and put it on PATH yourself\n  kubectl affinity-lint completion kubectl \\\n      > ~/bin/kubectl_complete-affinity_lint\n  chmod +x ~/bin/kubectl_complete-affinity_lint\n\n  # without the helper, in bash: kubectl affinity-lint <TAB> (and the binary),\n  # after kubectl's own completion (zsh alike; fish: ... fish | source)\n  source <(kubectl affinity-lint completion bash)"
     )]
     Completion(complete::CompletionArgs),
     /// Running pods whose node no longer satisfies their nodeSelector or required affinity.

@@ -161,7 +161,7 @@ a GPU node. --by namespace|pod breaks the requests down instead (-n/-A choose wh
     },
     /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl gpu-taint <TAB>`.
     #[command(
-        after_help = "Examples:\n  # kubectl gpu-taint <TAB> (kubectl 1.26+): the helper goes next to\n  # the plugin on PATH; remove it before kubectl krew uninstall gpu-taint\n  kubectl gpu-taint completion kubectl --install\n  kubectl gpu-taint completion kubectl --uninstall\n\n  # or print it and put it on PATH yourself\n  kubectl gpu-taint completion kubectl \\\n      > ~/bin/kubectl_complete-gpu_taint\n  chmod +x ~/bin/kubectl_complete-gpu_taint\n\n  # kubectl-gpu_taint <TAB> in bash\n  source <(kubectl-gpu_taint completion bash)"
+        after_help = "Examples:\n  # kubectl gpu-taint <TAB> (kubectl 1.26+): the helper goes next to\n  # the plugin on PATH; remove it before kubectl krew uninstall gpu-taint\n  kubectl gpu-taint completion kubectl --install\n  kubectl gpu-taint completion kubectl --uninstall\n\n  # or print it and put it on PATH yourself\n  kubectl gpu-taint completion kubectl \\\n      > ~/bin/kubectl_complete-gpu_taint\n  chmod +x ~/bin/kubectl_complete-gpu_taint\n\n  # without the helper, in bash: kubectl gpu-taint <TAB> (and the binary),\n  # after kubectl's own completion (zsh alike; fish: ... fish | source)\n  source <(kubectl gpu-taint completion bash)"
     )]
     Completion(complete::CompletionArgs),
     /// List snapshots: time, context, command, nodes, outcome, whether rolled back.

@@ -106,7 +106,7 @@ pub enum Command {
     },
     /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl nodelabel <TAB>`.
     #[command(
-        after_help = "Examples:\n  # kubectl nodelabel <TAB> (kubectl 1.26+): the helper goes next to\n  # the plugin on PATH; remove it before kubectl krew uninstall nodelabel\n  kubectl nodelabel completion kubectl --install\n  kubectl nodelabel completion kubectl --uninstall\n\n  # or print it and put it on PATH yourself\n  kubectl nodelabel completion kubectl \\\n      > ~/bin/kubectl_complete-nodelabel\n  chmod +x ~/bin/kubectl_complete-nodelabel\n\n  # kubectl-nodelabel <TAB> in bash\n  source <(kubectl-nodelabel completion bash)"
+        after_help = "Examples:\n  # kubectl nodelabel <TAB> (kubectl 1.26+): the helper goes next to\n  # the plugin on PATH; remove it before kubectl krew uninstall nodelabel\n  kubectl nodelabel completion kubectl --install\n  kubectl nodelabel completion kubectl --uninstall\n\n  # or print it and put it on PATH yourself\n  kubectl nodelabel completion kubectl \\\n      > ~/bin/kubectl_complete-nodelabel\n  chmod +x ~/bin/kubectl_complete-nodelabel\n\n  # without the helper, in bash: kubectl nodelabel <TAB> (and the binary),\n  # after kubectl's own completion (zsh alike; fish: ... fish | source)\n  source <(kubectl nodelabel completion bash)"
     )]
     Completion(complete::CompletionArgs),
     /// List snapshots: time, context, command, nodes, outcome, whether rolled back.

@@ -270,3 +270,122 @@ fn a_credential_plugin_that_waits_costs_completion_its_deadline_only() {
         "completion took {elapsed:?}"
     );
 }
+
+/// Runs `script` in `shell` (`bash`, `zsh` or `fish`) with the plugin on PATH and the
+/// harness's cluster, and returns what it printed. `None` (skipped by name, or failing where
+/// `PLACEKIT_REQUIRE` lists `shells`) when zsh or fish is not installed.
+fn in_shell(shell: &str, h: &Harness, script: &str) -> Option<String> {
+    use placekit_testserver::require::{Need, tool};
+    if shell != "bash"
+        && !tool(
+            &format!("the `kubectl nodelabel` completion in {shell}"),
+            Need::Shells,
+            shell,
+            &["--version"],
+        )
+    {
+        return None;
+    }
+    let path = format!(
+        "{}:{}",
+        binary().parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let args: &[&str] = match shell {
+        "bash" => &["--norc", "--noprofile", "-c"],
+        "zsh" => &["-f", "-c"],
+        _ => &["--no-config", "-c"],
+    };
+    let out = std::process::Command::new(shell)
+        .args(args)
+        .arg(script)
+        .env("PATH", path)
+        .env("KUBECONFIG", &h.kubeconfig)
+        .env("PLACEKIT_STATE_DIR", &h.state_dir)
+        .bounded_output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{shell}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `source <(kubectl nodelabel completion bash)` (and zsh, fish) completes what users type,
+/// `kubectl nodelabel …`, from the plugin's `__complete` and the cluster: subcommands, node
+/// names, a label value after `key=` (bash replaces only the part after `=`), and
+/// `key=` ready for its value (zsh: no space after it). Every other kubectl command line
+/// still gets the completion kubectl had before the script.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shell_scripts_complete_the_kubectl_form() {
+    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let bash = r#"
+_previous() { COMPREPLY=(from-kubectl); }
+complete -o default -F _previous kubectl
+source <(kubectl-nodelabel completion bash)
+t() {
+    COMP_LINE="$1"; COMP_POINT=${#COMP_LINE}; shift
+    COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=()
+    __placekit_kubectl_nodelabel
+    local IFS='|'; echo "${COMPREPLY[*]}"
+}
+t "kubectl nodelabel se" kubectl nodelabel se
+t "kubectl nodelabel set gpu-a100" kubectl nodelabel set gpu-a100
+t "kubectl nodelabel set gpu-a100-1 pool=o" kubectl nodelabel set gpu-a100-1 pool = o
+t "kubectl get no" kubectl get no
+"#;
+    let out = tokio::task::block_in_place(|| in_shell("bash", &h, bash)).unwrap();
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "set",
+            "gpu-a100-1|gpu-a100-2|gpu-a100-3",
+            "online",
+            "from-kubectl"
+        ],
+        "{out}"
+    );
+
+    let zsh = r#"
+typeset -A _comps
+_previous() { print -r -- "from-kubectl" }
+_comps[kubectl]=_previous
+compdef() { _comps[$2]=$1 }
+source <(kubectl-nodelabel completion zsh)
+compadd() { print -r -- "${(j:|:)@}" }
+_files() { print -r -- "files" }
+t() { words=(${(z)1}); [[ $1 == *" " ]] && words+=(""); CURRENT=${#words}; $_comps[kubectl] }
+t "kubectl nodelabel se"
+t "kubectl nodelabel set gpu-a100"
+t "kubectl nodelabel set gpu-a100-1 accelerator"
+t "kubectl get no"
+"#;
+    if let Some(out) = tokio::task::block_in_place(|| in_shell("zsh", &h, zsh)) {
+        assert_eq!(
+            out.lines().collect::<Vec<_>>(),
+            [
+                "-Q|--|set",
+                "-Q|--|gpu-a100-1|gpu-a100-2|gpu-a100-3",
+                "-Q|-S||--|accelerator.example.com/gpu-family=",
+                "from-kubectl"
+            ],
+            "{out}"
+        );
+    }
+
+    let fish = r#"
+complete -c kubectl -f -n 'test (count (commandline -opc)) -eq 1' -a from-kubectl
+kubectl-nodelabel completion fish | source
+for line in "kubectl nodelabel se" "kubectl nodelabel set gpu-a100" "kubectl fr"
+    echo (string join '|' (complete -C $line | string replace -r '\t.*' ''))
+end
+"#;
+    if let Some(out) = tokio::task::block_in_place(|| in_shell("fish", &h, fish)) {
+        assert_eq!(
+            out.lines().collect::<Vec<_>>(),
+            ["set", "gpu-a100-1|gpu-a100-2|gpu-a100-3", "from-kubectl"],
+            "{out}"
+        );
+    }
+}
