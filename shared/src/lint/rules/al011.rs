@@ -26,10 +26,14 @@ input group (the files of one directory, or one stream) and namespace, and warns
 eviction can ever be allowed: `minAvailable` at least the number of pods (a percentage is
 rounded up, as the disruption controller does: 67% of 3 pods is 3), or `maxUnavailable: 0`.
 
+A workload that a HorizontalPodAutoscaler of the same group scales is counted at the
+autoscaler's `minReplicas` (1 when it is not written): the fewest pods it will run. A
+budget that allows no eviction there blocks every drain while traffic is low. For
+example, `minAvailable: 80%` over an autoscaler with `minReplicas: 1` needs 1 of 1.
+
 ## When it does not fire
-- The selected pods cannot be counted (a DaemonSet, a custom resource, a workload a
-  HorizontalPodAutoscaler of the group scales): only `maxUnavailable: 0` and
-  `minAvailable: 100%` are judged then.
+- The selected pods cannot be counted (a DaemonSet, a custom resource): only
+  `maxUnavailable: 0` and `minAvailable: 100%` are judged then.
 - The PDB selects no workload of its group (it may guard pods created elsewhere).
 - Every selected workload has `replicas: 0`.
 - Workloads in other directories or namespaces are never counted (an object without a
@@ -163,13 +167,24 @@ struct Pods {
     display: String,
 }
 
+/// A HorizontalPodAutoscaler: the workload it scales (by group, namespace, kind and name) and
+/// the fewest pods it keeps.
+#[derive(Debug, Clone)]
+struct Autoscaler {
+    group: String,
+    namespace: Option<String>,
+    kind: String,
+    name: String,
+    min_replicas: i64,
+}
+
 /// What the documents told about budgets and pods.
 #[derive(Debug, Default)]
 pub struct Facts {
     pdbs: Vec<Pdb>,
     pods: Vec<Pods>,
-    /// Workloads a HorizontalPodAutoscaler scales: (group, namespace, kind, name).
-    autoscaled: Vec<(String, Option<String>, String, String)>,
+    /// The HorizontalPodAutoscalers: what each scales and its `minReplicas`.
+    autoscaled: Vec<Autoscaler>,
 }
 
 impl Facts {
@@ -232,13 +247,20 @@ pub fn collect(object: &Object<'_>, group: &str, facts: &mut Facts) {
     if object.kind == "HorizontalPodAutoscaler" {
         let target = object.root.path(&["spec", "scaleTargetRef"]);
         let field = |k: &str| target.and_then(|t| t.get(k)).and_then(Node::as_str);
+        // autoscaling/v2 defaults minReplicas to 1.
+        let min_replicas = object
+            .root
+            .path(&["spec", "minReplicas"])
+            .and_then(Node::as_i64)
+            .unwrap_or(1);
         if let (Some(kind), Some(name)) = (field("kind"), field("name")) {
-            facts.autoscaled.push((
-                group.to_string(),
-                object.namespace.clone(),
-                kind.to_string(),
-                name.to_string(),
-            ));
+            facts.autoscaled.push(Autoscaler {
+                group: group.to_string(),
+                namespace: object.namespace.clone(),
+                kind: kind.to_string(),
+                name: name.to_string(),
+                min_replicas,
+            });
         }
         return;
     }
@@ -340,17 +362,25 @@ pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
         if selected.is_empty() {
             continue;
         }
-        // An autoscaled workload's replica count is the autoscaler's to choose.
+        // An autoscaled workload runs as few pods as its autoscaler's minReplicas: the
+        // budget is judged there, where it blocks drains first.
+        let mut at_minimum = false;
         let total: Option<i64> = selected
             .iter()
             .map(|p| {
-                let autoscaled = facts.autoscaled.iter().any(|(g, ns, kind, name)| {
-                    *g == p.group
-                        && namespace(ns) == namespace(&p.namespace)
-                        && *kind == p.kind
-                        && *name == p.name
+                let scaler = facts.autoscaled.iter().find(|a| {
+                    a.group == p.group
+                        && namespace(&a.namespace) == namespace(&p.namespace)
+                        && a.kind == p.kind
+                        && a.name == p.name
                 });
-                if autoscaled { None } else { p.count }
+                match scaler {
+                    Some(a) => {
+                        at_minimum = true;
+                        Some(a.min_replicas)
+                    }
+                    None => p.count,
+                }
             })
             .sum();
         let names = selected
@@ -381,13 +411,22 @@ pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
                         Amount::Percent(_) => format!(" (rounded up to {needed})"),
                         Amount::Count(_) => String::new(),
                     };
+                    let when = if at_minimum {
+                        " at the HorizontalPodAutoscaler's minReplicas"
+                    } else {
+                        ""
+                    };
                     (
                         format!(
-                            "{}{rounded} with {total} pod{} ({names}): no voluntary eviction is allowed, node drains block",
+                            "{}{rounded} with {total} pod{} ({names}){when}: no voluntary eviction is allowed, node drains block",
                             pdb.written,
                             if total == 1 { "" } else { "s" },
                         ),
-                        MORE_REPLICAS,
+                        if at_minimum {
+                            "raise the autoscaler's minReplicas above minAvailable, or use maxUnavailable: 1"
+                        } else {
+                            MORE_REPLICAS
+                        },
                     )
                 })
             }
