@@ -39,7 +39,11 @@ const BASH: &str = r#"
 # `kubectl @PLUGIN@ <TAB>`: the words after the plugin's name are completed by
 # `@BINARY@ __complete`; any other kubectl command line goes to the completion kubectl had
 # before this script (source kubectl's own completion first).
-__placekit_kubectl_@ID@_previous="$(complete -p kubectl 2>/dev/null | sed -n 's/.* -F \([^ ]*\) .*/\1/p')"
+# Sourced again (a new shell config, another plugin's script in between), it keeps the
+# completion it found the first time: chaining to a later one could loop.
+if [[ -z "${__placekit_kubectl_@ID@_previous+set}" ]]; then
+    __placekit_kubectl_@ID@_previous="$(complete -p kubectl 2>/dev/null | sed -n 's/.* -F \([^ ]*\) .*/\1/p')"
+fi
 __placekit_kubectl_@ID@() {
     local line="${COMP_LINE:0:COMP_POINT}"
     local -a words
@@ -77,7 +81,9 @@ const ZSH: &str = r#"
 # `kubectl @PLUGIN@ <TAB>`: the words after the plugin's name are completed by
 # `@BINARY@ __complete`; any other kubectl command line goes to the completion kubectl had
 # before this script (source kubectl's own completion first).
-typeset -g __placekit_kubectl_@ID@_previous="${_comps[kubectl]:-}"
+# Sourced again, it keeps the completion it found the first time: chaining to a later one
+# could loop.
+(( ${+__placekit_kubectl_@ID@_previous} )) || typeset -g __placekit_kubectl_@ID@_previous="${_comps[kubectl]:-}"
 __placekit_kubectl_@ID@() {
     if (( CURRENT > 2 )) && [[ "${words[2]}" == "@PLUGIN@" ]]; then
         local out directive line
