@@ -628,7 +628,11 @@ fn sorted_unique(mut values: Vec<Candidate>) -> Vec<Candidate> {
 /// exec credential plugin while building it, and one waiting for a login must cost the
 /// shell at most the deadline, like every request completion makes.
 async fn connect_within_deadline(args: &ConnectionArgs) -> Option<crate::connect::Connection> {
-    args.connect_within(CLUSTER_TIMEOUT).await?.ok()
+    // Completion never prints: a notice about the connection is for the command itself.
+    args.connect_within(CLUSTER_TIMEOUT)
+        .await?
+        .ok()
+        .map(|(connection, _notices)| connection)
 }
 
 async fn nodes(args: &ConnectionArgs) -> Vec<Node> {

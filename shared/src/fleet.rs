@@ -516,7 +516,20 @@ impl Fleet {
             .connect_within(self.timeout)
             .await
         {
-            Some(result) => Ok(result?),
+            Some(result) => {
+                let (connection, notices) = result?;
+                for notice in notices {
+                    eprintln!(
+                        "warning: context {}: {}",
+                        crate::text::escaped(context),
+                        crate::text::escape_controls(
+                            &crate::secrets::redact(&notice.to_string()),
+                            true
+                        )
+                    );
+                }
+                Ok(connection)
+            }
             None => Err(CommandError::Unreachable(Box::new(Unreachable {
                 doing: "getting credentials".into(),
                 server: Some(self.server_of(context)),

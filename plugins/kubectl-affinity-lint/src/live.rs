@@ -89,7 +89,7 @@ pub async fn lint_clusters(
     ui: &Ui,
 ) -> Result<(Vec<LiveCluster>, Vec<fleet::ClusterRead<()>>), CommandError> {
     let Some(fleet) = fleet else {
-        let conn = connection.connect().await?;
+        let conn = placekit::ui::connect(connection).await?;
         let (nodes, notes) = lint_cluster_state(&conn).await?;
         for n in &notes {
             ui.warn(n);

@@ -65,7 +65,7 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
                             .await
                     }
                     None => {
-                        let conn = cli.connection.connect().await?;
+                        let conn = placekit::ui::connect(&cli.connection).await?;
                         live::drift(&conn, &ui, namespace.as_deref(), selector.as_deref()).await
                     }
                 }
@@ -77,7 +77,7 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
                 "`kubectl affinity-lint --cluster` and `drift`",
             )?;
             block_on(async {
-                let conn = cli.connection.connect().await?;
+                let conn = placekit::ui::connect(&cli.connection).await?;
                 live::why_pending(&conn, &Ui::new(&display), &conn.namespace, &pod).await
             })
         }

@@ -121,7 +121,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         }
         Command::Rollback { rollback, mutation } => {
             let request = rollback.request()?;
-            let conn = cli.connection.connect().await?;
+            let conn = placekit::ui::connect(&cli.connection).await?;
             let report = undo::rollback(&conn, ui, TOOL, COMMAND, request, &mutation).await?;
             Ok(print_report(ui, &report))
         }

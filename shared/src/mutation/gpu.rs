@@ -53,7 +53,7 @@ pub async fn dedicate(
     dedication: Dedication,
     args: &MutationArgs,
 ) -> Result<u8, CommandError> {
-    let conn = connection.connect().await?;
+    let conn = crate::ui::connect(connection).await?;
     let objects = api::fetch_node_objects(&conn.client, &targets).await?;
     if objects.is_empty() {
         return Err(input("the selector matches no node; nothing to do"));
@@ -160,7 +160,7 @@ pub async fn release(
     ignore_dependents: bool,
     args: &MutationArgs,
 ) -> Result<u8, CommandError> {
-    let conn = connection.connect().await?;
+    let conn = crate::ui::connect(connection).await?;
     let nodes = api::fetch_nodes(&conn.client, &targets).await?;
     if nodes.is_empty() {
         return Err(input("the selector matches no node; nothing to do"));
@@ -197,7 +197,7 @@ pub async fn status_command(
 ) -> Result<u8, CommandError> {
     use crate::inventory::{Reading, print_fleet_status, read_status, status};
     let Some(fleet) = fleet else {
-        let conn = connection.connect().await?;
+        let conn = crate::ui::connect(connection).await?;
         return status(&conn, ui, &targets, options).await;
     };
     let asked = std::sync::Arc::new((targets, options.clone()));

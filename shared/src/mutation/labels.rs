@@ -61,7 +61,7 @@ pub async fn change_labels(
     request: LabelRequest,
     args: &MutationArgs,
 ) -> Result<u8, CommandError> {
-    let conn = connection.connect().await?;
+    let conn = crate::ui::connect(connection).await?;
     let nodes = read_targets(&conn, &targets).await?;
     let change = ChangeRequest {
         labels: request.changes,
@@ -180,7 +180,7 @@ async fn run_hooks(
 ) -> Result<Vec<HookRun>, CommandError> {
     futures::stream::iter(nodes.iter().map(|n| n.name.clone()))
         .map(|node| async move {
-            let output = nfd::run_hook(path, timeout, &node)
+            let output = crate::nfd_hook::run_hook(path, timeout, &node)
                 .await
                 .map_err(|e| CommandError::Input(e.to_string()))?;
             Ok(HookRun {
@@ -268,7 +268,7 @@ pub async fn import(
             ));
         }
     };
-    let conn = connection.connect().await?;
+    let conn = crate::ui::connect(connection).await?;
     let nodes = read_targets(&conn, &targets).await?;
     let mut findings = super::checks::Findings::default();
     let mut stderr_by_node: std::collections::BTreeMap<String, String> = Default::default();
@@ -481,7 +481,7 @@ pub async fn dependents(
         }
     }
     let Some(fleet) = fleet else {
-        let conn = connection.connect().await?;
+        let conn = crate::ui::connect(connection).await?;
         let (found, warnings) = read_dependents(&conn, &queries, namespace, true).await?;
         for w in &warnings {
             ui.warn(w);

@@ -429,7 +429,7 @@ pub async fn show(
     choice: SnapshotChoice<'_>,
 ) -> Result<u8, CommandError> {
     let cluster = match choice {
-        SnapshotChoice::Last => connection.connect().await?.cluster,
+        SnapshotChoice::Last => crate::ui::connect(connection).await?.cluster,
         SnapshotChoice::Path(_) => ClusterIdentity::default(),
     };
     print_snapshot(ui, &choice.load(tool, &cluster)?);

@@ -1,0 +1,849 @@
+//! Reading from the API server: target nodes (one paged list, or one GET per named node),
+//! paged lists into minimal view types, workloads with node constraints, the pods on
+//! nodes, RBAC checks and the cluster's identity. Every list is paged; nothing here loops
+//! per object over the API except reading named nodes, with bounded concurrency.
+
+use futures::StreamExt;
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use k8s_openapi::api::core::v1::{Namespace, Node};
+use kube::api::{Api, ListParams, PostParams};
+
+use crate::connect::Connection;
+use crate::error::CommandError;
+use crate::targets::Targets;
+use placekit_core::model::Pod;
+use placekit_core::plan::NodeState;
+use placekit_core::snapshot::ClusterIdentity;
+
+fn api_error(e: kube::Error, doing: &str) -> CommandError {
+    CommandError::from_api(e, doing)
+}
+
+/// Page size of node lists.
+const PAGE: u32 = 500;
+
+/// Reads the target nodes: one GET per named node (bounded concurrency) or one paged list.
+/// Named nodes that do not exist are an error listing all of them.
+pub async fn fetch_node_objects(
+    client: &kube::Client,
+    targets: &Targets,
+) -> Result<Vec<Node>, CommandError> {
+    let api: Api<Node> = Api::all(client.clone());
+    match targets {
+        Targets::Names(names) => {
+            let mut found = Vec::new();
+            let mut missing = Vec::new();
+            for (name, node) in get_nodes(client, names.clone()).await? {
+                match node {
+                    Some(node) => found.push(node),
+                    None => missing.push(name),
+                }
+            }
+            if !missing.is_empty() {
+                return Err(CommandError::NodesNotFound(missing));
+            }
+            Ok(found)
+        }
+        Targets::Selector(selector) => {
+            list_all(&api, Some(&selector.to_string()), "listing nodes").await
+        }
+        Targets::All => list_all(&api, None, "listing nodes").await,
+    }
+}
+
+/// [`fetch_node_objects`], as the states plans are made from.
+pub async fn fetch_nodes(
+    client: &kube::Client,
+    targets: &Targets,
+) -> Result<Vec<NodeState>, CommandError> {
+    fetch_node_objects(client, targets)
+        .await?
+        .iter()
+        .map(node_state)
+        .collect()
+}
+
+/// A node's plan state, or an error naming the unreadable node.
+pub fn node_state(node: &Node) -> Result<NodeState, CommandError> {
+    NodeState::from_node(node).map_err(|e| {
+        CommandError::Cluster(format!(
+            "unreadable node {}: {e}",
+            node.metadata.name.as_deref().unwrap_or_default()
+        ))
+    })
+}
+
+/// Lists every object with `limit`/`continue` paging.
+pub async fn list_all<K>(
+    api: &Api<K>,
+    label_selector: Option<&str>,
+    doing: &str,
+) -> Result<Vec<K>, CommandError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    list_all_paged(api, label_selector, doing, PAGE).await
+}
+
+/// [`list_all`] with pages of `page_size` objects.
+async fn list_all_paged<K>(
+    api: &Api<K>,
+    label_selector: Option<&str>,
+    doing: &str,
+    page_size: u32,
+) -> Result<Vec<K>, CommandError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut params = ListParams::default().limit(page_size);
+    if let Some(s) = label_selector.filter(|s| !s.is_empty()) {
+        params = params.labels(s);
+    }
+    let mut out = Vec::new();
+    list_pages(api, params, doing, |page| out.extend(page)).await?;
+    Ok(out)
+}
+
+/// Hands every page of a list to `on_page`, so what is kept is the caller's choice and
+/// memory stays proportional to one page.
+async fn list_pages<K>(
+    api: &Api<K>,
+    mut params: ListParams,
+    doing: &str,
+    mut on_page: impl FnMut(Vec<K>),
+) -> Result<(), CommandError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    loop {
+        let page = api.list(&params).await.map_err(|e| api_error(e, doing))?;
+        on_page(page.items);
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => params = params.continue_token(&c),
+            None => return Ok(()),
+        }
+    }
+}
+
+/// Asks the API server whether the current user may `verb` `resource` (SelfSubjectAccessReview).
+pub async fn check_permission(
+    client: &kube::Client,
+    verb: &str,
+    resource: &str,
+    group: &str,
+) -> Result<(), CommandError> {
+    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                verb: Some(verb.to_string()),
+                resource: Some(resource.to_string()),
+                group: Some(group.to_string()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let answer = api
+        .create(&PostParams::default(), &review)
+        .await
+        .map_err(|e| api_error(e, &format!("checking permission to {verb} {resource}")))?;
+    if answer.status.is_some_and(|s| s.allowed) {
+        Ok(())
+    } else {
+        Err(CommandError::Forbidden(format!(
+            "you are not allowed to {verb} {resource}: missing RBAC permission verb={verb:?} resource={resource:?} group={group:?}; nothing was changed"
+        )))
+    }
+}
+
+/// Lists every workload that can carry node constraints (Deployments, StatefulSets,
+/// DaemonSets, ReplicaSets, Jobs, CronJobs and bare Pods) in `namespace` or all namespaces.
+/// Objects a listed kind controls are skipped (their owner is listed); pods of any other
+/// controller (a RayCluster, a PyTorchJob, ...) are judged by their own spec under their
+/// owner's name, one per owner and distinct constraints. A kind the user may
+/// not list is reported as a warning, not an error: the lookup shows what it can see.
+/// `bare_pods_on`: keep only the bare pods that are not bound yet or bound to one of these
+/// nodes (a bare pod matters only for its node; the checks of a change pass the changed
+/// nodes, so what is kept stays small on a cluster of 150,000 pods).
+pub async fn list_workloads(
+    client: &kube::Client,
+    namespace: Option<&str>,
+    bare_pods_on: Option<&[String]>,
+) -> Result<(Vec<placekit_lint::dependents::Workload>, Vec<String>), CommandError> {
+    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+    use k8s_openapi::api::batch::v1::{CronJob, Job};
+    use placekit_lint::dependents::{Workload, controlled_by_listed_kind, has_controller};
+
+    fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        match namespace {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        }
+    }
+
+    // Custom resources first: what they own (a JobSet's Jobs, a LeaderWorkerSet's
+    // StatefulSets, a RayCluster's pods) is judged through their templates.
+    let custom = list_custom_workloads(client, namespace).await?;
+    let mut workloads = custom.workloads;
+    let mut warnings = custom.warnings;
+    let read_owner = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        placekit_lint::dependents::controller(meta).is_some_and(|o| {
+            custom.read.contains(&(
+                o.kind.clone(),
+                meta.namespace.clone().unwrap_or_default(),
+                o.name.clone(),
+            ))
+        })
+    };
+    // Pods of controllers placekit does not list (custom resources), grouped by owner as
+    // the pages come (200 workers with one spec are one workload, whatever the page).
+    let mut owned_pods = placekit_lint::dependents::OwnerGroups::default();
+    // Whether any core list was allowed: when none is (no credentials sent, an identity
+    // with no read access), there is nothing to answer from, and "no dependents" would lie.
+    let mut listed_any = false;
+    let mut first_forbidden: Option<String> = None;
+    macro_rules! collect {
+        ($kind:ty, $name:literal, |$o:ident| $spec:expr) => {
+            match list_pages(
+                &api::<$kind>(client, namespace),
+                ListParams::default().limit(PAGE),
+                concat!("listing ", $name),
+                |items: Vec<$kind>| {
+                    for $o in items {
+                        // Judged through the owner's template, which is listed too.
+                        if controlled_by_listed_kind(&$o.metadata) || read_owner(&$o.metadata) {
+                            continue;
+                        }
+                        if let Some(spec) = $spec.map(placekit_lint::dependents::scheduling_only) {
+                            workloads.push(Workload {
+                                kind: <$kind as k8s_openapi::Resource>::KIND.to_string(),
+                                namespace: $o.metadata.namespace.clone().unwrap_or_default(),
+                                name: $o.metadata.name.clone().unwrap_or_default(),
+                                pod_spec: spec,
+                            });
+                        }
+                    }
+                },
+            )
+            .await
+            {
+                Ok(()) => listed_any = true,
+                Err(e) if e.is_forbidden() => {
+                    let m = e.to_string();
+                    first_forbidden.get_or_insert_with(|| m.clone());
+                    warnings.push(format!("cannot list {}: {m}", $name))
+                }
+                Err(e) => return Err(e),
+            }
+        };
+    }
+    collect!(Deployment, "deployments", |o| o
+        .spec
+        .and_then(|s| s.template.spec));
+    collect!(StatefulSet, "statefulsets", |o| o
+        .spec
+        .and_then(|s| s.template.spec));
+    collect!(DaemonSet, "daemonsets", |o| o
+        .spec
+        .and_then(|s| s.template.spec));
+    collect!(ReplicaSet, "replicasets", |o| o
+        .spec
+        .and_then(|s| s.template)
+        .and_then(|t| t.spec));
+    collect!(Job, "jobs", |o| o.spec.and_then(|s| s.template.spec));
+    collect!(CronJob, "cronjobs", |o| o
+        .spec
+        .and_then(|s| s.job_template.spec)
+        .and_then(|j| j.template.spec));
+    // Pods are the bulk (150,000 on a large cluster): read into a view of the fields the
+    // checks use, page by page, without managedFields, containers or status.
+    #[derive(serde::Deserialize)]
+    struct PodScheduling {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        #[serde(default)]
+        spec: SchedulingSpec,
+    }
+    #[derive(Default, serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct SchedulingSpec {
+        node_selector: Option<std::collections::BTreeMap<String, String>>,
+        affinity: Option<k8s_openapi::api::core::v1::Affinity>,
+        tolerations: Option<Vec<k8s_openapi::api::core::v1::Toleration>>,
+        node_name: Option<String>,
+    }
+    let collection = match namespace {
+        Some(ns) => format!("/api/v1/namespaces/{ns}/pods"),
+        None => "/api/v1/pods".to_string(),
+    };
+    let listed = for_each_page(
+        client,
+        &collection,
+        Some("status.phase!=Succeeded,status.phase!=Failed"),
+        None,
+        POD_PAGE,
+        |page: Vec<PodScheduling>| {
+            for pod in page {
+                let meta = pod.metadata;
+                if controlled_by_listed_kind(&meta) || read_owner(&meta) {
+                    continue;
+                }
+                let spec = k8s_openapi::api::core::v1::PodSpec {
+                    node_selector: pod.spec.node_selector,
+                    affinity: pod.spec.affinity,
+                    tolerations: pod.spec.tolerations,
+                    node_name: pod.spec.node_name,
+                    ..Default::default()
+                };
+                if has_controller(&meta) {
+                    owned_pods.add(&meta, spec);
+                } else if bare_pods_on
+                    .is_none_or(|nodes| spec.node_name.as_ref().is_none_or(|n| nodes.contains(n)))
+                {
+                    workloads.push(Workload {
+                        kind: "Pod".to_string(),
+                        namespace: meta.namespace.unwrap_or_default(),
+                        name: meta.name.unwrap_or_default(),
+                        pod_spec: spec,
+                    });
+                }
+            }
+        },
+    )
+    .await;
+    match listed {
+        Ok(_) => listed_any = true,
+        Err(e) if e.is_forbidden() => {
+            let m = e.to_string();
+            first_forbidden.get_or_insert_with(|| m.clone());
+            warnings.push(format!("cannot list pods: {m}"))
+        }
+        Err(e) => return Err(e),
+    }
+    if let (false, Some(m)) = (listed_any, first_forbidden) {
+        return Err(CommandError::Forbidden(format!(
+            "{m}; no workload or pod could be listed, so nothing that depends on the nodes was checked"
+        )));
+    }
+    workloads.extend(owned_pods.into_workloads());
+    Ok((workloads, warnings))
+}
+
+/// The templates of the custom resources placekit understands, as far as the cluster serves
+/// them and RBAC lets them be listed.
+struct CustomWorkloads {
+    workloads: Vec<placekit_lint::dependents::Workload>,
+    /// Every custom resource read, as (kind, namespace, name): what they control is judged
+    /// through them.
+    read: std::collections::BTreeSet<(String, String, String)>,
+    warnings: Vec<String>,
+}
+
+/// Lists the custom resources of [`placekit_lint::podspec::KNOWN_GROUPS`] that the API serves:
+/// one discovery request for the groups, one per served version of a known group, then a
+/// paged list per kind (each kind once, in the group's preferred version first). An absent
+/// group costs nothing; a forbidden list is said once and skipped.
+async fn list_custom_workloads(
+    client: &kube::Client,
+    namespace: Option<&str>,
+) -> Result<CustomWorkloads, CommandError> {
+    let mut out = CustomWorkloads {
+        workloads: Vec::new(),
+        read: Default::default(),
+        warnings: Vec::new(),
+    };
+    let groups = match client.list_api_groups().await {
+        Ok(g) => g,
+        Err(kube::Error::Api(s)) if matches!(s.code, 403 | 404) => return Ok(out),
+        Err(e) => return Err(api_error(e, "reading the API groups (discovery)")),
+    };
+    for group in groups.groups {
+        let Some((_, kinds)) = placekit_lint::podspec::KNOWN_GROUPS
+            .iter()
+            .find(|(name, _)| *name == group.name)
+        else {
+            continue;
+        };
+        let mut versions: Vec<String> = group
+            .preferred_version
+            .iter()
+            .map(|v| v.group_version.clone())
+            .collect();
+        versions.extend(group.versions.iter().map(|v| v.group_version.clone()));
+        versions.dedup();
+        let mut done: std::collections::BTreeSet<String> = Default::default();
+        for group_version in versions.iter().filter(|v| !v.is_empty()) {
+            let resources = match client.list_api_group_resources(group_version).await {
+                Ok(r) => r,
+                Err(kube::Error::Api(s)) if matches!(s.code, 403 | 404) => continue,
+                Err(e) => {
+                    return Err(api_error(
+                        e,
+                        &format!("reading the resources of {group_version}"),
+                    ));
+                }
+            };
+            for resource in resources.resources {
+                if resource.name.contains('/')
+                    || !kinds.contains(&resource.kind.as_str())
+                    || !done.insert(resource.kind.clone())
+                {
+                    continue;
+                }
+                let collection = match namespace.filter(|_| resource.namespaced) {
+                    Some(ns) => format!("/apis/{group_version}/namespaces/{ns}/{}", resource.name),
+                    None => format!("/apis/{group_version}/{}", resource.name),
+                };
+                // Each page is judged as it arrives and dropped: memory holds one page of
+                // objects and what is kept of them, not the whole list.
+                let (read, workloads) = (&mut out.read, &mut out.workloads);
+                let listed = for_each_page_if_served(client, &collection, 500, |page| {
+                    for object in page {
+                        keep_custom_resource(
+                            object,
+                            &resource.kind,
+                            group_version,
+                            read,
+                            workloads,
+                        );
+                    }
+                })
+                .await?;
+                if let Listed::Forbidden(message) = listed {
+                    out.warnings.push(format!(
+                        "{message} ({}.{}: their pod templates are not checked; their running pods are)",
+                        resource.name, group.name
+                    ));
+                    continue;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What is kept of one listed custom resource: its identity, and its templates unless a
+/// custom resource placekit reads controls it (a RayCluster a RayJob made is judged through
+/// the RayJob).
+fn keep_custom_resource(
+    mut object: serde_json::Value,
+    kind: &str,
+    group_version: &str,
+    read: &mut std::collections::BTreeSet<(String, String, String)>,
+    workloads: &mut Vec<placekit_lint::dependents::Workload>,
+) {
+    // The API list omits kind/apiVersion on items: the template table keys on them.
+    object["kind"] = kind.into();
+    object["apiVersion"] = group_version.into();
+    let text = |p: &str| {
+        object
+            .pointer(p)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    read.insert((
+        kind.to_string(),
+        text("/metadata/namespace"),
+        text("/metadata/name"),
+    ));
+    let controlled = object
+        .pointer("/metadata/ownerReferences")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|refs| {
+            refs.iter().any(|r| {
+                r["controller"] == true
+                    && r["kind"].as_str().is_some_and(|k| {
+                        placekit_lint::podspec::KNOWN_GROUPS
+                            .iter()
+                            .any(|(_, ks)| ks.contains(&k))
+                    })
+            })
+        });
+    if !controlled {
+        workloads.extend(placekit_lint::dependents::custom_resource_workloads(
+            &object,
+        ));
+    }
+}
+
+/// Every value each of `keys` has on the cluster's nodes: one label-selected paged list
+/// per key (only the nodes that carry it), reading labels alone.
+pub async fn label_values(
+    client: &kube::Client,
+    keys: &[&str],
+) -> Result<std::collections::BTreeMap<String, std::collections::BTreeSet<String>>, CommandError> {
+    #[derive(serde::Deserialize)]
+    struct Labelled {
+        #[serde(default)]
+        metadata: LabelsOnly,
+    }
+    #[derive(Default, serde::Deserialize)]
+    struct LabelsOnly {
+        #[serde(default)]
+        labels: std::collections::BTreeMap<String, String>,
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for key in keys {
+        let mut values = std::collections::BTreeSet::new();
+        for_each_page(
+            client,
+            "/api/v1/nodes",
+            None,
+            Some(key),
+            500,
+            |page: Vec<Labelled>| {
+                values.extend(
+                    page.into_iter()
+                        .filter_map(|n| n.metadata.labels.get(*key).cloned()),
+                );
+            },
+        )
+        .await?;
+        out.insert(key.to_string(), values);
+    }
+    Ok(out)
+}
+
+/// A page of a list read into a minimal view type.
+#[derive(Debug, serde::Deserialize)]
+struct ViewList<T> {
+    #[serde(default = "Vec::new")]
+    items: Vec<T>,
+    #[serde(default)]
+    metadata: ViewListMeta,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+struct ViewListMeta {
+    #[serde(rename = "continue", default)]
+    continue_: Option<String>,
+}
+
+/// Percent-encodes a query value.
+fn encode_query(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Pages through a collection (`/api/v1/pods`, `/api/v1/nodes`...) reading each item into a
+/// minimal view type `T` and handing every page to `on_page`, so memory stays proportional
+/// to one page whatever the cluster's size. Returns the number of list requests made.
+pub async fn for_each_page<T: serde::de::DeserializeOwned>(
+    client: &kube::Client,
+    collection: &str,
+    field_selector: Option<&str>,
+    label_selector: Option<&str>,
+    page_size: u32,
+    on_page: impl FnMut(Vec<T>),
+) -> Result<usize, CommandError> {
+    pages(
+        client,
+        collection,
+        field_selector,
+        label_selector,
+        page_size,
+        on_page,
+    )
+    .await
+    .map_err(|e| e.into_command_error(&format!("listing {}", described(collection))))
+}
+
+/// How an optional collection's list went.
+#[derive(Debug)]
+pub enum Listed {
+    /// Read, in this many requests.
+    Read(usize),
+    /// The API server does not serve it (404: the API group is absent or disabled).
+    NotServed,
+    /// RBAC does not allow listing it: what the user is told, once.
+    Forbidden(String),
+}
+
+/// [`for_each_page`] over a collection the cluster may not serve or the user may not be
+/// allowed to list (DRA's `resource.k8s.io/v1`, custom resources): those two answers are
+/// not errors but a [`Listed`] the caller reports and goes on from.
+pub async fn for_each_page_if_served<T: serde::de::DeserializeOwned>(
+    client: &kube::Client,
+    collection: &str,
+    page_size: u32,
+    on_page: impl FnMut(Vec<T>),
+) -> Result<Listed, CommandError> {
+    match pages(client, collection, None, None, page_size, on_page).await {
+        Ok(n) => Ok(Listed::Read(n)),
+        Err(PageError::Api(kube::Error::Api(s))) if s.code == 404 => Ok(Listed::NotServed),
+        Err(PageError::Api(kube::Error::Api(s))) if s.code == 403 => Ok(Listed::Forbidden(
+            format!("cannot list {}: {}", described(collection), s.message),
+        )),
+        Err(e) => Err(e.into_command_error(&format!("listing {}", described(collection)))),
+    }
+}
+
+/// The most list pages followed for one collection: more than any real cluster needs (5
+/// million nodes at 500 a page), few enough that a server answering `continue` forever
+/// stops the command instead of holding it.
+pub const MAX_PAGES: usize = 10_000;
+
+/// The largest list answer read (a page of 10,000 pods is about 40 MB of JSON): a server
+/// answering one endless page stops the command instead of exhausting its memory.
+pub const MAX_RESPONSE_BYTES: usize = 512 * 1024 * 1024;
+
+/// Why paging through a collection stopped.
+#[derive(Debug, thiserror::Error)]
+enum PageError {
+    #[error(transparent)]
+    Api(kube::Error),
+    #[error(
+        "the API server answered {MAX_PAGES} pages and still gave a continue token; stopped (is a proxy or server broken?)"
+    )]
+    TooManyPages,
+    #[error(
+        "the API server gave the same continue token twice; stopped instead of asking for the same page forever"
+    )]
+    RepeatedToken,
+    #[error("the API server's answer is over {MAX_RESPONSE_BYTES} bytes; stopped")]
+    TooLarge,
+    #[error("the API server's answer is not a list: {0}")]
+    NotAList(#[source] serde_json::Error),
+}
+
+impl PageError {
+    fn into_command_error(self, doing: &str) -> CommandError {
+        match self {
+            PageError::Api(e) => api_error(e, doing),
+            other => CommandError::Cluster(format!("{doing}: {other}")),
+        }
+    }
+}
+
+async fn pages<T: serde::de::DeserializeOwned>(
+    client: &kube::Client,
+    collection: &str,
+    field_selector: Option<&str>,
+    label_selector: Option<&str>,
+    page_size: u32,
+    mut on_page: impl FnMut(Vec<T>),
+) -> Result<usize, PageError> {
+    let mut continue_token: Option<String> = None;
+    let mut requests = 0;
+    loop {
+        if requests == MAX_PAGES {
+            return Err(PageError::TooManyPages);
+        }
+        let mut uri = format!("{collection}?limit={page_size}");
+        if let Some(f) = field_selector.filter(|f| !f.is_empty()) {
+            uri.push_str(&format!("&fieldSelector={}", encode_query(f)));
+        }
+        if let Some(l) = label_selector.filter(|l| !l.is_empty()) {
+            uri.push_str(&format!("&labelSelector={}", encode_query(l)));
+        }
+        if let Some(c) = &continue_token {
+            uri.push_str(&format!("&continue={}", encode_query(c)));
+        }
+        let request = http::Request::get(&uri)
+            .body(Vec::new())
+            .map_err(|e| PageError::Api(kube::Error::HttpError(e)))?;
+        let body = bounded_body(client, request).await?;
+        let page: ViewList<T> = serde_json::from_slice(&body).map_err(PageError::NotAList)?;
+        drop(body);
+        requests += 1;
+        on_page(page.items);
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) if continue_token.as_ref() == Some(&c) => return Err(PageError::RepeatedToken),
+            Some(c) => continue_token = Some(c),
+            None => return Ok(requests),
+        }
+    }
+}
+
+/// A request's answer body, at most [`MAX_RESPONSE_BYTES`]; an error status as kube reports
+/// it (a `Status`, or the text of a proxy's page).
+async fn bounded_body(
+    client: &kube::Client,
+    request: http::Request<Vec<u8>>,
+) -> Result<bytes::Bytes, PageError> {
+    use http_body_util::BodyExt as _;
+    let response = client
+        .send(request.map(kube::client::Body::from))
+        .await
+        .map_err(PageError::Api)?;
+    let status = response.status();
+    let limited = http_body_util::Limited::new(response.into_body(), MAX_RESPONSE_BYTES);
+    let body = match limited.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(PageError::TooLarge),
+        Err(e) => {
+            return Err(PageError::Api(match e.downcast::<kube::Error>() {
+                Ok(kube) => *kube,
+                Err(other) => kube::Error::Service(other),
+            }));
+        }
+    };
+    if status.is_client_error() || status.is_server_error() {
+        let text = String::from_utf8_lossy(&body);
+        let answer = serde_json::from_str::<kube::core::Status>(&text).unwrap_or_else(|_| {
+            kube::core::Status::failure(text.trim(), "Failed to parse error data")
+                .with_code(status.as_u16())
+        });
+        return Err(PageError::Api(kube::Error::Api(answer.boxed())));
+    }
+    Ok(body)
+}
+
+/// A collection path as users say it: `/api/v1/nodes` -> `nodes`,
+/// `/api/v1/namespaces/ml/pods` -> `pods in namespace ml`.
+fn described(collection: &str) -> String {
+    let parts: Vec<&str> = collection.trim_matches('/').split('/').collect();
+    match parts.as_slice() {
+        [.., "namespaces", ns, resource] => format!("{resource} in namespace {ns}"),
+        [.., resource] => (*resource).to_string(),
+        [] => collection.to_string(),
+    }
+}
+
+/// Pods per list page for pod scans (a handful of requests for 150,000 pods).
+pub const POD_PAGE: u32 = 10_000;
+/// Above this many target nodes, pods are listed once for all instead of per node.
+const PER_NODE_POD_LISTS: usize = 10;
+
+/// The active (not Succeeded/Failed) pods bound to `nodes`: one field-selected list per node
+/// for a few nodes, else one paged list of all active pods.
+pub async fn active_pods_on(
+    client: &kube::Client,
+    nodes: &[String],
+) -> Result<Vec<Pod>, CommandError> {
+    let mut pods = Vec::new();
+    if nodes.len() <= PER_NODE_POD_LISTS {
+        for node in nodes {
+            let selector =
+                format!("spec.nodeName={node},status.phase!=Succeeded,status.phase!=Failed");
+            for_each_page(
+                client,
+                "/api/v1/pods",
+                Some(&selector),
+                None,
+                POD_PAGE,
+                |page: Vec<Pod>| pods.extend(page),
+            )
+            .await?;
+        }
+    } else {
+        for_each_page(
+            client,
+            "/api/v1/pods",
+            Some("status.phase!=Succeeded,status.phase!=Failed"),
+            None,
+            POD_PAGE,
+            |page: Vec<Pod>| {
+                pods.extend(
+                    page.into_iter()
+                        .filter(|p| p.spec.node_name.as_ref().is_some_and(|n| nodes.contains(n))),
+                )
+            },
+        )
+        .await?;
+    }
+    Ok(pods)
+}
+
+/// The connection's cluster identity completed with the `kube-system` namespace's uid when
+/// the user may read it (a recreated cluster at the same URL has another one). A refusal
+/// or an error leaves it out: the identity then rests on the server URL and CA.
+/// Whether the namespace exists (an empty answer from a namespace that does not is not "no
+/// pods").
+pub async fn namespace_exists(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<bool, CommandError> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    api.get_opt(namespace)
+        .await
+        .map(|found| found.is_some())
+        .map_err(|e| CommandError::from_api(e, &format!("reading namespace {namespace}")))
+}
+
+pub async fn cluster_identity(conn: &Connection) -> ClusterIdentity {
+    let api: Api<Namespace> = Api::all(conn.client.clone());
+    let uid = api
+        .get_opt("kube-system")
+        .await
+        .ok()
+        .flatten()
+        .and_then(|ns| ns.metadata.uid);
+    ClusterIdentity {
+        kube_system_uid: uid,
+        ..conn.cluster.clone()
+    }
+}
+
+/// [`cluster_identity`] for a context that may not answer: a request that gets no answer,
+/// or is refused for bad credentials, is an error; one RBAC forbids still proves the
+/// cluster is there (the identity then has no `kube-system` uid).
+pub async fn probe_identity(conn: &Connection) -> Result<ClusterIdentity, CommandError> {
+    let api: Api<Namespace> = Api::all(conn.client.clone());
+    let uid = match api.get_opt("kube-system").await {
+        Ok(ns) => ns.and_then(|ns| ns.metadata.uid),
+        Err(kube::Error::Api(status)) if status.code == 403 => None,
+        Err(e) => {
+            return Err(CommandError::from_api(
+                e,
+                "reading the kube-system namespace",
+            ));
+        }
+    };
+    Ok(ClusterIdentity {
+        kube_system_uid: uid,
+        ..conn.cluster.clone()
+    })
+}
+
+/// GETs nodes by name, 16 at a time; a node that does not exist is `None`.
+async fn get_nodes(
+    client: &kube::Client,
+    names: Vec<String>,
+) -> Result<Vec<(String, Option<Node>)>, CommandError> {
+    let api: Api<Node> = Api::all(client.clone());
+    futures::stream::iter(names)
+        .map(|name| {
+            let api = api.clone();
+            async move {
+                let node = api.get_opt(&name).await;
+                (name, node)
+            }
+        })
+        .buffered(16)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .map(|(name, r)| {
+            let node = r.map_err(|e| api_error(e, &format!("reading node {name}")))?;
+            Ok((name, node))
+        })
+        .collect()
+}
+
+/// Reads nodes by name as plan states; a node that does not exist is `None`.
+pub async fn read_nodes(
+    client: &kube::Client,
+    names: Vec<String>,
+) -> Result<Vec<(String, Option<NodeState>)>, CommandError> {
+    get_nodes(client, names)
+        .await?
+        .into_iter()
+        .map(|(name, node)| Ok((name, node.as_ref().map(node_state).transpose()?)))
+        .collect()
+}

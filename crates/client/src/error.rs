@@ -1,0 +1,333 @@
+//! Why a command stopped, each reason with its fixed exit code. The plugins' `main` turns
+//! it into that code and says it (`placekit::error::report`).
+
+use crate::connect::ConnectError;
+use placekit_core::exit;
+use placekit_core::snapshot::SnapshotError;
+
+/// Why a command stopped. Each maps to one of the fixed exit codes ([`CommandError::exit_code`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// Bad arguments or input; nothing was changed.
+    #[error("{0}")]
+    Input(String),
+    /// Named nodes that do not exist; nothing was changed.
+    #[error("{}", missing_nodes_message(.0))]
+    NodesNotFound(Vec<String>),
+    /// Plans or policy checks blocked the change; nothing was changed.
+    #[error("{0}")]
+    Blocked(String),
+    /// No terminal to confirm on and no --yes; nothing was changed.
+    #[error(
+        "refusing to change {0} without confirmation: there is no terminal to ask on; re-run with --yes after checking the plan (or --dry-run=client to see it)"
+    )]
+    NeedsConfirmation(String),
+    /// The person answered no.
+    #[error("aborted: nothing was changed")]
+    Declined,
+    /// A snapshot of another cluster was named without `--other-cluster`.
+    #[error(
+        "{snapshot} was taken on another cluster ({taken_on}); the current context {context:?} points at {current}: nothing was changed (switch with --context, or pass --other-cluster to roll it back here anyway)"
+    )]
+    OtherCluster {
+        snapshot: String,
+        taken_on: String,
+        context: String,
+        current: String,
+    },
+    /// `rollback --last` (or `show --last`) found the other plugin's change on top of the
+    /// cluster's undo stack; nothing was changed.
+    #[error("{0}")]
+    UndoOrder(String),
+    /// RBAC denies what the command needs; nothing was changed.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The API server answered with an error the command cannot go on from.
+    #[error("{0}")]
+    Cluster(String),
+    /// The request never got an answer: the cause in the words kubectl users know
+    /// (`connection refused`, `no such host`, `x509: certificate signed by unknown
+    /// authority`), with the server it was for.
+    #[error(transparent)]
+    Unreachable(Box<Unreachable>),
+    /// The API server answered with an error (RBAC, credentials, a refused request, an
+    /// answer that could not be read): the answer is kept whole as the cause, with its
+    /// status code and reason ([`CommandError::status_code`]).
+    #[error(transparent)]
+    Api(Box<ApiError>),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    /// The snapshot could not be written (so nothing was changed) or read.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// `completion --install/--uninstall` could not write or remove the helper (the
+    /// plugins' `complete::HelperError`, kept whole as the cause).
+    #[error("{0}")]
+    Completion(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// A request that got no answer, or none within its deadline.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot reach the cluster{} while {doing}: {cause}", server.as_deref().map(|s| format!(" at {s}")).unwrap_or_default())]
+pub struct Unreachable {
+    pub doing: String,
+    pub server: Option<String>,
+    pub cause: String,
+    /// The transport error, when a request failed (not when a deadline passed).
+    #[source]
+    pub source: Option<kube::Error>,
+}
+
+/// An error answer of the API server, with what the command was doing.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", api_message(.doing, .source))]
+pub struct ApiError {
+    pub doing: String,
+    #[source]
+    pub source: kube::Error,
+}
+
+fn missing_nodes_message(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    format!(
+        "node{} {} not found; nothing was changed (check the name with `kubectl get nodes`)",
+        if names.len() == 1 { "" } else { "s" },
+        quoted.join(", ")
+    )
+}
+
+impl CommandError {
+    /// The exit code this error stands for.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CommandError::Connect(e) if e.is_usage() => exit::USAGE,
+            CommandError::Input(_)
+            | CommandError::NodesNotFound(_)
+            | CommandError::NeedsConfirmation(_)
+            | CommandError::OtherCluster { .. }
+            | CommandError::UndoOrder(_)
+            | CommandError::Snapshot(_)
+            | CommandError::Completion(_) => exit::USAGE,
+            CommandError::Api(_) if self.status_code() == Some(400) => exit::USAGE,
+            CommandError::Blocked(_) | CommandError::Declined => exit::PROBLEMS,
+            CommandError::Forbidden(_)
+            | CommandError::Cluster(_)
+            | CommandError::Unreachable(_)
+            | CommandError::Api(_)
+            | CommandError::Runtime(_)
+            | CommandError::Connect(_) => exit::CLUSTER,
+        }
+    }
+
+    /// A kube error with the verb/resource it was about: an answer of the API server is kept
+    /// whole as the cause ([`CommandError::Api`]); a request that got no answer is
+    /// [`CommandError::Unreachable`], with the transport error as its cause.
+    pub fn from_api(e: kube::Error, doing: &str) -> CommandError {
+        match e {
+            kube::Error::Api(_) | kube::Error::SerdeError(_) => {
+                CommandError::Api(Box::new(ApiError {
+                    doing: doing.to_string(),
+                    source: e,
+                }))
+            }
+            source => CommandError::Unreachable(Box::new(Unreachable {
+                doing: doing.to_string(),
+                server: crate::connect::current_server(),
+                cause: transport_cause(&source),
+                source: Some(source),
+            })),
+        }
+    }
+
+    /// The HTTP status the API server answered with, when it answered.
+    pub fn status_code(&self) -> Option<u16> {
+        match self {
+            CommandError::Api(e) => match &e.source {
+                kube::Error::Api(status) => Some(status.code),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// RBAC denies it: a 403 answer, or a permission check that said no.
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self, CommandError::Forbidden(_)) || self.status_code() == Some(403)
+    }
+}
+
+/// What an error answer of the API server means for the person running the command.
+fn api_message(doing: &str, error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status)
+            if status.code == 403 && status.message.contains("User \"system:anonymous\"") =>
+        {
+            format!(
+                "forbidden while {doing}: {} (the server saw no credentials: check the user of the kubeconfig context, and that the server is https://; nothing was changed)",
+                status.message
+            )
+        }
+        kube::Error::Api(status) if status.code == 403 => format!(
+            "forbidden while {doing}: {} (ask for the missing RBAC permission; nothing was changed)",
+            status.message
+        ),
+        kube::Error::Api(status) if status.code == 401 => format!(
+            "unauthorized while {doing}: {} (check the credentials of the kubeconfig context)",
+            status.message
+        ),
+        kube::Error::Api(status) if status.code == 400 => {
+            format!("while {doing}: {}", status.message)
+        }
+        kube::Error::Api(status) => format!(
+            "the API server answered {} {} while {doing}: {}",
+            status.code, status.reason, status.message
+        ),
+        // An answer came but could not be read: not a connection problem.
+        other => format!("cannot read the API server's answer while {doing}: {other}"),
+    }
+}
+
+/// Why a request got no answer, from the innermost causes of the error chain, in kubectl's
+/// words where there are some; never the request or the configuration (no credentials).
+pub fn transport_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = Vec::new();
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = next {
+        chain.push(crate::connect::redact_exec(&e.to_string()));
+        next = e.source();
+    }
+    let all = chain.join(": ").to_ascii_lowercase();
+    let known = [
+        (
+            &["connection refused"][..],
+            "connect: connection refused (is the API server running, and are the host and port right?)",
+        ),
+        (
+            &[
+                "failed to lookup address",
+                "name or service not known",
+                "nodename nor servname",
+                "no such host",
+            ][..],
+            "lookup failed: no such host (check the server address in the kubeconfig)",
+        ),
+        (
+            &[
+                "notvalidforname",
+                "not valid for name",
+                "certificate is not valid for",
+            ][..],
+            "tls: failed to verify certificate: x509: certificate is not valid for the server's name",
+        ),
+        (
+            &["expired", "notvalidyet"][..],
+            "tls: failed to verify certificate: x509: certificate has expired or is not yet valid",
+        ),
+        (
+            &["timed out", "deadline has elapsed", "timeout"][..],
+            "timeout awaiting the server's answer (Client.Timeout exceeded; see --request-timeout)",
+        ),
+        // A CA of the same name that did not sign it (BadSignature) is as unknown.
+        (
+            &[
+                "unknownissuer",
+                "unknown issuer",
+                "unknown ca",
+                "badsignature",
+                "invalid peer certificate",
+            ][..],
+            "tls: failed to verify certificate: x509: certificate signed by unknown authority (check certificate-authority in the kubeconfig)",
+        ),
+        (&["connection reset"][..], "connection reset by peer"),
+        (
+            &["uri too long"][..],
+            "the request is too long for the server (a very long selector?)",
+        ),
+    ];
+    for (needles, cause) in known {
+        if needles.iter().any(|n| all.contains(n)) {
+            return cause.to_string();
+        }
+    }
+    // The innermost cause says most; the outer ones ("client error (Connect)") wrap it.
+    chain.last().cloned().unwrap_or_default()
+}
+
+/// Runs async work on a multi-thread runtime built for it.
+pub fn block_on<T>(work: impl Future<Output = Result<T, CommandError>>) -> Result<T, CommandError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(CommandError::Runtime)?;
+    let result = runtime.block_on(work);
+    // Work left behind — an exec credential plugin a context's deadline gave up on — must
+    // not keep the finished command waiting.
+    runtime.shutdown_background();
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_are_fixed() {
+        assert_eq!(
+            CommandError::NodesNotFound(vec!["x".into()]).exit_code(),
+            exit::USAGE
+        );
+        assert_eq!(
+            CommandError::Forbidden("x".into()).exit_code(),
+            exit::CLUSTER
+        );
+        assert_eq!(
+            CommandError::Blocked("x".into()).exit_code(),
+            exit::PROBLEMS
+        );
+        assert_eq!(
+            CommandError::NeedsConfirmation("x".into()).exit_code(),
+            exit::USAGE
+        );
+        assert_eq!(
+            CommandError::NodesNotFound(vec!["a".into(), "b".into()]).to_string(),
+            "nodes \"a\", \"b\" not found; nothing was changed (check the name with `kubectl get nodes`)"
+        );
+    }
+
+    /// An answer of the API server stays typed through the command's error: whoever handles
+    /// it reads the status code and reason from the cause, and the message is kubectl's.
+    #[test]
+    fn an_api_answer_is_kept_as_the_cause() {
+        use std::error::Error as _;
+        let answer = |code: u16, reason: &str| {
+            kube::Error::Api(
+                kube::core::Status::failure("nodes is forbidden: User \"u\" cannot list", reason)
+                    .with_code(code)
+                    .boxed(),
+            )
+        };
+        let forbidden = CommandError::from_api(answer(403, "Forbidden"), "listing nodes");
+        assert_eq!(forbidden.status_code(), Some(403));
+        assert!(forbidden.is_forbidden());
+        assert_eq!(forbidden.exit_code(), exit::CLUSTER);
+        assert_eq!(
+            forbidden.to_string(),
+            "forbidden while listing nodes: nodes is forbidden: User \"u\" cannot list (ask for the missing RBAC permission; nothing was changed)"
+        );
+        let cause = forbidden.source().expect("the kube error is the cause");
+        match cause.downcast_ref::<kube::Error>() {
+            Some(kube::Error::Api(status)) => assert_eq!(status.reason, "Forbidden"),
+            other => panic!("not the API answer: {other:?}"),
+        }
+        let bad_request = CommandError::from_api(answer(400, "BadRequest"), "patching node/a");
+        assert_eq!(bad_request.exit_code(), exit::USAGE);
+        assert!(!bad_request.is_forbidden());
+        let conflict = CommandError::from_api(answer(409, "Conflict"), "patching node/a");
+        assert_eq!(
+            conflict.to_string(),
+            "the API server answered 409 Conflict while patching node/a: nodes is forbidden: User \"u\" cannot list"
+        );
+    }
+}

@@ -1,0 +1,26 @@
+//! What talks to the Kubernetes API server for the placekit plugins, over placekit-core's
+//! model: kubectl's cluster-access flags and kubeconfig ([`connect`], [`proxy`], [`secrets`]),
+//! paged reads into the read model ([`api`]), the bounded, retrying, journaled writes
+//! ([`executor`]) and what stops them ([`interrupt`]), which nodes a command acts on
+//! ([`targets`]), and why a command stopped ([`error`]). It prints nothing: notices and
+//! errors are values the plugins render.
+//!
+//! - [`connect`]: kubectl's cluster-access flags, building a `kube::Client`;
+//! - [`proxy`]: the proxy for the API server as kubectl (Go's `httpproxy`) chooses it;
+//! - [`secrets`]: the credentials no message may show, and their redaction;
+//! - [`api`]: paged lists, workloads, pods, cluster identity;
+//! - [`executor`]: bounded-concurrency writes with retries and journaling;
+//! - [`interrupt`]: Ctrl-C, SIGTERM and SIGHUP while writes are in flight;
+//! - [`targets`]: which nodes a command acts on;
+//! - [`error`]: why a command stopped, each reason with its exit code.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod api;
+pub mod connect;
+pub mod error;
+pub mod executor;
+pub mod interrupt;
+pub mod proxy;
+pub mod secrets;
+pub mod targets;

@@ -1,0 +1,66 @@
+//! What must never be shown: the credentials of every kubeconfig user, cluster and proxy
+//! this process connected with, noted by [`crate::connect`] before the first request, and
+//! [`redact`], which takes them out of any text (error messages, warnings) before it is
+//! printed. Apart from `connect` so the output layer (the plugins' UI) can redact too
+//! without depending on the client.
+
+/// What this process's kubeconfig user and cluster hold that must never be shown: the exec
+/// credential plugin's arguments and environment values, the token, the password, the
+/// client key (inline or the contents of its file), auth-provider settings and the
+/// userinfo of the server URL. The exec plugin's command is kept to name it.
+// No `Debug`: nothing may ever print these.
+#[derive(Default)]
+pub(crate) struct Secrets {
+    pub(crate) exec_command: Option<String>,
+    pub(crate) values: Vec<String>,
+    /// The userinfo of proxy and server URLs, each with the `@` that ends it: taken out
+    /// wherever a URL is quoted, however short (a two-letter password too).
+    pub(crate) userinfos: Vec<String>,
+}
+
+/// Every secret of every context this process connected to (one, or several with
+/// `--contexts`): a message about one cluster must not show another's credentials either.
+static SECRETS: std::sync::RwLock<Secrets> = std::sync::RwLock::new(Secrets {
+    exec_command: None,
+    values: Vec::new(),
+    userinfos: Vec::new(),
+});
+
+pub(crate) fn secrets() -> std::sync::RwLockReadGuard<'static, Secrets> {
+    SECRETS
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Every occurrence of a configured secret in `text` replaced by `[redacted]`.
+pub fn redact(text: &str) -> String {
+    let secrets = secrets();
+    let text = secrets
+        .userinfos
+        .iter()
+        .fold(text.to_string(), |t, userinfo| {
+            t.replace(userinfo.as_str(), "[redacted]@")
+        });
+    secrets
+        .values
+        .iter()
+        .filter(|v| v.len() >= 3)
+        .fold(text, |t, secret| t.replace(secret.as_str(), "[redacted]"))
+}
+
+/// Adds what one context's configuration holds to what is taken out of every message.
+pub(crate) fn remember(secrets: Secrets) {
+    let mut all = SECRETS
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if all.exec_command.is_none() {
+        all.exec_command = secrets.exec_command;
+    }
+    all.values.extend(secrets.values);
+    all.userinfos.extend(secrets.userinfos);
+    // Longest first, so a secret containing another is blanked whole.
+    all.values.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    all.values.dedup();
+    all.userinfos.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    all.userinfos.dedup();
+}

@@ -1,0 +1,149 @@
+//! Which nodes a command acts on, from kubectl-style arguments.
+
+use crate::error::CommandError;
+use placekit_core::syntax::LabelSelector;
+
+/// Which nodes a command acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Targets {
+    /// Named nodes, each once, in the order first given.
+    Names(Vec<String>),
+    Selector(LabelSelector),
+    All,
+}
+
+/// A node argument as a name: `node/NAME` and `nodes/NAME` (what `kubectl get nodes -o name`
+/// prints) are accepted like kubectl accepts them.
+pub fn node_name(arg: &str) -> Result<String, CommandError> {
+    let name = match arg.split_once('/') {
+        Some(("node" | "nodes" | "no", name)) => name,
+        Some((kind, _)) => {
+            return Err(CommandError::Input(format!(
+                "{arg:?} is not a node: expected NAME or node/NAME, not a {kind}"
+            )));
+        }
+        None => arg,
+    };
+    if name.is_empty() {
+        return Err(CommandError::Input(format!("{arg:?}: empty node name")));
+    }
+    Ok(name.to_string())
+}
+
+impl Targets {
+    /// Builds targets from kubectl-style arguments, rejecting ambiguous combinations.
+    /// Repeated names are kept once: a node is planned and written once per command.
+    pub fn from_args(
+        names: Vec<String>,
+        selector: Option<&str>,
+        all: bool,
+    ) -> Result<Self, CommandError> {
+        Self::build(names, selector, all, " or --all")
+    }
+
+    /// Like [`Targets::from_args`] for a command without an `--all` flag (`all`: the
+    /// command's own default when nothing is named), whose messages must not suggest one.
+    pub fn from_args_without_all_flag(
+        names: Vec<String>,
+        selector: Option<&str>,
+        all: bool,
+    ) -> Result<Self, CommandError> {
+        Self::build(names, selector, all, "")
+    }
+
+    fn build(
+        names: Vec<String>,
+        selector: Option<&str>,
+        all: bool,
+        or_all: &str,
+    ) -> Result<Self, CommandError> {
+        match (names.is_empty(), selector, all) {
+            (false, None, false) => {
+                let mut unique: Vec<String> = Vec::with_capacity(names.len());
+                for arg in &names {
+                    let name = node_name(arg)?;
+                    if !unique.contains(&name) {
+                        unique.push(name);
+                    }
+                }
+                Ok(Targets::Names(unique))
+            }
+            (true, Some(s), false) => LabelSelector::parse(s)
+                .map(Targets::Selector)
+                .map_err(|e| CommandError::Input(e.to_string())),
+            (true, None, true) => Ok(Targets::All),
+            (true, None, false) => Err(CommandError::Input(format!(
+                "no nodes given: name nodes, or use -l/--selector{or_all}"
+            ))),
+            (false, _, _) => Err(CommandError::Input(format!(
+                "node names ({}) cannot be combined with -l/--selector{or_all}",
+                names.join(", ")
+            ))),
+            (true, Some(_), true) => Err(CommandError::Input(
+                "--all and -l/--selector are mutually exclusive".into(),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use placekit_core::exit;
+
+    #[test]
+    fn targets_follow_kubectl_rules() {
+        assert_eq!(
+            Targets::from_args(vec!["a".into()], None, false).unwrap(),
+            Targets::Names(vec!["a".into()])
+        );
+        assert_eq!(
+            Targets::from_args(vec![], None, true).unwrap(),
+            Targets::All
+        );
+        assert!(matches!(
+            Targets::from_args(vec![], Some("pool=online"), false).unwrap(),
+            Targets::Selector(_)
+        ));
+        for (names, sel, all) in [
+            (vec!["a".to_string()], Some("x=y"), false),
+            (vec![], Some("x=y"), true),
+            (vec![], None, false),
+            (vec!["pod/a".to_string()], None, false),
+            (vec!["node/".to_string()], None, false),
+        ] {
+            let err = Targets::from_args(names, sel, all).unwrap_err();
+            assert_eq!(err.exit_code(), exit::USAGE);
+        }
+        assert!(
+            Targets::from_args(vec![], Some("a in"), false)
+                .unwrap_err()
+                .to_string()
+                .contains("unable to parse requirement")
+        );
+    }
+
+    #[test]
+    fn a_command_without_all_does_not_suggest_it() {
+        let err = Targets::from_args_without_all_flag(vec![], None, false).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "no nodes given: name nodes, or use -l/--selector"
+        );
+        let err = Targets::from_args(vec![], None, false).unwrap_err();
+        assert!(err.to_string().ends_with("-l/--selector or --all"), "{err}");
+    }
+
+    #[test]
+    fn names_are_deduplicated_and_node_prefixes_accepted() {
+        assert_eq!(
+            Targets::from_args(
+                vec!["a".into(), "node/a".into(), "nodes/b".into(), "a".into()],
+                None,
+                false
+            )
+            .unwrap(),
+            Targets::Names(vec!["a".into(), "b".into()])
+        );
+    }
+}

@@ -1,0 +1,24 @@
+//! The affinity linter of `kubectl affinity-lint`: YAML with positions ([`yaml`], the span
+//! layer), the workload model ([`podspec`], [`affinity`]), the rule catalogue (`rules/`, one
+//! rule per file with its documentation, listed in one registry), fixes as edits, and the
+//! output formats; and [`dependents`], the workloads whose node constraints mention a
+//! label, which `nodelabel` and `gpu-taint` judge changes by. Pure over placekit-core: the
+//! plugin reads the files or the cluster and renders.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod admission;
+pub mod affinity;
+pub mod dependents;
+pub mod engine;
+pub mod finding;
+pub mod fix;
+pub mod fixer;
+pub mod output;
+pub mod podspec;
+pub mod relax;
+pub mod rule;
+pub mod rules;
+pub mod source;
+pub mod structured;
+pub mod yaml;

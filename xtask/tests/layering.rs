@@ -1,0 +1,131 @@
+//! The workspace's layers, as Cargo resolves them: the model knows no terminal, async
+//! runtime or client; the linter sits on the model only; the client on the model and the
+//! linter; the plugins on top. An arrow that points the wrong way, or a terminal crate that
+//! creeps into a library through a dependency, fails here (docs/design.md draws the same
+//! arrows).
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+/// The crates each library may reach, transitively, among the workspace's own.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("placekit-core", &[]),
+    ("placekit-lint", &["placekit-core"]),
+    ("placekit-client", &["placekit-core", "placekit-lint"]),
+];
+
+/// What only a command-line application may depend on: terminals, prompts, progress bars,
+/// the argument parser by default, completion scripts.
+const TERMINAL_CRATES: &[&str] = &["clap", "clap_complete", "dialoguer", "indicatif", "console"];
+
+/// What the pure model must not reach: an async runtime or a Kubernetes client.
+const CLIENT_CRATES: &[&str] = &["tokio", "kube", "kube-client", "hyper", "futures"];
+
+/// The package names `cargo tree` reaches from `package` over normal dependencies, with the
+/// default features (what a user of the library gets).
+fn reached(package: &str) -> BTreeSet<String> {
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml");
+    let output = Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "--manifest-path",
+            manifest,
+            "--offline",
+            "-p",
+            package,
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+        ])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != package)
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn each_library_reaches_only_the_layers_below_it() {
+    let workspace: BTreeSet<&str> = [
+        "placekit",
+        "placekit-core",
+        "placekit-lint",
+        "placekit-client",
+        "placekit-testserver",
+        "kubectl-nodelabel",
+        "kubectl-gpu-taint",
+        "kubectl-affinity-lint",
+        "xtask",
+    ]
+    .into();
+    for (library, allowed) in LAYERS {
+        let deps = reached(library);
+        let own: BTreeSet<&str> = deps
+            .iter()
+            .map(String::as_str)
+            .filter(|d| workspace.contains(d))
+            .collect();
+        let allowed: BTreeSet<&str> = allowed.iter().copied().collect();
+        assert_eq!(
+            own, allowed,
+            "{library} reaches the workspace crates {own:?}"
+        );
+        let terminal: Vec<&&str> = TERMINAL_CRATES
+            .iter()
+            .filter(|c| deps.contains(**c))
+            .collect();
+        assert!(
+            terminal.is_empty(),
+            "{library} depends on terminal crates {terminal:?}: only the plugins' UI may"
+        );
+    }
+}
+
+#[test]
+fn the_model_knows_no_runtime_and_no_client() {
+    // What this reads is what Cargo resolves: the client does reach them.
+    let client = reached("placekit-client");
+    assert!(
+        client.contains("kube") && client.contains("tokio"),
+        "{client:?}"
+    );
+    for library in ["placekit-core", "placekit-lint"] {
+        let deps = reached(library);
+        let found: Vec<&&str> = CLIENT_CRATES
+            .iter()
+            .filter(|c| deps.contains(**c))
+            .collect();
+        assert!(
+            found.is_empty(),
+            "{library} depends on {found:?}: the model must run without an API server or runtime"
+        );
+    }
+}
+
+/// Printing is the plugins' business: each library denies it at its root, so a `println!`
+/// added to one fails clippy (the lint attribute is what this checks is still there).
+#[test]
+fn the_libraries_deny_printing() {
+    for library in ["core", "lint", "client"] {
+        let root = format!(
+            "{}/../crates/{library}/src/lib.rs",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&root).expect("the library root reads");
+        assert!(
+            text.contains("#![deny(clippy::print_stdout, clippy::print_stderr)]"),
+            "{root} no longer denies printing"
+        );
+    }
+}
