@@ -2,8 +2,8 @@
 //! person ([`ui`]: output formats, colour, prompts, progress, connection notices), shell
 //! completion ([`complete`]), the one pipeline every node change goes through
 //! ([`mutation`]), the GPU inventory ([`inventory`]), reads across kubeconfig contexts
-//! ([`fleet`]), the policy overrides ([`overrides`]), feature hooks ([`nfd_hook`]) and how a
-//! command's error becomes its exit code ([`error`]).
+//! ([`fleet`]), the policy overrides ([`overrides`]) and how a command's error becomes its
+//! exit code ([`error`]). Each plugin's commands live in that plugin.
 //!
 //! The layers below it are their own crates (docs/design.md draws them):
 //!
@@ -20,7 +20,6 @@ pub mod error;
 pub mod fleet;
 pub mod inventory;
 pub mod mutation;
-pub mod nfd_hook;
 pub mod overrides;
 pub mod ui;
 

@@ -1,13 +1,13 @@
 //! The command line: clap's definitions of the flags and subcommands, their help and
 //! examples, and what `<TAB>` offers where the shared flags do not decide.
 
+use crate::commands::TOOL;
 use clap::{Args, Parser, Subcommand};
 use placekit::complete::{self, Position, Slot, Source};
 use placekit::connect::ConnectionArgs;
 use placekit::exit;
 use placekit::fleet::FleetArgs;
 use placekit::inventory::By;
-use placekit::mutation::gpu::TOOL;
 use placekit::mutation::undo::RollbackArgs;
 use placekit::overrides::{DependentsOverride, EvictionOverride};
 use placekit::ui::{DisplayArgs, MutationArgs};

@@ -2,17 +2,18 @@
 //! them with exactly the same key, value and effect, and show the GPU inventory. A thin
 //! layer over the `placekit` core library.
 
+mod commands;
 mod flags;
 
 use std::process::ExitCode;
 
+use crate::commands::{COMMAND, Dedication, TOOL};
 use clap::Parser;
 use placekit::complete;
 use placekit::error::{CommandError, run_to_exit_code};
 use placekit::exit;
 use placekit::fleet::Fleet;
 use placekit::inventory::{By, StatusOptions};
-use placekit::mutation::gpu::{self, COMMAND, Dedication, TOOL};
 use placekit::mutation::report::print_report;
 use placekit::mutation::undo::{self, SnapshotChoice};
 use placekit::syntax::{parse_label_changes, parse_taint, parse_taint_to_remove};
@@ -84,7 +85,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 ignore_dependents,
                 ignore_disruption_budgets: eviction.ignore_disruption_budgets,
             };
-            gpu::dedicate(
+            commands::dedicate(
                 &cli.connection,
                 ui,
                 targets(&selection, false)?,
@@ -116,7 +117,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 .map(|k| format!("{}-", k.trim_end_matches('-')))
                 .collect();
             let labels = parse_label_changes(&specs).map_err(input)?;
-            gpu::release(
+            commands::release(
                 &cli.connection,
                 ui,
                 targets(&selection, false)?,
@@ -150,7 +151,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             };
             let targets = targets(&selection, true)?;
             let fleet = Fleet::resolve(&cli.connection, &cli.fleet)?;
-            gpu::status_command(&cli.connection, fleet.as_ref(), ui, targets, &options).await
+            commands::status_command(&cli.connection, fleet.as_ref(), ui, targets, &options).await
         }
         Command::Completion(args) => {
             complete::run_completion(

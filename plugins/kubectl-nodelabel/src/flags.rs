@@ -1,12 +1,12 @@
 //! The command line: clap's definitions of the flags and subcommands, their help and
 //! examples, and what `<TAB>` offers where the shared flags do not decide.
 
+use crate::commands::TOOL;
 use clap::{Args, Parser, Subcommand};
 use placekit::complete::{self, Position, Slot, Source};
 use placekit::connect::ConnectionArgs;
 use placekit::exit;
 use placekit::fleet::FleetArgs;
-use placekit::mutation::labels::TOOL;
 use placekit::mutation::undo::RollbackArgs;
 use placekit::overrides::DependentsOverride;
 use placekit::ui::{DisplayArgs, MutationArgs};

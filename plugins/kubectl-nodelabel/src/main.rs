@@ -2,17 +2,19 @@
 //! rollback, import node features in node-feature-discovery's format, and show who depends
 //! on a label. A thin layer over the `placekit` core library.
 
+mod commands;
 mod flags;
+mod hook;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::commands::{COMMAND, FeatureSource, ImportOptions, LabelRequest, TOOL};
 use clap::Parser;
 use placekit::complete;
 use placekit::error::{CommandError, run_to_exit_code};
 use placekit::exit;
 use placekit::fleet::Fleet;
-use placekit::mutation::labels::{self, COMMAND, FeatureSource, ImportOptions, LabelRequest, TOOL};
 use placekit::mutation::report::print_report;
 use placekit::mutation::undo::{self, SnapshotChoice};
 use placekit::nfd::{NamespacePolicy, Naming};
@@ -85,7 +87,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 overwrite,
                 ignore_dependents,
             };
-            labels::change_labels(&cli.connection, ui, targets, request, &mutation).await
+            commands::change_labels(&cli.connection, ui, targets, request, &mutation).await
         }
         Command::Remove {
             args,
@@ -117,7 +119,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 overwrite: false,
                 ignore_dependents,
             };
-            labels::change_labels(&cli.connection, ui, targets, request, &mutation).await
+            commands::change_labels(&cli.connection, ui, targets, request, &mutation).await
         }
         Command::Rollback { rollback, mutation } => {
             let request = rollback.request()?;
@@ -192,7 +194,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 ignore_dependents,
                 allow_identical_features,
             };
-            labels::import(&cli.connection, ui, source, targets, options, &mutation).await
+            commands::import(&cli.connection, ui, source, targets, options, &mutation).await
         }
         Command::Dependents {
             keys,
@@ -204,7 +206,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 cli.connection.namespace.as_deref()
             };
             let fleet = Fleet::resolve(&cli.connection, &cli.fleet)?;
-            labels::dependents(&cli.connection, fleet.as_ref(), ui, &keys, namespace).await
+            commands::dependents(&cli.connection, fleet.as_ref(), ui, &keys, namespace).await
         }
     }
 }

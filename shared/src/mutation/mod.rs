@@ -11,12 +11,10 @@
 //!    conditional patches ([`crate::executor`]);
 //! 5. the outcome of every node is reported ([`report`]).
 //!
-//! [`undo`] is rollback, history and show; [`labels`] and [`gpu`] are the two plugins'
-//! commands on top of the pipeline.
+//! [`undo`] is rollback, history and show. The two plugins' commands on top of the pipeline
+//! live in their plugins (`kubectl-nodelabel/src/commands.rs`, `kubectl-gpu-taint/src/commands.rs`).
 
 pub mod checks;
-pub mod gpu;
-pub mod labels;
 pub mod pipeline;
 pub mod report;
 pub mod undo;

@@ -6,20 +6,20 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use crate::api;
-use crate::connect::{Connection, ConnectionArgs};
-use crate::dependents::{Dependent, KeyQuery, find_dependents};
-use crate::error::CommandError;
-use crate::exit;
-use crate::nfd::{self, IMPORTED_LABELS_ANNOTATION, ImportRecord, NamespacePolicy, Naming};
-use crate::plan::{Blocker, ChangeRequest, NodePlan, NodeState, plan_node};
-use crate::syntax::LabelChange;
-use crate::targets::Targets;
-use crate::ui::{MutationArgs, Ui};
+use placekit::api;
+use placekit::connect::{Connection, ConnectionArgs};
+use placekit::dependents::{Dependent, KeyQuery, find_dependents};
+use placekit::error::CommandError;
+use placekit::exit;
+use placekit::nfd::{self, IMPORTED_LABELS_ANNOTATION, ImportRecord, NamespacePolicy, Naming};
+use placekit::plan::{Blocker, ChangeRequest, NodePlan, NodeState, plan_node};
+use placekit::syntax::LabelChange;
+use placekit::targets::Targets;
+use placekit::ui::{MutationArgs, Ui};
 
-use super::pipeline::{self, Mutation};
-use super::report::print_report;
-use crate::ui::REPORT_API_VERSION;
+use placekit::mutation::pipeline::{self, Mutation};
+use placekit::mutation::report::print_report;
+use placekit::ui::REPORT_API_VERSION;
 
 /// `kubectl nodelabel`'s name in snapshots and in printed commands.
 pub const TOOL: &str = "kubectl-nodelabel";
@@ -61,7 +61,7 @@ pub async fn change_labels(
     request: LabelRequest,
     args: &MutationArgs,
 ) -> Result<u8, CommandError> {
-    let conn = crate::ui::connect(connection).await?;
+    let conn = placekit::ui::connect(connection).await?;
     let nodes = read_targets(&conn, &targets).await?;
     let change = ChangeRequest {
         labels: request.changes,
@@ -71,14 +71,18 @@ pub async fn change_labels(
     let plans: Vec<NodePlan> = nodes.iter().map(|n| plan_node(n, &change)).collect();
     let mut mutation = Mutation::new(TOOL, COMMAND, request.operation, args);
     mutation.ignore_dependents = request.ignore_dependents;
-    mutation.findings.warnings = super::checks::absent_removals(&change.labels, &nodes);
+    mutation.findings.warnings =
+        placekit::mutation::checks::absent_removals(&change.labels, &nodes);
     if request.operation == "set" {
         // Typos before the confirmation: a new key near one the nodes have, a value near
         // one the key has on the cluster.
         mutation
             .findings
             .warnings
-            .extend(super::checks::near_keys(&change.labels, &nodes));
+            .extend(placekit::mutation::checks::near_keys(
+                &change.labels,
+                &nodes,
+            ));
         let set_keys: Vec<&str> = change
             .labels
             .iter()
@@ -89,7 +93,10 @@ pub async fn change_labels(
         mutation
             .findings
             .warnings
-            .extend(super::checks::near_values(&change.labels, &values));
+            .extend(placekit::mutation::checks::near_values(
+                &change.labels,
+                &values,
+            ));
     }
     let report = pipeline::apply(&conn, ui, plans, mutation).await?;
     Ok(print_report(ui, &report))
@@ -180,7 +187,7 @@ async fn run_hooks(
 ) -> Result<Vec<HookRun>, CommandError> {
     futures::stream::iter(nodes.iter().map(|n| n.name.clone()))
         .map(|node| async move {
-            let output = crate::nfd_hook::run_hook(path, timeout, &node)
+            let output = crate::hook::run_hook(path, timeout, &node)
                 .await
                 .map_err(|e| CommandError::Input(e.to_string()))?;
             Ok(HookRun {
@@ -268,9 +275,9 @@ pub async fn import(
             ));
         }
     };
-    let conn = crate::ui::connect(connection).await?;
+    let conn = placekit::ui::connect(connection).await?;
     let nodes = read_targets(&conn, &targets).await?;
-    let mut findings = super::checks::Findings::default();
+    let mut findings = placekit::mutation::checks::Findings::default();
     let mut stderr_by_node: std::collections::BTreeMap<String, String> = Default::default();
     if let FeatureSource::Hook { path, timeout } = &source {
         let runs = run_hooks(path, *timeout, &nodes).await?;
@@ -460,7 +467,7 @@ pub fn import_plan(
 /// one cluster or (`fleet`) on each cluster the contexts reach.
 pub async fn dependents(
     connection: &ConnectionArgs,
-    fleet: Option<&crate::fleet::Fleet>,
+    fleet: Option<&placekit::fleet::Fleet>,
     ui: &Ui,
     keys: &[String],
     namespace: Option<&str>,
@@ -468,9 +475,9 @@ pub async fn dependents(
     let queries: Vec<KeyQuery> = keys.iter().map(|k| KeyQuery::parse(k)).collect();
     // A key no label can have matches nothing: say so before asking the cluster.
     for q in &queries {
-        let mut errors = crate::validation::qualified_name_errors(&q.key);
+        let mut errors = placekit::validation::qualified_name_errors(&q.key);
         if let Some(v) = &q.value {
-            errors.extend(crate::validation::label_value_errors(v));
+            errors.extend(placekit::validation::label_value_errors(v));
         }
         if !errors.is_empty() {
             return Err(CommandError::Input(format!(
@@ -481,7 +488,7 @@ pub async fn dependents(
         }
     }
     let Some(fleet) = fleet else {
-        let conn = crate::ui::connect(connection).await?;
+        let conn = placekit::ui::connect(connection).await?;
         let (found, warnings) = read_dependents(&conn, &queries, namespace, true).await?;
         for w in &warnings {
             ui.warn(w);
@@ -498,7 +505,7 @@ pub async fn dependents(
         })
         .await;
     print_fleet_dependents(ui, &reads, keys);
-    Ok(crate::fleet::exit_code(&reads, |_| exit::SUCCESS))
+    Ok(placekit::fleet::exit_code(&reads, |_| exit::SUCCESS))
 }
 
 /// One cluster's dependents and the warnings of its reads. A namespace that is not there is
@@ -526,10 +533,10 @@ async fn read_dependents(
 /// and `server`, and every cluster read listed (with its error, if any).
 fn print_fleet_dependents(
     ui: &Ui,
-    reads: &[crate::fleet::ClusterRead<(Vec<Dependent>, Vec<String>)>],
+    reads: &[placekit::fleet::ClusterRead<(Vec<Dependent>, Vec<String>)>],
     keys: usize,
 ) {
-    use crate::fleet;
+    use placekit::fleet;
     for r in reads {
         if let Ok((_, warnings)) = &r.outcome {
             for w in warnings {
@@ -565,7 +572,7 @@ fn print_fleet_dependents(
                 } else {
                     "these labels"
                 },
-                crate::ui::count(
+                placekit::ui::count(
                     reads.iter().filter(|r| r.outcome.is_ok()).count(),
                     "cluster"
                 )
@@ -614,6 +621,6 @@ fn print_dependents(ui: &Ui, found: &[Dependent], keys: usize) {
     }
     print!(
         "{}",
-        crate::ui::table(&DEPENDENTS_HEADER, &dependents_rows(found))
+        placekit::ui::table(&DEPENDENTS_HEADER, &dependents_rows(found))
     );
 }

@@ -1,23 +1,23 @@
 //! `kubectl gpu-taint`'s commands on top of the pipeline: dedicate (with the GPU preflight),
 //! release (exact key, value and effect), and the accelerator inventory `status`
-//! (see [`crate::inventory`]).
+//! (see [`placekit::inventory`]).
 
 use std::collections::BTreeMap;
 
-use crate::accelerators::{self, Scope};
-use crate::api;
-use crate::connect::ConnectionArgs;
-use crate::error::CommandError;
-use crate::gpu;
-use crate::model::Node;
-use crate::plan::{ChangeRequest, NodePlan, plan_node};
-use crate::syntax::{LabelChange, Taint, TaintMatcher};
-use crate::targets::Targets;
-use crate::ui::{MutationArgs, Ui};
+use placekit::accelerators::{self, Scope};
+use placekit::api;
+use placekit::connect::ConnectionArgs;
+use placekit::error::CommandError;
+use placekit::gpu;
+use placekit::model::Node;
+use placekit::plan::{ChangeRequest, NodePlan, plan_node};
+use placekit::syntax::{LabelChange, Taint, TaintMatcher};
+use placekit::targets::Targets;
+use placekit::ui::{MutationArgs, Ui};
 
-use super::checks::Findings;
-use super::pipeline::{self, Mutation};
-use super::report::print_report;
+use placekit::mutation::checks::Findings;
+use placekit::mutation::pipeline::{self, Mutation};
+use placekit::mutation::report::print_report;
 
 /// `kubectl gpu-taint`'s name in snapshots and in printed commands.
 pub const TOOL: &str = "kubectl-gpu_taint";
@@ -53,7 +53,7 @@ pub async fn dedicate(
     dedication: Dedication,
     args: &MutationArgs,
 ) -> Result<u8, CommandError> {
-    let conn = crate::ui::connect(connection).await?;
+    let conn = placekit::ui::connect(connection).await?;
     let objects = api::fetch_node_objects(&conn.client, &targets).await?;
     if objects.is_empty() {
         return Err(input("the selector matches no node; nothing to do"));
@@ -61,9 +61,9 @@ pub async fn dedicate(
     let resource = dedication.resource.as_deref();
     let views: Vec<Node> = objects
         .iter()
-        .map(crate::inventory::node_view)
+        .map(placekit::inventory::node_view)
         .collect::<Result<_, _>>()?;
-    let dra = crate::inventory::read_dra(&conn, false).await?;
+    let dra = placekit::inventory::read_dra(&conn, false).await?;
     // A resource that is on none of the nodes while a near name is: a typo, not a device
     // plugin to go and check.
     if let Some(r) = resource
@@ -76,7 +76,7 @@ pub async fn dedicate(
     let mut findings = Findings::default();
     findings.warnings.extend(dra.notes.iter().cloned());
     let primary = resource.unwrap_or(gpu::DEFAULT_RESOURCE);
-    let resources = crate::inventory::resources_for(&views, resource);
+    let resources = placekit::inventory::resources_for(&views, resource);
     let scope = Scope {
         resource,
         primary,
@@ -87,13 +87,13 @@ pub async fn dedicate(
     for view in &views {
         let inventory =
             accelerators::node_inventory(view, &BTreeMap::new(), &dra.inventory, &scope);
-        match crate::inventory::describe_accelerators(&inventory) {
+        match placekit::inventory::describe_accelerators(&inventory) {
             None => without_gpu.push(view.metadata.name.clone()),
             Some(described) => {
                 if !ui.output.is_structured() {
                     eprintln!(
                         "{}",
-                        crate::ui::escaped(&format!("node/{}: {described}", view.metadata.name))
+                        placekit::ui::escaped(&format!("node/{}: {described}", view.metadata.name))
                     );
                 }
             }
@@ -160,7 +160,7 @@ pub async fn release(
     ignore_dependents: bool,
     args: &MutationArgs,
 ) -> Result<u8, CommandError> {
-    let conn = crate::ui::connect(connection).await?;
+    let conn = placekit::ui::connect(connection).await?;
     let nodes = api::fetch_nodes(&conn.client, &targets).await?;
     if nodes.is_empty() {
         return Err(input("the selector matches no node; nothing to do"));
@@ -173,7 +173,8 @@ pub async fn release(
     let plans: Vec<NodePlan> = nodes.iter().map(|n| plan_node(n, &request)).collect();
     let mut mutation = Mutation::new(TOOL, COMMAND, "release", args);
     mutation.ignore_dependents = ignore_dependents;
-    mutation.findings.warnings = super::checks::absent_removals(&request.labels, &nodes);
+    mutation.findings.warnings =
+        placekit::mutation::checks::absent_removals(&request.labels, &nodes);
     mutation.problems = plans
         .iter()
         .flat_map(|p| {
@@ -190,14 +191,14 @@ pub async fn release(
 /// `status`: the accelerator inventory of the targets (all nodes by default).
 pub async fn status_command(
     connection: &ConnectionArgs,
-    fleet: Option<&crate::fleet::Fleet>,
+    fleet: Option<&placekit::fleet::Fleet>,
     ui: &Ui,
     targets: Targets,
-    options: &crate::inventory::StatusOptions,
+    options: &placekit::inventory::StatusOptions,
 ) -> Result<u8, CommandError> {
-    use crate::inventory::{Reading, print_fleet_status, read_status, status};
+    use placekit::inventory::{Reading, print_fleet_status, read_status, status};
     let Some(fleet) = fleet else {
-        let conn = crate::ui::connect(connection).await?;
+        let conn = placekit::ui::connect(connection).await?;
         return status(&conn, ui, &targets, options).await;
     };
     let asked = std::sync::Arc::new((targets, options.clone()));
