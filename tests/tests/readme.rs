@@ -1,6 +1,7 @@
-//! The README's tours, run as written: every ```` ```console ```` block of README.md, in
-//! order, against the demo cluster the README starts (`placekit-testserver --demo`), with the
-//! plugins found by kubectl on PATH. Each `$ ` line (with its `\` continuations) is run by
+//! The README's tours, run as written: every ```` ```console ```` block of README.md and
+//! then of every page under docs/ ([`TOUR_PAGES`] in that order, then the others by name),
+//! in order, against the demo cluster the README starts (`placekit-testserver --demo`),
+//! with the plugins found by kubectl on PATH. Each `$ ` line (with its `\` continuations) is run by
 //! bash from the repository root; what follows it up to the next `$ ` is the output it must
 //! print (stdout and stderr as a terminal shows them), allowing for:
 //!
@@ -28,10 +29,37 @@ const PLUGINS: [&str; 3] = [
 ];
 const SHOWN_STATE_DIR: &str = "~/.local/state/placekit/snapshots";
 
+/// The pages whose console blocks continue one another on one demo cluster, in the order
+/// a reader takes them; any other page under docs/ runs after them, by name.
+const TOUR_PAGES: [&str; 4] = [
+    "README.md",
+    "docs/nodelabel.md",
+    "docs/affinity-lint.md",
+    "docs/gpu-taint.md",
+];
+
+/// Every documentation page with console blocks, in the order the tours run: README.md, the
+/// tour pages, then every other `docs/*.md` (so a new page cannot be left out).
+fn pages(root: &Path) -> Vec<String> {
+    let mut pages: Vec<String> = TOUR_PAGES.iter().map(|p| p.to_string()).collect();
+    let mut others: Vec<String> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/ reads")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md"))
+        .map(|name| format!("docs/{name}"))
+        .filter(|page| !pages.contains(page))
+        .collect();
+    others.sort();
+    pages.extend(others);
+    pages
+}
+
 /// One command of a block and the output the README shows for it.
 #[derive(Debug)]
 struct Step {
-    /// README line of the command.
+    /// The page the command is on.
+    page: String,
+    /// Its line on that page.
     line: usize,
     command: String,
     expected: Vec<String>,
@@ -64,6 +92,7 @@ fn console_blocks(readme: &str) -> Vec<Vec<Step>> {
             }
             if let Some(command) = line.strip_prefix("$ ") {
                 steps.push(Step {
+                    page: String::new(),
                     line: i + 1,
                     command: command.to_string(),
                     expected: Vec::new(),
@@ -173,9 +202,24 @@ impl Demo {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_tours_print_what_they_show() {
     let root = repo_root();
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let blocks = console_blocks(&readme);
-    assert!(blocks.len() >= 4, "console blocks found: {}", blocks.len());
+    let mut blocks = Vec::new();
+    for page in pages(&root) {
+        let text = std::fs::read_to_string(root.join(&page)).unwrap();
+        let found = console_blocks(&text);
+        if TOUR_PAGES.contains(&page.as_str()) {
+            assert!(!found.is_empty(), "{page} has no console block any more");
+        }
+        blocks.extend(found.into_iter().map(|steps| {
+            steps
+                .into_iter()
+                .map(|step| Step {
+                    page: page.clone(),
+                    ..step
+                })
+                .collect::<Vec<_>>()
+        }));
+    }
+    assert!(blocks.len() >= 6, "console blocks found: {}", blocks.len());
 
     let Some(demo) = Demo::start().await else {
         return;
@@ -231,7 +275,8 @@ async fn the_readme_tours_print_what_they_show() {
         }
         if !matches(&expected, &actual) {
             failures.push(format!(
-                "README.md:{}: `{}`\n--- the README shows\n{}\n--- it printed\n{}",
+                "{}:{}: `{}`\n--- the page shows\n{}\n--- it printed\n{}",
+                step.page,
                 step.line,
                 step.command,
                 expected.join("\n"),

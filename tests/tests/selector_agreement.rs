@@ -1,5 +1,5 @@
-//! placekit's own label selector parser and label validation (`shared/src/syntax/selector.rs`,
-//! `shared/src/validation.rs`), which check user input before any write, against the test
+//! placekit's own label selector parser and label validation (`crates/core/src/syntax/selector.rs`,
+//! `crates/core/src/validation.rs`), which check user input before any write, against the test
 //! server's independent port of apimachinery v0.37.2 (`tests/src/apimachinery/`), which the
 //! differential suite compares with a real kube-apiserver v1.37.2.
 //!

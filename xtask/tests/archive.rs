@@ -170,7 +170,7 @@ fn cargo_binstall_metadata_names_the_release_archives() {
     }
 }
 
-/// A release checked as the README's "Verify a release" tells a user: `sha256sum
+/// A release checked as docs/install.md's "Verify a release" tells a user: `sha256sum
 /// --ignore-missing -c SHA256SUMS` over one downloaded archive and its SBOM says OK for both
 /// and fails for a changed byte; the SBOM names the plugin and exactly the crates `cargo
 /// tree` shows compiled into it for that target (normal dependencies).
