@@ -614,6 +614,16 @@ fn connection_of(position: &Position) -> ConnectionArgs {
         cluster: flag("cluster"),
         user: flag("user"),
         namespace: flag("namespace"),
+        as_user: flag("as_user"),
+        as_group: flag("as_group").into_iter().collect(),
+        as_uid: flag("as_uid"),
+        token: flag("token"),
+        server: flag("server"),
+        certificate_authority: flag("certificate_authority").map(Into::into),
+        client_certificate: flag("client_certificate").map(Into::into),
+        client_key: flag("client_key").map(Into::into),
+        insecure_skip_tls_verify: position.flag("insecure_skip_tls_verify").is_some(),
+        tls_server_name: flag("tls_server_name"),
         request_timeout: format!("{}s", CLUSTER_TIMEOUT.as_secs()),
     }
 }

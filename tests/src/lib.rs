@@ -214,6 +214,11 @@ impl TestServer {
         self.address
     }
 
+    /// The PEM of the CA that signed the server's certificate (TLS servers only).
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.tls.as_ref().map(|t| t.ca_pem.as_str())
+    }
+
     /// A kubeconfig for the user with `token` (context and cluster `placekit-test`).
     pub fn kubeconfig_yaml(&self, token: &str) -> String {
         kubeconfig_yaml(

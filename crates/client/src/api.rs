@@ -245,23 +245,18 @@ pub async fn list_workloads(
             }
         };
     }
-    collect!(Deployment, "deployments", |o| o
-        .spec
-        .and_then(|s| s.template.spec));
-    collect!(StatefulSet, "statefulsets", |o| o
-        .spec
-        .and_then(|s| s.template.spec));
-    collect!(DaemonSet, "daemonsets", |o| o
-        .spec
-        .and_then(|s| s.template.spec));
+    collect!(Deployment, "deployments", |o| o.spec.template.spec);
+    collect!(StatefulSet, "statefulsets", |o| o.spec.template.spec);
+    collect!(DaemonSet, "daemonsets", |o| o.spec.template.spec);
     collect!(ReplicaSet, "replicasets", |o| o
         .spec
-        .and_then(|s| s.template)
+        .template
         .and_then(|t| t.spec));
     collect!(Job, "jobs", |o| o.spec.and_then(|s| s.template.spec));
     collect!(CronJob, "cronjobs", |o| o
         .spec
-        .and_then(|s| s.job_template.spec)
+        .job_template
+        .spec
         .and_then(|j| j.template.spec));
     // Pods are the bulk (150,000 on a large cluster): read into a view of the fields the
     // checks use, page by page, without managedFields, containers or status.

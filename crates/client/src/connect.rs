@@ -5,7 +5,7 @@
 //! Credentials never leave kube's config types: [`Connection`] keeps only the context
 //! name and server URL for display, and errors are rendered without the config's content.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::secrets::{Secrets, redact, secrets};
@@ -25,6 +25,14 @@ pub enum ConnectError {
     /// such file or directory"); the flag is the user's to fix.
     #[error("--kubeconfig {0}: no such file")]
     MissingKubeconfig(PathBuf),
+    /// No kubeconfig file, no service account of a pod, no `--server`.
+    #[error(
+        "no configuration: no kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config), not running in a pod with a service account, and no --server"
+    )]
+    NoConfiguration,
+    /// Access flags that contradict each other.
+    #[error("{0}")]
+    Flags(String),
     /// `--context`, `--cluster` or `--user` names nothing in the kubeconfig.
     #[error("{what} {name:?} was not found in the kubeconfig (see `kubectl config get-contexts`)")]
     NotFound { what: &'static str, name: String },
@@ -63,6 +71,47 @@ pub struct ConnectionArgs {
         arg(short = 'n', long, global = true, value_name = "NAMESPACE")
     )]
     pub namespace: Option<String>,
+    /// Username to impersonate for the operation (a user or a service account,
+    /// `system:serviceaccount:NS:NAME`).
+    #[cfg_attr(feature = "clap", arg(long = "as", global = true, value_name = "USER"))]
+    pub as_user: Option<String>,
+    /// Group to impersonate for the operation; repeat it for several groups.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "as-group", global = true, value_name = "GROUP")
+    )]
+    pub as_group: Vec<String>,
+    /// UID to impersonate for the operation.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "as-uid", global = true, value_name = "UID")
+    )]
+    pub as_uid: Option<String>,
+    /// Bearer token for authentication to the API server (replaces the user's credentials).
+    #[cfg_attr(feature = "clap", arg(long, global = true, value_name = "TOKEN"))]
+    pub token: Option<String>,
+    /// The address and port of the Kubernetes API server.
+    #[cfg_attr(
+        feature = "clap",
+        arg(short = 's', long, global = true, value_name = "URL")
+    )]
+    pub server: Option<String>,
+    /// Path to a cert file for the certificate authority.
+    #[cfg_attr(feature = "clap", arg(long, global = true, value_name = "PATH"))]
+    pub certificate_authority: Option<PathBuf>,
+    /// Path to a client certificate file for TLS.
+    #[cfg_attr(feature = "clap", arg(long, global = true, value_name = "PATH"))]
+    pub client_certificate: Option<PathBuf>,
+    /// Path to a client key file for TLS.
+    #[cfg_attr(feature = "clap", arg(long, global = true, value_name = "PATH"))]
+    pub client_key: Option<PathBuf>,
+    /// Do not check the server's certificate (insecure: anyone in between can read and
+    /// change the requests).
+    #[cfg_attr(feature = "clap", arg(long, global = true))]
+    pub insecure_skip_tls_verify: bool,
+    /// Server name to use for server certificate validation (default: the server's host).
+    #[cfg_attr(feature = "clap", arg(long, global = true, value_name = "NAME"))]
+    pub tls_server_name: Option<String>,
     /// How long to wait for a single server request (0: no timeout), e.g. 30s, 1m.
     #[cfg_attr(
         feature = "clap",
@@ -159,6 +208,8 @@ impl ConnectError {
             self,
             ConnectError::BadTimeout(_)
                 | ConnectError::MissingKubeconfig(_)
+                | ConnectError::NoConfiguration
+                | ConnectError::Flags(_)
                 | ConnectError::NotFound { .. }
                 | ConnectError::InsecureWithCa(_)
         )
@@ -246,17 +297,190 @@ impl ConnectionArgs {
         }
     }
 
-    /// Reads the kubeconfig the way kubectl does: `--kubeconfig`, else `$KUBECONFIG`
-    /// (merged in order), else `~/.kube/config`.
+    /// Reads the kubeconfig the way kubectl (client-go) does: `--kubeconfig`, else the files
+    /// `$KUBECONFIG` names, merged in order (a named file that does not exist is skipped),
+    /// else `~/.kube/config`; and when none of those exists, the pod's service account
+    /// ([`in_cluster`]), so a CronJob or a CI runner pod needs no kubeconfig. With nothing
+    /// at all, an empty configuration: `--server` (and `--token`) can still make one.
     pub fn load_kubeconfig(&self) -> Result<Kubeconfig, ConnectError> {
-        let loaded = match &self.kubeconfig {
-            Some(path) if !path.exists() => {
+        let read = |path: &Path| {
+            Kubeconfig::read_from(path).map_err(|e| ConnectError::Kubeconfig(e.to_string()))
+        };
+        if let Some(path) = &self.kubeconfig {
+            if !path.exists() {
                 return Err(ConnectError::MissingKubeconfig(path.clone()));
             }
-            Some(path) => Kubeconfig::read_from(path),
-            None => Kubeconfig::read(),
+            return read(path);
+        }
+        if let Some(value) = std::env::var_os("KUBECONFIG") {
+            let paths: Vec<PathBuf> = std::env::split_paths(&value)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect();
+            let existing: Vec<&PathBuf> = paths.iter().filter(|p| p.exists()).collect();
+            if !existing.is_empty() {
+                let mut merged = Kubeconfig::default();
+                for path in existing {
+                    merged = merged
+                        .merge(read(path)?)
+                        .map_err(|e| ConnectError::Kubeconfig(e.to_string()))?;
+                }
+                return Ok(merged);
+            }
+            if !paths.is_empty() {
+                return Ok(self.without_kubeconfig());
+            }
+        }
+        match home_kubeconfig() {
+            Some(path) if path.exists() => read(&path),
+            _ => Ok(self.without_kubeconfig()),
+        }
+    }
+
+    /// No kubeconfig file: the pod's service account when running in one and no flag
+    /// names a server, else nothing (flags alone, or [`ConnectError::NoConfiguration`]).
+    fn without_kubeconfig(&self) -> Kubeconfig {
+        if self.server.is_none()
+            && let Some(config) = in_cluster(&service_account_dir())
+        {
+            return config;
+        }
+        Kubeconfig::default()
+    }
+
+    /// The flag combinations kubectl refuses.
+    fn check_flags(&self) -> Result<(), ConnectError> {
+        if self.insecure_skip_tls_verify && self.certificate_authority.is_some() {
+            return Err(ConnectError::Flags(
+                "--insecure-skip-tls-verify and --certificate-authority: specifying a root certificates file with the insecure flag is not allowed".into(),
+            ));
+        }
+        if self.as_user.is_none() && (!self.as_group.is_empty() || self.as_uid.is_some()) {
+            return Err(ConnectError::Flags(
+                "--as-group and --as-uid need --as: requesting uid or groups without impersonating a user is not allowed".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The access flags kubectl lays over the selected context (client-go's overrides):
+    /// `--server`, `--certificate-authority`, `--insecure-skip-tls-verify`,
+    /// `--tls-server-name` on its cluster; `--token`, `--client-certificate`,
+    /// `--client-key` and the impersonation flags on its user. Without a kubeconfig,
+    /// `--server` makes a context of its own.
+    fn apply_flags(&self, kubeconfig: &mut Kubeconfig, context: &str) {
+        use kube::config::{AuthInfo, Cluster, Context, NamedAuthInfo, NamedCluster, NamedContext};
+        if self.server.is_some() && !kubeconfig.contexts.iter().any(|c| c.name == context) {
+            kubeconfig.clusters.push(NamedCluster {
+                name: FLAGS_NAME.into(),
+                other: Default::default(),
+                cluster: Some(Cluster::default()),
+            });
+            kubeconfig.auth_infos.push(NamedAuthInfo {
+                name: FLAGS_NAME.into(),
+                other: Default::default(),
+                auth_info: Some(AuthInfo::default()),
+            });
+            kubeconfig.contexts.push(NamedContext {
+                name: context.to_string(),
+                other: Default::default(),
+                context: Some(Context {
+                    cluster: FLAGS_NAME.into(),
+                    user: Some(FLAGS_NAME.into()),
+                    ..Context::default()
+                }),
+            });
+            if kubeconfig.current_context.is_none() {
+                kubeconfig.current_context = Some(context.to_string());
+            }
+        }
+        let (cluster, user) = self.selected(kubeconfig, context);
+        let touches_cluster = self.server.is_some()
+            || self.certificate_authority.is_some()
+            || self.insecure_skip_tls_verify
+            || self.tls_server_name.is_some();
+        if touches_cluster
+            && let Some(cluster) = cluster
+                .and_then(|n| kubeconfig.clusters.iter_mut().find(|c| c.name == n))
+                .and_then(|c| c.cluster.as_mut())
+        {
+            if let Some(server) = &self.server {
+                cluster.server = Some(server.clone());
+            }
+            if let Some(ca) = &self.certificate_authority {
+                cluster.certificate_authority = Some(ca.display().to_string());
+                cluster.certificate_authority_data = None;
+            }
+            if self.insecure_skip_tls_verify {
+                // As client-go: the flag drops the kubeconfig's CA rather than refuse both.
+                cluster.insecure_skip_tls_verify = Some(true);
+                cluster.certificate_authority = None;
+                cluster.certificate_authority_data = None;
+            }
+            if let Some(name) = &self.tls_server_name {
+                cluster.tls_server_name = Some(name.clone());
+            }
+        }
+        let touches_user = self.token.is_some()
+            || self.client_certificate.is_some()
+            || self.client_key.is_some()
+            || self.as_user.is_some()
+            || !self.as_group.is_empty()
+            || self.as_uid.is_some();
+        if !touches_user {
+            return;
+        }
+        let user = user.unwrap_or_else(|| FLAGS_NAME.to_string());
+        if !kubeconfig.auth_infos.iter().any(|a| a.name == user) {
+            kubeconfig.auth_infos.push(NamedAuthInfo {
+                name: user.clone(),
+                other: Default::default(),
+                auth_info: Some(AuthInfo::default()),
+            });
+            if let Some(c) = kubeconfig
+                .contexts
+                .iter_mut()
+                .find(|c| c.name == context)
+                .and_then(|c| c.context.as_mut())
+                && c.user.is_none()
+            {
+                c.user = Some(user.clone());
+            }
+        }
+        let Some(auth) = kubeconfig
+            .auth_infos
+            .iter_mut()
+            .find(|a| a.name == user)
+            .map(|a| a.auth_info.get_or_insert_with(AuthInfo::default))
+        else {
+            return;
         };
-        loaded.map_err(|e| ConnectError::Kubeconfig(e.to_string()))
+        if let Some(token) = &self.token {
+            // The token is the credential: no exec plugin, auth provider, token file or
+            // password of the kubeconfig's user competes with it.
+            auth.token = Some(token.clone().into());
+            auth.token_file = None;
+            auth.exec = None;
+            auth.auth_provider = None;
+            auth.username = None;
+            auth.password = None;
+        }
+        if let Some(cert) = &self.client_certificate {
+            auth.client_certificate = Some(cert.display().to_string());
+            auth.client_certificate_data = None;
+        }
+        if let Some(key) = &self.client_key {
+            auth.client_key = Some(key.display().to_string());
+            auth.client_key_data = None;
+        }
+        if let Some(as_user) = &self.as_user {
+            auth.impersonate = Some(as_user.clone());
+        }
+        if !self.as_group.is_empty() {
+            auth.impersonate_groups = Some(self.as_group.clone());
+        }
+        if let Some(uid) = &self.as_uid {
+            auth.impersonate_uid = Some(uid.clone());
+        }
     }
 
     /// The context name that will be used (for snapshot names and `--last`).
@@ -497,11 +721,15 @@ impl ConnectionArgs {
     pub async fn open(&self) -> Result<(Connection, Vec<ConnectNotice>), ConnectError> {
         let mut notices = Vec::new();
         let timeout = parse_request_timeout(&self.request_timeout)?;
-        let kubeconfig = self.load_kubeconfig()?;
+        let mut kubeconfig = self.load_kubeconfig()?;
         let context = self.context_name(&kubeconfig);
+        if kubeconfig.contexts.is_empty() && self.server.is_none() {
+            return Err(ConnectError::NoConfiguration);
+        }
+        self.apply_flags(&mut kubeconfig, &context);
+        self.check_flags()?;
         self.check_names_and_tls(&kubeconfig, &context)?;
         self.remember_secrets(&kubeconfig, &context);
-        let mut kubeconfig = kubeconfig;
         if let Some(user) = self.drop_credentials_over_plain_http(&mut kubeconfig, &context) {
             notices.push(ConnectNotice::CredentialsNotSent { user });
         }
@@ -546,6 +774,86 @@ impl ConnectionArgs {
             notices,
         ))
     }
+}
+
+/// The cluster, user and context a configuration made from flags alone uses.
+const FLAGS_NAME: &str = "placekit-flags";
+
+/// Where a pod's service account is mounted; `PLACEKIT_TEST_SERVICEACCOUNT_DIR` moves it
+/// for the tests (the environment is the user's own).
+fn service_account_dir() -> PathBuf {
+    std::env::var_os("PLACEKIT_TEST_SERVICEACCOUNT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/run/secrets/kubernetes.io/serviceaccount"))
+}
+
+/// `~/.kube/config` (`%USERPROFILE%` on Windows, as client-go looks).
+fn home_kubeconfig() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var_os("USERPROFILE").filter(|h| !h.is_empty()))?;
+    Some(PathBuf::from(home).join(".kube").join("config"))
+}
+
+/// client-go's in-cluster configuration: `https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`,
+/// the service account's CA and token (read from its file at each use, so a rotated token
+/// is picked up) and its namespace, as a context named `in-cluster`. `None` outside a pod:
+/// either variable unset or no token file.
+pub fn in_cluster(dir: &Path) -> Option<Kubeconfig> {
+    use kube::config::{AuthInfo, Cluster, Context, NamedAuthInfo, NamedCluster, NamedContext};
+    let host = std::env::var("KUBERNETES_SERVICE_HOST")
+        .ok()
+        .filter(|h| !h.is_empty())?;
+    let port = std::env::var("KUBERNETES_SERVICE_PORT")
+        .ok()
+        .filter(|p| !p.is_empty())?;
+    let token = dir.join("token");
+    if !token.is_file() {
+        return None;
+    }
+    // An IPv6 address gets its brackets, as net.JoinHostPort gives them.
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    let ca = dir.join("ca.crt");
+    let namespace = std::fs::read_to_string(dir.join("namespace"))
+        .ok()
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty());
+    let name = "in-cluster".to_string();
+    Some(Kubeconfig {
+        clusters: vec![NamedCluster {
+            name: name.clone(),
+            other: Default::default(),
+            cluster: Some(Cluster {
+                server: Some(format!("https://{host}:{port}")),
+                certificate_authority: ca.is_file().then(|| ca.display().to_string()),
+                ..Cluster::default()
+            }),
+        }],
+        auth_infos: vec![NamedAuthInfo {
+            name: name.clone(),
+            other: Default::default(),
+            auth_info: Some(AuthInfo {
+                token_file: Some(token.display().to_string()),
+                ..AuthInfo::default()
+            }),
+        }],
+        contexts: vec![NamedContext {
+            name: name.clone(),
+            other: Default::default(),
+            context: Some(Context {
+                cluster: name.clone(),
+                user: Some(name.clone()),
+                namespace,
+                ..Context::default()
+            }),
+        }],
+        current_context: Some(name),
+        ..Kubeconfig::default()
+    })
 }
 
 /// The client configuration of the selected context, as kube's loader builds it (server,

@@ -480,11 +480,16 @@ fn budget(pdb: &PodDisruptionBudget, selected: &[&Pod]) -> Option<Budget> {
     if let Some(status) = &pdb.status
         && status.observed_generation.is_some()
         && status.observed_generation >= pdb.metadata.generation
+        && let (Some(healthy), Some(desired_healthy), Some(allowed)) = (
+            status.current_healthy,
+            status.desired_healthy,
+            status.disruptions_allowed,
+        )
     {
         return Some(Budget {
-            healthy: i64::from(status.current_healthy),
-            desired_healthy: i64::from(status.desired_healthy),
-            allowed: i64::from(status.disruptions_allowed),
+            healthy: i64::from(healthy),
+            desired_healthy: i64::from(desired_healthy),
+            allowed: i64::from(allowed),
         });
     }
     let expected = selected.len() as i64;

@@ -323,7 +323,10 @@ pub async fn apply(
             env!("CARGO_PKG_VERSION"),
             &conn.context,
             &cluster,
-            std::env::args().collect(),
+            // `--token` on the command line is a credential like the kubeconfig's.
+            std::env::args()
+                .map(|a| crate::secrets::redact(&a))
+                .collect(),
             mutation.operation,
             &changing,
         );

@@ -1,0 +1,289 @@
+//! Cluster access as kubectl (client-go) has it: `$KUBECONFIG` files that do not exist are
+//! skipped, a pod's service account is used when there is no kubeconfig, and the access
+//! flags (`--server`, `--token`, `--certificate-authority`, `--insecure-skip-tls-verify`,
+//! `--tls-server-name`, `--as`...) reach a cluster without any kubeconfig and override
+//! the one there is. Each run is the installed binary with a scratch `HOME`, so nothing of
+//! the machine's own configuration takes part.
+
+use std::path::Path;
+use std::process::Command;
+
+use placekit_testserver::process::Bounded as _;
+use placekit_testserver::{
+    ADMIN_TOKEN, DEMO_FIXTURE, READONLY_TOKEN, ServerConfig, TestServer, kubeconfig_yaml,
+};
+
+/// Runs `kubectl-nodelabel` with only `env` of the caller's environment beyond `PATH`.
+fn run(home: &Path, env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"));
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("NO_COLOR", "1")
+        .env("PLACEKIT_STATE_DIR", home.join("state"));
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.bounded_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn demo() -> TestServer {
+    TestServer::start(ServerConfig {
+        tls: true,
+        ..ServerConfig::default().with_fixture_yaml(DEMO_FIXTURE)
+    })
+    .await
+    .unwrap()
+}
+
+const DEPENDENTS: [&str; 3] = ["dependents", "accelerator.example.com/gpu-family", "-A"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeconfig_files_that_do_not_exist_are_skipped_like_client_go() {
+    let server = demo().await;
+    let home = tempfile::tempdir().unwrap();
+    let real = home.path().join("real.kubeconfig");
+    server.write_kubeconfig(&real, ADMIN_TOKEN).unwrap();
+    let missing = home.path().join("gone.kubeconfig");
+    let list = format!("{}:{}", missing.display(), real.display());
+    let (code, out, err) = tokio::task::block_in_place(|| {
+        run(home.path(), &[("KUBECONFIG", list.as_str())], &DEPENDENTS)
+    });
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Deployment  llm-inference"), "{out}");
+
+    // Only missing files, no ~/.kube/config, not in a pod: a usage error that says so.
+    let only_missing = missing.display().to_string();
+    let (code, out, err) = tokio::task::block_in_place(|| {
+        run(
+            home.path(),
+            &[("KUBECONFIG", only_missing.as_str())],
+            &DEPENDENTS,
+        )
+    });
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("no configuration"), "{err}");
+
+    // `--kubeconfig` naming a missing file stays an error, as kubectl has it.
+    let (code, _, err) = tokio::task::block_in_place(|| {
+        run(
+            home.path(),
+            &[],
+            &["--kubeconfig", only_missing.as_str(), "dependents", "pool"],
+        )
+    });
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no such file"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_service_account_is_used_without_a_kubeconfig() {
+    let server = demo().await;
+    let home = tempfile::tempdir().unwrap();
+    let account = home.path().join("serviceaccount");
+    std::fs::create_dir_all(&account).unwrap();
+    std::fs::write(account.join("token"), ADMIN_TOKEN).unwrap();
+    std::fs::write(account.join("ca.crt"), server.ca_pem().unwrap()).unwrap();
+    std::fs::write(account.join("namespace"), "ml").unwrap();
+    let port = server.address().port().to_string();
+    let account_dir = account.display().to_string();
+    let env = [
+        ("KUBERNETES_SERVICE_HOST", "127.0.0.1"),
+        ("KUBERNETES_SERVICE_PORT", port.as_str()),
+        ("PLACEKIT_TEST_SERVICEACCOUNT_DIR", account_dir.as_str()),
+    ];
+    // The namespace of the service account scopes a namespaced read, as in kubectl.
+    let (code, out, err) = tokio::task::block_in_place(|| {
+        run(
+            home.path(),
+            &env,
+            &["dependents", "accelerator.example.com/gpu-family"],
+        )
+    });
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("llm-inference"), "{out}");
+
+    // A token the server does not know: the service account is what was used.
+    std::fs::write(account.join("token"), "not-a-token").unwrap();
+    let (code, out, err) = tokio::task::block_in_place(|| run(home.path(), &env, &DEPENDENTS));
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(!err.contains("not-a-token"), "{err}");
+
+    // Without the token file this is not a pod: no configuration.
+    std::fs::remove_file(account.join("token")).unwrap();
+    let (code, _, err) = tokio::task::block_in_place(|| run(home.path(), &env, &DEPENDENTS));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no configuration"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn access_flags_reach_a_cluster_without_a_kubeconfig_and_override_one() {
+    let server = demo().await;
+    let home = tempfile::tempdir().unwrap();
+    let ca = home.path().join("ca.pem");
+    std::fs::write(&ca, server.ca_pem().unwrap()).unwrap();
+    let url = server.url();
+    let ca_path = ca.display().to_string();
+
+    // Flags alone: server, token and CA.
+    let flags = |token: &str| {
+        vec![
+            "--server".to_string(),
+            url.clone(),
+            "--token".to_string(),
+            token.to_string(),
+            "--certificate-authority".to_string(),
+            ca_path.clone(),
+        ]
+    };
+    let args = |extra: Vec<String>| -> Vec<String> {
+        extra
+            .into_iter()
+            .chain(DEPENDENTS.iter().map(|s| s.to_string()))
+            .collect()
+    };
+    let run_args = |env: &[(&str, &str)], args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        tokio::task::block_in_place(|| run(home.path(), env, &args))
+    };
+    let (code, out, err) = run_args(&[], args(flags(ADMIN_TOKEN)));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Deployment  llm-inference"), "{out}");
+
+    // A wrong token is refused by the server (exit 3) and never shown.
+    let (code, out, err) = run_args(&[], args(flags("wrong-token-8c1e")));
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(!format!("{out}{err}").contains("wrong-token-8c1e"), "{err}");
+
+    // Without the CA the server's certificate is unknown; --insecure-skip-tls-verify
+    // accepts it; both together are refused as kubectl refuses them.
+    let no_ca = vec![
+        "--server".to_string(),
+        url.clone(),
+        "--token".to_string(),
+        ADMIN_TOKEN.to_string(),
+    ];
+    let (code, _, err) = run_args(&[], args(no_ca.clone()));
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("certificate"), "{err}");
+    let mut insecure = no_ca.clone();
+    insecure.push("--insecure-skip-tls-verify".into());
+    let (code, out, err) = run_args(&[], args(insecure.clone()));
+    assert_eq!(code, 0, "{out}{err}");
+    let mut both = insecure;
+    both.extend(["--certificate-authority".to_string(), ca_path.clone()]);
+    let (code, _, err) = run_args(&[], args(both));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not allowed"), "{err}");
+
+    // Over a kubeconfig: --token replaces its user's credentials, --server its cluster's
+    // address. The kubeconfig's own user is read-only and its server refuses connections.
+    let config = home.path().join("config");
+    std::fs::write(
+        &config,
+        kubeconfig_yaml("https://127.0.0.1:1", READONLY_TOKEN, server.ca_pem()),
+    )
+    .unwrap();
+    let kubeconfig = config.display().to_string();
+    let env = [("KUBECONFIG", kubeconfig.as_str())];
+    let (code, _, err) = run_args(&env, args(vec![]));
+    assert_eq!(code, 3, "the kubeconfig's own server refuses: {err}");
+    let (code, out, err) = run_args(&env, args(vec!["--server".to_string(), url.clone()]));
+    assert_eq!(code, 0, "{out}{err}");
+
+    // --tls-server-name: the certificate is checked against that name instead.
+    let (code, _, err) = run_args(
+        &env,
+        args(vec![
+            "--server".to_string(),
+            url.clone(),
+            "--tls-server-name".to_string(),
+            "not-the-server.example".to_string(),
+        ]),
+    );
+    assert_eq!(code, 3, "{err}");
+
+    // --as-group without --as is refused before any request.
+    let (code, _, err) = run_args(
+        &env,
+        args(vec!["--as-group".to_string(), "system:masters".to_string()]),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--as"), "{err}");
+}
+
+/// A token given as a flag is a credential: it is not written into the snapshot a change
+/// leaves, nor shown in what the command prints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_flag_never_reaches_a_snapshot() {
+    let server = demo().await;
+    let home = tempfile::tempdir().unwrap();
+    let ca = home.path().join("ca.pem");
+    std::fs::write(&ca, server.ca_pem().unwrap()).unwrap();
+    let (url, ca) = (server.url(), ca.display().to_string());
+    let (code, out, err) = tokio::task::block_in_place(|| {
+        run(
+            home.path(),
+            &[],
+            &[
+                "--server",
+                &url,
+                "--token",
+                ADMIN_TOKEN,
+                "--certificate-authority",
+                &ca,
+                "set",
+                "cpu-1",
+                "team=infra",
+                "--yes",
+            ],
+        )
+    });
+    assert_eq!(code, 0, "{out}{err}");
+    let mut snapshots = 0;
+    for entry in std::fs::read_dir(home.path().join("state")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(!text.contains(ADMIN_TOKEN), "{}: {text}", path.display());
+        snapshots += usize::from(text.contains("\"team\""));
+    }
+    assert!(snapshots >= 1, "no snapshot of the change was written");
+    assert!(!format!("{out}{err}").contains(ADMIN_TOKEN));
+}
+
+/// `--as` reaches kube-apiserver as kubectl sends it: the admin impersonating a user with
+/// no binding is forbidden (exit 3, the user named), and `--as-group` adds the group the
+/// read-only viewer's ClusterRoleBinding names, so the same user reads.
+#[test]
+fn impersonation_is_judged_by_the_real_api_server() {
+    use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
+    let Some(kubeconfig) =
+        real_cluster_for("impersonation on the real control plane", E2E_KUBECONFIG)
+    else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let kubeconfig = kubeconfig.display().to_string();
+    let env = [("KUBECONFIG", kubeconfig.as_str())];
+    let as_user = |user: &str, extra: &[&str]| {
+        let mut args = vec!["--as", user];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&DEPENDENTS);
+        run(home.path(), &env, &args)
+    };
+    let (code, out, err) = as_user("placekit-nobody", &[]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        err.contains("placekit-nobody") && err.contains("forbidden"),
+        "{err}"
+    );
+    let (code, out, err) = as_user("placekit-nobody", &["--as-group", "placekit:viewers"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
