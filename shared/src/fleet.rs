@@ -732,7 +732,7 @@ impl<T: serde::Serialize> serde::Serialize for Report<'_, T> {
 }
 
 /// A table with a leading CONTEXT column: each cluster's rows under its label, in order.
-pub fn context_table(header: &[&str], parts: &[(String, Vec<Vec<String>>)]) -> String {
+pub fn context_table(ui: &Ui, header: &[&str], parts: &[(String, Vec<Vec<String>>)]) -> String {
     let mut full_header = vec!["CONTEXT"];
     full_header.extend_from_slice(header);
     let rows: Vec<Vec<String>> = parts
@@ -745,7 +745,7 @@ pub fn context_table(header: &[&str], parts: &[(String, Vec<Vec<String>>)]) -> S
             })
         })
         .collect();
-    crate::ui::table(&full_header, &rows)
+    ui.table(&full_header, &rows)
 }
 
 #[cfg(test)]

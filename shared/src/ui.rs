@@ -21,8 +21,8 @@ pub enum ColorChoice {
 /// The version of the report schema printed by `-o json|yaml`, by every command.
 pub const REPORT_API_VERSION: &str = "placekit.dev/v1";
 
-/// `-o/--output` for reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+/// `-o/--output` for reports: what a report becomes on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OutputFormat {
     #[default]
     Text,
@@ -30,13 +30,77 @@ pub enum OutputFormat {
     Wide,
     Json,
     Yaml,
+    /// `kind/name` of each item, one per line (kubectl's `-o name`).
+    Name,
+    /// `jsonpath=TEMPLATE` over the JSON report ([`Output::template`]).
+    JsonPath,
+    /// `custom-columns=HEADER:PATH,...` over the report's items.
+    CustomColumns,
 }
 
 impl OutputFormat {
-    /// JSON or YAML: for scripts.
+    /// Anything but the text tables: the command builds its report and [`Ui::print_structured`]
+    /// renders it.
     pub fn is_structured(self) -> bool {
-        matches!(self, OutputFormat::Json | OutputFormat::Yaml)
+        !matches!(self, OutputFormat::Text | OutputFormat::Wide)
     }
+}
+
+/// `-o` as given: the format and, for `jsonpath=`/`custom-columns=`, its template, checked
+/// when the flag is parsed (a bad template is a usage error before any request).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Output {
+    pub format: OutputFormat,
+    pub template: Option<String>,
+}
+
+/// What `-o` accepts, for its help and its error.
+pub const OUTPUT_FORMATS: &str =
+    "text, wide, json, yaml, name, jsonpath=TEMPLATE, custom-columns=SPEC";
+
+impl std::str::FromStr for Output {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let plain = |format| {
+            Ok(Output {
+                format,
+                template: None,
+            })
+        };
+        match value {
+            "text" => plain(OutputFormat::Text),
+            "wide" => plain(OutputFormat::Wide),
+            "json" => plain(OutputFormat::Json),
+            "yaml" => plain(OutputFormat::Yaml),
+            "name" => plain(OutputFormat::Name),
+            _ => {
+                if let Some(template) = value.strip_prefix("jsonpath=") {
+                    placekit_core::jsonpath::Template::parse(template)
+                        .map_err(|e| e.to_string())?;
+                    Ok(Output {
+                        format: OutputFormat::JsonPath,
+                        template: Some(template.to_string()),
+                    })
+                } else if let Some(spec) = value.strip_prefix("custom-columns=") {
+                    placekit_core::jsonpath::parse_columns(spec).map_err(|e| e.to_string())?;
+                    Ok(Output {
+                        format: OutputFormat::CustomColumns,
+                        template: Some(spec.to_string()),
+                    })
+                } else {
+                    Err(format!(
+                        "unable to match a printer suitable for the output format {value:?}, the allowed formats are: {OUTPUT_FORMATS}"
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// Parses `-o` for clap.
+pub fn parse_output(value: &str) -> Result<Output, String> {
+    value.parse()
 }
 
 /// `--dry-run`.
@@ -89,9 +153,13 @@ pub fn rerun_with(command: &str, flag: &str) -> String {
 #[derive(Debug, Clone, Default, clap::Args)]
 #[command(next_help_heading = "Output")]
 pub struct DisplayArgs {
-    /// Output format.
-    #[arg(short = 'o', long, value_enum, default_value = "text", global = true)]
-    pub output: OutputFormat,
+    /// Output format: text, wide, json, yaml, name, jsonpath=TEMPLATE (kubectl's, e.g.
+    /// '{.items[*].name}'), custom-columns=HEADER:PATH,...
+    #[arg(short = 'o', long, value_parser = parse_output, default_value = "text", global = true)]
+    pub output: Output,
+    /// Print tables without their header line (text, wide and custom-columns).
+    #[arg(long, global = true)]
+    pub no_headers: bool,
     /// When to use colour (NO_COLOR is honoured with auto).
     #[arg(long, value_enum, default_value = "auto", global = true)]
     pub color: ColorChoice,
@@ -104,6 +172,10 @@ pub struct DisplayArgs {
 #[derive(Debug, Clone)]
 pub struct Ui {
     pub output: OutputFormat,
+    /// The `jsonpath=`/`custom-columns=` template, checked when `-o` was parsed.
+    pub template: Option<String>,
+    /// `--no-headers`.
+    pub no_headers: bool,
     pub color: bool,
     /// A person can answer a prompt (stdin and stderr are terminals).
     pub interactive: bool,
@@ -121,7 +193,9 @@ impl Ui {
         };
         let stderr_tty = std::io::stderr().is_terminal();
         Ui {
-            output: display.output,
+            output: display.output.format,
+            template: display.output.template.clone(),
+            no_headers: display.no_headers,
             color,
             interactive: std::io::stdin().is_terminal() && stderr_tty,
             progress: stderr_tty && !display.no_progress,
@@ -204,17 +278,59 @@ impl Ui {
         bar
     }
 
-    /// Prints a serialisable report as JSON or YAML on stdout.
+    /// Prints a serialisable report as `-o` asks: JSON, YAML, its items' names, a jsonpath
+    /// template or custom columns over it.
     pub fn print_structured<T: Serialize>(&self, value: &T) {
+        print!("{}", self.render_structured(value));
+    }
+
+    /// [`Ui::print_structured`]'s text.
+    pub fn render_structured<T: Serialize>(&self, value: &T) -> String {
+        use placekit_core::jsonpath;
+        let template = self.template.as_deref().unwrap_or_default();
         match self.output {
-            OutputFormat::Yaml => print!(
-                "{}",
-                serde_yaml::to_string(value).expect("reports serialise")
-            ),
-            _ => println!(
-                "{}",
+            OutputFormat::Yaml => serde_yaml::to_string(value).expect("reports serialise"),
+            OutputFormat::Name => {
+                let value = serde_json::to_value(value).expect("reports serialise");
+                report_items(&value)
+                    .iter()
+                    .filter_map(|item| item_name(&value, item))
+                    .map(|name| format!("{}\n", escaped(&name)))
+                    .collect()
+            }
+            OutputFormat::JsonPath => {
+                let value = serde_json::to_value(value).expect("reports serialise");
+                let template =
+                    jsonpath::Template::parse(template).expect("checked when -o was parsed");
+                template.render(&value)
+            }
+            OutputFormat::CustomColumns => {
+                let value = serde_json::to_value(value).expect("reports serialise");
+                let columns =
+                    jsonpath::parse_columns(template).expect("checked when -o was parsed");
+                let header: Vec<&str> = columns.iter().map(|c| c.header.as_str()).collect();
+                let rows: Vec<Vec<String>> = report_items(&value)
+                    .iter()
+                    .map(|item| columns.iter().map(|c| c.cell(item)).collect())
+                    .collect();
+                self.table(&header, &rows)
+            }
+            _ => format!(
+                "{}\n",
                 serde_json::to_string_pretty(value).expect("reports serialise")
             ),
+        }
+    }
+
+    /// A table ([`table`]), without its header line under `--no-headers`.
+    pub fn table(&self, header: &[&str], rows: &[Vec<String>]) -> String {
+        let text = table(header, rows);
+        if self.no_headers {
+            text.split_once('\n')
+                .map(|(_, rest)| rest.to_string())
+                .unwrap_or_default()
+        } else {
+            text
         }
     }
 }
@@ -252,6 +368,43 @@ pub fn exit_quietly_on_broken_pipe() {
         }
         default(info);
     }));
+}
+
+/// The rows of a report, as `-o name` and `-o custom-columns` see them: its `items`, else its
+/// `nodes` (a change report), else its `clusters` (a many-clusters report), else the
+/// report itself.
+fn report_items(report: &serde_json::Value) -> Vec<serde_json::Value> {
+    for key in ["items", "nodes", "clusters"] {
+        if let Some(items) = report.get(key).and_then(|v| v.as_array()) {
+            return items.clone();
+        }
+    }
+    vec![report.clone()]
+}
+
+/// An item's name as kubectl's `-o name` prints it: `kind/name` (`deployment/llm`,
+/// `node/gpu-1`), or a snapshot's file name.
+fn item_name(report: &serde_json::Value, item: &serde_json::Value) -> Option<String> {
+    let text =
+        |v: &serde_json::Value, key: &str| v.get(key).and_then(|v| v.as_str()).map(str::to_string);
+    if let (Some(kind), Some(name)) = (text(item, "kind"), text(item, "name")) {
+        return Some(format!("{}/{name}", kind.to_lowercase()));
+    }
+    if let Some(name) = text(item, "name") {
+        // The reports whose items are nodes: changes, GPU status, drift.
+        let kind = text(report, "kind").unwrap_or_default();
+        return Some(if kind == "ClusterCheck" || kind.is_empty() {
+            name
+        } else {
+            format!("node/{name}")
+        });
+    }
+    if let Some(path) = text(item, "path") {
+        return std::path::Path::new(&path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+    }
+    text(item, "context")
 }
 
 impl Paint for Ui {
@@ -324,6 +477,8 @@ mod tests {
     fn no_colour_means_plain_text() {
         let ui = Ui {
             output: OutputFormat::Text,
+            template: None,
+            no_headers: false,
             color: false,
             interactive: false,
             progress: false,

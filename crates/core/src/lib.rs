@@ -25,6 +25,7 @@
 //! - [`trust`]: which files may be read or written (owner, mode, no FIFO);
 //! - [`held_file`]: files the user named, opened once and rewritten only if unchanged;
 //! - [`text`]: strings from a cluster or file escaped for a terminal, tables, counts;
+//! - [`jsonpath`]: kubectl's `-o jsonpath` templates and `-o custom-columns` over a report;
 //! - [`exit`]: exit codes with fixed meanings.
 //!
 //! [`placekit-client`]: https://docs.rs/placekit-client
@@ -36,6 +37,7 @@ pub mod dra;
 pub mod exit;
 pub mod gpu;
 pub mod held_file;
+pub mod jsonpath;
 pub mod model;
 pub mod nfd;
 pub mod plan;

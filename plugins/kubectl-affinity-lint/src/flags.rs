@@ -13,7 +13,7 @@ use placekit::lint::admission;
 use placekit::lint::engine::Config;
 use placekit::lint::fixer::FixMode;
 use placekit::lint::rule::Severity;
-use placekit::ui::{ColorChoice, DisplayArgs, OutputFormat};
+use placekit::ui::{ColorChoice, DisplayArgs, Output, parse_output};
 
 use crate::help;
 
@@ -108,18 +108,26 @@ pub enum Command {
         /// Only pods matching this label selector.
         #[arg(short = 'l', long)]
         selector: Option<String>,
-        /// Output format.
-        #[arg(short = 'o', long, value_enum, default_value = "text")]
-        output: OutputFormat,
+        /// Output format: text, wide, json, yaml, name, jsonpath=TEMPLATE,
+        /// custom-columns=HEADER:PATH,...
+        #[arg(short = 'o', long, value_parser = parse_output, default_value = "text")]
+        output: Output,
+        /// Print tables without their header line.
+        #[arg(long)]
+        no_headers: bool,
     },
     /// Explain why a pod is Pending: evidence and every node through the scheduler's filters.
     #[command(long_about = help::WHY_PENDING_ABOUT)]
     WhyPending {
         /// The pending pod's name (its namespace with -n).
         pod: String,
-        /// Output format.
-        #[arg(short = 'o', long, value_enum, default_value = "text")]
-        output: OutputFormat,
+        /// Output format: text, wide, json, yaml, name, jsonpath=TEMPLATE,
+        /// custom-columns=HEADER:PATH,...
+        #[arg(short = 'o', long, value_parser = parse_output, default_value = "text")]
+        output: Output,
+        /// Print tables without their header line.
+        #[arg(long)]
+        no_headers: bool,
     },
     /// Print a ValidatingAdmissionPolicy and its binding that enforce AL001, AL003, AL006
     /// and AL007 in the cluster (apply with `| kubectl apply -f -`).
@@ -224,8 +232,9 @@ pub struct Diff(pub bool);
 
 /// Turns the parsed flags into what to do; every refusal is a usage error.
 pub fn resolve(cli: &Cli) -> Result<Mode, CommandError> {
-    let display = |output| DisplayArgs {
-        output,
+    let display = |output: &Output, no_headers: bool| DisplayArgs {
+        output: output.clone(),
+        no_headers,
         color: cli.color,
         ..DisplayArgs::default()
     };
@@ -248,18 +257,23 @@ pub fn resolve(cli: &Cli) -> Result<Mode, CommandError> {
             all_namespaces,
             selector,
             output,
+            no_headers,
         }) => {
             return Ok(Mode::Drift {
-                display: display(*output),
+                display: display(output, *no_headers),
                 namespace: (!*all_namespaces)
                     .then(|| cli.connection.namespace.clone())
                     .flatten(),
                 selector: selector.clone(),
             });
         }
-        Some(Command::WhyPending { pod, output }) => {
+        Some(Command::WhyPending {
+            pod,
+            output,
+            no_headers,
+        }) => {
             return Ok(Mode::WhyPending {
-                display: display(*output),
+                display: display(output, *no_headers),
                 pod: pod.clone(),
             });
         }
@@ -296,7 +310,7 @@ pub fn resolve(cli: &Cli) -> Result<Mode, CommandError> {
         fail_on: cli.fail_on,
         config,
         jobs: cli.jobs,
-        display: display(OutputFormat::default()),
+        display: display(&Output::default(), false),
         fix: (cli.fix || cli.diff).then_some((
             FixMode {
                 unsafe_fixes: cli.unsafe_fixes,

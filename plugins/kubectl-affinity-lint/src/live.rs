@@ -234,7 +234,7 @@ pub async fn drift_fleet(
             .map(|(r, f)| (r.label(), drift_rows(&f.drifted)))
             .collect();
         if !parts.is_empty() {
-            print!("{}", fleet::context_table(&DRIFT_HEADER, &parts));
+            print!("{}", fleet::context_table(ui, &DRIFT_HEADER, &parts));
         }
         for (r, f) in ok() {
             let pods = placekit::ui::count(f.checked, "running pod");
@@ -348,10 +348,7 @@ fn print_drift(drifted: &[Drift], checked: usize, orphans: &[Value], ui: &Ui) {
             }
         }
     } else {
-        print!(
-            "{}",
-            placekit::ui::table(&DRIFT_HEADER, &drift_rows(drifted))
-        );
+        print!("{}", ui.table(&DRIFT_HEADER, &drift_rows(drifted)));
         let by_labels = drifted
             .iter()
             .filter(|d| d.kind == DriftKind::Labels)
@@ -687,10 +684,7 @@ fn print_text(
             ]
         })
         .collect();
-    print!(
-        "{}",
-        placekit::ui::table(&["NODE", "FIRST FAILING FILTER"], &rows)
-    );
+    print!("{}", ui.table(&["NODE", "FIRST FAILING FILTER"], &rows));
     if let Some(m) = report["predictedMessage"].as_str() {
         say!("placekit's model of the scheduler: {m}");
     }

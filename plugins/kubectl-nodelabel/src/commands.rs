@@ -578,7 +578,7 @@ fn print_fleet_dependents(
                 )
             );
         } else {
-            print!("{}", fleet::context_table(&DEPENDENTS_HEADER, &parts));
+            print!("{}", fleet::context_table(ui, &DEPENDENTS_HEADER, &parts));
         }
     }
     fleet::warn_failures(ui, reads);
@@ -619,8 +619,5 @@ fn print_dependents(ui: &Ui, found: &[Dependent], keys: usize) {
         );
         return;
     }
-    print!(
-        "{}",
-        placekit::ui::table(&DEPENDENTS_HEADER, &dependents_rows(found))
-    );
+    print!("{}", ui.table(&DEPENDENTS_HEADER, &dependents_rows(found)));
 }

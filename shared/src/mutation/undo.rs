@@ -55,10 +55,7 @@ impl<'a> SnapshotChoice<'a> {
     fn load(self, tool: &str, cluster: &ClusterIdentity) -> Result<Snapshot, CommandError> {
         Ok(match self {
             // Absolute, so the `RolledBack` and `rollbackOf` records match the index's paths.
-            SnapshotChoice::Path(p) => Snapshot::load(
-                &std::path::absolute(p)
-                    .map_err(|e| CommandError::Input(format!("snapshot {p}: {e}")))?,
-            )?,
+            SnapshotChoice::Path(p) => Snapshot::load(&resolve_snapshot(p)?)?,
             SnapshotChoice::Last => {
                 let top = SnapshotStore::new(SnapshotStore::default_dir()?)
                     .last_undoable(tool, cluster)?;
@@ -575,7 +572,16 @@ pub fn print_history(ui: &Ui, history: &History) {
                     0 => e.rolled_back.clone(),
                     n => format!("{}, {n} left alone", e.rolled_back),
                 },
-                e.path.display().to_string(),
+                // The snapshot's name keeps the table in a terminal; `rollback NAME` and
+                // `show NAME` find it in the state directory. `-o wide` shows the path.
+                if wide {
+                    e.path.display().to_string()
+                } else {
+                    e.path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| e.path.display().to_string())
+                },
             ]);
             row
         })
@@ -585,7 +591,20 @@ pub fn print_history(ui: &Ui, history: &History) {
         header.extend(["SERVER", "OPERATION"]);
     }
     header.extend(["COMMAND", "NODES", "OUTCOME", "ROLLED BACK", "SNAPSHOT"]);
-    print!("{}", crate::ui::table(&header, &rows));
+    print!("{}", ui.table(&header, &rows));
+}
+
+/// A SNAPSHOT argument: a path as given, or the bare name `history` shows (no directory
+/// part, no such file here), which is looked up in the state directory.
+fn resolve_snapshot(given: &str) -> Result<std::path::PathBuf, CommandError> {
+    let path = std::path::Path::new(given);
+    let bare = path.components().count() == 1 && !path.exists();
+    let path = if bare {
+        SnapshotStore::default_dir()?.join(given)
+    } else {
+        path.to_path_buf()
+    };
+    std::path::absolute(&path).map_err(|e| CommandError::Input(format!("snapshot {given}: {e}")))
 }
 
 /// The widest COMMAND `history` shows in its table (`-o wide` and JSON show it whole).

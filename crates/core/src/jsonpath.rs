@@ -1,0 +1,338 @@
+//! kubectl's `-o jsonpath=TEMPLATE` and `-o custom-columns=SPEC` over a report, as
+//! kubectl's `k8s.io/client-go/util/jsonpath` reads them, for the part scripts use: text,
+//! `{.field.sub}`, `{.items[*].name}`, `{.items[0]}`, `{.labels['k8s.io/key']}` (or
+//! `{.labels.k8s\.io/key}`), `{range .items[*]}…{end}`, `{"\n"}` and `{"\t"}`. Several
+//! results of one expression are joined by a space; strings print bare, other values as
+//! JSON. Filters (`[?(…)]`), slices and recursive descent (`..`) are refused with the
+//! position, not guessed at.
+
+use serde_json::Value;
+
+/// A template that cannot be read, with where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("jsonpath {template:?}: {message}")]
+pub struct TemplateError {
+    pub template: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Field(String),
+    Index(usize),
+    All,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    Text(String),
+    Path(Vec<Segment>),
+    Range(Vec<Segment>, Vec<Piece>),
+}
+
+/// A parsed template, ready to run over any number of reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    pieces: Vec<Piece>,
+}
+
+impl Template {
+    pub fn parse(template: &str) -> Result<Template, TemplateError> {
+        let fail = |message: String| TemplateError {
+            template: template.to_string(),
+            message,
+        };
+        let mut stack: Vec<(Vec<Segment>, Vec<Piece>)> = Vec::new();
+        let mut pieces: Vec<Piece> = Vec::new();
+        let mut rest = template;
+        let mut offset = 0;
+        while !rest.is_empty() {
+            let Some(open) = rest.find('{') else {
+                pieces.push(Piece::Text(rest.to_string()));
+                break;
+            };
+            if open > 0 {
+                pieces.push(Piece::Text(rest[..open].to_string()));
+            }
+            let Some(close) = closing_brace(&rest[open..]) else {
+                return Err(fail(format!("unclosed {{ at {}", offset + open)));
+            };
+            let inner = rest[open + 1..open + close].trim();
+            let at = offset + open;
+            if let Some(path) = inner.strip_prefix("range ") {
+                stack.push((
+                    parse_path(path.trim()).map_err(|m| fail(format!("{m} at {at}")))?,
+                    std::mem::take(&mut pieces),
+                ));
+            } else if inner == "end" {
+                let Some((path, outer)) = stack.pop() else {
+                    return Err(fail(format!("{{end}} without {{range}} at {at}")));
+                };
+                let body = std::mem::replace(&mut pieces, outer);
+                pieces.push(Piece::Range(path, body));
+            } else if let Some(literal) = inner.strip_prefix('"').and_then(|s| s.strip_suffix('"'))
+            {
+                pieces.push(Piece::Text(unescape(literal)));
+            } else {
+                pieces.push(Piece::Path(
+                    parse_path(inner).map_err(|m| fail(format!("{m} at {at}")))?,
+                ));
+            }
+            offset += open + close + 1;
+            rest = &rest[open + close + 1..];
+        }
+        if !stack.is_empty() {
+            return Err(fail("{range} without {end}".into()));
+        }
+        Ok(Template { pieces })
+    }
+
+    /// The template run over `root`. Values from the report (strings from a cluster) have
+    /// their control characters escaped ([`crate::text::escaped`]); the template's own text
+    /// and `{"\t"}`/`{"\n"}` literals are the user's and stay as written.
+    pub fn render(&self, root: &Value) -> String {
+        let mut out = String::new();
+        render(&self.pieces, root, &mut out);
+        out
+    }
+}
+
+/// Where the `}` closing the `{` at the start of `text` is (quotes and brackets skipped).
+fn closing_brace(text: &str) -> Option<usize> {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in text.char_indices().skip(1) {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match (quote, c) {
+            (_, '\\') => escaped = true,
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '}') => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn unescape(literal: &str) -> String {
+    literal
+        .replace("\\n", "\n")
+        .replace("\\t", "\t")
+        .replace("\\r", "\r")
+        .replace("\\\"", "\"")
+}
+
+fn parse_path(path: &str) -> Result<Vec<Segment>, String> {
+    let path = path.strip_prefix('$').unwrap_or(path);
+    if path.contains("..") {
+        return Err("recursive descent (..) is not supported".into());
+    }
+    let mut segments = Vec::new();
+    let chars: Vec<char> = path.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '.' => {
+                i += 1;
+                let mut name = String::new();
+                while i < chars.len() && chars[i] != '.' && chars[i] != '[' {
+                    if chars[i] == '\\' && i + 1 < chars.len() {
+                        i += 1;
+                    }
+                    name.push(chars[i]);
+                    i += 1;
+                }
+                if name == "*" {
+                    segments.push(Segment::All);
+                } else if !name.is_empty() {
+                    segments.push(Segment::Field(name));
+                }
+            }
+            '[' => {
+                let end = chars[i..]
+                    .iter()
+                    .position(|c| *c == ']')
+                    .map(|p| p + i)
+                    .ok_or("unclosed [")?;
+                let inner: String = chars[i + 1..end].iter().collect();
+                let inner = inner.trim();
+                if inner == "*" {
+                    segments.push(Segment::All);
+                } else if let Some(key) = inner
+                    .strip_prefix('\'')
+                    .and_then(|s| s.strip_suffix('\''))
+                    .or_else(|| inner.strip_prefix('"').and_then(|s| s.strip_suffix('"')))
+                {
+                    segments.push(Segment::Field(key.to_string()));
+                } else if let Ok(index) = inner.parse::<usize>() {
+                    segments.push(Segment::Index(index));
+                } else {
+                    return Err(format!(
+                        "[{inner}]: only [N], [*] and ['key'] are supported (no filters or slices)"
+                    ));
+                }
+                i = end + 1;
+            }
+            c => return Err(format!("unexpected {c:?} (a path starts with . or [)")),
+        }
+    }
+    Ok(segments)
+}
+
+fn select<'a>(root: &'a Value, path: &[Segment]) -> Vec<&'a Value> {
+    let mut current = vec![root];
+    for segment in path {
+        current = current
+            .into_iter()
+            .flat_map(|v| -> Vec<&Value> {
+                match (segment, v) {
+                    (Segment::Field(name), Value::Object(map)) => {
+                        map.get(name).into_iter().collect()
+                    }
+                    (Segment::Index(i), Value::Array(items)) => items.get(*i).into_iter().collect(),
+                    (Segment::All, Value::Array(items)) => items.iter().collect(),
+                    (Segment::All, Value::Object(map)) => map.values().collect(),
+                    _ => Vec::new(),
+                }
+            })
+            .collect();
+    }
+    current
+}
+
+/// A value as kubectl prints it: strings bare, everything else as JSON.
+pub fn plain(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn render(pieces: &[Piece], node: &Value, out: &mut String) {
+    for piece in pieces {
+        match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Path(path) => {
+                let found: Vec<String> = select(node, path)
+                    .into_iter()
+                    .map(|v| crate::text::escaped(&plain(v)).into_owned())
+                    .collect();
+                out.push_str(&found.join(" "));
+            }
+            Piece::Range(path, body) => {
+                for item in select(node, path) {
+                    render(body, item, out);
+                }
+            }
+        }
+    }
+}
+
+/// One column of `-o custom-columns=HEADER:PATH,...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    pub header: String,
+    path: Vec<Segment>,
+}
+
+/// Parses `HEADER:.path,HEADER2:.other` (a path may be written with or without braces).
+pub fn parse_columns(spec: &str) -> Result<Vec<Column>, TemplateError> {
+    let fail = |message: String| TemplateError {
+        template: spec.to_string(),
+        message,
+    };
+    spec.split(',')
+        .map(|column| {
+            let (header, path) = column
+                .split_once(':')
+                .ok_or_else(|| fail(format!("{column:?}: a column is HEADER:PATH")))?;
+            let path = path.trim();
+            let path = path
+                .strip_prefix('{')
+                .and_then(|p| p.strip_suffix('}'))
+                .unwrap_or(path);
+            Ok(Column {
+                header: header.to_string(),
+                path: parse_path(path).map_err(|m| fail(format!("{column:?}: {m}")))?,
+            })
+        })
+        .collect()
+}
+
+impl Column {
+    /// The cell of this column for `row`: several values joined by commas, `<none>` for none.
+    pub fn cell(&self, row: &Value) -> String {
+        let found: Vec<String> = select(row, &self.path).into_iter().map(plain).collect();
+        if found.is_empty() {
+            "<none>".into()
+        } else {
+            found.join(",")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(template: &str, value: &Value) -> String {
+        Template::parse(template).unwrap().render(value)
+    }
+
+    #[test]
+    fn templates_scripts_use_render_as_kubectl_does() {
+        let report = json!({"kind": "GpuStatus", "items": [
+            {"name": "gpu-1", "free": 2, "labels": {"k8s.io/pool": "a"}},
+            {"name": "gpu-2", "free": 0, "labels": {"k8s.io/pool": "b"}},
+        ]});
+        assert_eq!(run("{.items[*].name}", &report), "gpu-1 gpu-2");
+        assert_eq!(run("{.items[1].free}", &report), "0");
+        assert_eq!(run("{.kind}", &report), "GpuStatus");
+        assert_eq!(
+            run(
+                "{range .items[*]}{.name}{\"\\t\"}{.free}{\"\\n\"}{end}",
+                &report
+            ),
+            "gpu-1\t2\ngpu-2\t0\n"
+        );
+        assert_eq!(run("{.items[0].labels['k8s.io/pool']}", &report), "a");
+        assert_eq!(run("{.items[0].labels.k8s\\.io/pool}", &report), "a");
+        assert_eq!(
+            run("names: {$.items[*].name}", &report),
+            "names: gpu-1 gpu-2"
+        );
+        assert_eq!(run("{.items[0].labels}", &report), r#"{"k8s.io/pool":"a"}"#);
+        assert_eq!(run("{.missing}", &report), "");
+        // A value cannot drive the terminal; the template's own tab and newline stay.
+        let hostile = json!({"name": "a\u{1b}[2Kb\nc"});
+        assert_eq!(run("{.name}{\"\\t\"}", &hostile), "a\\x1b[2Kb\\x0ac\t");
+    }
+
+    #[test]
+    fn what_is_not_supported_is_refused_with_where() {
+        for bad in [
+            "{.items[?(@.free>0)]}",
+            "{..name}",
+            "{range .items[*]}{.name}",
+            "{.a",
+            "{end}",
+        ] {
+            let err = Template::parse(bad).unwrap_err().to_string();
+            assert!(err.starts_with("jsonpath "), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn custom_columns_read_each_row() {
+        let columns = parse_columns("NODE:.name,FREE:{.free},POOL:.labels['pool']").unwrap();
+        let row = json!({"name": "gpu-1", "free": 2});
+        let cells: Vec<String> = columns.iter().map(|c| c.cell(&row)).collect();
+        assert_eq!(cells, ["gpu-1", "2", "<none>"]);
+        assert!(parse_columns("NODE").is_err());
+    }
+}

@@ -1,0 +1,60 @@
+//! kubectl's scripting output on `gpu-taint status`: `--no-headers` prints one row a node
+//! (no header, no TOTAL footer), `-o name` the nodes, `-o jsonpath` and `-o custom-columns`
+//! what the template asks of the `placekit.dev/v1` report.
+
+use std::process::Command;
+
+use placekit_testserver::process::Bounded as _;
+use placekit_testserver::{ADMIN_TOKEN, DEMO_FIXTURE, ServerConfig, TestServer};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_prints_what_scripts_ask_for() {
+    let server = TestServer::start(ServerConfig::default().with_fixture_yaml(DEMO_FIXTURE))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = server
+        .write_kubeconfig(&dir.path().join("kubeconfig"), ADMIN_TOKEN)
+        .unwrap();
+    let run = |args: &[&str]| {
+        tokio::task::block_in_place(|| {
+            let out = Command::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .arg("status")
+                .args(args)
+                .env("NO_COLOR", "1")
+                .bounded_output()
+                .unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        })
+    };
+    let rows = run(&["--no-headers"]);
+    assert_eq!(rows.lines().count(), 5, "{rows}");
+    assert!(
+        !rows.contains("TOTAL") && !rows.contains("ALLOCATABLE"),
+        "{rows}"
+    );
+    assert!(rows.starts_with("cpu-1 "), "{rows}");
+    assert_eq!(
+        run(&["-o", "name"]),
+        "node/cpu-1\nnode/gpu-a100-1\nnode/gpu-a100-2\nnode/gpu-a100-3\nnode/gpu-h100-1\n"
+    );
+    assert_eq!(
+        run(&[
+            "-o",
+            "jsonpath={range .nodes[*]}{.name}{\"\\t\"}{.free}{\"\\n\"}{end}"
+        ]),
+        "cpu-1\t0\ngpu-a100-1\t2\ngpu-a100-2\t0\ngpu-a100-3\t8\ngpu-h100-1\t4\n"
+    );
+    assert_eq!(
+        run(&["-o", "custom-columns=NODE:.name,FREE:.free", "--no-headers"]),
+        "cpu-1       0\ngpu-a100-1  2\ngpu-a100-2  0\ngpu-a100-3  8\ngpu-h100-1  4\n"
+    );
+}
