@@ -16,7 +16,16 @@ pub fn run_to_exit_code(
     work: impl Future<Output = Result<u8, CommandError>>,
 ) -> std::process::ExitCode {
     match block_on(work) {
-        Ok(code) => std::process::ExitCode::from(code),
+        Ok(code) => match crate::ui::failing_warnings() {
+            Some(n) if code == crate::exit::SUCCESS => {
+                eprintln!(
+                    "error: the server sent {} (--warnings-as-errors)",
+                    crate::text::count(n, "warning")
+                );
+                std::process::ExitCode::from(crate::exit::PROBLEMS)
+            }
+            _ => std::process::ExitCode::from(code),
+        },
         Err(e) => report(&e),
     }
 }

@@ -160,6 +160,20 @@ pub struct DisplayArgs {
     /// Print tables without their header line (text, wide and custom-columns).
     #[arg(long, global = true)]
     pub no_headers: bool,
+    /// Log level, as kubectl's: 6 prints each request's verb, URL, status and time (on
+    /// stderr, credentials never shown).
+    #[arg(
+        short = 'v',
+        long = "v",
+        global = true,
+        value_name = "LEVEL",
+        default_value_t = 0
+    )]
+    pub verbosity: u8,
+    /// Treat warnings from the server (deprecations, admission policies in Warn mode) as
+    /// errors: exit 1 after the command when there were any.
+    #[arg(long, global = true)]
+    pub warnings_as_errors: bool,
     /// When to use colour (NO_COLOR is honoured with auto).
     #[arg(long, value_enum, default_value = "auto", global = true)]
     pub color: ColorChoice,
@@ -192,6 +206,13 @@ impl Ui {
             ColorChoice::Auto => !no_color && std::io::stdout().is_terminal(),
         };
         let stderr_tty = std::io::stderr().is_terminal();
+        placekit_client::observe::install(std::sync::Arc::new(StderrObserver {
+            level: display.verbosity,
+            seen: std::sync::Mutex::default(),
+        }));
+        if display.warnings_as_errors {
+            WARNINGS_AS_ERRORS.store(true, Ordering::Relaxed);
+        }
         Ui {
             output: display.output.format,
             template: display.output.template.clone(),
@@ -405,6 +426,57 @@ fn item_name(report: &serde_json::Value, item: &serde_json::Value) -> Option<Str
             .map(|n| n.to_string_lossy().into_owned());
     }
     text(item, "context")
+}
+
+/// `--warnings-as-errors` was given.
+static WARNINGS_AS_ERRORS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// How many distinct warnings the server sent this process.
+static WARNINGS_SEEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// With `--warnings-as-errors`, how many warnings make the command fail (none: `None`).
+pub fn failing_warnings() -> Option<usize> {
+    let seen = WARNINGS_SEEN.load(Ordering::Relaxed);
+    (WARNINGS_AS_ERRORS.load(Ordering::Relaxed) && seen > 0).then_some(seen)
+}
+
+/// Says on stderr, as kubectl does, what the server warns of (each text once) and, from
+/// `-v=6`, each request.
+#[derive(Debug)]
+struct StderrObserver {
+    level: u8,
+    seen: std::sync::Mutex<std::collections::BTreeSet<String>>,
+}
+
+impl placekit_client::observe::Observer for StderrObserver {
+    fn exchange(&self, exchange: &placekit_client::observe::Exchange) {
+        if self.level < 6 {
+            return;
+        }
+        let status = exchange
+            .status
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| "no answer".into());
+        eprintln!(
+            "I {} {} {} in {} milliseconds",
+            exchange.method,
+            escaped(&crate::secrets::redact(&exchange.url)),
+            status,
+            exchange.elapsed.as_millis()
+        );
+    }
+
+    fn warning(&self, text: &str) {
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seen.insert(text.to_string()) {
+            WARNINGS_SEEN.fetch_add(1, Ordering::Relaxed);
+            eprintln!("Warning: {}", escaped(&crate::secrets::redact(text)));
+        }
+    }
 }
 
 impl Paint for Ui {

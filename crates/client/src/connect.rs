@@ -759,10 +759,22 @@ impl ConnectionArgs {
             kube_system_uid: None,
         };
         let namespace = config.default_namespace.clone();
-        let client = kube::Client::try_from(config).map_err(|e| ConnectError::Client {
+        let client_error = |e: kube::Error| ConnectError::Client {
             server: server.clone(),
             message: redact_exec(&e.to_string()),
-        })?;
+        };
+        let client = match crate::observe::installed() {
+            // Each request reports its exchange and the server's warnings to the plugin.
+            Some(observer) => kube::client::ClientBuilder::try_from(config)
+                .map_err(client_error)?
+                .with_layer(&tower::layer::layer_fn(|inner| crate::observe::Observed {
+                    inner,
+                    server: server.clone(),
+                    observer: observer.clone(),
+                }))
+                .build(),
+            None => kube::Client::try_from(config).map_err(client_error)?,
+        };
         Ok((
             Connection {
                 client,

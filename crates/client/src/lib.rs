@@ -21,6 +21,7 @@ pub mod connect;
 pub mod error;
 pub mod executor;
 pub mod interrupt;
+pub mod observe;
 pub mod proxy;
 pub mod secrets;
 pub mod targets;

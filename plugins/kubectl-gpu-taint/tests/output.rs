@@ -58,3 +58,42 @@ async fn status_prints_what_scripts_ask_for() {
         "cpu-1       0\ngpu-a100-1  2\ngpu-a100-2  0\ngpu-a100-3  8\ngpu-h100-1  4\n"
     );
 }
+
+/// `-v=6` prints each request as kubectl does (verb, URL, status, time) on stderr, never
+/// the token; without it, nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verbosity_six_logs_each_request() {
+    let server = TestServer::start(ServerConfig::default().with_fixture_yaml(DEMO_FIXTURE))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = server
+        .write_kubeconfig(&dir.path().join("kubeconfig"), ADMIN_TOKEN)
+        .unwrap();
+    let stderr = |extra: &[&str]| {
+        tokio::task::block_in_place(|| {
+            let out = Command::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .arg("status")
+                .args(extra)
+                .bounded_output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0));
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        })
+    };
+    let log = stderr(&["-v=6"]);
+    let nodes = format!("I GET {}/api/v1/nodes?limit=", server.url());
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with(&nodes) && l.contains(" 200 in ")),
+        "{log}"
+    );
+    assert!(
+        log.lines().filter(|l| l.starts_with("I GET ")).count() >= 3,
+        "{log}"
+    );
+    assert!(!log.contains(ADMIN_TOKEN), "{log}");
+    assert_eq!(stderr(&[]), "");
+}

@@ -287,3 +287,110 @@ fn impersonation_is_judged_by_the_real_api_server() {
     let (code, out, err) = as_user("placekit-nobody", &["--as-group", "placekit:viewers"]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+const WARN_POLICY: &str = r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: placekit-test-warn-label}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["nodes"]}
+  validations:
+  - expression: "!has(object.metadata.labels) || !('placekit-warn' in object.metadata.labels)"
+    message: "placekit-warn is watched by the MIG manager"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: placekit-test-warn-label}
+spec:
+  policyName: placekit-test-warn-label
+  validationActions: [Warn]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: placekit-warn-node}
+"#;
+
+/// An admission policy in Warn mode answers a label change with a `Warning` header:
+/// placekit says it on stderr as kubectl does (`Warning: …`), and `--warnings-as-errors`
+/// makes the command exit 1 after the change (which the server made).
+#[test]
+fn server_warnings_are_shown_and_can_fail_the_command() {
+    use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
+    let suite = "server warnings on the real control plane";
+    let Some(kubeconfig) = real_cluster_for(suite, E2E_KUBECONFIG) else {
+        return;
+    };
+    if !placekit_testserver::require::kubectl(suite) {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let manifest = home.path().join("policy.yaml");
+    std::fs::write(&manifest, WARN_POLICY).unwrap();
+    let kubectl = |args: &[&str]| {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(args)
+            .bounded_output()
+            .unwrap()
+    };
+    let manifest_path = manifest.display().to_string();
+    let applied = kubectl(&["apply", "-f", &manifest_path]);
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let kubeconfig_text = kubeconfig.display().to_string();
+    let env = [("KUBECONFIG", kubeconfig_text.as_str())];
+    // The policy takes effect once the API server has compiled it.
+    let mut warned = None;
+    for attempt in 0..40 {
+        let label = format!("placekit-warn=v{attempt}");
+        let (code, out, err) = run(
+            home.path(),
+            &env,
+            &["set", "placekit-warn-node", &label, "--overwrite", "--yes"],
+        );
+        assert_eq!(code, 0, "{out}{err}");
+        if err.lines().any(|l| {
+            l.starts_with("Warning: ") && l.ends_with("placekit-warn is watched by the MIG manager")
+        }) {
+            warned = Some(attempt);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let warned = warned.expect("the policy's warning never reached stderr");
+    let label = format!("placekit-warn=v{}", warned + 100);
+    let (code, out, err) = run(
+        home.path(),
+        &env,
+        &[
+            "set",
+            "placekit-warn-node",
+            &label,
+            "--overwrite",
+            "--yes",
+            "--warnings-as-errors",
+        ],
+    );
+    let node = kubectl(&[
+        "get",
+        "node",
+        "placekit-warn-node",
+        "-o",
+        "jsonpath={.metadata.labels.placekit-warn}",
+    ]);
+    kubectl(&["delete", "-f", &manifest_path, "--wait=false"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("placekit-warn is watched"), "{err}");
+    assert!(err.contains("--warnings-as-errors"), "{err}");
+    assert_eq!(
+        String::from_utf8_lossy(&node.stdout),
+        format!("v{}", warned + 100),
+        "the change itself was made"
+    );
+}
