@@ -412,13 +412,16 @@ fn item_name(report: &serde_json::Value, item: &serde_json::Value) -> Option<Str
         return Some(format!("{}/{name}", kind.to_lowercase()));
     }
     if let Some(name) = text(item, "name") {
-        // The reports whose items are nodes: changes, GPU status, drift.
-        let kind = text(report, "kind").unwrap_or_default();
-        return Some(if kind == "ClusterCheck" || kind.is_empty() {
-            name
-        } else {
-            format!("node/{name}")
+        // Items without a kind: pods in the pending and drift reports, nodes in the
+        // change and GPU reports.
+        return Some(match text(report, "kind").as_deref() {
+            Some("PendingSummary" | "DriftReport") => format!("pod/{name}"),
+            Some("ClusterCheck") | None => name,
+            Some(_) => format!("node/{name}"),
         });
+    }
+    if let Some(pod) = text(item, "pod") {
+        return Some(format!("pod/{pod}"));
     }
     if let Some(path) = text(item, "path") {
         return std::path::Path::new(&path)

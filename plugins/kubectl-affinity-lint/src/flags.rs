@@ -119,8 +119,15 @@ pub enum Command {
     /// Explain why a pod is Pending: evidence and every node through the scheduler's filters.
     #[command(long_about = help::WHY_PENDING_ABOUT)]
     WhyPending {
-        /// The pending pod's name (its namespace with -n).
-        pod: String,
+        /// The pending pod's name (its namespace with -n); without it, every pending pod of
+        /// the namespace (or of all namespaces with -A), grouped by why.
+        pod: Option<String>,
+        /// Without POD: every namespace.
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+        /// Without POD: only pods matching this label selector.
+        #[arg(short = 'l', long)]
+        selector: Option<String>,
         /// Output format: text, wide, json, yaml, name, jsonpath=TEMPLATE,
         /// custom-columns=HEADER:PATH,...
         #[arg(short = 'o', long, value_parser = parse_output, default_value = "text")]
@@ -204,7 +211,10 @@ pub enum Mode {
     },
     WhyPending {
         display: DisplayArgs,
-        pod: String,
+        pod: Option<String>,
+        /// `None`: every namespace (`-A`).
+        all_namespaces: bool,
+        selector: Option<String>,
     },
     Lint(Box<LintSettings>),
 }
@@ -269,12 +279,21 @@ pub fn resolve(cli: &Cli) -> Result<Mode, CommandError> {
         }
         Some(Command::WhyPending {
             pod,
+            all_namespaces,
+            selector,
             output,
             no_headers,
         }) => {
+            if pod.is_some() && (*all_namespaces || selector.is_some()) {
+                return Err(CommandError::Input(
+                    "why-pending POD judges one pod: -A and -l are for every pending pod (leave out POD)".into(),
+                ));
+            }
             return Ok(Mode::WhyPending {
                 display: display(output, *no_headers),
                 pod: pod.clone(),
+                all_namespaces: *all_namespaces,
+                selector: selector.clone(),
             });
         }
         None => {}

@@ -103,7 +103,14 @@ affinity, nodeSelector, tolerations, topology spread, requests, events), every n
 kube-scheduler's filters in the scheduler's order with each node's first failing filter, \
 the FailedScheduling message the scheduler would write (predictedMessage), and a verdict \
 with the action to take. A pod that is Pending but already bound to a node \
-(spec.nodeName) is reported as scheduled: it waits for the kubelet, not the scheduler.
+(spec.nodeName) is reported as scheduled: it waits for the kubelet, not the scheduler. A pod held by spec.schedulingGates (Kueue's admission gate, among others) is reported as held: the scheduler does not consider it until every gate is removed.
+
+Without POD: every pending pod the scheduler has not bound, in the namespace (-A: all namespaces; -l: a label selector), judged against one read of the cluster and grouped by why, one row each (-o wide adds the action, -o json the per-pod verdicts).
+
+Examples:
+  kubectl affinity-lint why-pending llm-inference-0 -n ml
+  kubectl affinity-lint why-pending -A
+  kubectl affinity-lint why-pending -n ml -l app=trainer -o wide
 
 Modelled, in kube-scheduler's order (v1.37 default profile): NodeAffinity's PreFilter \
 (required terms that all name nodes with matchFields metadata.name), NodeUnschedulable, \
@@ -123,7 +130,8 @@ profiles, nominated nodes and preemption; a non-empty namespaceSelector in a pod
 (anti-)affinity term selects no namespace here (placekit does not read namespaces).
 
 Exit codes: 0 when the pod is scheduled or a node fits now, 1 when it cannot be placed now \
-(no node fits, a claim is missing, or its claims cannot be modelled), 2 usage, 3 cluster.
+(no node fits, a claim is missing, it is gated, or its claims cannot be modelled; without \
+POD: when any pending pod cannot), 2 usage, 3 cluster.
 
 Checked against a real kube-scheduler v1.37.2 in placekit's test suite \
 (520 generated cases): 520/520 decisions (bound node feasible, unschedulable exactly when \

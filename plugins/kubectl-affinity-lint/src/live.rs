@@ -430,6 +430,23 @@ pub async fn why_pending(
         }
         return Ok(exit::SUCCESS);
     }
+    if let Some(verdict) = scheduler::verdict::gated(&pod) {
+        let gates: Vec<&str> = pod
+            .spec
+            .scheduling_gates
+            .iter()
+            .map(|g| g.name.as_str())
+            .collect();
+        if ui.output.is_structured() {
+            ui.print_structured(&json!({"apiVersion": REPORT_API_VERSION, "kind": "PendingReport", "pod": {"namespace": namespace, "name": name, "phase": phase}, "pending": true, "scheduled": false, "schedulingGates": gates, "placeable": false, "verdict": verdict}));
+        } else {
+            say!("pod {namespace}/{name} is Pending and not scheduled");
+            say!("evidence: {}", verdict.evidence);
+            say!("judgment: {}", verdict.judgment);
+            say!("action:   {}", verdict.action);
+        }
+        return Ok(exit::PROBLEMS);
+    }
     let (nodes, _) = cluster_state(conn).await?;
     let mut events: Vec<Value> = Vec::new();
     let selector = format!("involvedObject.kind=Pod,involvedObject.name={name}");
@@ -572,6 +589,195 @@ pub async fn why_pending(
     } else {
         exit::PROBLEMS
     })
+}
+
+/// One pending pod as the summary judges it.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PendingPod {
+    namespace: String,
+    name: String,
+    scheduling_gates: Vec<String>,
+    /// Some node passes every filter placekit models, and nothing it cannot model is asked.
+    placeable: bool,
+    fitting_nodes: usize,
+    predicted_message: Option<String>,
+    verdict: Option<scheduler::verdict::Verdict>,
+}
+
+/// `why-pending` without a pod: every pending pod the scheduler has not bound (in the
+/// namespace, or every namespace with `-A`; `-l` filters), judged against one read of the
+/// nodes, pods and DRA objects, grouped by verdict. Exit 1 when any cannot be placed now.
+pub async fn why_pending_all(
+    conn: &Connection,
+    ui: &Ui,
+    namespace: Option<&str>,
+    selector: Option<&str>,
+) -> Result<u8, CommandError> {
+    let selector = selector
+        .map(LabelSelector::parse)
+        .transpose()
+        .map_err(|e| CommandError::Input(e.to_string()))?;
+    let (nodes, pods) = cluster_state(conn).await?;
+    let pending: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| p.status.phase.as_deref() == Some("Pending"))
+        .filter(|p| p.spec.node_name.as_deref().unwrap_or_default().is_empty())
+        .filter(|p| namespace.is_none_or(|ns| p.metadata.namespace == ns))
+        .filter(|p| {
+            selector
+                .as_ref()
+                .is_none_or(|s| s.matches(&p.metadata.labels))
+        })
+        .collect();
+    let dra = if pending.iter().any(|p| !p.spec.resource_claims.is_empty()) {
+        let dra = placekit::inventory::read_dra(conn, true).await?;
+        for n in &dra.notes {
+            ui.warn(n);
+        }
+        Some(dra)
+    } else {
+        None
+    };
+    let mut judged: Vec<PendingPod> = pending
+        .iter()
+        .map(|pod| judge_pending(pod, &nodes, dra.as_ref()))
+        .collect();
+    // Grouped by verdict, then by namespace and name.
+    let evidence = |p: &PendingPod| {
+        p.verdict
+            .as_ref()
+            .map(|v| v.evidence.clone())
+            .unwrap_or_default()
+    };
+    judged.sort_by(|a, b| {
+        (a.placeable, evidence(a), &a.namespace, &a.name).cmp(&(
+            b.placeable,
+            evidence(b),
+            &b.namespace,
+            &b.name,
+        ))
+    });
+    let stuck = judged.iter().filter(|p| !p.placeable).count();
+    if ui.output.is_structured() {
+        ui.print_structured(&json!({
+            "apiVersion": REPORT_API_VERSION,
+            "kind": "PendingSummary",
+            "items": judged,
+        }));
+    } else if judged.is_empty() {
+        say!("no pending pods");
+    } else {
+        let wide = ui.output == placekit::ui::OutputFormat::Wide;
+        let rows: Vec<Vec<String>> = judged
+            .iter()
+            .map(|p| {
+                let mut row = vec![
+                    p.namespace.clone(),
+                    p.name.clone(),
+                    format!("{}/{}", p.fitting_nodes, nodes.len()),
+                    if p.placeable {
+                        "fits: a node passes every filter (see its events)".to_string()
+                    } else {
+                        p.verdict
+                            .as_ref()
+                            .map(|v| v.evidence.clone())
+                            .unwrap_or_else(|| "not modelled: run why-pending on the pod".into())
+                    },
+                ];
+                if wide {
+                    row.push(
+                        p.verdict
+                            .as_ref()
+                            .map(|v| v.action.clone())
+                            .unwrap_or_default(),
+                    );
+                }
+                row
+            })
+            .collect();
+        let mut header = vec!["NAMESPACE", "NAME", "FITS", "WHY"];
+        if wide {
+            header.push("ACTION");
+        }
+        print!("{}", ui.table(&header, &rows));
+        if !ui.no_headers {
+            say!(
+                "{} pending: {stuck} cannot be placed now; `why-pending POD -n NS` for one pod's evidence",
+                placekit::ui::count(judged.len(), "pod")
+            );
+        }
+    }
+    Ok(if stuck > 0 {
+        exit::PROBLEMS
+    } else {
+        exit::SUCCESS
+    })
+}
+
+/// One pending pod through the scheduler's filters (or its gates), without its events.
+fn judge_pending(
+    pod: &Pod,
+    nodes: &[NodeInfo],
+    dra: Option<&placekit::inventory::DraRead>,
+) -> PendingPod {
+    let gates: Vec<String> = pod
+        .spec
+        .scheduling_gates
+        .iter()
+        .map(|g| g.name.clone())
+        .collect();
+    let base = |placeable, fitting_nodes, predicted_message, verdict| PendingPod {
+        namespace: pod.metadata.namespace.clone(),
+        name: pod.metadata.name.clone(),
+        scheduling_gates: gates.clone(),
+        placeable,
+        fitting_nodes,
+        predicted_message,
+        verdict,
+    };
+    if let Some(verdict) = scheduler::verdict::gated(pod) {
+        return base(false, 0, None, Some(verdict));
+    }
+    let mut filters = scheduler::PodFilters::new(pod, nodes);
+    let mut unmodelled = Vec::new();
+    let mut missing = Vec::new();
+    if let Some(dra) = dra {
+        let (needs, _) = placekit::dra::ClaimNeeds::of(
+            &pod.metadata.namespace,
+            &pod.spec.resource_claims,
+            &pod.status.resource_claim_statuses,
+            &pod.requests(),
+            &dra.claims,
+            &dra.inventory,
+        );
+        unmodelled = needs.unmodelled.clone();
+        missing = needs.missing.clone();
+        if dra.claims_forbidden {
+            unmodelled.append(&mut missing);
+        }
+        if !needs.is_empty() {
+            filters = filters.with_dra(needs, &dra.inventory);
+        }
+    }
+    let checked: Vec<Result<(), Vec<FilterFailure>>> =
+        nodes.iter().map(|n| filters.check(n)).collect();
+    let fitting = checked.iter().filter(|r| r.is_ok()).count();
+    let mut verdict = filters.verdict(nodes, &checked);
+    if !missing.is_empty() {
+        verdict = Some(scheduler::Verdict {
+            evidence: format!("resource claim missing: {}", missing.join("; ")),
+            judgment: "the scheduler waits for the pod's ResourceClaim to exist before it considers any node".into(),
+            action: "create the claim, or run the resourceclaim controller that generates it from the template".into(),
+        });
+    }
+    let placeable = missing.is_empty() && unmodelled.is_empty() && fitting > 0;
+    base(
+        placeable,
+        fitting,
+        scheduler::scheduler_message(&checked),
+        verdict,
+    )
 }
 
 /// A pod asking for whole NVIDIA GPUs where the candidates expose only MIG profiles: which

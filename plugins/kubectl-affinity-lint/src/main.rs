@@ -71,14 +71,26 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
                 }
             })
         }
-        Mode::WhyPending { display, pod } => {
+        Mode::WhyPending {
+            display,
+            pod,
+            all_namespaces,
+            selector,
+        } => {
             cli.fleet.refuse(
                 "kubectl affinity-lint why-pending",
                 "`kubectl affinity-lint --cluster` and `drift`",
             )?;
             block_on(async {
                 let conn = placekit::ui::connect(&cli.connection).await?;
-                live::why_pending(&conn, &Ui::new(&display), &conn.namespace, &pod).await
+                let ui = Ui::new(&display);
+                match &pod {
+                    Some(pod) => live::why_pending(&conn, &ui, &conn.namespace, pod).await,
+                    None => {
+                        let namespace = (!all_namespaces).then_some(conn.namespace.as_str());
+                        live::why_pending_all(&conn, &ui, namespace, selector.as_deref()).await
+                    }
+                }
             })
         }
         Mode::Lint(settings) => run::run(&settings, &cli.connection, &cli.fleet),

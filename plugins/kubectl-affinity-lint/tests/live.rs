@@ -789,3 +789,72 @@ async fn al004_says_what_the_api_server_answers() {
         assert!(!run.stdout.contains("AL004"), "{field}: {}", run.all());
     }
 }
+
+/// `why-pending` without a pod: every pending pod of the namespace the scheduler has not
+/// bound, judged against one read of the cluster and grouped by why; a pod held by
+/// scheduling gates (Kueue's admission gate) is said to be held, not to fit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn why_pending_without_a_pod_summarises_every_pending_pod() {
+    let Some(h) = harness().await else { return };
+    let run = h.run(&["why-pending", "-n", "ml", "-o", "json"]).await;
+    assert_code(&run, 1);
+    let report = run.json();
+    assert_eq!(report["kind"], "PendingSummary");
+    let why: std::collections::BTreeMap<String, String> = report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["verdict"]["evidence"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(why["pending-affinity"], "didn't match Pod's node affinity");
+    assert_eq!(why["pending-taint"], "had untolerated taint");
+    assert_eq!(why["pending-gpu"], "Insufficient nvidia.com/gpu");
+    assert_eq!(why["pending-pods"], "Too many pods");
+    assert_eq!(
+        why["gated-trainer"],
+        "scheduling gates: kueue.x-k8s.io/admission"
+    );
+    assert!(
+        !why.contains_key("occupant"),
+        "a running pod is not pending: {why:?}"
+    );
+
+    let text = h.run(&["why-pending", "-n", "ml"]).await;
+    assert_code(&text, 1);
+    assert!(text.stdout.starts_with("NAMESPACE  NAME"), "{}", text.all());
+    assert!(
+        text.stdout
+            .contains("5 pods pending: 5 cannot be placed now"),
+        "{}",
+        text.all()
+    );
+    let gated = h
+        .run(&["why-pending", "-n", "ml", "-l", "app=trainer", "-o", "name"])
+        .await;
+    assert_code(&gated, 1);
+    assert_eq!(gated.stdout, "pod/gated-trainer\n");
+
+    // One gated pod: held, exit 1, no node judged.
+    let one = h.run(&["why-pending", "gated-trainer", "-n", "ml"]).await;
+    assert_code(&one, 1);
+    assert!(
+        one.stdout
+            .contains("evidence: scheduling gates: kueue.x-k8s.io/admission")
+            && one
+                .stdout
+                .contains("Kueue removes it when it admits the workload"),
+        "{}",
+        one.all()
+    );
+
+    let none = h.run(&["why-pending", "-n", "default"]).await;
+    assert_code(&none, 0);
+    assert_eq!(none.stdout, "no pending pods\n");
+    let both = h.run(&["why-pending", "gated-trainer", "-A"]).await;
+    assert_code(&both, 2);
+}

@@ -71,6 +71,16 @@ pub struct PodSpec {
     /// `spec.resourceClaims`.
     #[serde(default)]
     pub resource_claims: Vec<PodClaimRef>,
+    /// `spec.schedulingGates`: while any is left the scheduler does not consider the pod.
+    #[serde(default)]
+    pub scheduling_gates: Vec<SchedulingGate>,
+}
+
+/// One of `spec.schedulingGates` (Kueue's admission gate, a topology gate, ...).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+pub struct SchedulingGate {
+    #[serde(default)]
+    pub name: String,
 }
 
 /// The same pod read only for where it runs and what constrains it: what drift reads of every

@@ -167,3 +167,30 @@ impl PodFilters<'_> {
         verdict(&failures)
     }
 }
+
+/// A pod held by `spec.schedulingGates`: the scheduler leaves it in its gated queue and runs
+/// no filter until every gate is gone, whatever the nodes offer. `None` without gates.
+pub fn gated(pod: &crate::model::Pod) -> Option<Verdict> {
+    let gates: Vec<&str> = pod
+        .spec
+        .scheduling_gates
+        .iter()
+        .map(|g| g.name.as_str())
+        .collect();
+    if gates.is_empty() {
+        return None;
+    }
+    let owner = |gate: &str| -> &'static str {
+        if gate.starts_with("kueue.x-k8s.io/") {
+            "Kueue removes it when it admits the workload (see its Workload's conditions and the ClusterQueue's quota)"
+        } else {
+            "the controller that added it removes it when the pod may run"
+        }
+    };
+    let owners: Vec<String> = gates.iter().map(|g| format!("{g}: {}", owner(g))).collect();
+    Some(Verdict {
+        evidence: format!("scheduling gates: {}", gates.join(", ")),
+        judgment: "the scheduler does not consider the pod until every scheduling gate is removed; no node is judged".into(),
+        action: owners.join("; "),
+    })
+}
