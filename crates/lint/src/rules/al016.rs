@@ -14,7 +14,12 @@ when the pod does not also tolerate the key nodes carry today:
   `node.kubernetes.io/not-ready` and `node.kubernetes.io/unreachable` (Kubernetes 1.13 taints
   nodes only with the new keys), and `node.kubernetes.io/notReady`;
 - a GPU vendor's resource name without its domain (`nvidia/gpu` for `nvidia.com/gpu`,
-  `amd/gpu` for `amd.com/gpu`).
+  `amd/gpu` for `amd.com/gpu`);
+- `node-role.kubernetes.io/master`, the control-plane taint kubeadm applied until 1.24 and
+  dropped in 1.25 for `node-role.kubernetes.io/control-plane` (OpenShift still uses it: the
+  finding says so, and the fix adds the current key rather than replacing the old one). A
+  DaemonSet meant for every node that tolerates only the master taint skips every
+  control-plane node of a current cluster.
 
 ## When it does not fire
 - The pod tolerates the current key too (manifests that serve old and new clusters list
@@ -60,7 +65,16 @@ const RETIRED_KEYS: &[(&str, &str)] = &[
     ),
     ("nvidia/gpu", "nvidia.com/gpu"),
     ("amd/gpu", "amd.com/gpu"),
+    (
+        "node-role.kubernetes.io/master",
+        "node-role.kubernetes.io/control-plane",
+    ),
 ];
+
+/// The master taint is retired, not misspelled: kubeadm 1.24 added the control-plane taint
+/// beside it and 1.25 dropped it, while OpenShift still taints its control plane with it.
+/// So the finding says where it still matches, and the fix adds a toleration.
+const ROLE_RETIRED: &str = "node-role.kubernetes.io/master";
 
 impl Rule for Al016 {
     fn meta(&self) -> &'static RuleMeta {
@@ -96,6 +110,24 @@ impl Rule for Al016 {
                 continue;
             }
             let at = t.get("key").unwrap_or(t);
+            if *old == ROLE_RETIRED {
+                let effect = match effect_of(t) {
+                    "" => String::new(),
+                    e => format!(", effect: {e}"),
+                };
+                out.push(
+                    RawFinding::at(
+                        at,
+                        format!(
+                            "this toleration's key {old} matches no taint of a kubeadm 1.25+ control-plane node: those are tainted {current} (kubeadm dropped the master taint in 1.25; OpenShift keeps it), so the pod stays off current control planes; tolerate both keys"
+                        ),
+                    )
+                    .with_fix(format!(
+                        "- {{key: {current}, operator: Exists{effect}}}"
+                    )),
+                );
+                continue;
+            }
             out.push(
                 RawFinding::at(
                     at,

@@ -16,6 +16,7 @@ pub mod al013;
 pub mod al014;
 pub mod al015;
 pub mod al016;
+pub mod al017;
 pub mod al101;
 pub mod al102;
 pub mod al103;
@@ -46,6 +47,7 @@ pub static RULES: &[&dyn Rule] = &[
     &al014::Al014,
     &al015::Al015,
     &al016::Al016,
+    &al017::Al017,
 ];
 
 /// Looks a rule up by id (case-insensitive).
