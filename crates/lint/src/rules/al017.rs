@@ -78,7 +78,7 @@ impl Rule for Al017 {
             .get("nodeSelector")
             .map(Node::entries)
             .unwrap_or_default()
-            .into_iter()
+            .iter()
             .filter_map(|(k, _)| k.as_str().map(|s| (s, k)))
             .collect();
         let in_selector = |key: &str| selector.iter().find(|(k, _)| *k == key).map(|(_, n)| *n);
