@@ -133,6 +133,27 @@ pub struct MutationArgs {
     /// Writes in flight at once.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrency: u16,
+    /// The field manager the writes are recorded under in the nodes' managedFields (as
+    /// kubectl's --field-manager).
+    #[arg(long, value_name = "NAME", default_value = "placekit", value_parser = parse_field_manager)]
+    pub field_manager: String,
+}
+
+/// A `--field-manager` the API server accepts (at most 128 characters) and a URL carries as
+/// it is.
+fn parse_field_manager(name: &str) -> Result<String, String> {
+    if name.is_empty() || name.len() > 128 {
+        return Err("a field manager has 1 to 128 characters".into());
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "-_.:/@+".contains(*c)))
+    {
+        return Err(format!(
+            "{c:?} is not allowed in a field manager here (letters, digits and -_.:/@+)"
+        ));
+    }
+    Ok(name.to_string())
 }
 
 /// The command being run, as the user typed it (`kubectl nodelabel remove gpu-1 pool-`),

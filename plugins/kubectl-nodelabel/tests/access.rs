@@ -394,3 +394,75 @@ fn server_warnings_are_shown_and_can_fail_the_command() {
         "the change itself was made"
     );
 }
+
+/// `--field-manager` names who wrote the labels in the node's managedFields, as kubectl's
+/// does (kube-apiserver records it; the test server does not show managedFields); a name the
+/// API server or a URL would not take is a usage error before any request.
+#[test]
+fn the_field_manager_is_the_one_given() {
+    let home = tempfile::tempdir().unwrap();
+    let (code, _, err) = run(
+        home.path(),
+        &[],
+        &["set", "n", "k=v", "--yes", "--field-manager", "two words"],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("field manager"), "{err}");
+
+    use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
+    let suite = "--field-manager on the real control plane";
+    let Some(kubeconfig) = real_cluster_for(suite, E2E_KUBECONFIG) else {
+        return;
+    };
+    if !placekit_testserver::require::kubectl(suite) {
+        return;
+    }
+    let kubectl = |args: &[&str]| {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(args)
+            .bounded_output()
+            .unwrap()
+    };
+    let node = home.path().join("node.yaml");
+    std::fs::write(
+        &node,
+        "apiVersion: v1\nkind: Node\nmetadata: {name: placekit-manager-node}\n",
+    )
+    .unwrap();
+    let node = node.display().to_string();
+    kubectl(&["apply", "-f", &node]);
+    let kubeconfig_text = kubeconfig.display().to_string();
+    let env = [("KUBECONFIG", kubeconfig_text.as_str())];
+    let (code, out, err) = run(
+        home.path(),
+        &env,
+        &[
+            "set",
+            "placekit-manager-node",
+            "team=infra",
+            "--overwrite",
+            "--yes",
+            "--field-manager=gpu-admins",
+        ],
+    );
+    let managed = kubectl(&[
+        "get",
+        "node",
+        "placekit-manager-node",
+        "--show-managed-fields",
+        "-o",
+        "json",
+    ]);
+    kubectl(&["delete", "node", "placekit-manager-node", "--wait=false"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let managed: serde_json::Value = serde_json::from_slice(&managed.stdout).unwrap();
+    let owner = managed["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["fieldsV1"]["f:metadata"]["f:labels"]["f:team"].is_object())
+        .map(|m| m["manager"].clone());
+    assert_eq!(owner, Some(serde_json::json!("gpu-admins")), "{managed}");
+}

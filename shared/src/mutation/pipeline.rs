@@ -346,7 +346,7 @@ pub async fn apply(
         journal = Some(j);
     }
 
-    let writer = KubeNodeWriter::new(conn.client.clone(), "placekit");
+    let writer = KubeNodeWriter::new(conn.client.clone(), mutation.args.field_manager.clone());
     let items: Vec<WriteItem> = changing.iter().map(WriteItem::from_plan).collect();
     let config = ExecutorConfig {
         concurrency: usize::from(mutation.args.concurrency),
