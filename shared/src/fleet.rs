@@ -518,16 +518,7 @@ impl Fleet {
         {
             Some(result) => {
                 let (connection, notices) = result?;
-                for notice in notices {
-                    eprintln!(
-                        "warning: context {}: {}",
-                        crate::text::escaped(context),
-                        crate::text::escape_controls(
-                            &crate::secrets::redact(&notice.to_string()),
-                            true
-                        )
-                    );
-                }
+                crate::ui::say_notices(&format!("context {context}: "), &notices);
                 Ok(connection)
             }
             None => Err(CommandError::Unreachable(Box::new(Unreachable {

@@ -515,13 +515,20 @@ pub async fn connect(
     args: &crate::connect::ConnectionArgs,
 ) -> Result<crate::connect::Connection, crate::connect::ConnectError> {
     let (connection, notices) = args.open().await?;
+    say_notices("", &notices);
+    Ok(connection)
+}
+
+/// Says a connection's notices on stderr, after `prefix` (`context NAME: ` for one context
+/// of many), redacted and escaped.
+pub fn say_notices(prefix: &str, notices: &[crate::connect::ConnectNotice]) {
     for notice in notices {
         eprintln!(
-            "warning: {}",
+            "warning: {}{}",
+            escaped(prefix),
             escape_controls(&crate::secrets::redact(&notice.to_string()), true)
         );
     }
-    Ok(connection)
 }
 
 #[cfg(test)]

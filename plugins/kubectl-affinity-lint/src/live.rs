@@ -527,13 +527,8 @@ pub async fn why_pending(
         .map(|(n, _)| n.as_str())
         .collect();
     let mut verdict = filters.verdict(&nodes, &checked);
-    if !missing.is_empty() {
-        // DynamicResources' PreFilter stops the pod before any node is filtered.
-        verdict = Some(scheduler::Verdict {
-            evidence: format!("resource claim missing: {}", missing.join("; ")),
-            judgment: "the scheduler waits for the pod's ResourceClaim to exist before it considers any node".into(),
-            action: "create the claim, or run the resourceclaim controller (kube-controller-manager) that generates it from the template".into(),
-        });
+    if let Some(held) = scheduler::verdict::claims_missing(&missing) {
+        verdict = Some(held);
     }
     // A pod that cannot be placed now: no node fits, a claim is missing, or placekit cannot
     // model the claims and so cannot say it fits.
@@ -764,12 +759,8 @@ fn judge_pending(
         nodes.iter().map(|n| filters.check(n)).collect();
     let fitting = checked.iter().filter(|r| r.is_ok()).count();
     let mut verdict = filters.verdict(nodes, &checked);
-    if !missing.is_empty() {
-        verdict = Some(scheduler::Verdict {
-            evidence: format!("resource claim missing: {}", missing.join("; ")),
-            judgment: "the scheduler waits for the pod's ResourceClaim to exist before it considers any node".into(),
-            action: "create the claim, or run the resourceclaim controller that generates it from the template".into(),
-        });
+    if let Some(held) = scheduler::verdict::claims_missing(&missing) {
+        verdict = Some(held);
     }
     let placeable = missing.is_empty() && unmodelled.is_empty() && fitting > 0;
     base(

@@ -7,8 +7,8 @@ use std::process::Command;
 use placekit_testserver::process::Bounded as _;
 use placekit_testserver::{ADMIN_TOKEN, DEMO_FIXTURE, ServerConfig, TestServer};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn status_prints_what_scripts_ask_for() {
+/// The demo cluster and an admin kubeconfig for it (kept in the returned directory).
+async fn demo() -> (TestServer, tempfile::TempDir, std::path::PathBuf) {
     let server = TestServer::start(ServerConfig::default().with_fixture_yaml(DEMO_FIXTURE))
         .await
         .unwrap();
@@ -16,6 +16,12 @@ async fn status_prints_what_scripts_ask_for() {
     let kubeconfig = server
         .write_kubeconfig(&dir.path().join("kubeconfig"), ADMIN_TOKEN)
         .unwrap();
+    (server, dir, kubeconfig)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_prints_what_scripts_ask_for() {
+    let (_server, _dir, kubeconfig) = demo().await;
     let run = |args: &[&str]| {
         tokio::task::block_in_place(|| {
             let out = Command::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
@@ -63,13 +69,7 @@ async fn status_prints_what_scripts_ask_for() {
 /// the token; without it, nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verbosity_six_logs_each_request() {
-    let server = TestServer::start(ServerConfig::default().with_fixture_yaml(DEMO_FIXTURE))
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = server
-        .write_kubeconfig(&dir.path().join("kubeconfig"), ADMIN_TOKEN)
-        .unwrap();
+    let (server, _dir, kubeconfig) = demo().await;
     let stderr = |extra: &[&str]| {
         tokio::task::block_in_place(|| {
             let out = Command::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))

@@ -43,6 +43,13 @@ async fn demo() -> TestServer {
     .unwrap()
 }
 
+/// The server's CA written where a `--certificate-authority` can name it.
+fn ca_file(server: &TestServer, dir: &Path) -> std::path::PathBuf {
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, server.ca_pem().unwrap()).unwrap();
+    ca
+}
+
 const DEPENDENTS: [&str; 3] = ["dependents", "accelerator.example.com/gpu-family", "-A"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -127,8 +134,7 @@ async fn a_pod_service_account_is_used_without_a_kubeconfig() {
 async fn access_flags_reach_a_cluster_without_a_kubeconfig_and_override_one() {
     let server = demo().await;
     let home = tempfile::tempdir().unwrap();
-    let ca = home.path().join("ca.pem");
-    std::fs::write(&ca, server.ca_pem().unwrap()).unwrap();
+    let ca = ca_file(&server, home.path());
     let url = server.url();
     let ca_path = ca.display().to_string();
 
@@ -225,8 +231,7 @@ async fn access_flags_reach_a_cluster_without_a_kubeconfig_and_override_one() {
 async fn a_token_flag_never_reaches_a_snapshot() {
     let server = demo().await;
     let home = tempfile::tempdir().unwrap();
-    let ca = home.path().join("ca.pem");
-    std::fs::write(&ca, server.ca_pem().unwrap()).unwrap();
+    let ca = ca_file(&server, home.path());
     let (url, ca) = (server.url(), ca.display().to_string());
     let (code, out, err) = tokio::task::block_in_place(|| {
         run(

@@ -194,3 +194,13 @@ pub fn gated(pod: &crate::model::Pod) -> Option<Verdict> {
         action: owners.join("; "),
     })
 }
+
+/// A pod whose ResourceClaims do not exist yet: DynamicResources' PreFilter stops it before
+/// any node is filtered. `None` when every claim exists.
+pub fn claims_missing(missing: &[String]) -> Option<Verdict> {
+    (!missing.is_empty()).then(|| Verdict {
+        evidence: format!("resource claim missing: {}", missing.join("; ")),
+        judgment: "the scheduler waits for the pod's ResourceClaim to exist before it considers any node".into(),
+        action: "create the claim, or run the resourceclaim controller (kube-controller-manager) that generates it from the template".into(),
+    })
+}
