@@ -622,11 +622,24 @@ async fn create_all(client: &kube::Client, objects: Vec<Value>) {
 /// The scheduler's cache is fed by watches and lags the API: a pod whose scheduling depends
 /// on the last node update and the last pod created is bound only once it has seen both
 /// (each watch delivers in order), so everything written before is in its cache too.
-async fn barrier(client: &kube::Client, generation: usize) {
+///
+/// Each call is a new generation, unique in this process and across processes: a reused
+/// generation finds its probe already bound and returns at once, before the scheduler has
+/// seen the writes it should wait for (the drift phase once reused the single-node round's
+/// and, on a loaded machine, had a copy bound to a node whose new NoExecute taint the
+/// scheduler had not yet seen).
+async fn barrier(client: &kube::Client) {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let generation = format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
     let node = "sd-barrier";
     let anchor = format!("sd-barrier-anchor-{generation}");
     let probe = format!("sd-barrier-probe-{generation}");
-    if generation == 0 {
+    {
+        // The node may be there from an earlier call (a conflict is success).
         create(
             client,
             "/api/v1/nodes",
@@ -642,14 +655,14 @@ async fn barrier(client: &kube::Client, generation: usize) {
         client,
         &format!("/api/v1/nodes/{node}"),
         "application/merge-patch+json",
-        &json!({"metadata": {"labels": {"placekit.dev/barrier-generation": generation.to_string()}}}),
+        &json!({"metadata": {"labels": {"placekit.dev/barrier-generation": generation}}}),
     )
     .await;
     create(
         client,
         &pods_path(),
         &json!({"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": anchor, "labels": {ROLE: "barrier-anchor", "generation": generation.to_string()}},
+            "metadata": {"name": anchor, "labels": {ROLE: "barrier-anchor", "generation": generation}},
             "spec": {"nodeName": node, "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}),
     )
     .await;
@@ -659,9 +672,9 @@ async fn barrier(client: &kube::Client, generation: usize) {
         &json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": probe, "labels": {ROLE: "barrier"}},
             "spec": {
-                "nodeSelector": {"placekit.dev/barrier-generation": generation.to_string()},
+                "nodeSelector": {"placekit.dev/barrier-generation": generation},
                 "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"topologyKey": HOSTNAME, "labelSelector": {"matchLabels": {ROLE: "barrier-anchor", "generation": generation.to_string()}}}]}},
+                    {"topologyKey": HOSTNAME, "labelSelector": {"matchLabels": {ROLE: "barrier-anchor", "generation": generation}}}]}},
                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}),
     )
     .await;
@@ -1229,7 +1242,7 @@ async fn single_node_round(
     let judged = judge(cases, Case::single_name, &decided, &infos, model);
     let controls = negative_controls(cases, Case::single_name, &decided, &infos);
     delete_role(client, SINGLE).await;
-    barrier(client, 1).await;
+    barrier(client).await;
     SingleRound {
         bound: judged.bound.len(),
         unschedulable: judged.unschedulable.len(),
@@ -1310,7 +1323,7 @@ async fn real_scheduler_decisions_match_placekit_filters() {
             .collect(),
     )
     .await;
-    barrier(&client, 0).await;
+    barrier(&client).await;
     let total_nodes = node_count + 1; // the barrier node
     let setup = started.elapsed();
     let single = single_node_round(&client, &cases, seed, total_nodes).await;
@@ -1688,7 +1701,7 @@ async fn drift_phase(
     .buffer_unordered(CONCURRENCY)
     .collect::<Vec<()>>()
     .await;
-    barrier(client, 1).await;
+    barrier(client).await;
 
     let (code, stdout, stderr) = run_plugin(
         bin,
@@ -1706,12 +1719,18 @@ async fn drift_phase(
     .await;
     assert!(code == 0 || code == 1, "drift: exit {code}\n{stderr}");
     let report: Value = serde_json::from_str(&stdout).expect("drift JSON");
-    let drifted: BTreeSet<String> = report["items"]
+    let drift_reasons: BTreeMap<String, String> = report["items"]
         .as_array()
         .into_iter()
         .flatten()
-        .map(|d| d["pod"].as_str().unwrap().to_string())
+        .map(|d| {
+            (
+                d["pod"].as_str().unwrap().to_string(),
+                d["reason"].as_str().unwrap_or_default().to_string(),
+            )
+        })
         .collect();
+    let drifted: BTreeSet<String> = drift_reasons.keys().cloned().collect();
 
     // The copies, pinned to each pod's node.
     let copies: Vec<Value> = bound
@@ -1767,14 +1786,24 @@ async fn drift_phase(
         if scheduler_drift == drifted.contains(&name) {
             agree += 1;
         } else {
+            // Everything needed to judge the disagreement without a rerun: the node as it
+            // is now, the pod's constraints, and both verdicts in their own words.
+            let node_now = get(client, &format!("/api/v1/nodes/{node}")).await;
             tally.disagreements.push(format!(
-                "drift {name} on {node}: scheduler says {}, drift says {}",
+                "drift {name} on {node}: scheduler says {} ({d:?}), drift says {} ({:?}); node labels {} taints {} unschedulable {}; pod nodeSelector {} affinity {} tolerations {}",
                 if scheduler_drift {
                     "drifted"
                 } else {
                     "still fits"
                 },
-                drifted.contains(&name)
+                drifted.contains(&name),
+                drift_reasons.get(&name),
+                node_now["metadata"]["labels"],
+                node_now["spec"]["taints"],
+                node_now["spec"]["unschedulable"],
+                case.pod["spec"]["nodeSelector"],
+                case.pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"],
+                case.pod["spec"]["tolerations"],
             ));
         }
     }
@@ -2039,7 +2068,7 @@ async fn real_scheduler_accelerator_decisions_match_placekit_filters() {
         cases.iter().flat_map(|c| c.running.clone()).collect(),
     )
     .await;
-    barrier(&client, 0).await;
+    barrier(&client).await;
     // The scheduler's DRA informers are not ordered with the node and pod watches the
     // barrier waits for; they deliver in milliseconds.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -2285,7 +2314,7 @@ async fn real_scheduler_places_what_al105_claims() {
         cases.iter().flat_map(|c| c.nodes.clone()).collect(),
     )
     .await;
-    barrier(&client, 0).await;
+    barrier(&client).await;
 
     let manifests = tempfile::NamedTempFile::new().expect("temp file");
     let docs: Vec<String> = cases
