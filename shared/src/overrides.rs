@@ -14,6 +14,11 @@ pub struct DependentsOverride {
     /// blocking findings are shown as warnings.
     #[arg(long)]
     pub ignore_dependents: bool,
+    /// Go on although the GPU operator would take GPUs from pods running on the node: a new
+    /// `nvidia.com/mig.config` (the MIG manager repartitions the GPUs) or operands switched
+    /// off (`nvidia.com/gpu.deploy.…`). Drain the node first instead when you can.
+    #[arg(long)]
+    pub ignore_gpu_pods: bool,
     /// Retired (it did several things at once): refused with the flags that replace it.
     #[arg(long, hide = true)]
     pub force: bool,
@@ -35,10 +40,17 @@ pub const FORCE_REPLACEMENTS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The overrides of the policy checks every mutating command has, once resolved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PolicyOverrides {
+    pub ignore_dependents: bool,
+    pub ignore_gpu_pods: bool,
+}
+
 impl DependentsOverride {
-    /// Whether dependents are ignored; the retired `--force` is a usage error (exit 2)
-    /// naming the flags that replace it.
-    pub fn resolve(&self) -> Result<bool, CommandError> {
+    /// The overrides given; the retired `--force` is a usage error (exit 2) naming the flags
+    /// that replace it.
+    pub fn resolve(&self) -> Result<PolicyOverrides, CommandError> {
         if self.force {
             return Err(CommandError::Input(format!(
                 "--force is no longer accepted: it did several things at once. Give the override you mean:\n{}",
@@ -49,7 +61,10 @@ impl DependentsOverride {
                     .join("\n")
             )));
         }
-        Ok(self.ignore_dependents)
+        Ok(PolicyOverrides {
+            ignore_dependents: self.ignore_dependents,
+            ignore_gpu_pods: self.ignore_gpu_pods,
+        })
     }
 }
 
@@ -84,7 +99,7 @@ pub struct RollbackOverrides {
 /// [`RollbackOverrides`] once resolved.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RollbackSettings {
-    pub ignore_dependents: bool,
+    pub policy: PolicyOverrides,
     pub ignore_disruption_budgets: bool,
     pub overwrite_changes: bool,
     pub other_cluster: bool,
@@ -93,7 +108,7 @@ pub struct RollbackSettings {
 impl RollbackOverrides {
     pub fn resolve(&self) -> Result<RollbackSettings, CommandError> {
         Ok(RollbackSettings {
-            ignore_dependents: self.dependents.resolve()?,
+            policy: self.dependents.resolve()?,
             ignore_disruption_budgets: self.eviction.ignore_disruption_budgets,
             overwrite_changes: self.overwrite_changes,
             other_cluster: self.other_cluster,

@@ -159,14 +159,19 @@ fn parse_field_manager(name: &str) -> Result<String, String> {
 /// The command being run, as the user typed it (`kubectl nodelabel remove gpu-1 pool-`),
 /// with `flag` added: what a message offering an override tells them to run.
 pub fn rerun_with(command: &str, flag: &str) -> String {
+    rerun_with_all(command, &[flag])
+}
+
+/// [`rerun_with`] for several flags at once (each added once).
+pub fn rerun_with_all(command: &str, flags: &[&str]) -> String {
     let mut words: Vec<String> = vec![command.to_string()];
     words.extend(
         std::env::args()
             .skip(1)
-            .filter(|a| a != flag)
+            .filter(|a| !flags.contains(&a.as_str()))
             .map(|a| shell_quote(&a)),
     );
-    words.push(flag.to_string());
+    words.extend(flags.iter().map(|f| f.to_string()));
     words.join(" ")
 }
 

@@ -228,6 +228,7 @@ pub async fn list_workloads(
                                 namespace: $o.metadata.namespace.clone().unwrap_or_default(),
                                 name: $o.metadata.name.clone().unwrap_or_default(),
                                 pod_spec: spec,
+                                used_by: Vec::new(),
                             });
                         }
                     }
@@ -307,6 +308,7 @@ pub async fn list_workloads(
                         namespace: meta.namespace.unwrap_or_default(),
                         name: meta.name.unwrap_or_default(),
                         pod_spec: spec,
+                        used_by: Vec::new(),
                     });
                 }
             }
@@ -354,6 +356,10 @@ async fn list_custom_workloads(
         read: Default::default(),
         warnings: Vec::new(),
     };
+    // Objects that select nodes outside any pod template (a Kueue ResourceFlavor, a Volcano
+    // Queue) are read whole and judged once every list is in: a flavor's Topology and
+    // ClusterQueues may come after it.
+    let mut held = placekit_lint::selectors::HeldSelectors::default();
     let groups = match client.list_api_groups().await {
         Ok(g) => g,
         Err(kube::Error::Api(s)) if matches!(s.code, 403 | 404) => return Ok(out),
@@ -399,8 +405,14 @@ async fn list_custom_workloads(
                 // Each page is judged as it arrives and dropped: memory holds one page of
                 // objects and what is kept of them, not the whole list.
                 let (read, workloads) = (&mut out.read, &mut out.workloads);
+                let selects =
+                    placekit_lint::selectors::holds_selection(&group.name, &resource.kind);
                 let listed = for_each_page_if_served(client, &collection, 500, |page| {
                     for object in page {
+                        if selects {
+                            held.keep(&group.name, &resource.kind, &object);
+                            continue;
+                        }
                         keep_custom_resource(
                             object,
                             &resource.kind,
@@ -412,15 +424,23 @@ async fn list_custom_workloads(
                 })
                 .await?;
                 if let Listed::Forbidden(message) = listed {
-                    out.warnings.push(format!(
-                        "{message} ({}.{}: their pod templates are not checked; their running pods are)",
-                        resource.name, group.name
-                    ));
+                    out.warnings.push(if selects {
+                        format!(
+                            "{message} ({}.{}: the nodes they select are not checked)",
+                            resource.name, group.name
+                        )
+                    } else {
+                        format!(
+                            "{message} ({}.{}: their pod templates are not checked; their running pods are)",
+                            resource.name, group.name
+                        )
+                    });
                     continue;
                 }
             }
         }
     }
+    out.workloads.extend(held.into_workloads());
     Ok(out)
 }
 
@@ -841,4 +861,107 @@ pub async fn read_nodes(
         .into_iter()
         .map(|(name, node)| Ok((name, node.as_ref().map(node_state).transpose()?)))
         .collect()
+}
+
+/// What the cluster says about the NVIDIA GPU operator, for the checks of a change to one of
+/// its keys: the ClusterPolicies (one paged list; absent group, nothing), and the device
+/// plugin's config ConfigMap the first names (one field-selected list: the ClusterPolicy's
+/// `status.namespace` when the operator wrote it, else every namespace). What cannot be
+/// read is said in the second value and the checks go on without it.
+pub async fn gpu_operator_view(
+    client: &kube::Client,
+) -> Result<
+    (
+        placekit_core::label_controllers::GpuOperatorView,
+        Vec<String>,
+    ),
+    CommandError,
+> {
+    use placekit_core::label_controllers::{DevicePluginConfigs, GpuOperatorView};
+    use serde_json::Value;
+    let mut view = GpuOperatorView::default();
+    let mut warnings = Vec::new();
+    let mut policies: Vec<Value> = Vec::new();
+    match for_each_page_if_served(
+        client,
+        "/apis/nvidia.com/v1/clusterpolicies",
+        100,
+        |page: Vec<Value>| policies.extend(page),
+    )
+    .await?
+    {
+        Listed::Forbidden(message) => {
+            warnings.push(format!(
+                "{message} (clusterpolicies.nvidia.com: the GPU operator's reactions to its labels are not checked)"
+            ));
+            return Ok((view, warnings));
+        }
+        Listed::NotServed | Listed::Read(_) => {}
+    }
+    let Some(policy) = policies.first() else {
+        return Ok((view, warnings));
+    };
+    let text = |p: &str| {
+        policy
+            .pointer(p)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    view.cluster_policy = text("/metadata/name");
+    let Some(config_map) = text("/spec/devicePlugin/config/name") else {
+        return Ok((view, warnings));
+    };
+    let default = text("/spec/devicePlugin/config/default");
+    let collection = match text("/status/namespace") {
+        Some(ns) => format!("/api/v1/namespaces/{ns}/configmaps"),
+        None => "/api/v1/configmaps".to_string(),
+    };
+    let mut found: Vec<(String, std::collections::BTreeSet<String>)> = Vec::new();
+    let listed = pages(
+        client,
+        &collection,
+        Some(&format!("metadata.name={config_map}")),
+        None,
+        100,
+        |page: Vec<Value>| {
+            for cm in page {
+                let ns = cm
+                    .pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                let keys = cm["data"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                found.push((ns, keys));
+            }
+        },
+    )
+    .await;
+    view.device_plugin_configs = match (listed, found.len()) {
+        (Err(PageError::Api(kube::Error::Api(s))), _) if s.code == 403 => {
+            DevicePluginConfigs::Unknown(format!(
+                "cannot read ConfigMap {config_map}: {}",
+                s.message
+            ))
+        }
+        (Err(e), _) => return Err(e.into_command_error("listing the device plugin's ConfigMap")),
+        (Ok(_), 0) => DevicePluginConfigs::Unknown(format!("ConfigMap {config_map} not found")),
+        (Ok(_), 1) => {
+            let (ns, keys) = found.remove(0);
+            DevicePluginConfigs::Keys {
+                config_map: format!("{ns}/{config_map}"),
+                keys,
+                default,
+            }
+        }
+        (Ok(_), n) => DevicePluginConfigs::Unknown(format!(
+            "{n} ConfigMaps are named {config_map} and the ClusterPolicy does not say its namespace"
+        )),
+    };
+    Ok((view, warnings))
 }

@@ -38,6 +38,7 @@ pub mod exit;
 pub mod gpu;
 pub mod held_file;
 pub mod jsonpath;
+pub mod label_controllers;
 pub mod model;
 pub mod nfd;
 pub mod plan;

@@ -42,6 +42,10 @@ pub struct NodeState {
     /// the record of imported labels; other annotations are never read or written.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
+    /// The label keys nfd-master records as its own (its `feature-labels` annotation): read
+    /// to warn that a hand edit will not last, never written, never in a snapshot.
+    #[serde(skip)]
+    pub nfd_keys: std::collections::BTreeSet<String>,
 }
 
 /// Annotations under this prefix belong to placekit.
@@ -70,6 +74,13 @@ impl NodeState {
                 .filter(|(k, _)| k.starts_with(PLACEKIT_ANNOTATION_PREFIX))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
+            nfd_keys: crate::label_controllers::nfd_owned_keys(
+                node.metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(crate::label_controllers::NFD_FEATURE_LABELS_ANNOTATION))
+                    .map(String::as_str),
+            ),
         })
     }
 }

@@ -289,6 +289,7 @@ mod tests {
             uid: "uid-1".into(),
             resource_version: "10".into(),
             annotations: BTreeMap::new(),
+            nfd_keys: Default::default(),
             labels: labels
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))

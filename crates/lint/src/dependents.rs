@@ -8,13 +8,46 @@ use k8s_openapi::api::core::v1::PodSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
-/// A workload with its pod template's spec.
+/// A workload with its pod template's spec (for an object that selects nodes outside any
+/// pod, such as a Kueue ResourceFlavor, the constraint its controller puts on the pods it
+/// places: see [`crate::selectors`]).
 #[derive(Debug, Clone)]
 pub struct Workload {
     pub kind: String,
+    /// Empty for a cluster-scoped object.
     pub namespace: String,
     pub name: String,
     pub pod_spec: PodSpec,
+    /// Who else loses what this object loses (the ClusterQueues that use a flavor).
+    pub used_by: Vec<String>,
+}
+
+impl Workload {
+    /// How findings name it: `Deployment ml/server`, `ResourceFlavor h100` (cluster-scoped),
+    /// with the objects that use it: `ResourceFlavor h100 (used by ClusterQueue team-a)`.
+    pub fn reference(&self) -> String {
+        let mut out = if self.namespace.is_empty() {
+            format!("{} {}", self.kind, self.name)
+        } else {
+            format!("{} {}/{}", self.kind, self.namespace, self.name)
+        };
+        if !self.used_by.is_empty() {
+            out.push_str(&format!(" (used by {})", self.used_by.join(", ")));
+        }
+        out
+    }
+
+    /// What losing a node it requires means, in the user's words.
+    pub fn lost_node_consequence(&self) -> &'static str {
+        match self.kind.as_str() {
+            "DaemonSet" => "the DaemonSet controller would delete its pod there",
+            "ResourceFlavor" => {
+                "Kueue would no longer place the workloads it admits to this flavor there"
+            }
+            "Queue" => "Volcano would no longer place the queue's pods there",
+            _ => "new pods of it could no longer be scheduled there",
+        }
+    }
 }
 
 /// How a workload depends on a key.
@@ -51,6 +84,9 @@ pub struct Dependent {
     pub kind: String,
     pub namespace: String,
     pub name: String,
+    /// The objects that use it (the ClusterQueues of a ResourceFlavor).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub used_by: Vec<String>,
     pub key: String,
     pub constraint: Constraint,
     /// The constraint as written, e.g. `accelerator.example.com/gpu-family In [a100]`.
@@ -172,6 +208,7 @@ impl OwnerGroups {
                 namespace,
                 name: owner.name.clone(),
                 pod_spec: spec,
+                used_by: Vec::new(),
             });
         }
     }
@@ -225,6 +262,7 @@ pub fn custom_resource_workloads(object: &serde_json::Value) -> Vec<Workload> {
                 namespace: text("/metadata/namespace"),
                 name: text("/metadata/name"),
                 pod_spec: spec,
+                used_by: Vec::new(),
             });
         }
     }
@@ -244,6 +282,7 @@ pub fn find_dependents(workloads: &[Workload], queries: &[KeyQuery]) -> Vec<Depe
                 kind: w.kind.clone(),
                 namespace: w.namespace.clone(),
                 name: w.name.clone(),
+                used_by: w.used_by.clone(),
                 key: key.to_string(),
                 constraint,
                 expression,
@@ -324,6 +363,7 @@ mod tests {
             namespace: "ml".into(),
             name: name.into(),
             pod_spec: serde_json::from_value(spec).unwrap(),
+            used_by: Vec::new(),
         }
     }
 

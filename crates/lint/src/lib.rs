@@ -19,6 +19,7 @@ pub mod podspec;
 pub mod relax;
 pub mod rule;
 pub mod rules;
+pub mod selectors;
 pub mod source;
 pub mod structured;
 pub mod yaml;

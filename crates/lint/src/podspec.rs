@@ -217,6 +217,77 @@ const KNOWN: &[(&str, &[&str], Ends)] = &[
         ],
         Ends::SpecLike,
     ),
+    // GPU-platform custom resources (paths read from their CRDs' schemas): Kubeflow
+    // Trainer v2's runtimes hold a JobSet template; a Volcano Job's tasks; a Slinky NodeSet
+    // (its template selects nodes even at 0 replicas); KServe's LLMInferenceService (inline
+    // pod specs: the decode template, its worker, the prefill pool's); a DisaggregatedSet's
+    // roles, each a LeaderWorkerSet spec.
+    (
+        "TrainingRuntime",
+        &[
+            "spec",
+            "template",
+            "spec",
+            "replicatedJobs",
+            "*",
+            "template",
+            "spec",
+            "template",
+        ],
+        Ends::Template,
+    ),
+    (
+        "ClusterTrainingRuntime",
+        &[
+            "spec",
+            "template",
+            "spec",
+            "replicatedJobs",
+            "*",
+            "template",
+            "spec",
+            "template",
+        ],
+        Ends::Template,
+    ),
+    ("Job", &["spec", "tasks", "*", "template"], Ends::Template),
+    ("NodeSet", &["spec", "template"], Ends::Template),
+    ("LLMInferenceService", &["spec", "template"], Ends::SpecLike),
+    ("LLMInferenceService", &["spec", "worker"], Ends::SpecLike),
+    (
+        "LLMInferenceService",
+        &["spec", "prefill", "template"],
+        Ends::SpecLike,
+    ),
+    (
+        "LLMInferenceService",
+        &["spec", "prefill", "worker"],
+        Ends::SpecLike,
+    ),
+    (
+        "DisaggregatedSet",
+        &[
+            "spec",
+            "roles",
+            "*",
+            "spec",
+            "leaderWorkerTemplate",
+            "leaderTemplate",
+        ],
+        Ends::Template,
+    ),
+    (
+        "DisaggregatedSet",
+        &[
+            "spec",
+            "roles",
+            "*",
+            "spec",
+            "leaderWorkerTemplate",
+            "workerTemplate",
+        ],
+        Ends::Template,
+    ),
     // NVIDIA NIM: affinity, nodeSelector, tolerations and resources in the spec itself.
     ("NIMService", &["spec"], Ends::SpecLike),
     ("CronWorkflow", &["spec", "workflowSpec"], Ends::SpecLike),
@@ -248,7 +319,23 @@ pub const KNOWN_GROUPS: &[(&str, &[&str])] = &[
             "Rollout",
         ],
     ),
-    ("serving.kserve.io", &["InferenceService"]),
+    (
+        "serving.kserve.io",
+        &["InferenceService", "LLMInferenceService"],
+    ),
+    (
+        "trainer.kubeflow.org",
+        &["TrainingRuntime", "ClusterTrainingRuntime"],
+    ),
+    ("batch.volcano.sh", &["Job"]),
+    ("slinky.slurm.net", &["NodeSet"]),
+    ("disaggregatedset.x-k8s.io", &["DisaggregatedSet"]),
+    // Node selection held outside any pod template (see `crate::selectors`).
+    (
+        "kueue.x-k8s.io",
+        &["ResourceFlavor", "Topology", "ClusterQueue"],
+    ),
+    ("scheduling.volcano.sh", &["Queue"]),
     (
         "scylla.scylladb.com",
         &["ScyllaCluster", "ScyllaDBDatacenter"],

@@ -10,6 +10,7 @@ use placekit::connect::ConnectionArgs;
 use placekit::error::CommandError;
 use placekit::gpu;
 use placekit::model::Node;
+use placekit::overrides::PolicyOverrides;
 use placekit::plan::{ChangeRequest, NodePlan, plan_node};
 use placekit::syntax::{LabelChange, Taint, TaintMatcher};
 use placekit::targets::Targets;
@@ -36,8 +37,9 @@ pub struct Dedication {
     pub resource: Option<String>,
     pub allow_no_gpu: bool,
     pub overwrite: bool,
-    /// `--ignore-dependents`: go on although workloads lose nodes they depend on.
-    pub ignore_dependents: bool,
+    /// `--ignore-dependents` (go on although workloads lose nodes they depend on),
+    /// `--ignore-gpu-pods`.
+    pub overrides: PolicyOverrides,
     /// `--ignore-disruption-budgets`: go on although a NoExecute taint evicts pods their
     /// PodDisruptionBudgets do not allow to go.
     pub ignore_disruption_budgets: bool,
@@ -142,7 +144,7 @@ pub async fn dedicate(
         .map(|n| api::node_state(n).map(|s| plan_node(&s, &request)))
         .collect::<Result<_, _>>()?;
     let mut mutation = Mutation::new(TOOL, COMMAND, "dedicate", args);
-    mutation.ignore_dependents = dedication.ignore_dependents;
+    mutation.apply_overrides(dedication.overrides);
     mutation.ignore_disruption_budgets = dedication.ignore_disruption_budgets;
     mutation.findings = findings;
     let report = pipeline::apply(&conn, ui, plans, mutation).await?;
@@ -157,7 +159,7 @@ pub async fn release(
     targets: Targets,
     taint: Option<Taint>,
     labels: Vec<LabelChange>,
-    ignore_dependents: bool,
+    overrides: PolicyOverrides,
     args: &MutationArgs,
 ) -> Result<u8, CommandError> {
     let conn = placekit::ui::connect(connection).await?;
@@ -172,7 +174,7 @@ pub async fn release(
     };
     let plans: Vec<NodePlan> = nodes.iter().map(|n| plan_node(n, &request)).collect();
     let mut mutation = Mutation::new(TOOL, COMMAND, "release", args);
-    mutation.ignore_dependents = ignore_dependents;
+    mutation.apply_overrides(overrides);
     mutation.findings.warnings =
         placekit::mutation::checks::absent_removals(&request.labels, &nodes);
     mutation.problems = plans

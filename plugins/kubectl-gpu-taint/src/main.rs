@@ -68,7 +68,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             eviction,
             mutation,
         } => {
-            let ignore_dependents = overrides.resolve()?;
+            let overrides = overrides.resolve()?;
             let taint = parse_taint(&taint).map_err(input)?;
             if let Some(bare) = labels.iter().find(|l| !l.contains('=')) {
                 return Err(input(format!(
@@ -82,7 +82,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 resource,
                 allow_no_gpu,
                 overwrite,
-                ignore_dependents,
+                overrides,
                 ignore_disruption_budgets: eviction.ignore_disruption_budgets,
             };
             commands::dedicate(
@@ -101,7 +101,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             overrides,
             mutation,
         } => {
-            let ignore_dependents = overrides.resolve()?;
+            let overrides = overrides.resolve()?;
             let taint = taint
                 .as_deref()
                 .map(parse_taint_to_remove)
@@ -123,7 +123,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 targets(&selection, false)?,
                 taint,
                 labels,
-                ignore_dependents,
+                overrides,
                 &mutation,
             )
             .await

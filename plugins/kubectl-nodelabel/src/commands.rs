@@ -12,6 +12,7 @@ use placekit::dependents::{Dependent, KeyQuery, find_dependents};
 use placekit::error::CommandError;
 use placekit::exit;
 use placekit::nfd::{self, IMPORTED_LABELS_ANNOTATION, ImportRecord, NamespacePolicy, Naming};
+use placekit::overrides::PolicyOverrides;
 use placekit::plan::{Blocker, ChangeRequest, NodePlan, NodeState, plan_node};
 use placekit::syntax::LabelChange;
 use placekit::targets::Targets;
@@ -49,8 +50,8 @@ pub struct LabelRequest {
     pub changes: Vec<LabelChange>,
     /// Change a label that has another value.
     pub overwrite: bool,
-    /// `--ignore-dependents`: remove or change labels that workloads depend on.
-    pub ignore_dependents: bool,
+    /// `--ignore-dependents`, `--ignore-gpu-pods`.
+    pub overrides: PolicyOverrides,
 }
 
 /// `set` and `remove`: the label changes on the targets.
@@ -70,7 +71,7 @@ pub async fn change_labels(
     };
     let plans: Vec<NodePlan> = nodes.iter().map(|n| plan_node(n, &change)).collect();
     let mut mutation = Mutation::new(TOOL, COMMAND, request.operation, args);
-    mutation.ignore_dependents = request.ignore_dependents;
+    mutation.apply_overrides(request.overrides);
     mutation.findings.warnings =
         placekit::mutation::checks::absent_removals(&change.labels, &nodes);
     if request.operation == "set" {
@@ -135,8 +136,8 @@ pub struct ImportOptions {
     pub prune: bool,
     pub skip_invalid: bool,
     pub overwrite: bool,
-    /// `--ignore-dependents`: prune labels that workloads depend on.
-    pub ignore_dependents: bool,
+    /// `--ignore-dependents` (prune labels that workloads depend on), `--ignore-gpu-pods`.
+    pub overrides: PolicyOverrides,
     /// `--allow-identical-features`: a hook may print the same features for several nodes.
     pub allow_identical_features: bool,
 }
@@ -398,7 +399,7 @@ pub async fn import(
         })
         .collect();
     let mut mutation = Mutation::new(TOOL, COMMAND, "import", args);
-    mutation.ignore_dependents = options.ignore_dependents;
+    mutation.apply_overrides(options.overrides);
     mutation.findings = findings;
     mutation.problems = problems;
     let report = pipeline::apply(&conn, ui, plans, mutation).await?;
@@ -591,9 +592,18 @@ fn dependents_rows(found: &[Dependent]) -> Vec<Vec<String>> {
         .iter()
         .map(|d| {
             vec![
-                d.namespace.clone(),
+                // kubectl's word for an empty cell: a ResourceFlavor has no namespace.
+                if d.namespace.is_empty() {
+                    "<none>".into()
+                } else {
+                    d.namespace.clone()
+                },
                 d.kind.clone(),
-                d.name.clone(),
+                if d.used_by.is_empty() {
+                    d.name.clone()
+                } else {
+                    format!("{} (used by {})", d.name, d.used_by.join(", "))
+                },
                 d.constraint.as_str().to_string(),
                 d.expression.clone(),
             ]

@@ -70,7 +70,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             overrides,
             mutation,
         } => {
-            let ignore_dependents = overrides.resolve()?;
+            let overrides = overrides.resolve()?;
             let (names, specs): (Vec<String>, Vec<String>) = args
                 .into_iter()
                 .partition(|a| !a.contains('=') && !a.ends_with('-'));
@@ -85,7 +85,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 operation: "set",
                 changes,
                 overwrite,
-                ignore_dependents,
+                overrides,
             };
             commands::change_labels(&cli.connection, ui, targets, request, &mutation).await
         }
@@ -95,7 +95,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             overrides,
             mutation,
         } => {
-            let ignore_dependents = overrides.resolve()?;
+            let overrides = overrides.resolve()?;
             let (keys, names): (Vec<String>, Vec<String>) = args.into_iter().partition(|a| {
                 (a.contains('/') && !a.starts_with("node/") && !a.starts_with("nodes/"))
                     || a.ends_with('-')
@@ -117,7 +117,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 operation: "remove",
                 changes,
                 overwrite: false,
-                ignore_dependents,
+                overrides,
             };
             commands::change_labels(&cli.connection, ui, targets, request, &mutation).await
         }
@@ -160,7 +160,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             hook_timeout,
             mutation,
         } => {
-            let ignore_dependents = overrides.resolve()?;
+            let overrides = overrides.resolve()?;
             let source = match (file, dir, hook) {
                 (Some(f), None, None) => FeatureSource::File(f),
                 (None, Some(d), None) => FeatureSource::Dir(d),
@@ -191,7 +191,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 prune,
                 skip_invalid,
                 overwrite,
-                ignore_dependents,
+                overrides,
                 allow_identical_features,
             };
             commands::import(&cli.connection, ui, source, targets, options, &mutation).await

@@ -9,6 +9,9 @@
 //! | [`taint_losses`] | a workload loses *every* node it can use now to an added taint | it loses some (candidates left named); a DaemonSet that loses the node (consequence and toleration to add); "did you mean" for a near toleration | `--ignore-dependents` |
 //! | [`disruption_budget_blocks`] | a NoExecute eviction the eviction API would refuse (budget without a disruption to spare) | — | `--ignore-disruption-budgets` |
 //! | [`evictions`] | — | running pods an added taint keeps away; NoExecute evictions (must be confirmed) | `--yes` confirms |
+//! | [`controllers::gpu_operator`] | a new `nvidia.com/mig.config`, or GPU operands switched off (`gpu.deploy.operands=false`, `gpu.deploy.device-plugin` off), on a node where pods use its GPUs (named, with the drain to run first) | the same on a node without GPU pods; a new device-plugin config (what the node advertises may change) | `--ignore-gpu-pods` |
+//! | [`controllers::gpu_operator`] | refused: a `nvidia.com/device-plugin.config` that is not a key of the ClusterPolicy's config ConfigMap (the valid ones listed) | — | none |
+//! | [`controllers::owners`] | refused: Karpenter's own keys (`karpenter.sh/…`) on a node it manages | a key nfd-master owns (re-applied); a label on a Karpenter or managed-pool node (lost on replacement, with where to set it); a kubelet label | — |
 //! | [`key_warnings`] | — | isolation-like keys outside `node-restriction.kubernetes.io/`, reserved namespaces | — |
 //! | [`absent_removals`], [`near_keys`], [`near_values`] | — | a removed key no target has; a new key or value near an existing one ("did you mean") | — |
 //!
@@ -46,17 +49,28 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 /// explicitly (it is part of the prompt and of the refusal without a terminal).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Findings {
+    /// Changes no override allows (a device-plugin config the ClusterPolicy does not have,
+    /// Karpenter's own label on its node): nothing is written.
+    pub refused: Vec<String>,
     /// Workloads that depend on what changes (`--ignore-dependents` goes on).
     pub blocking: Vec<String>,
     /// Evictions a PodDisruptionBudget does not allow (`--ignore-disruption-budgets`).
     pub budget_blocking: Vec<String>,
+    /// GPU-operator reactions that take GPUs from running pods (`--ignore-gpu-pods`).
+    pub gpu_blocking: Vec<String>,
     pub warnings: Vec<String>,
     pub confirm: Option<String>,
 }
 
 impl Findings {
+    pub fn is_empty(&self) -> bool {
+        *self == Findings::default()
+    }
+
     pub fn extend(&mut self, other: Findings) {
+        self.refused.extend(other.refused);
         self.blocking.extend(other.blocking);
+        self.gpu_blocking.extend(other.gpu_blocking);
         self.budget_blocking.extend(other.budget_blocking);
         self.warnings.extend(other.warnings);
         self.confirm = match (self.confirm.take(), other.confirm) {
@@ -324,13 +338,9 @@ pub fn dependents(plans: &[NodePlan], workloads: &[Workload]) -> Findings {
             }
         }
         let keys: Vec<String> = keys.into_iter().collect();
-        let who = format!("{} {}/{}", w.kind, w.namespace, w.name);
+        let who = w.reference();
         if !lost_required.is_empty() {
-            let consequence = if w.kind == "DaemonSet" {
-                "the DaemonSet controller would delete its pod there"
-            } else {
-                "new pods of it could no longer be scheduled there"
-            };
+            let consequence = w.lost_node_consequence();
             findings.blocking.push(format!(
                 "{who} requires {}: {} match{} it now and would not after this change; {consequence}",
                 constraint_text(w, &keys, true),
@@ -422,7 +432,7 @@ pub fn taint_losses(
             continue;
         }
         let candidates = nodes.iter().filter(|n| is_candidate(n)).count();
-        let who = format!("{} {}/{}", w.kind, w.namespace, w.name);
+        let who = w.reference();
         let taints: BTreeSet<String> = lost.iter().map(|(_, t)| t.to_string()).collect();
         let taint_text = taints.into_iter().collect::<Vec<_>>().join(", ");
         let lost_nodes: Vec<&str> = lost.iter().map(|(n, _)| *n).collect();
@@ -702,6 +712,8 @@ pub fn evictions(added: &[(String, Taint)], pods: &[Pod]) -> Findings {
     }
     findings
 }
+
+pub mod controllers;
 
 #[cfg(test)]
 mod tests;

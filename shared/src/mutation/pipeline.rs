@@ -33,6 +33,8 @@ pub struct Mutation<'a> {
     pub ignore_dependents: bool,
     /// `--ignore-disruption-budgets`: go on despite evictions budgets do not allow.
     pub ignore_disruption_budgets: bool,
+    /// `--ignore-gpu-pods`: go on although the GPU operator would take GPUs from pods.
+    pub ignore_gpu_pods: bool,
     /// The command's own findings (a GPU preflight, a rollback's conflicts).
     pub findings: Findings,
     /// Reported problems that make the command exit 1 whatever the writes do.
@@ -47,6 +49,12 @@ pub struct Mutation<'a> {
 }
 
 impl<'a> Mutation<'a> {
+    /// Sets the policy overrides the user gave.
+    pub fn apply_overrides(&mut self, overrides: crate::overrides::PolicyOverrides) {
+        self.ignore_dependents = overrides.ignore_dependents;
+        self.ignore_gpu_pods = overrides.ignore_gpu_pods;
+    }
+
     pub fn new(
         tool: &'a str,
         command: &'a str,
@@ -60,6 +68,7 @@ impl<'a> Mutation<'a> {
             args,
             ignore_dependents: false,
             ignore_disruption_budgets: false,
+            ignore_gpu_pods: false,
             findings: Findings::default(),
             problems: Vec::new(),
             rollback_of: None,
@@ -89,11 +98,34 @@ async fn policy(conn: &Connection, plans: &[NodePlan]) -> Result<Findings, Comma
     };
     if checks::changes_labels(plans) {
         findings.extend(checks::dependents(plans, &workloads));
+        findings.extend(checks::controllers::owners(plans));
+    }
+    // The GPU operator's objects are read only when a change touches one of its keys.
+    let operator_nodes: Vec<String> = plans
+        .iter()
+        .filter(|p| {
+            p.label_changes
+                .iter()
+                .any(|c| crate::label_controllers::is_gpu_operator_key(&c.key))
+        })
+        .map(|p| p.node().to_string())
+        .collect();
+    // The pods of the changed nodes, listed once for the operator's and the taints' checks.
+    let mut pod_nodes: Vec<String> = added.iter().map(|(n, _)| n.clone()).collect();
+    pod_nodes.extend(operator_nodes.iter().cloned());
+    pod_nodes.sort_unstable();
+    pod_nodes.dedup();
+    let pods = if pod_nodes.is_empty() {
+        Vec::new()
+    } else {
+        api::active_pods_on(&conn.client, &pod_nodes).await?
+    };
+    if !operator_nodes.is_empty() {
+        let (operator, unreadable) = api::gpu_operator_view(&conn.client).await?;
+        findings.warnings.extend(unreadable);
+        findings.extend(checks::controllers::gpu_operator(plans, &operator, &pods));
     }
     if !added.is_empty() {
-        let mut nodes: Vec<String> = added.iter().map(|(n, _)| n.clone()).collect();
-        nodes.dedup();
-        let pods = api::active_pods_on(&conn.client, &nodes).await?;
         findings.extend(checks::evictions(&added, &pods));
         // Which workloads lose the nodes, and whether any loses its last: every node's
         // labels and taints (one paged list) against the workloads' templates.
@@ -208,8 +240,22 @@ pub async fn apply(
 
     let mut findings = std::mem::take(&mut mutation.findings);
     findings.extend(policy(conn, &changing).await?);
+    let all: Vec<NodePlan> = changing.iter().chain(&unchanged).cloned().collect();
+    // What no override allows stops here, like a plan's own blockers.
+    if !findings.refused.is_empty() {
+        let refused = std::mem::take(&mut findings.refused);
+        warn_beside_refusal(ui, &findings.warnings);
+        let message = format!(
+            "nothing was changed; {} refused change{}:\n  {}",
+            refused.len(),
+            if refused.len() == 1 { "" } else { "s" },
+            refused.join("\n  ")
+        );
+        return blocked_report_with(ui, &mutation, &all, message, findings.warnings);
+    }
     // Each kind of blocking finding has its own override; without it, nothing is written
-    // and the message ends with the command to run with that one flag.
+    // and the message ends with the command to run with the flags needed. Every kind is
+    // shown at once, with the warnings, so that overriding one never reveals another.
     let overridable = [
         (
             std::mem::take(&mut findings.budget_blocking),
@@ -225,7 +271,15 @@ pub async fn apply(
             "workloads depend on the labels or taints being changed",
             "to change them anyway",
         ),
+        (
+            std::mem::take(&mut findings.gpu_blocking),
+            mutation.ignore_gpu_pods,
+            "--ignore-gpu-pods",
+            "the GPU operator would take GPUs from pods running on the node",
+            "to change them anyway",
+        ),
     ];
+    let mut stopped: Vec<(Vec<String>, &str, &str, &str)> = Vec::new();
     for (blocking, overridden, flag, what, anyway) in overridable {
         if blocking.is_empty() {
             continue;
@@ -234,15 +288,28 @@ pub async fn apply(
             findings
                 .warnings
                 .extend(blocking.into_iter().map(|b| format!("{b} ({flag} given)")));
-            continue;
+        } else {
+            stopped.push((blocking, flag, what, anyway));
         }
+    }
+    if !stopped.is_empty() {
+        warn_beside_refusal(ui, &findings.warnings);
+        let flags: Vec<&str> = stopped.iter().map(|(_, flag, _, _)| *flag).collect();
+        let anyway = if stopped.len() == 1 {
+            stopped[0].3
+        } else {
+            "to go on despite all of them"
+        };
+        let groups: Vec<String> = stopped
+            .iter()
+            .map(|(blocking, _, what, _)| format!("{what}:\n  {}", blocking.join("\n  ")))
+            .collect();
         let message = format!(
-            "nothing was changed: {what}:\n  {}\n{anyway}: {}",
-            blocking.join("\n  "),
-            crate::ui::rerun_with(mutation.command, flag)
+            "nothing was changed: {}\n{anyway}: {}",
+            groups.join("\nand "),
+            crate::ui::rerun_with_all(mutation.command, &flags)
         );
-        let all: Vec<NodePlan> = changing.iter().chain(&unchanged).cloned().collect();
-        return blocked_report(ui, &mutation, &all, message);
+        return blocked_report_with(ui, &mutation, &all, message, findings.warnings);
     }
 
     let dry_run = mutation.args.dry_run;
@@ -450,6 +517,27 @@ fn blocked_report(
     plans: &[NodePlan],
     message: String,
 ) -> Result<Report, CommandError> {
+    blocked_report_with(ui, mutation, plans, message, Vec::new())
+}
+
+/// The warnings of a change that is refused or blocked, shown before the refusal (on
+/// stderr; in the JSON report's `warnings`): the admin sees everything the change would
+/// do before deciding on an override.
+fn warn_beside_refusal(ui: &Ui, warnings: &[String]) {
+    if !ui.output.is_structured() {
+        for w in warnings {
+            ui.warn(w);
+        }
+    }
+}
+
+fn blocked_report_with(
+    ui: &Ui,
+    mutation: &Mutation<'_>,
+    plans: &[NodePlan],
+    message: String,
+    warnings: Vec<String>,
+) -> Result<Report, CommandError> {
     if ui.output.is_structured() {
         ui.print_structured(&Report {
             api_version: REPORT_API_VERSION.into(),
@@ -470,7 +558,7 @@ fn blocked_report(
                     ),
                 })
                 .collect(),
-            warnings: Vec::new(),
+            warnings,
             // One entry per problem, as scripts read them, not one text with line breaks.
             problems: message
                 .lines()

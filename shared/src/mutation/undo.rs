@@ -266,7 +266,7 @@ pub async fn rollback(
         }
     }
     let mut mutation = Mutation::new(tool, command, "rollback", args);
-    mutation.ignore_dependents = overrides.ignore_dependents;
+    mutation.apply_overrides(overrides.policy);
     mutation.ignore_disruption_budgets = overrides.ignore_disruption_budgets;
     mutation.findings = findings;
     mutation.rollback_of = Some(snapshot.path.clone());

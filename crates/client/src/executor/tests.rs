@@ -144,6 +144,7 @@ fn plan_for(node: &str) -> NodePlan {
         labels: [("pool".to_string(), "batch".to_string())].into(),
         taints: vec![],
         annotations: Default::default(),
+        nfd_keys: Default::default(),
     };
     placekit_core::plan::plan_node(
         &state,

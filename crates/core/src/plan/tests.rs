@@ -10,6 +10,7 @@ fn state(labels: &[(&str, &str)], taints: Vec<Taint>) -> NodeState {
         uid: "uid-1".into(),
         resource_version: "7".into(),
         annotations: BTreeMap::new(),
+        nfd_keys: Default::default(),
         labels: labels
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

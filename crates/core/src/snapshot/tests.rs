@@ -20,6 +20,7 @@ fn header(nodes: usize) -> SnapshotHeader {
                 labels: [("pool".to_string(), "batch".to_string())].into(),
                 taints: vec![],
                 annotations: Default::default(),
+                nfd_keys: Default::default(),
             };
             plan_node(
                 &state,

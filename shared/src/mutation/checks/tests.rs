@@ -16,6 +16,7 @@ fn node(name: &str, labels: &[(&str, &str)]) -> NodeState {
             .collect(),
         taints: vec![],
         annotations: Default::default(),
+        nfd_keys: Default::default(),
     }
 }
 
@@ -36,6 +37,7 @@ fn workload(kind: &str, name: &str, spec: serde_json::Value) -> Workload {
         namespace: "ml".into(),
         name: name.into(),
         pod_spec: serde_json::from_value(spec).unwrap(),
+        used_by: Vec::new(),
     }
 }
 

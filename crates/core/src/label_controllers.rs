@@ -1,0 +1,389 @@
+//! Who acts on, owns or loses a node label besides the pods that select it: the controllers
+//! of a GPU cluster, as pure functions over what the cluster says. The checks of a change
+//! (`placekit::mutation::checks`) judge every label change against this model.
+//!
+//! | Controller | Keys | When the key is set, changed or removed | In the user's words |
+//! |---|---|---|---|
+//! | NVIDIA MIG manager (GPU operator) | `nvidia.com/mig.config` | a new value (or its removal) makes it pause the GPU operands on the node and repartition the GPUs | every pod using a GPU or MIG device there loses it: cordon and drain first |
+//! | NVIDIA GPU operator | `nvidia.com/gpu.deploy.operands`, `nvidia.com/gpu.deploy.<operand>` | `false` (or the key removed) takes the operand's DaemonSet off the node; `operands=false` takes them all | without the device plugin the node's GPUs stop being allocatable |
+//! | NVIDIA device plugin config manager | `nvidia.com/device-plugin.config` | must name a key of the ConfigMap `ClusterPolicy.spec.devicePlugin.config.name`; the plugin restarts with that config | a valid value can change what the node advertises (8 GPUs become 32 time-sliced replicas); another is refused by the config manager |
+//! | nfd-master | the keys the node's `nfd.node.kubernetes.io/feature-labels` annotation lists | re-applied with its own value at its next update | a hand edit does not last: change the NodeFeature, NodeFeatureRule or features file |
+//! | Karpenter | every label of a node with `karpenter.sh/nodepool` | the node's labels come from the NodePool's template when it registers | a hand-set label is gone when the node is replaced; `karpenter.sh/…` keys are Karpenter's own |
+//! | Managed node pools (GKE, EKS, AKS) | every label of a node with the pool's well-known label | the node is recreated from the pool's configuration on upgrade or repair | a hand-set label is gone then: set it in the node pool's labels |
+//! | kubelet | `kubernetes.io/hostname`, `kubernetes.io/os`, `kubernetes.io/arch` (and their `beta.` forms) | re-applied when the kubelet registers again | a hand edit lasts until the kubelet restarts |
+//!
+//! Node selection held outside any pod (Kueue ResourceFlavors, Volcano Queues) is
+//! `placekit_lint::selectors`: those objects are judged as the pods their controllers place.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The MIG manager's instruction.
+pub const MIG_CONFIG: &str = "nvidia.com/mig.config";
+/// The MIG manager's report of the last reconfiguration (`pending`, `success`, `failed`).
+pub const MIG_CONFIG_STATE: &str = "nvidia.com/mig.config.state";
+/// Every GPU-operator operand on the node at once.
+pub const DEPLOY_OPERANDS: &str = "nvidia.com/gpu.deploy.operands";
+/// One operand per key: `nvidia.com/gpu.deploy.device-plugin`, `….driver`, ….
+pub const DEPLOY_PREFIX: &str = "nvidia.com/gpu.deploy.";
+/// The device plugin's config, a key of the ClusterPolicy's config ConfigMap.
+pub const DEVICE_PLUGIN_CONFIG: &str = "nvidia.com/device-plugin.config";
+/// nfd-master's record of the labels it owns on a node.
+pub const NFD_FEATURE_LABELS_ANNOTATION: &str = "nfd.node.kubernetes.io/feature-labels";
+/// The namespace nfd-master leaves out of the keys it records.
+pub const NFD_DEFAULT_NAMESPACE: &str = "feature.node.kubernetes.io";
+/// A Karpenter node's NodePool.
+pub const KARPENTER_NODEPOOL: &str = "karpenter.sh/nodepool";
+
+/// The operands whose loss takes the node's GPUs away from pods.
+const GPU_OPERANDS: &[&str] = &["device-plugin", "driver", "container-toolkit"];
+
+/// The labels the kubelet sets on registration.
+const KUBELET_LABELS: &[&str] = &[
+    "kubernetes.io/hostname",
+    "kubernetes.io/os",
+    "kubernetes.io/arch",
+    "beta.kubernetes.io/os",
+    "beta.kubernetes.io/arch",
+];
+
+/// Managed node pools by the label that names a node's pool.
+const MANAGED_POOLS: &[(&str, &str, &str)] = &[
+    (
+        "cloud.google.com/gke-nodepool",
+        "GKE node pool",
+        "the node pool's Kubernetes labels (gcloud container node-pools update --node-labels)",
+    ),
+    (
+        "eks.amazonaws.com/nodegroup",
+        "EKS managed node group",
+        "the node group's labels (aws eks update-nodegroup-config --labels)",
+    ),
+    (
+        "kubernetes.azure.com/agentpool",
+        "AKS agent pool",
+        "the agent pool's node labels (az aks nodepool update --labels)",
+    ),
+];
+
+/// What the cluster says about the GPU operator, read once per command when a change
+/// touches one of its keys.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GpuOperatorView {
+    /// The ClusterPolicy's name when one exists: the operator acts on its labels.
+    pub cluster_policy: Option<String>,
+    pub device_plugin_configs: DevicePluginConfigs,
+}
+
+/// The device plugin configs a node may name, from the ClusterPolicy's ConfigMap.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum DevicePluginConfigs {
+    /// The ClusterPolicy names no config ConfigMap (or there is no ClusterPolicy).
+    #[default]
+    NotSet,
+    Keys {
+        /// `namespace/name` of the ConfigMap.
+        config_map: String,
+        keys: BTreeSet<String>,
+        /// `spec.devicePlugin.config.default`: the config of a node without the label.
+        default: Option<String>,
+    },
+    /// Named but not readable here (why, in the user's words).
+    Unknown(String),
+}
+
+impl GpuOperatorView {
+    /// Whether the operator acts on `key` on a node with `labels`: with a ClusterPolicy, or
+    /// for the MIG config on a node where the MIG manager has reported a state (it may run
+    /// without the operator).
+    pub fn acts_on(&self, key: &str, labels: &BTreeMap<String, String>) -> bool {
+        self.cluster_policy.is_some()
+            || (key == MIG_CONFIG && labels.contains_key(MIG_CONFIG_STATE))
+    }
+}
+
+/// Whether `key` is one the GPU operator's components act on (the checks read the operator's
+/// objects only when a change touches one).
+pub fn is_gpu_operator_key(key: &str) -> bool {
+    key == MIG_CONFIG || key == DEVICE_PLUGIN_CONFIG || key.starts_with(DEPLOY_PREFIX)
+}
+
+/// What the GPU operator's components do when a label changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuOperatorEffect {
+    /// The MIG manager repartitions the node's GPUs (to `to`, or back to its default).
+    MigRepartition { to: Option<String> },
+    /// The operator takes operands off the node: `None` for all of them
+    /// (`gpu.deploy.operands=false`), else the one named.
+    OperandsOff { operand: Option<String> },
+    /// The device plugin restarts with another config.
+    DevicePluginConfig { to: Option<String> },
+}
+
+impl GpuOperatorEffect {
+    /// Whether the effect takes GPUs from the pods running on the node.
+    pub fn takes_gpus_from_pods(&self) -> bool {
+        match self {
+            GpuOperatorEffect::MigRepartition { .. } => true,
+            GpuOperatorEffect::OperandsOff { operand: None } => true,
+            GpuOperatorEffect::OperandsOff {
+                operand: Some(operand),
+            } => GPU_OPERANDS.contains(&operand.as_str()),
+            GpuOperatorEffect::DevicePluginConfig { .. } => false,
+        }
+    }
+
+    /// What happens, in the user's words.
+    pub fn consequence(&self) -> String {
+        match self {
+            GpuOperatorEffect::MigRepartition { to } => format!(
+                "the MIG manager would pause the GPU operands and repartition the node's GPUs{}, taking their GPU and MIG devices from the pods that use them",
+                to.as_deref()
+                    .map(|v| format!(" to {v:?}"))
+                    .unwrap_or_default()
+            ),
+            GpuOperatorEffect::OperandsOff { operand: None } => {
+                "the GPU operator would take every operand off the node (the device plugin too): its GPUs stop being allocatable".into()
+            }
+            GpuOperatorEffect::OperandsOff {
+                operand: Some(operand),
+            } => format!(
+                "the GPU operator would take its {operand} off the node{}",
+                if GPU_OPERANDS.contains(&operand.as_str()) {
+                    ": its GPUs stop being allocatable"
+                } else {
+                    ""
+                }
+            ),
+            GpuOperatorEffect::DevicePluginConfig { to } => format!(
+                "the device plugin would restart with {}: what the node advertises may change (time-sliced replicas, MIG strategy)",
+                to.as_deref()
+                    .map(|v| format!("config {v:?}"))
+                    .unwrap_or_else(|| "its default config".into())
+            ),
+        }
+    }
+}
+
+/// What changing `key` from `before` to `after` makes the GPU operator's components do, if
+/// anything (an unchanged value does nothing).
+pub fn gpu_operator_effect(
+    key: &str,
+    before: Option<&str>,
+    after: Option<&str>,
+) -> Option<GpuOperatorEffect> {
+    if before == after {
+        return None;
+    }
+    let off = |v: Option<&str>| v.is_none_or(|v| v == "false");
+    match key {
+        MIG_CONFIG => Some(GpuOperatorEffect::MigRepartition {
+            to: after.map(str::to_string),
+        }),
+        DEVICE_PLUGIN_CONFIG => Some(GpuOperatorEffect::DevicePluginConfig {
+            to: after.map(str::to_string),
+        }),
+        // Without the key the operands run (the operator's default): only `false` is off.
+        DEPLOY_OPERANDS if after == Some("false") && before != Some("false") => {
+            Some(GpuOperatorEffect::OperandsOff { operand: None })
+        }
+        DEPLOY_OPERANDS => None,
+        // An operand key is the operator's own switch: on a node where it was on, `false`
+        // or its removal takes the operand off.
+        _ => {
+            let operand = key.strip_prefix(DEPLOY_PREFIX)?;
+            (operand != "operands" && off(after) && before == Some("true")).then(|| {
+                GpuOperatorEffect::OperandsOff {
+                    operand: Some(operand.to_string()),
+                }
+            })
+        }
+    }
+}
+
+/// Who owns a node's label and re-applies or loses it, besides whoever set it by hand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LabelOwner {
+    /// nfd-master re-applies it at its next update.
+    Nfd,
+    /// Karpenter's own key (`karpenter.sh/…`) on a node it manages.
+    KarpenterKey { node_pool: String },
+    /// A label on a node Karpenter manages: gone when the node is replaced.
+    Karpenter { node_pool: String },
+    /// A label on a node of a managed pool: gone when the node is recreated.
+    ManagedPool {
+        kind: &'static str,
+        pool: String,
+        edit: &'static str,
+    },
+    /// The kubelet sets it again when it registers.
+    Kubelet,
+}
+
+impl LabelOwner {
+    /// What happens to a hand edit of the key, and where to make the change instead.
+    pub fn consequence(&self) -> String {
+        match self {
+            LabelOwner::Nfd => "nfd-master owns it and re-applies its own value at its next update: change the NodeFeature, NodeFeatureRule or features file that produces it instead".into(),
+            LabelOwner::KarpenterKey { node_pool } => format!(
+                "it is Karpenter's own label (NodePool {node_pool}): Karpenter sets it and tracks the node by it"
+            ),
+            LabelOwner::Karpenter { node_pool } => format!(
+                "the node belongs to Karpenter's NodePool {node_pool}: the label is lost when the node is replaced; to keep it, set it in the NodePool's spec.template.metadata.labels"
+            ),
+            LabelOwner::ManagedPool { kind, pool, edit } => format!(
+                "the node belongs to the {kind} {pool}: the label is lost when the node is recreated (upgrade, repair, scale-down); to keep it, set it in {edit}"
+            ),
+            LabelOwner::Kubelet => "the kubelet sets it when it registers: a hand edit lasts until the kubelet restarts".into(),
+        }
+    }
+}
+
+/// The keys nfd-master records as its own in the node's annotation (a comma-separated list
+/// whose keys in the default namespace are written without it).
+pub fn nfd_owned_keys(annotation: Option<&str>) -> BTreeSet<String> {
+    annotation
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(|k| {
+            if k.contains('/') {
+                k.to_string()
+            } else {
+                format!("{NFD_DEFAULT_NAMESPACE}/{k}")
+            }
+        })
+        .collect()
+}
+
+/// Whether `key` is in Karpenter's own domain (`karpenter.sh` and its subdomains).
+fn karpenter_domain(key: &str) -> bool {
+    key.split_once('/')
+        .is_some_and(|(domain, _)| domain == "karpenter.sh" || domain.ends_with(".karpenter.sh"))
+}
+
+/// Who owns `key` on a node with these labels and nfd-owned keys (the first that applies:
+/// a re-applying owner before a pool that loses it).
+pub fn label_owner(
+    key: &str,
+    labels: &BTreeMap<String, String>,
+    nfd_keys: &BTreeSet<String>,
+) -> Option<LabelOwner> {
+    if nfd_keys.contains(key) {
+        return Some(LabelOwner::Nfd);
+    }
+    if KUBELET_LABELS.contains(&key) {
+        return Some(LabelOwner::Kubelet);
+    }
+    if let Some(pool) = labels.get(KARPENTER_NODEPOOL) {
+        let node_pool = pool.clone();
+        return Some(if karpenter_domain(key) {
+            LabelOwner::KarpenterKey { node_pool }
+        } else {
+            LabelOwner::Karpenter { node_pool }
+        });
+    }
+    MANAGED_POOLS
+        .iter()
+        .find_map(|(label, kind, edit)| {
+            labels.get(*label).map(|pool| LabelOwner::ManagedPool {
+                kind,
+                pool: pool.clone(),
+                edit,
+            })
+        })
+        // The pool's own label is the pool's, not a hand-set one.
+        .filter(|_| !MANAGED_POOLS.iter().any(|(label, _, _)| *label == key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mig_config_changes_repartition_and_unchanged_values_do_nothing() {
+        assert_eq!(
+            gpu_operator_effect(MIG_CONFIG, Some("all-disabled"), Some("all-1g.10gb")),
+            Some(GpuOperatorEffect::MigRepartition {
+                to: Some("all-1g.10gb".into())
+            })
+        );
+        assert!(gpu_operator_effect(MIG_CONFIG, Some("x"), Some("x")).is_none());
+        assert!(
+            gpu_operator_effect(MIG_CONFIG, Some("x"), None)
+                .unwrap()
+                .takes_gpus_from_pods()
+        );
+    }
+
+    #[test]
+    fn operands_off_takes_gpus_but_turning_them_on_does_not() {
+        let all_off = gpu_operator_effect(DEPLOY_OPERANDS, None, Some("false")).unwrap();
+        assert!(all_off.takes_gpus_from_pods());
+        assert!(gpu_operator_effect(DEPLOY_OPERANDS, Some("false"), Some("true")).is_none());
+        let plugin_off = gpu_operator_effect(
+            "nvidia.com/gpu.deploy.device-plugin",
+            Some("true"),
+            Some("false"),
+        )
+        .unwrap();
+        assert!(plugin_off.takes_gpus_from_pods());
+        assert!(
+            !gpu_operator_effect("nvidia.com/gpu.deploy.dcgm-exporter", Some("true"), None)
+                .unwrap()
+                .takes_gpus_from_pods()
+        );
+        // A key that was never on is not the operator's switch being turned off.
+        assert!(
+            gpu_operator_effect("nvidia.com/gpu.deploy.device-plugin", None, Some("false"))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn nfd_keys_read_with_and_without_the_default_namespace() {
+        let keys = nfd_owned_keys(Some("pci-10de.present,nvidia.com/gpu.family, cpu-model.id"));
+        assert!(keys.contains("feature.node.kubernetes.io/pci-10de.present"));
+        assert!(keys.contains("nvidia.com/gpu.family"));
+        assert!(keys.contains("feature.node.kubernetes.io/cpu-model.id"));
+        assert!(nfd_owned_keys(None).is_empty());
+    }
+
+    #[test]
+    fn owners_in_order_nfd_kubelet_karpenter_managed_pools() {
+        let none = BTreeSet::new();
+        let karpenter: BTreeMap<String, String> =
+            [(KARPENTER_NODEPOOL.to_string(), "gpu".to_string())].into();
+        assert_eq!(
+            label_owner("team", &karpenter, &none),
+            Some(LabelOwner::Karpenter {
+                node_pool: "gpu".into()
+            })
+        );
+        assert_eq!(
+            label_owner("karpenter.sh/capacity-type", &karpenter, &none),
+            Some(LabelOwner::KarpenterKey {
+                node_pool: "gpu".into()
+            })
+        );
+        let gke: BTreeMap<String, String> = [(
+            "cloud.google.com/gke-nodepool".to_string(),
+            "a3".to_string(),
+        )]
+        .into();
+        assert!(matches!(
+            label_owner("team", &gke, &none),
+            Some(LabelOwner::ManagedPool { pool, .. }) if pool == "a3"
+        ));
+        assert_eq!(
+            label_owner("kubernetes.io/hostname", &gke, &none),
+            Some(LabelOwner::Kubelet)
+        );
+        assert_eq!(label_owner("team", &BTreeMap::new(), &none), None);
+        let nfd = nfd_owned_keys(Some("pci-10de.present"));
+        assert_eq!(
+            label_owner("feature.node.kubernetes.io/pci-10de.present", &gke, &nfd),
+            Some(LabelOwner::Nfd)
+        );
+    }
+}

@@ -1,0 +1,258 @@
+//! The checks of what the controllers of a GPU cluster do with a changed label (the model is
+//! [`crate::label_controllers`]): the GPU operator's MIG manager and operand
+//! switches, the device plugin's config, and the owners that re-apply or lose a hand-set
+//! label (nfd-master, Karpenter, managed node pools, the kubelet).
+
+use std::collections::BTreeMap;
+
+use crate::label_controllers::{
+    DEVICE_PLUGIN_CONFIG, DevicePluginConfigs, GpuOperatorEffect, GpuOperatorView, LabelOwner,
+    gpu_operator_effect, label_owner,
+};
+
+use super::{Findings, node_list};
+use crate::model::Pod;
+use crate::plan::NodePlan;
+
+/// Whether a pod uses a GPU or a MIG device of the node (an NVIDIA extended resource).
+pub fn uses_nvidia_gpus(pod: &Pod) -> bool {
+    pod.is_active()
+        && pod.requests().iter().any(|(resource, quantity)| {
+            *quantity > 0
+                && resource.starts_with("nvidia.com/")
+                && crate::accelerators::is_accelerator(resource)
+        })
+}
+
+/// The GPU operator's reactions to the plans' label changes: a change that takes GPUs from
+/// running pods blocks (`--ignore-gpu-pods`), naming them and saying to drain first; one
+/// on a node without GPU pods warns; a device-plugin config that is not a key of the
+/// ClusterPolicy's ConfigMap is refused with the valid ones. `pods` are the active pods of
+/// the changed nodes.
+pub fn gpu_operator(plans: &[NodePlan], operator: &GpuOperatorView, pods: &[Pod]) -> Findings {
+    let mut findings = Findings::default();
+    for plan in plans {
+        let node = plan.node();
+        for change in &plan.label_changes {
+            if !operator.acts_on(&change.key, &plan.before.labels) {
+                continue;
+            }
+            let Some(effect) = gpu_operator_effect(
+                &change.key,
+                change.before.as_deref(),
+                change.after.as_deref(),
+            ) else {
+                continue;
+            };
+            let what = match &change.after {
+                Some(v) => format!("setting {}={v}", change.key),
+                None => format!("removing {}", change.key),
+            };
+            if let GpuOperatorEffect::DevicePluginConfig { to } = &effect {
+                match (&operator.device_plugin_configs, to) {
+                    (DevicePluginConfigs::Keys {
+                        config_map, keys, ..
+                    }, Some(value)) if !keys.contains(value) => {
+                        findings.refused.push(format!(
+                            "node/{node}: {DEVICE_PLUGIN_CONFIG}={value} is not a config of ConfigMap {config_map} (the ClusterPolicy's devicePlugin.config): the device plugin's config manager would refuse it; valid: {}",
+                            keys.iter().cloned().collect::<Vec<_>>().join(", ")
+                        ));
+                        continue;
+                    }
+                    (DevicePluginConfigs::Unknown(why), _) => findings.warnings.push(format!(
+                        "node/{node}: {what}: the value is not checked against the ClusterPolicy's config ConfigMap ({why})"
+                    )),
+                    _ => {}
+                }
+            }
+            let gpu_pods: Vec<String> = pods
+                .iter()
+                .filter(|p| p.spec.node_name.as_deref() == Some(node) && uses_nvidia_gpus(p))
+                .map(|p| format!("{}/{}", p.metadata.namespace, p.metadata.name))
+                .collect();
+            if effect.takes_gpus_from_pods() && !gpu_pods.is_empty() {
+                findings.gpu_blocking.push(format!(
+                    "node/{node}: {what}: {}; pods using its GPUs: {}; cordon and drain the node first (kubectl drain {node} --ignore-daemonsets)",
+                    effect.consequence(),
+                    shown(&gpu_pods),
+                ));
+            } else {
+                findings
+                    .warnings
+                    .push(format!("node/{node}: {what}: {}", effect.consequence()));
+            }
+        }
+    }
+    findings
+}
+
+/// The owners of the changed keys: Karpenter's own keys on its nodes are refused; a key
+/// another owner re-applies or loses warns, once per key and consequence with the nodes.
+pub fn owners(plans: &[NodePlan]) -> Findings {
+    let mut findings = Findings::default();
+    let mut warned: BTreeMap<(String, String), Vec<&str>> = BTreeMap::new();
+    for plan in plans {
+        let node = plan.node();
+        for change in &plan.label_changes {
+            let Some(owner) = label_owner(&change.key, &plan.before.labels, &plan.before.nfd_keys)
+            else {
+                continue;
+            };
+            if let LabelOwner::KarpenterKey { .. } = owner {
+                findings.refused.push(format!(
+                    "node/{node}: {}: {}; change the NodePool instead",
+                    change.key,
+                    owner.consequence()
+                ));
+                continue;
+            }
+            warned
+                .entry((change.key.clone(), owner.consequence()))
+                .or_default()
+                .push(node);
+        }
+    }
+    for ((key, consequence), nodes) in warned {
+        findings
+            .warnings
+            .push(format!("{key} on {}: {consequence}", node_list(&nodes)));
+    }
+    findings
+}
+
+/// The first few of a list, and how many more.
+fn shown(items: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut text: Vec<String> = items.iter().take(SHOWN).cloned().collect();
+    if items.len() > SHOWN {
+        text.push(format!("{} more", items.len() - SHOWN));
+    }
+    text.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::label_controllers::{MIG_CONFIG, MIG_CONFIG_STATE};
+    use crate::plan::{ChangeRequest, NodeState, plan_node};
+    use crate::syntax::LabelChange;
+
+    fn node(name: &str, labels: &[(&str, &str)]) -> NodeState {
+        NodeState {
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            resource_version: "1".into(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            taints: Vec::new(),
+            annotations: Default::default(),
+            nfd_keys: Default::default(),
+        }
+    }
+
+    fn set(state: &NodeState, key: &str, value: &str) -> NodePlan {
+        plan_node(
+            state,
+            &ChangeRequest {
+                labels: vec![LabelChange::Set {
+                    key: key.into(),
+                    value: value.into(),
+                }],
+                overwrite: true,
+                ..ChangeRequest::default()
+            },
+        )
+    }
+
+    fn gpu_pod(name: &str, node: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "ml"},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+            "status": {"phase": "Running"}
+        }))
+        .unwrap()
+    }
+
+    fn with_policy() -> GpuOperatorView {
+        GpuOperatorView {
+            cluster_policy: Some("cluster-policy".into()),
+            device_plugin_configs: DevicePluginConfigs::Keys {
+                config_map: "gpu-operator/time-slicing".into(),
+                keys: ["a100-x4".to_string(), "h100".to_string()].into(),
+                default: None,
+            },
+        }
+    }
+
+    #[test]
+    fn a_new_mig_config_under_gpu_pods_blocks_naming_them_and_without_pods_warns() {
+        let busy = set(
+            &node("gpu-1", &[(MIG_CONFIG, "all-disabled")]),
+            MIG_CONFIG,
+            "all-1g.10gb",
+        );
+        let idle = set(
+            &node("gpu-2", &[(MIG_CONFIG, "all-disabled")]),
+            MIG_CONFIG,
+            "all-1g.10gb",
+        );
+        let f = gpu_operator(
+            &[busy, idle],
+            &with_policy(),
+            &[gpu_pod("trainer-0", "gpu-1")],
+        );
+        assert_eq!(f.gpu_blocking.len(), 1, "{f:?}");
+        assert!(f.gpu_blocking[0].contains("ml/trainer-0"), "{f:?}");
+        assert!(f.gpu_blocking[0].contains("kubectl drain gpu-1"), "{f:?}");
+        assert_eq!(f.warnings.len(), 1, "{f:?}");
+        assert!(f.warnings[0].starts_with("node/gpu-2"), "{f:?}");
+    }
+
+    #[test]
+    fn without_the_operator_its_labels_are_plain_labels_unless_the_mig_manager_reported() {
+        let plan = set(&node("gpu-1", &[]), MIG_CONFIG, "all-1g.10gb");
+        let none = GpuOperatorView::default();
+        assert_eq!(
+            gpu_operator(std::slice::from_ref(&plan), &none, &[gpu_pod("p", "gpu-1")]),
+            Findings::default()
+        );
+        let managed = set(
+            &node("gpu-1", &[(MIG_CONFIG_STATE, "success")]),
+            MIG_CONFIG,
+            "all-1g.10gb",
+        );
+        let f = gpu_operator(&[managed], &none, &[gpu_pod("p", "gpu-1")]);
+        assert_eq!(f.gpu_blocking.len(), 1, "{f:?}");
+    }
+
+    #[test]
+    fn a_device_plugin_config_outside_the_configmap_is_refused_with_the_valid_ones() {
+        let plan = set(&node("gpu-1", &[]), DEVICE_PLUGIN_CONFIG, "a100-x8");
+        let f = gpu_operator(&[plan], &with_policy(), &[]);
+        assert_eq!(f.refused.len(), 1, "{f:?}");
+        assert!(f.refused[0].contains("valid: a100-x4, h100"), "{f:?}");
+        let plan = set(&node("gpu-1", &[]), DEVICE_PLUGIN_CONFIG, "a100-x4");
+        let f = gpu_operator(&[plan], &with_policy(), &[gpu_pod("p", "gpu-1")]);
+        assert!(f.refused.is_empty() && f.gpu_blocking.is_empty(), "{f:?}");
+        assert!(f.warnings[0].contains("advertises"), "{f:?}");
+    }
+
+    #[test]
+    fn karpenter_keys_are_refused_and_hand_set_labels_on_pool_nodes_warn_once_per_key() {
+        let k1 = node("k-1", &[("karpenter.sh/nodepool", "gpu")]);
+        let k2 = node("k-2", &[("karpenter.sh/nodepool", "gpu")]);
+        let f = owners(&[set(&k1, "team", "a"), set(&k2, "team", "a")]);
+        assert!(f.refused.is_empty(), "{f:?}");
+        assert_eq!(f.warnings.len(), 1, "{f:?}");
+        assert!(
+            f.warnings[0].contains("node/k-1, node/k-2")
+                && f.warnings[0].contains("spec.template.metadata.labels"),
+            "{f:?}"
+        );
+        let f = owners(&[set(&k1, "karpenter.sh/capacity-type", "spot")]);
+        assert_eq!(f.refused.len(), 1, "{f:?}");
+        assert!(owners(&[set(&node("plain", &[]), "team", "a")]).is_empty());
+    }
+}
