@@ -1,0 +1,411 @@
+//! Labels as a GPU cluster's controllers use them, on the real control plane with the
+//! projects' real CRDs (`../shared/crds`): the API server validates and prunes every object
+//! below by its project's schema, so a field placekit read at the wrong path would be gone
+//! and the test would fail. No controller runs: placekit predicts from the objects, which is
+//! what an admin needs before the change.
+//!
+//! - a Kueue ResourceFlavor (its `nodeLabels` and its Topology's level labels, the
+//!   ClusterQueue using it), a Volcano Queue's node groups and a Trainer runtime's template
+//!   are dependents: removing what they select blocks, naming them;
+//! - the GPU operator's labels: a new `nvidia.com/mig.config` under a GPU pod blocks (named,
+//!   with the drain to run first) until `--ignore-gpu-pods`; a device-plugin config that is
+//!   not a key of the ClusterPolicy's ConfigMap is refused with the valid ones;
+//! - Karpenter's own keys are refused on its nodes; a hand-set label there warns that it is
+//!   lost on replacement; a key nfd-master owns warns that it is re-applied.
+//!
+//! Every refusal leaves the node as it was.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use placekit_testserver::process::Bounded as _;
+use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
+
+/// The CRDs these tests install (server-side: the largest would pass the 256 KiB
+/// last-applied annotation of a client-side apply).
+const CRDS: &[&str] = &[
+    "kueue.x-k8s.io_resourceflavors.yaml",
+    "kueue.x-k8s.io_topologies.yaml",
+    "kueue.x-k8s.io_clusterqueues.yaml",
+    "scheduling.volcano.sh_queues.yaml",
+    "nvidia.com_clusterpolicies.yaml",
+    "trainer.kubeflow.org_trainingruntimes.yaml",
+];
+
+const GPU_NODE: &str = "pk-ctl-h100";
+const KARPENTER_NODE: &str = "pk-ctl-karpenter";
+const PRODUCT: &str = "nvidia.com/gpu.product";
+/// A value no other suite's node has: the flavor below selects only this suite's node.
+const PRODUCT_VALUE: &str = "PK-CTL-H100";
+const BLOCK: &str = "example.com/topology-block";
+
+const OBJECTS: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: pk-ctl-gpu-operator}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: pk-ctl-device-plugin-config, namespace: pk-ctl-gpu-operator}
+data:
+  a100-x4: "version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}\n"
+  h100-x2: "version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 2}]}}\n"
+---
+apiVersion: nvidia.com/v1
+kind: ClusterPolicy
+metadata: {name: pk-ctl-cluster-policy}
+spec:
+  daemonsets: {}
+  dcgm: {}
+  dcgmExporter: {}
+  devicePlugin:
+    config: {name: pk-ctl-device-plugin-config, default: h100-x2}
+  driver: {}
+  gfd: {}
+  nodeStatusExporter: {}
+  operator: {}
+  toolkit: {}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Topology
+metadata: {name: pk-ctl-topology}
+spec:
+  levels:
+  - nodeLabel: example.com/topology-block
+  - nodeLabel: kubernetes.io/hostname
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: pk-ctl-h100}
+spec:
+  nodeLabels: {nvidia.com/gpu.product: PK-CTL-H100}
+  topologyName: pk-ctl-topology
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: pk-ctl-team-a}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: pk-ctl-h100
+      resources: [{name: nvidia.com/gpu, nominalQuota: 8}]
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: pk-ctl-nlp}
+spec:
+  weight: 1
+  affinity:
+    nodeGroupAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution: [pk-ctl-group]
+---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata: {name: pk-ctl-torch, namespace: default}
+spec:
+  mlPolicy: {numNodes: 1, torch: {}}
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          spec:
+            template:
+              spec:
+                nodeSelector: {nvidia.com/gpu.product: PK-CTL-H100}
+                containers: [{name: node, image: pytorch/pytorch}]
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-ctl-h100
+  labels:
+    kubernetes.io/hostname: pk-ctl-h100
+    nvidia.com/gpu.product: PK-CTL-H100
+    example.com/topology-block: b1
+    volcano.sh/nodegroup-name: pk-ctl-group
+    nvidia.com/mig.config: all-disabled
+    feature.node.kubernetes.io/pci-10de.present: "true"
+  annotations:
+    nfd.node.kubernetes.io/feature-labels: pci-10de.present
+status:
+  capacity: {nvidia.com/gpu: "8", pods: "110", cpu: "64"}
+  allocatable: {nvidia.com/gpu: "8", pods: "110", cpu: "64"}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-ctl-karpenter
+  labels:
+    kubernetes.io/hostname: pk-ctl-karpenter
+    karpenter.sh/nodepool: gpu-spot
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pk-ctl-trainer, namespace: default}
+spec:
+  nodeName: pk-ctl-h100
+  containers:
+  - name: train
+    image: pytorch/pytorch
+    resources: {limits: {nvidia.com/gpu: "1"}}
+"#;
+
+struct Cluster {
+    kubeconfig: PathBuf,
+    home: tempfile::TempDir,
+    objects: PathBuf,
+}
+
+impl Cluster {
+    fn kubectl(&self, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .bounded_output()
+            .expect("kubectl runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn must(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.kubectl(args);
+        assert!(ok, "kubectl {args:?}: {err}");
+        out
+    }
+
+    fn nodelabel(&self, args: &[&str]) -> (i32, String, String) {
+        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"))
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", self.home.path())
+            .env("NO_COLOR", "1")
+            .env("PLACEKIT_STATE_DIR", self.home.path().join("state"))
+            .bounded_output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn label(&self, node: &str, key: &str) -> String {
+        let path = format!("jsonpath={{.metadata.labels.{}}}", key.replace('.', "\\."));
+        self.must(&["get", "node", node, "-o", &path])
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let objects = self.objects.display().to_string();
+        self.kubectl(&[
+            "delete",
+            "-f",
+            &objects,
+            "--wait=false",
+            "--ignore-not-found",
+        ]);
+    }
+}
+
+/// The real control plane with the CRDs and the objects above, or `None` when the suite
+/// does not run here (a failure in CI, where the control plane and CRDs are required).
+fn cluster(suite: &str) -> Option<Cluster> {
+    let kubeconfig = real_cluster_for(suite, E2E_KUBECONFIG)?;
+    let crds = placekit_testserver::require::shared_crds(suite)?;
+    if !placekit_testserver::require::kubectl(suite) {
+        return None;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let objects = home.path().join("objects.yaml");
+    std::fs::write(&objects, OBJECTS).unwrap();
+    let cluster = Cluster {
+        kubeconfig,
+        home,
+        objects,
+    };
+    let files: Vec<String> = CRDS
+        .iter()
+        .map(|f| crds.join(f).display().to_string())
+        .collect();
+    let mut apply = vec!["apply", "--server-side", "--force-conflicts"];
+    let mut wait = vec![
+        "wait",
+        "--for",
+        "condition=Established",
+        "--timeout",
+        "120s",
+    ];
+    for f in &files {
+        apply.extend(["-f", f.as_str()]);
+        wait.extend(["-f", f.as_str()]);
+    }
+    cluster.must(&apply);
+    cluster.must(&wait);
+    install(&cluster, &cluster.objects);
+    Some(cluster)
+}
+
+/// Creates the objects afresh (an earlier run's may be there, being deleted).
+fn install(cluster: &Cluster, objects: &Path) {
+    let objects = objects.display().to_string();
+    cluster.kubectl(&[
+        "delete",
+        "-f",
+        &objects,
+        "--ignore-not-found",
+        "--wait=true",
+    ]);
+    // Strict server-side validation: a field the schemas do not know fails here, so the
+    // objects are what the projects' users can create.
+    cluster.must(&["create", "--validate=strict", "-f", &objects]);
+}
+
+#[test]
+fn controllers_of_a_gpu_cluster_on_the_real_control_plane() {
+    let Some(cluster) = cluster("label controllers on the real control plane") else {
+        return;
+    };
+
+    // Who depends on the product label: the flavor (with its ClusterQueue) and the runtime,
+    // although no pod selects it.
+    let (code, out, err) = cluster.nodelabel(&["dependents", PRODUCT, "-A", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let items = report["items"].as_array().unwrap();
+    let flavor = items
+        .iter()
+        .find(|d| d["kind"] == "ResourceFlavor" && d["name"] == "pk-ctl-h100")
+        .unwrap_or_else(|| panic!("no flavor in {out}"));
+    assert_eq!(
+        flavor["usedBy"],
+        serde_json::json!(["ClusterQueue pk-ctl-team-a"])
+    );
+    assert!(
+        items
+            .iter()
+            .any(|d| d["kind"] == "TrainingRuntime" && d["name"] == "pk-ctl-torch"),
+        "{out}"
+    );
+
+    // Removing what the flavor selects (its node label, a Topology level) blocks.
+    for key in [PRODUCT, BLOCK] {
+        let (code, _, err) = cluster.nodelabel(&["remove", GPU_NODE, &format!("{key}-"), "--yes"]);
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.contains("ResourceFlavor pk-ctl-h100 (used by ClusterQueue pk-ctl-team-a)")
+                && err.contains("Kueue would no longer place"),
+            "{err}"
+        );
+        assert!(err.contains("--ignore-dependents"), "{err}");
+        assert!(
+            !cluster.label(GPU_NODE, key).is_empty(),
+            "{key} was removed"
+        );
+    }
+    assert_eq!(cluster.label(GPU_NODE, PRODUCT), PRODUCT_VALUE);
+    // A Volcano Queue's node group.
+    let (code, _, err) = cluster.nodelabel(&[
+        "set",
+        GPU_NODE,
+        "volcano.sh/nodegroup-name=other",
+        "--overwrite",
+        "--yes",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Queue pk-ctl-nlp") && err.contains("Volcano would no longer place"),
+        "{err}"
+    );
+    assert_eq!(
+        cluster.label(GPU_NODE, "volcano.sh/nodegroup-name"),
+        "pk-ctl-group"
+    );
+
+    // A new MIG config under a GPU pod: blocked, the pod named, the drain to run first.
+    let mig = [
+        "set",
+        GPU_NODE,
+        "nvidia.com/mig.config=all-1g.10gb",
+        "--overwrite",
+        "--yes",
+    ];
+    let (code, _, err) = cluster.nodelabel(&mig);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("default/pk-ctl-trainer")
+            && err.contains("repartition")
+            && err.contains(&format!("kubectl drain {GPU_NODE}"))
+            && err.contains("--ignore-gpu-pods"),
+        "{err}"
+    );
+    assert_eq!(
+        cluster.label(GPU_NODE, "nvidia.com/mig.config"),
+        "all-disabled"
+    );
+    let mut overridden = mig.to_vec();
+    overridden.push("--ignore-gpu-pods");
+    let (code, _, err) = cluster.nodelabel(&overridden);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("--ignore-gpu-pods given"), "{err}");
+    assert_eq!(
+        cluster.label(GPU_NODE, "nvidia.com/mig.config"),
+        "all-1g.10gb"
+    );
+
+    // A device-plugin config the ClusterPolicy's ConfigMap does not have is refused.
+    let (code, _, err) = cluster.nodelabel(&[
+        "set",
+        GPU_NODE,
+        "nvidia.com/device-plugin.config=h100-x8",
+        "--yes",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("pk-ctl-gpu-operator/pk-ctl-device-plugin-config")
+            && err.contains("valid: a100-x4, h100-x2"),
+        "{err}"
+    );
+    assert_eq!(
+        cluster.label(GPU_NODE, "nvidia.com/device-plugin.config"),
+        ""
+    );
+
+    // nfd-master's own key: a warning that it comes back, and the change is made.
+    let (code, _, err) = cluster.nodelabel(&[
+        "set",
+        GPU_NODE,
+        "feature.node.kubernetes.io/pci-10de.present=false",
+        "--overwrite",
+        "--yes",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("nfd-master owns it"), "{err}");
+
+    // Karpenter: its own key refused; a hand-set label warned as lost on replacement.
+    let (code, _, err) = cluster.nodelabel(&[
+        "set",
+        KARPENTER_NODE,
+        "karpenter.sh/capacity-type=spot",
+        "--yes",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("Karpenter's own label"), "{err}");
+    assert_eq!(
+        cluster.label(KARPENTER_NODE, "karpenter.sh/capacity-type"),
+        ""
+    );
+    let (code, _, err) = cluster.nodelabel(&["set", KARPENTER_NODE, "team=infra", "--yes"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("NodePool gpu-spot") && err.contains("spec.template.metadata.labels"),
+        "{err}"
+    );
+    assert_eq!(cluster.label(KARPENTER_NODE, "team"), "infra");
+}
