@@ -107,6 +107,9 @@ pub fn node_gpu(node: &Node, requested: i128, resource: &str) -> NodeGpu {
     if ready.is_some_and(|c| c.status != "True") {
         warnings.push("NotReady".into());
     }
+    if let Some(mig) = crate::label_controllers::mig_reconfiguration(&node.metadata.labels) {
+        warnings.push(mig);
+    }
     if allocatable.is_some_and(|a| requested > a) {
         warnings.push("requested exceeds allocatable".into());
     }

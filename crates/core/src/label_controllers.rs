@@ -275,30 +275,278 @@ pub fn label_owner(
     if KUBELET_LABELS.contains(&key) {
         return Some(LabelOwner::Kubelet);
     }
+    match replaced_by(labels)? {
+        LabelOwner::Karpenter { node_pool } if karpenter_domain(key) => {
+            Some(LabelOwner::KarpenterKey { node_pool })
+        }
+        // The pool's own label is the pool's, not a hand-set one.
+        LabelOwner::ManagedPool { .. }
+            if MANAGED_POOLS.iter().any(|(label, _, _)| *label == key) =>
+        {
+            None
+        }
+        owner => Some(owner),
+    }
+}
+
+/// Who recreates a node with these labels from a template, losing what was set on it by
+/// hand: Karpenter (its NodePool) or a managed node pool.
+pub fn replaced_by(labels: &BTreeMap<String, String>) -> Option<LabelOwner> {
     if let Some(pool) = labels.get(KARPENTER_NODEPOOL) {
-        let node_pool = pool.clone();
-        return Some(if karpenter_domain(key) {
-            LabelOwner::KarpenterKey { node_pool }
-        } else {
-            LabelOwner::Karpenter { node_pool }
+        return Some(LabelOwner::Karpenter {
+            node_pool: pool.clone(),
         });
     }
-    MANAGED_POOLS
-        .iter()
-        .find_map(|(label, kind, edit)| {
-            labels.get(*label).map(|pool| LabelOwner::ManagedPool {
-                kind,
-                pool: pool.clone(),
-                edit,
-            })
+    MANAGED_POOLS.iter().find_map(|(label, kind, edit)| {
+        labels.get(*label).map(|pool| LabelOwner::ManagedPool {
+            kind,
+            pool: pool.clone(),
+            edit,
         })
-        // The pool's own label is the pool's, not a hand-set one.
-        .filter(|_| !MANAGED_POOLS.iter().any(|(label, _, _)| *label == key))
+    })
+}
+
+impl LabelOwner {
+    /// What happens to a taint set by hand on a node this owner replaces.
+    pub fn taint_consequence(&self) -> Option<String> {
+        match self {
+            LabelOwner::Karpenter { node_pool } => Some(format!(
+                "the node belongs to Karpenter's NodePool {node_pool}: the taint is not in its template and is lost when the node is replaced; to keep it, add it to the NodePool's spec.template.spec.taints"
+            )),
+            LabelOwner::ManagedPool { kind, pool, .. } => Some(format!(
+                "the node belongs to the {kind} {pool}: the taint is lost when the node is recreated; to keep it, set it in the pool's node taints"
+            )),
+            _ => None,
+        }
+    }
+}
+
+impl LabelOwner {
+    /// Who, in a table cell: `nfd-master`, `Karpenter (NodePool gpu)`, `kubelet`.
+    pub fn name(&self) -> String {
+        match self {
+            LabelOwner::Nfd => "nfd-master".into(),
+            LabelOwner::KarpenterKey { node_pool } | LabelOwner::Karpenter { node_pool } => {
+                format!("Karpenter (NodePool {node_pool})")
+            }
+            LabelOwner::ManagedPool { kind, pool, .. } => format!("{kind} {pool}"),
+            LabelOwner::Kubelet => "kubelet".into(),
+        }
+    }
+}
+
+/// The MIG manager's state on a node, for `gpu-taint status`: a reconfiguration pending or
+/// failed, and the operands it paused (`nvidia.com/gpu.deploy.<operand>=paused-for-mig-change`),
+/// during which the node's GPUs may not be allocatable. `None` when there is nothing to say.
+pub fn mig_reconfiguration(labels: &BTreeMap<String, String>) -> Option<String> {
+    let target = labels
+        .get(MIG_CONFIG)
+        .map(|c| format!(" to {c}"))
+        .unwrap_or_default();
+    let paused: Vec<&str> = labels
+        .iter()
+        .filter(|(_, v)| v.as_str() == "paused-for-mig-change")
+        .filter_map(|(k, _)| k.strip_prefix(DEPLOY_PREFIX))
+        .collect();
+    let state = match labels.get(MIG_CONFIG_STATE).map(String::as_str) {
+        Some("pending") => Some(format!("MIG reconfiguration{target} pending")),
+        Some("failed") => Some(format!(
+            "MIG reconfiguration{target} failed ({MIG_CONFIG_STATE}=failed; see the MIG manager's log)"
+        )),
+        _ => None,
+    };
+    match (state, paused.is_empty()) {
+        (None, true) => None,
+        (Some(state), true) => Some(state),
+        (state, false) => Some(format!(
+            "{}operands paused for a MIG change ({}): its GPUs may not be allocatable until it completes",
+            state.map(|s| format!("{s}; ")).unwrap_or_default(),
+            paused.join(", ")
+        )),
+    }
+}
+
+/// One label of a node: who wrote it, who owns it, what acts on it (`nodelabel show`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelProvenance {
+    pub node: String,
+    pub key: String,
+    pub value: String,
+    /// The field managers that wrote it, from the node's managedFields (`kubelet`,
+    /// `nfd-master`, `karpenter`, `kubectl-label`, `placekit`...), as the API server recorded
+    /// them.
+    pub managers: Vec<String>,
+    /// The controller that owns it, when one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// What happens to a hand edit, or what a controller does when it changes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Every label of `node` with its writers (managedFields), its owner and what acts on it.
+pub fn label_provenance(
+    node: &k8s_openapi::api::core::v1::Node,
+    operator: &GpuOperatorView,
+) -> Vec<LabelProvenance> {
+    let meta = &node.metadata;
+    let name = meta.name.clone().unwrap_or_default();
+    let labels = meta.labels.clone().unwrap_or_default();
+    let nfd_keys = nfd_owned_keys(
+        meta.annotations
+            .as_ref()
+            .and_then(|a| a.get(NFD_FEATURE_LABELS_ANNOTATION))
+            .map(String::as_str),
+    );
+    // Which managers' field sets name each label (`f:metadata` → `f:labels` → `f:KEY`).
+    let mut managers: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for entry in meta.managed_fields.iter().flatten() {
+        let Some(fields) = entry.fields_v1.as_ref() else {
+            continue;
+        };
+        let Some(written) = fields
+            .0
+            .pointer("/f:metadata/f:labels")
+            .and_then(|l| l.as_object())
+        else {
+            continue;
+        };
+        for key in written.keys().filter_map(|k| k.strip_prefix("f:")) {
+            if let Some((key, _)) = labels.get_key_value(key) {
+                let manager = entry.manager.clone().unwrap_or_default();
+                let list = managers.entry(key.as_str()).or_default();
+                if !list.contains(&manager) {
+                    list.push(manager);
+                }
+            }
+        }
+    }
+    labels
+        .iter()
+        .map(|(key, value)| {
+            let owner = label_owner(key, &labels, &nfd_keys);
+            let acts = operator
+                .acts_on(key, &labels)
+                .then(|| gpu_operator_role(key, operator))
+                .flatten();
+            LabelProvenance {
+                node: name.clone(),
+                key: key.clone(),
+                value: value.clone(),
+                managers: managers.remove(key.as_str()).unwrap_or_default(),
+                owner: owner.as_ref().map(LabelOwner::name),
+                note: acts.or_else(|| owner.map(|o| o.consequence())),
+            }
+        })
+        .collect()
+}
+
+/// What the GPU operator does with `key`, for a listing.
+fn gpu_operator_role(key: &str, operator: &GpuOperatorView) -> Option<String> {
+    Some(match key {
+        MIG_CONFIG => {
+            "the MIG manager's instruction: a new value repartitions the node's GPUs (drain first)"
+                .into()
+        }
+        MIG_CONFIG_STATE => "the MIG manager's report of the last reconfiguration".into(),
+        DEPLOY_OPERANDS => "the GPU operator's switch for every operand on the node".into(),
+        DEVICE_PLUGIN_CONFIG => match &operator.device_plugin_configs {
+            DevicePluginConfigs::Keys { config_map, .. } => {
+                format!("the device plugin's config, a key of ConfigMap {config_map}")
+            }
+            _ => "the device plugin's config".into(),
+        },
+        _ => format!(
+            "the GPU operator's switch for its {} on the node",
+            key.strip_prefix(DEPLOY_PREFIX)?
+        ),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mig_state_says_pending_failed_and_paused_operands() {
+        let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            mig_reconfiguration(&labels(&[
+                (MIG_CONFIG, "all-1g.10gb"),
+                (MIG_CONFIG_STATE, "success")
+            ])),
+            None
+        );
+        let pending = mig_reconfiguration(&labels(&[
+            (MIG_CONFIG, "all-1g.10gb"),
+            (MIG_CONFIG_STATE, "pending"),
+            (
+                "nvidia.com/gpu.deploy.device-plugin",
+                "paused-for-mig-change",
+            ),
+        ]))
+        .unwrap();
+        assert!(
+            pending.starts_with("MIG reconfiguration to all-1g.10gb pending; operands paused")
+                && pending.contains("device-plugin"),
+            "{pending}"
+        );
+        assert!(
+            mig_reconfiguration(&labels(&[(MIG_CONFIG_STATE, "failed")]))
+                .unwrap()
+                .contains("failed")
+        );
+    }
+
+    #[test]
+    fn provenance_reads_the_managers_of_each_label_and_its_owner() {
+        let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": "gpu-1",
+                "labels": {"kubernetes.io/hostname": "gpu-1", "feature.node.kubernetes.io/pci-10de.present": "true",
+                           "nvidia.com/mig.config": "all-disabled", "team": "ml"},
+                "annotations": {NFD_FEATURE_LABELS_ANNOTATION: "pci-10de.present"},
+                "managedFields": [
+                    {"manager": "kubelet", "operation": "Update", "fieldsType": "FieldsV1",
+                     "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:kubernetes.io/hostname": {}}}}},
+                    {"manager": "nfd-master", "operation": "Update", "fieldsType": "FieldsV1",
+                     "fieldsV1": {"f:metadata": {"f:labels": {"f:feature.node.kubernetes.io/pci-10de.present": {}}}}},
+                    {"manager": "placekit", "operation": "Update", "fieldsType": "FieldsV1",
+                     "fieldsV1": {"f:metadata": {"f:labels": {"f:team": {}, "f:nvidia.com/mig.config": {}}}}}
+                ]
+            }
+        }))
+        .unwrap();
+        let operator = GpuOperatorView {
+            cluster_policy: Some("cluster-policy".into()),
+            ..GpuOperatorView::default()
+        };
+        let rows = label_provenance(&node, &operator);
+        let row = |k: &str| rows.iter().find(|r| r.key == k).unwrap();
+        assert_eq!(row("kubernetes.io/hostname").managers, ["kubelet"]);
+        assert_eq!(
+            row("kubernetes.io/hostname").owner.as_deref(),
+            Some("kubelet")
+        );
+        let nfd = row("feature.node.kubernetes.io/pci-10de.present");
+        assert_eq!(nfd.managers, ["nfd-master"]);
+        assert_eq!(nfd.owner.as_deref(), Some("nfd-master"));
+        assert!(
+            row("nvidia.com/mig.config")
+                .note
+                .as_deref()
+                .unwrap()
+                .contains("repartitions")
+        );
+        assert_eq!(row("team").managers, ["placekit"]);
+        assert!(row("team").owner.is_none() && row("team").note.is_none());
+    }
 
     #[test]
     fn mig_config_changes_repartition_and_unchanged_values_do_nothing() {

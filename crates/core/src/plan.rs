@@ -46,6 +46,11 @@ pub struct NodeState {
     /// to warn that a hand edit will not last, never written, never in a snapshot.
     #[serde(skip)]
     pub nfd_keys: std::collections::BTreeSet<String>,
+    /// The node has annotations placekit does not own (the kubelet's, nfd-master's...): the
+    /// annotations map exists even when [`Self::annotations`] is empty, so a patch adds a key
+    /// to it rather than creating it.
+    #[serde(skip)]
+    pub other_annotations: bool,
 }
 
 /// Annotations under this prefix belong to placekit.
@@ -74,6 +79,12 @@ impl NodeState {
                 .filter(|(k, _)| k.starts_with(PLACEKIT_ANNOTATION_PREFIX))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
+            other_annotations: node
+                .metadata
+                .annotations
+                .iter()
+                .flatten()
+                .any(|(k, _)| !k.starts_with(PLACEKIT_ANNOTATION_PREFIX)),
             nfd_keys: crate::label_controllers::nfd_owned_keys(
                 node.metadata
                     .annotations
@@ -175,6 +186,10 @@ pub enum Note {
     /// A taint to remove is not on the node.
     #[serde(rename_all = "camelCase")]
     TaintNotPresent { wanted: String },
+    /// `import` leaves a key nfd-master owns on the node: nfd-master would re-apply its own
+    /// value, so the two would fight.
+    #[serde(rename_all = "camelCase")]
+    OwnedByNfd { key: String },
 }
 
 impl Note {
@@ -193,6 +208,10 @@ impl std::fmt::Display for Note {
                 "taint {found} has the same key and effect as {wanted} but another value: left in place"
             ),
             Note::TaintNotPresent { wanted } => write!(f, "taint {wanted} is not present"),
+            Note::OwnedByNfd { key } => write!(
+                f,
+                "{key} is owned by nfd-master (the node's nfd.node.kubernetes.io/feature-labels): not imported, since nfd-master would re-apply its own value; change it where nfd-master's features come from"
+            ),
         }
     }
 }
@@ -271,13 +290,14 @@ impl NodePlan {
         map_patch_ops(
             &mut ops,
             "/metadata/labels",
-            &self.before.labels,
+            !self.before.labels.is_empty(),
             &self.label_changes,
         );
+        // Only placekit's annotations are read, so the map may exist with none of them.
         map_patch_ops(
             &mut ops,
             "/metadata/annotations",
-            &self.before.annotations,
+            !self.before.annotations.is_empty() || self.before.other_annotations,
             &self.annotation_changes,
         );
         if self.taints_changed() {
@@ -373,16 +393,11 @@ fn apply_deltas(
 /// The conditional operations for one string map (`/metadata/labels` or
 /// `/metadata/annotations`): a `test` per touched key, then `add`/`replace`/`remove`; for a
 /// map the API server omits (empty), a `test` that it is still absent and one `add` of it.
-fn map_patch_ops(
-    ops: &mut Vec<Value>,
-    root: &str,
-    before: &BTreeMap<String, String>,
-    deltas: &[LabelDelta],
-) {
+fn map_patch_ops(ops: &mut Vec<Value>, root: &str, map_exists: bool, deltas: &[LabelDelta]) {
     if deltas.is_empty() {
         return;
     }
-    if before.is_empty() {
+    if !map_exists {
         let added: BTreeMap<&str, &str> = deltas
             .iter()
             .filter_map(|d| d.after.as_deref().map(|v| (d.key.as_str(), v)))

@@ -290,6 +290,7 @@ mod tests {
             resource_version: "10".into(),
             annotations: BTreeMap::new(),
             nfd_keys: Default::default(),
+            other_annotations: false,
             labels: labels
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -439,6 +439,17 @@ pub fn import_plan(
         ..Default::default()
     };
     let mut plan = plan_node(node, &request);
+    // A key nfd-master owns on this node is its to write: importing it would start a fight
+    // (each update re-applies the other's value), so it is left and said.
+    let (owned, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut plan.label_changes)
+        .into_iter()
+        .partition(|d| node.nfd_keys.contains(&d.key));
+    plan.label_changes = kept;
+    plan.notes.extend(
+        owned
+            .into_iter()
+            .map(|d| placekit::plan::Note::OwnedByNfd { key: d.key }),
+    );
     if !options.overwrite {
         for d in &plan.label_changes {
             let (Some(current), Some(wanted)) = (&d.before, &d.after) else {
@@ -630,4 +641,76 @@ fn print_dependents(ui: &Ui, found: &[Dependent], keys: usize) {
         return;
     }
     print!("{}", ui.table(&DEPENDENTS_HEADER, &dependents_rows(found)));
+}
+
+/// `show NODE...` / `show -l SEL`: every label of the nodes with the field managers that
+/// wrote it, the controller that owns it and what the GPU operator does with it. The nodes
+/// come with their managedFields in one list (or a GET per named node); the GPU operator's
+/// objects are read only when a node carries one of its keys.
+pub async fn show_labels(
+    connection: &ConnectionArgs,
+    ui: &Ui,
+    targets: &Targets,
+) -> Result<u8, CommandError> {
+    use placekit::label_controllers::{GpuOperatorView, is_gpu_operator_key, label_provenance};
+    let conn = placekit::ui::connect(connection).await?;
+    let nodes = api::fetch_node_objects(&conn.client, targets).await?;
+    if nodes.is_empty() {
+        return Err(CommandError::Input("the selector matches no node".into()));
+    }
+    let operator_keys = nodes.iter().any(|n| {
+        n.metadata
+            .labels
+            .iter()
+            .flatten()
+            .any(|(k, _)| is_gpu_operator_key(k))
+    });
+    let operator = if operator_keys {
+        let (view, unreadable) = api::gpu_operator_view(&conn.client).await?;
+        for w in &unreadable {
+            ui.warn(w);
+        }
+        view
+    } else {
+        GpuOperatorView::default()
+    };
+    let rows: Vec<_> = nodes
+        .iter()
+        .flat_map(|n| label_provenance(n, &operator))
+        .collect();
+    if ui.output.is_structured() {
+        ui.print_structured(&serde_json::json!({
+            "apiVersion": REPORT_API_VERSION, "kind": "NodeLabels", "items": rows
+        }));
+        return Ok(exit::SUCCESS);
+    }
+    let wide = ui.output == placekit::ui::OutputFormat::Wide;
+    let none = || "<none>".to_string();
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                r.node.clone(),
+                r.key.clone(),
+                r.value.clone(),
+                if r.managers.is_empty() {
+                    none()
+                } else {
+                    r.managers.join(",")
+                },
+                r.owner.clone().unwrap_or_else(none),
+            ];
+            if wide {
+                row.push(r.note.clone().unwrap_or_default());
+            }
+            row
+        })
+        .collect();
+    let header: &[&str] = if wide {
+        &["NODE", "KEY", "VALUE", "WRITTEN BY", "OWNER", "NOTE"]
+    } else {
+        &["NODE", "KEY", "VALUE", "WRITTEN BY", "OWNER"]
+    };
+    print!("{}", ui.table(header, &table));
+    Ok(exit::SUCCESS)
 }

@@ -114,17 +114,22 @@ pub enum Command {
         after_help = "Examples:\n  kubectl nodelabel history\n  kubectl nodelabel history -o wide   # also the server and the operation\n  kubectl nodelabel history -o json"
     )]
     History,
-    /// Print one snapshot.
+    /// Print one snapshot, or every label of nodes with who wrote it, who owns it and what
+    /// acts on it.
     #[command(
-        after_help = "Examples:\n  kubectl nodelabel show --last\n  kubectl nodelabel show --last -o json\n  kubectl nodelabel show ~/.local/state/placekit/snapshots/<file>.snapshot.jsonl"
+        after_help = "A SNAPSHOT (a path, or a name `history` shows) prints that snapshot; nodes (NAME,\nnode/NAME or -l) print their labels: the field managers that wrote each one (from\nmanagedFields: kubelet, nfd-master, karpenter, kubectl-label, placekit...), the\ncontroller that owns it (nfd-master re-applies its keys, a Karpenter or managed-pool\nnode loses hand-set labels when replaced, the kubelet re-applies its own) and what the\nGPU operator does with it.\n\nExamples:\n  kubectl nodelabel show --last\n  kubectl nodelabel show --last -o json\n  kubectl nodelabel show ~/.local/state/placekit/snapshots/<file>.snapshot.jsonl\n  kubectl nodelabel show gpu-a100-1   # who set each label; will it come back?\n  kubectl nodelabel show -l pool=online -o json"
     )]
     Show {
-        /// The snapshot file (see `history`).
-        snapshot: Option<String>,
+        /// The snapshot file or name (see `history`), or the nodes whose labels to show.
+        #[arg(value_name = "SNAPSHOT|NODE")]
+        args: Vec<String>,
         /// The newest change on the current context's cluster, by either plugin, that is
         /// not a rollback and not yet rolled back (the one `rollback --last` would undo).
         #[arg(long)]
         last: bool,
+        /// Show the labels of the nodes this label selector matches.
+        #[arg(short = 'l', long, conflicts_with = "last")]
+        selector: Option<String>,
     },
     /// Import node features in node-feature-discovery's local-source format.
     #[command(

@@ -62,9 +62,20 @@ pub async fn run_hook(
     // Its own process group, so what it starts in the background is stopped with it.
     #[cfg(unix)]
     command.process_group(0);
-    let mut child = command
-        .spawn()
-        .map_err(|e| fail(format!("cannot run it: {e}")))?;
+    // "Text file busy" (ETXTBSY) is transient: a process forked elsewhere (a hook of another
+    // node, or whatever is just writing the file) still holds a write descriptor to it until
+    // it execs. A few short retries, then the error.
+    let mut attempts = 0;
+    let mut child = loop {
+        match command.spawn() {
+            Ok(child) => break child,
+            Err(e) if e.raw_os_error() == Some(26) && attempts < 5 => {
+                attempts += 1;
+                tokio::time::sleep(Duration::from_millis(20 * attempts)).await;
+            }
+            Err(e) => return Err(fail(format!("cannot run it: {e}"))),
+        }
+    };
     let group = ProcessGroup(child.id());
     let mut stdout = child.stdout.take().expect("piped");
     // The pipe's identity, to find a process of another session that still holds it.

@@ -140,8 +140,24 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             undo::print_history(ui, &undo::history(TOOL, &cli.fleet)?);
             Ok(exit::SUCCESS)
         }
-        Command::Show { snapshot, last } => {
-            let choice = SnapshotChoice::from_args(snapshot.as_deref(), last)?;
+        Command::Show {
+            args,
+            last,
+            selector,
+        } => {
+            // One argument that names a snapshot (or --last) is a snapshot; nodes otherwise.
+            let snapshot = match args.as_slice() {
+                [one] if selector.is_none() && undo::names_snapshot(one) => Some(one.as_str()),
+                [] if selector.is_none() => None,
+                _ if last => {
+                    return Err(input("give a SNAPSHOT or --last, not nodes with --last"));
+                }
+                _ => {
+                    let targets = Targets::from_args(args, selector.as_deref(), false)?;
+                    return commands::show_labels(&cli.connection, ui, &targets).await;
+                }
+            };
+            let choice = SnapshotChoice::from_args(snapshot, last)?;
             undo::show(&cli.connection, ui, TOOL, choice).await
         }
         Command::Import {

@@ -39,14 +39,14 @@ const PRODUCT: &str = "nvidia.com/gpu.product";
 const PRODUCT_VALUE: &str = "PK-CTL-H100";
 const BLOCK: &str = "example.com/topology-block";
 
+/// The GPU operator's namespace, created once and never deleted: without the namespace
+/// controller (no controller manager runs) a deleted namespace stays Terminating.
+const OPERATOR_NAMESPACE: &str = "pk-ctl-operator";
+
 const OBJECTS: &str = r#"
 apiVersion: v1
-kind: Namespace
-metadata: {name: pk-ctl-gpu-operator}
----
-apiVersion: v1
 kind: ConfigMap
-metadata: {name: pk-ctl-device-plugin-config, namespace: pk-ctl-gpu-operator}
+metadata: {name: pk-ctl-device-plugin-config, namespace: pk-ctl-operator}
 data:
   a100-x4: "version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}\n"
   h100-x2: "version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 2}]}}\n"
@@ -126,7 +126,6 @@ metadata:
     example.com/topology-block: b1
     volcano.sh/nodegroup-name: pk-ctl-group
     nvidia.com/mig.config: all-disabled
-    feature.node.kubernetes.io/pci-10de.present: "true"
   annotations:
     nfd.node.kubernetes.io/feature-labels: pci-10de.present
 status:
@@ -210,6 +209,9 @@ impl Drop for Cluster {
             &objects,
             "--wait=false",
             "--ignore-not-found",
+            // No kubelet confirms a pod's graceful deletion here.
+            "--grace-period=0",
+            "--force",
         ]);
     }
 }
@@ -260,8 +262,14 @@ fn install(cluster: &Cluster, objects: &Path) {
         "-f",
         &objects,
         "--ignore-not-found",
+        "--grace-period=0",
+        "--force",
         "--wait=true",
+        "--timeout=60s",
     ]);
+    if !cluster.kubectl(&["get", "namespace", OPERATOR_NAMESPACE]).0 {
+        cluster.must(&["create", "namespace", OPERATOR_NAMESPACE]);
+    }
     // Strict server-side validation: a field the schemas do not know fails here, so the
     // objects are what the projects' users can create.
     cluster.must(&["create", "--validate=strict", "-f", &objects]);
@@ -272,6 +280,51 @@ fn controllers_of_a_gpu_cluster_on_the_real_control_plane() {
     let Some(cluster) = cluster("label controllers on the real control plane") else {
         return;
     };
+
+    // Who wrote each label and who owns it: nfd-master's label written under its own field
+    // manager, as nfd-master's client sends it (the node's annotation already lists it).
+    cluster.must(&[
+        "label",
+        "node",
+        GPU_NODE,
+        "feature.node.kubernetes.io/pci-10de.present=true",
+        "--overwrite",
+        "--field-manager=nfd-master",
+    ]);
+    let (code, out, err) = cluster.nodelabel(&["show", GPU_NODE, KARPENTER_NODE, "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let row = |node: &str, key: &str| {
+        shown["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["node"] == node && r["key"] == key)
+            .unwrap_or_else(|| panic!("no {node} {key} in {out}"))
+            .clone()
+    };
+    let nfd = row(GPU_NODE, "feature.node.kubernetes.io/pci-10de.present");
+    assert_eq!(nfd["managers"], serde_json::json!(["nfd-master"]), "{out}");
+    assert_eq!(nfd["owner"], "nfd-master", "{out}");
+    let mig = row(GPU_NODE, "nvidia.com/mig.config");
+    assert!(
+        mig["note"].as_str().unwrap().contains("repartitions"),
+        "{out}"
+    );
+    assert_eq!(row(GPU_NODE, "kubernetes.io/hostname")["owner"], "kubelet");
+    assert_eq!(
+        row(KARPENTER_NODE, "karpenter.sh/nodepool")["owner"],
+        "Karpenter (NodePool gpu-spot)"
+    );
+    let (code, out, err) = cluster.nodelabel(&["show", GPU_NODE]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines().any(
+            |l| l.contains("feature.node.kubernetes.io/pci-10de.present")
+                && l.contains("nfd-master")
+        ),
+        "{out}"
+    );
 
     // Who depends on the product label: the flavor (with its ClusterQueue) and the runtime,
     // although no pod selects it.
@@ -368,7 +421,7 @@ fn controllers_of_a_gpu_cluster_on_the_real_control_plane() {
     ]);
     assert_eq!(code, 1, "{err}");
     assert!(
-        err.contains("pk-ctl-gpu-operator/pk-ctl-device-plugin-config")
+        err.contains(&format!("{OPERATOR_NAMESPACE}/pk-ctl-device-plugin-config"))
             && err.contains("valid: a100-x4, h100-x2"),
         "{err}"
     );
@@ -387,6 +440,31 @@ fn controllers_of_a_gpu_cluster_on_the_real_control_plane() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("nfd-master owns it"), "{err}");
+
+    // `import` leaves a key nfd-master owns (it would re-apply its own value) and imports
+    // the rest.
+    let features = cluster.home.path().join("features");
+    std::fs::write(&features, "pci-10de.present=true\ngpu-extra=1\n").unwrap();
+    let features = features.display().to_string();
+    let (code, _, err) = cluster.nodelabel(&[
+        "import",
+        "--file",
+        &features,
+        GPU_NODE,
+        "--overwrite",
+        "--yes",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("owned by nfd-master"), "{err}");
+    assert_eq!(
+        cluster.label(GPU_NODE, "feature.node.kubernetes.io/pci-10de.present"),
+        "false",
+        "import fought nfd-master"
+    );
+    assert_eq!(
+        cluster.label(GPU_NODE, "feature.node.kubernetes.io/gpu-extra"),
+        "1"
+    );
 
     // Karpenter: its own key refused; a hand-set label warned as lost on replacement.
     let (code, _, err) = cluster.nodelabel(&[

@@ -11,7 +11,7 @@
 //! | [`evictions`] | — | running pods an added taint keeps away; NoExecute evictions (must be confirmed) | `--yes` confirms |
 //! | [`controllers::gpu_operator`] | a new `nvidia.com/mig.config`, or GPU operands switched off (`gpu.deploy.operands=false`, `gpu.deploy.device-plugin` off), on a node where pods use its GPUs (named, with the drain to run first) | the same on a node without GPU pods; a new device-plugin config (what the node advertises may change) | `--ignore-gpu-pods` |
 //! | [`controllers::gpu_operator`] | refused: a `nvidia.com/device-plugin.config` that is not a key of the ClusterPolicy's config ConfigMap (the valid ones listed) | — | none |
-//! | [`controllers::owners`] | refused: Karpenter's own keys (`karpenter.sh/…`) on a node it manages | a key nfd-master owns (re-applied); a label on a Karpenter or managed-pool node (lost on replacement, with where to set it); a kubelet label | — |
+//! | [`controllers::owners`] | refused: Karpenter's own keys (`karpenter.sh/…`) on a node it manages | a key nfd-master owns (re-applied); a label or taint on a Karpenter or managed-pool node (lost on replacement, with where to set it); a kubelet label | — |
 //! | [`key_warnings`] | — | isolation-like keys outside `node-restriction.kubernetes.io/`, reserved namespaces | — |
 //! | [`absent_removals`], [`near_keys`], [`near_values`] | — | a removed key no target has; a new key or value near an existing one ("did you mean") | — |
 //!

@@ -98,8 +98,8 @@ async fn policy(conn: &Connection, plans: &[NodePlan]) -> Result<Findings, Comma
     };
     if checks::changes_labels(plans) {
         findings.extend(checks::dependents(plans, &workloads));
-        findings.extend(checks::controllers::owners(plans));
     }
+    findings.extend(checks::controllers::owners(plans));
     // The GPU operator's objects are read only when a change touches one of its keys.
     let operator_nodes: Vec<String> = plans
         .iter()

@@ -594,6 +594,14 @@ pub fn print_history(ui: &Ui, history: &History) {
     print!("{}", ui.table(&header, &rows));
 }
 
+/// Whether `given` names a snapshot: a file that is there, or a bare name `history` shows
+/// that is in the state directory (`show` takes nodes otherwise).
+pub fn names_snapshot(given: &str) -> bool {
+    std::path::Path::new(given).is_file()
+        || given.ends_with(crate::snapshot::SNAPSHOT_SUFFIX)
+        || resolve_snapshot(given).is_ok_and(|p| p.is_file())
+}
+
 /// A SNAPSHOT argument: a path as given, or the bare name `history` shows (no directory
 /// part, no such file here), which is looked up in the state directory.
 fn resolve_snapshot(given: &str) -> Result<std::path::PathBuf, CommandError> {

@@ -145,6 +145,7 @@ fn plan_for(node: &str) -> NodePlan {
         taints: vec![],
         annotations: Default::default(),
         nfd_keys: Default::default(),
+        other_annotations: false,
     };
     placekit_core::plan::plan_node(
         &state,

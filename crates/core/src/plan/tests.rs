@@ -11,6 +11,7 @@ fn state(labels: &[(&str, &str)], taints: Vec<Taint>) -> NodeState {
         resource_version: "7".into(),
         annotations: BTreeMap::new(),
         nfd_keys: Default::default(),
+        other_annotations: false,
         labels: labels
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -270,5 +271,36 @@ fn cluster_strings_in_the_diff_cannot_drive_the_terminal_or_forge_lines() {
     assert!(
         diff.contains("\\x1b[2K\\x1b[1A\\x0d\\x0a+ label pool=forged\\u{202e}"),
         "{diff}"
+    );
+}
+
+/// A node's annotations map exists when it has only others' annotations (every real node has
+/// the kubelet's): placekit's first annotation is added to it, not written as the whole map
+/// behind a `test` that the map is absent (which failed as a conflict on every real node).
+#[test]
+fn a_first_placekit_annotation_is_added_to_the_others_map() {
+    let record = LabelChange::Set {
+        key: "placekit.dev/imported-labels".into(),
+        value: "{}".into(),
+    };
+    let request = ChangeRequest {
+        annotations: vec![record],
+        ..Default::default()
+    };
+    let mut annotated = state(&[("pool", "a")], Vec::new());
+    annotated.other_annotations = true;
+    let patch = plan_node(&annotated, &request).json_patch();
+    assert_eq!(
+        patch,
+        json!([
+            {"op": "test", "path": "/metadata/annotations/placekit.dev~1imported-labels", "value": null},
+            {"op": "add", "path": "/metadata/annotations/placekit.dev~1imported-labels", "value": "{}"}
+        ])
+    );
+    // Without any annotation the map itself is created, conditionally.
+    let bare = plan_node(&state(&[("pool", "a")], Vec::new()), &request).json_patch();
+    assert_eq!(
+        bare[0],
+        json!({"op": "test", "path": "/metadata/annotations", "value": null})
     );
 }

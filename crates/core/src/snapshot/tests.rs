@@ -21,6 +21,7 @@ fn header(nodes: usize) -> SnapshotHeader {
                 taints: vec![],
                 annotations: Default::default(),
                 nfd_keys: Default::default(),
+                other_annotations: false,
             };
             plan_node(
                 &state,

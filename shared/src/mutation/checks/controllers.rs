@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::label_controllers::{
     DEVICE_PLUGIN_CONFIG, DevicePluginConfigs, GpuOperatorEffect, GpuOperatorView, LabelOwner,
-    gpu_operator_effect, label_owner,
+    gpu_operator_effect, label_owner, replaced_by,
 };
 
 use super::{Findings, node_list};
@@ -87,12 +87,20 @@ pub fn gpu_operator(plans: &[NodePlan], operator: &GpuOperatorView, pods: &[Pod]
 }
 
 /// The owners of the changed keys: Karpenter's own keys on its nodes are refused; a key
-/// another owner re-applies or loses warns, once per key and consequence with the nodes.
+/// another owner re-applies or loses warns, once per key and consequence with the nodes; a
+/// taint added to a node Karpenter or a managed pool replaces warns that it is lost then.
 pub fn owners(plans: &[NodePlan]) -> Findings {
     let mut findings = Findings::default();
     let mut warned: BTreeMap<(String, String), Vec<&str>> = BTreeMap::new();
+    let mut tainted: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for plan in plans {
         let node = plan.node();
+        if !plan.taints_added().is_empty()
+            && let Some(consequence) =
+                replaced_by(&plan.before.labels).and_then(|o| o.taint_consequence())
+        {
+            tainted.entry(consequence).or_default().push(node);
+        }
         for change in &plan.label_changes {
             let Some(owner) = label_owner(&change.key, &plan.before.labels, &plan.before.nfd_keys)
             else {
@@ -111,6 +119,11 @@ pub fn owners(plans: &[NodePlan]) -> Findings {
                 .or_default()
                 .push(node);
         }
+    }
+    for (consequence, nodes) in tainted {
+        findings
+            .warnings
+            .push(format!("taint on {}: {consequence}", node_list(&nodes)));
     }
     for ((key, consequence), nodes) in warned {
         findings
@@ -149,6 +162,7 @@ mod tests {
             taints: Vec::new(),
             annotations: Default::default(),
             nfd_keys: Default::default(),
+            other_annotations: false,
         }
     }
 

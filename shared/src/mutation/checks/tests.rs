@@ -17,6 +17,7 @@ fn node(name: &str, labels: &[(&str, &str)]) -> NodeState {
         taints: vec![],
         annotations: Default::default(),
         nfd_keys: Default::default(),
+        other_annotations: false,
     }
 }
 

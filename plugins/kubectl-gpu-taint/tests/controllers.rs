@@ -1,0 +1,179 @@
+//! `dedicate` against what else lives in a GPU cluster, on the real control plane with the
+//! projects' real CRDs (`../shared/crds`, pruned and validated by the API server): a Kueue
+//! ResourceFlavor whose every node a taint would keep its workloads from (neither its
+//! `tolerations` nor its `nodeTaints` cover it) blocks, named with its ClusterQueue; the
+//! same taint declared in the flavor's `nodeTaints` goes through; a taint on a node
+//! Karpenter replaces warns that it is lost with the node and where to add it instead.
+
+use std::process::Command;
+
+use placekit_testserver::process::Bounded as _;
+use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
+
+const OBJECTS: &str = r#"
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: pk-gt-flavor}
+spec:
+  nodeLabels: {example.com/pk-gt-pool: flavored}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: pk-gt-queue}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: pk-gt-flavor
+      resources: [{name: nvidia.com/gpu, nominalQuota: 8}]
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-gt-flavored
+  labels: {example.com/pk-gt-pool: flavored}
+status:
+  capacity: {nvidia.com/gpu: "8"}
+  allocatable: {nvidia.com/gpu: "8"}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-gt-karpenter
+  labels: {karpenter.sh/nodepool: gpu-spot}
+status:
+  capacity: {nvidia.com/gpu: "8"}
+  allocatable: {nvidia.com/gpu: "8"}
+"#;
+
+#[test]
+fn dedicate_judges_resource_flavors_and_karpenter_nodes_on_the_real_control_plane() {
+    let suite = "gpu-taint against ResourceFlavors and Karpenter nodes";
+    let Some(kubeconfig) = real_cluster_for(suite, E2E_KUBECONFIG) else {
+        return;
+    };
+    let Some(crds) = placekit_testserver::require::shared_crds(suite) else {
+        return;
+    };
+    if !placekit_testserver::require::kubectl(suite) {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let kubectl = |args: &[&str]| {
+        let out = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(args)
+            .bounded_output()
+            .expect("kubectl runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let must = |args: &[&str]| {
+        let (ok, out, err) = kubectl(args);
+        assert!(ok, "kubectl {args:?}: {err}");
+        out
+    };
+    let gpu_taint = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
+            .args(args)
+            .env("KUBECONFIG", &kubeconfig)
+            .env("HOME", home.path())
+            .env("NO_COLOR", "1")
+            .env("PLACEKIT_STATE_DIR", home.path().join("state"))
+            .bounded_output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let files: Vec<String> = [
+        "kueue.x-k8s.io_resourceflavors.yaml",
+        "kueue.x-k8s.io_clusterqueues.yaml",
+    ]
+    .iter()
+    .map(|f| crds.join(f).display().to_string())
+    .collect();
+    for f in &files {
+        must(&["apply", "--server-side", "--force-conflicts", "-f", f]);
+        must(&[
+            "wait",
+            "--for",
+            "condition=Established",
+            "--timeout",
+            "120s",
+            "-f",
+            f,
+        ]);
+    }
+    let objects = home.path().join("objects.yaml");
+    std::fs::write(&objects, OBJECTS).unwrap();
+    let objects = objects.display().to_string();
+    kubectl(&[
+        "delete",
+        "-f",
+        &objects,
+        "--ignore-not-found",
+        "--wait=true",
+    ]);
+    must(&["create", "--validate=strict", "-f", &objects]);
+    let taints = |node: &str| must(&["get", "node", node, "-o", "jsonpath={.spec.taints}"]);
+
+    // The flavor's only node, tainted against it: blocked, nothing written.
+    let (code, err) = gpu_taint(&[
+        "dedicate",
+        "pk-gt-flavored",
+        "--taint",
+        "dedicated=llm:NoSchedule",
+        "-y",
+    ]);
+    let flavor_blocked = (code, err.clone(), taints("pk-gt-flavored"));
+    // Declared in the flavor's nodeTaints (Kueue admits only workloads that tolerate it):
+    // the flavor keeps its node.
+    must(&[
+        "patch",
+        "resourceflavors.kueue.x-k8s.io",
+        "pk-gt-flavor",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"nodeTaints":[{"key":"dedicated","value":"llm","effect":"NoSchedule"}]}}"#,
+    ]);
+    let declared = gpu_taint(&[
+        "dedicate",
+        "pk-gt-flavored",
+        "--taint",
+        "dedicated=llm:NoSchedule",
+        "-y",
+    ]);
+    let karpenter = gpu_taint(&[
+        "dedicate",
+        "pk-gt-karpenter",
+        "--taint",
+        "dedicated=llm:NoSchedule",
+        "-y",
+    ]);
+    let karpenter_taints = taints("pk-gt-karpenter");
+    kubectl(&["delete", "-f", &objects, "--wait=false"]);
+
+    let (code, err, left) = flavor_blocked;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("ResourceFlavor pk-gt-flavor (used by ClusterQueue pk-gt-queue)")
+            && err.contains("--ignore-dependents"),
+        "{err}"
+    );
+    assert!(left.is_empty(), "the taint was written: {left}");
+    assert_eq!(declared.0, 0, "{}", declared.1);
+    assert_eq!(karpenter.0, 0, "{}", karpenter.1);
+    assert!(
+        karpenter.1.contains("NodePool gpu-spot")
+            && karpenter.1.contains("spec.template.spec.taints"),
+        "{}",
+        karpenter.1
+    );
+    assert!(karpenter_taints.contains("dedicated"), "{karpenter_taints}");
+}
