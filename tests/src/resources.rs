@@ -260,6 +260,53 @@ pub const RESOURCES: &[Resource] = &[
         &[],
         &[],
     ),
+    // What selects or acts on nodes outside any pod: Kueue's flavors, topologies and
+    // ClusterQueues, Volcano's queues, the GPU operator's ClusterPolicy (cluster-scoped).
+    r(
+        "kueue.x-k8s.io",
+        "v1beta2",
+        "resourceflavors",
+        "ResourceFlavor",
+        false,
+        &[],
+        &[],
+    ),
+    r(
+        "kueue.x-k8s.io",
+        "v1beta2",
+        "topologies",
+        "Topology",
+        false,
+        &[],
+        &[],
+    ),
+    r(
+        "kueue.x-k8s.io",
+        "v1beta2",
+        "clusterqueues",
+        "ClusterQueue",
+        false,
+        &[],
+        &[],
+    ),
+    r(
+        "scheduling.volcano.sh",
+        "v1beta1",
+        "queues",
+        "Queue",
+        false,
+        &[],
+        &[],
+    ),
+    r(
+        "nvidia.com",
+        "v1",
+        "clusterpolicies",
+        "ClusterPolicy",
+        false,
+        &[],
+        &[],
+    ),
 ];
 
 /// The group/versions served, for `/apis`, in kube-apiserver's order (custom resources'

@@ -79,10 +79,13 @@ enum Bench {
         #[arg(long)]
         kubeconfig: Option<PathBuf>,
     },
-    /// The policy checks of a change on a generated cluster: `nodelabel remove` of a key
-    /// every pod of the node requires (dependents) and `gpu-taint dedicate` with a
-    /// NoExecute taint (pods, workloads, taints, disruption budgets), both
-    /// `--dry-run=client`: wall time, peak memory and the requests by verb and resource.
+    /// The policy checks of a change on a generated cluster that also serves a GPU
+    /// platform's objects (ResourceFlavors, ClusterQueues, a Topology, Volcano Queues, a
+    /// ClusterPolicy): `nodelabel remove` of a key every pod of the node requires
+    /// (dependents), `gpu-taint dedicate` with a NoExecute taint (pods, workloads, taints,
+    /// disruption budgets) and `nodelabel set` of a new MIG config (the GPU operator's
+    /// checks), all `--dry-run=client`: wall time, peak memory and the requests by verb and
+    /// resource.
     Checks {
         #[arg(long, default_value_t = 5000)]
         nodes: usize,
@@ -323,6 +326,41 @@ impl Cluster {
 /// DRA objects for the last `dra_nodes` generated nodes: a DeviceClass, one ResourceSlice
 /// per node with `devices` devices, and `claims` ResourceClaims (spread over the generated
 /// namespaces) each allocated one device, as the scheduler records it.
+/// What a GPU platform keeps besides its workloads, for the checks of a change: 50 Kueue
+/// ResourceFlavors selecting by the generator's GPU-family label (one with a Topology), 10
+/// ClusterQueues using them, 5 Volcano Queues and the GPU operator's ClusterPolicy.
+fn platform_objects() -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let mut out = vec![
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+            "metadata": {"name": "datacenter"},
+            "spec": {"levels": [{"nodeLabel": "topology.kubernetes.io/zone"}, {"nodeLabel": "kubernetes.io/hostname"}]}}),
+        json!({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
+            "metadata": {"name": "cluster-policy"},
+            "spec": {"devicePlugin": {"config": {"name": "time-slicing-config"}}}}),
+    ];
+    for i in 0..50 {
+        let family = ["a100", "h100", "l4"][i % 3];
+        out.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+            "metadata": {"name": format!("flavor-{i:02}")},
+            "spec": {"nodeLabels": {"accelerator.example.com/gpu-family": family},
+                     "topologyName": if i == 0 { Some("datacenter") } else { None }}}));
+    }
+    for q in 0..10 {
+        out.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": format!("team-{q}")},
+            "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"],
+                "flavors": (0..5).map(|f| json!({"name": format!("flavor-{:02}", q * 5 + f),
+                    "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 64}]})).collect::<Vec<_>>()}]}}));
+    }
+    for q in 0..5 {
+        out.push(json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+            "metadata": {"name": format!("volcano-{q}")},
+            "spec": {"affinity": {"nodeGroupAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [format!("group-{q}")]}}}}));
+    }
+    out
+}
+
 fn dra_objects(
     generator: &Generator,
     dra_nodes: usize,
@@ -973,19 +1011,23 @@ async fn main() -> ExitCode {
         } => {
             let nodelabel = nodelabel.unwrap_or_else(|| sibling("kubectl-nodelabel"));
             let gpu_taint = gpu_taint.unwrap_or_else(|| sibling("kubectl-gpu_taint"));
-            let cluster = Cluster::generate(
-                Generator {
-                    nodes,
-                    pods,
-                    gpus_per_node: 8,
-                },
+            let generator = Generator {
+                nodes,
+                pods,
+                gpus_per_node: 8,
+            };
+            let plain = |i: usize| generator.node(i);
+            let cluster = Cluster::generate_with(
+                generator.clone(),
                 None,
+                &plain,
+                platform_objects(),
             )
             .await;
-            let runs: [(&str, PathBuf, Vec<&str>); 2] = [
+            let runs: [(&str, PathBuf, Vec<&str>); 3] = [
                 (
                     "kubectl nodelabel remove gpu-node-00000 accelerator.example.com/gpu-family- --dry-run=client -y",
-                    nodelabel,
+                    nodelabel.clone(),
                     vec![
                         "remove",
                         "gpu-node-00000",
@@ -1002,6 +1044,18 @@ async fn main() -> ExitCode {
                         "gpu-node-00000",
                         "--taint",
                         "dedicated=llm:NoExecute",
+                        "--dry-run=client",
+                        "-y",
+                    ],
+                ),
+                (
+                    "kubectl nodelabel set gpu-node-00000 nvidia.com/mig.config=all-1g.10gb --overwrite --dry-run=client -y",
+                    nodelabel,
+                    vec![
+                        "set",
+                        "gpu-node-00000",
+                        "nvidia.com/mig.config=all-1g.10gb",
+                        "--overwrite",
                         "--dry-run=client",
                         "-y",
                     ],
