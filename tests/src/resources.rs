@@ -322,6 +322,9 @@ pub const GROUPS: &[(&str, &str)] = &[
     ("ray.io", "v1"),
     ("kubeflow.org", "v1"),
     ("jobset.x-k8s.io", "v1alpha2"),
+    ("kueue.x-k8s.io", "v1beta2"),
+    ("scheduling.volcano.sh", "v1beta1"),
+    ("nvidia.com", "v1"),
 ];
 
 /// Looks a resource up by group, version and plural.

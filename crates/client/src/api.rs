@@ -965,3 +965,45 @@ pub async fn gpu_operator_view(
     };
     Ok((view, warnings))
 }
+
+/// The Kueue Workload of a pod held by a Kueue gate: the one in its namespace that a
+/// pod's owner (or the pod itself, for Kueue's plain-pod integration) owns. One paged list
+/// of the namespace's Workloads (the preferred version first); `None` when Kueue is not
+/// served, the list is forbidden, or no Workload is the pod's.
+pub async fn kueue_workload_of(
+    client: &kube::Client,
+    namespace: &str,
+    owner_uids: &[String],
+) -> Result<Option<serde_json::Value>, CommandError> {
+    for version in ["v1beta2", "v1beta1"] {
+        let mut found = None;
+        let listed = for_each_page_if_served(
+            client,
+            &format!("/apis/kueue.x-k8s.io/{version}/namespaces/{namespace}/workloads"),
+            500,
+            |page: Vec<serde_json::Value>| {
+                for w in page {
+                    let owned = w["metadata"]["ownerReferences"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|o| {
+                            o["uid"]
+                                .as_str()
+                                .is_some_and(|u| owner_uids.iter().any(|x| x == u))
+                        });
+                    if owned && found.is_none() {
+                        found = Some(w);
+                    }
+                }
+            },
+        )
+        .await?;
+        match listed {
+            Listed::Read(_) => return Ok(found),
+            Listed::Forbidden(_) => return Ok(None),
+            Listed::NotServed => continue,
+        }
+    }
+    Ok(None)
+}

@@ -437,11 +437,39 @@ pub async fn why_pending(
             .iter()
             .map(|g| g.name.as_str())
             .collect();
+        // A Kueue gate: the Workload says why the pod waits (quota, admission checks). It is
+        // owned by the pod's owner, or by the pod itself (plain-pod integration).
+        let workload = if gates.iter().any(|g| g.starts_with("kueue.x-k8s.io/")) {
+            let mut owners: Vec<String> = raw["metadata"]["ownerReferences"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|o| o["uid"].as_str().map(str::to_string))
+                .collect();
+            owners.extend(raw["metadata"]["uid"].as_str().map(str::to_string));
+            api::kueue_workload_of(&conn.client, namespace, &owners).await?
+        } else {
+            None
+        };
+        let admission = workload.as_ref().map(scheduler::verdict::kueue_admission);
         if ui.output.is_structured() {
-            ui.print_structured(&json!({"apiVersion": REPORT_API_VERSION, "kind": "PendingReport", "pod": {"namespace": namespace, "name": name, "phase": phase}, "pending": true, "scheduled": false, "schedulingGates": gates, "placeable": false, "verdict": verdict}));
+            let mut report = json!({"apiVersion": REPORT_API_VERSION, "kind": "PendingReport", "pod": {"namespace": namespace, "name": name, "phase": phase}, "pending": true, "scheduled": false, "schedulingGates": gates, "placeable": false, "verdict": verdict});
+            if let (Some(w), Some(admission)) = (&workload, &admission) {
+                report["workload"] = json!({
+                    "name": w["metadata"]["name"],
+                    "queueName": w["spec"]["queueName"],
+                    "clusterQueue": w["status"]["admission"]["clusterQueue"],
+                    "conditions": w["status"]["conditions"],
+                    "admission": admission,
+                });
+            }
+            ui.print_structured(&report);
         } else {
             say!("pod {namespace}/{name} is Pending and not scheduled");
             say!("evidence: {}", verdict.evidence);
+            if let Some(admission) = &admission {
+                say!("          {admission}");
+            }
             say!("judgment: {}", verdict.judgment);
             say!("action:   {}", verdict.action);
         }

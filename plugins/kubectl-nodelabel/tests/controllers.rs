@@ -257,22 +257,49 @@ fn cluster(suite: &str) -> Option<Cluster> {
 /// Creates the objects afresh (an earlier run's may be there, being deleted).
 fn install(cluster: &Cluster, objects: &Path) {
     let objects = objects.display().to_string();
-    cluster.kubectl(&[
-        "delete",
-        "-f",
-        &objects,
-        "--ignore-not-found",
-        "--grace-period=0",
-        "--force",
-        "--wait=true",
-        "--timeout=60s",
-    ]);
+    let delete = || {
+        cluster.kubectl(&[
+            "delete",
+            "-f",
+            &objects,
+            "--ignore-not-found",
+            "--grace-period=0",
+            "--force",
+            "--wait=true",
+            "--timeout=60s",
+        ])
+    };
+    delete();
     if !cluster.kubectl(&["get", "namespace", OPERATOR_NAMESPACE]).0 {
         cluster.must(&["create", "namespace", OPERATOR_NAMESPACE]);
     }
     // Strict server-side validation: a field the schemas do not know fails here, so the
     // objects are what the projects' users can create.
-    cluster.must(&["create", "--validate=strict", "-f", &objects]);
+    create_when_served(|| {
+        let created = cluster.kubectl(&["create", "--validate=strict", "-f", &objects]);
+        if !created.0 {
+            delete();
+        }
+        created
+    });
+}
+
+/// Runs a create until it succeeds: a CRD just Established may not serve its kind, or
+/// publish the schema strict validation reads, for a moment. A create that stopped halfway
+/// is retried after the objects it made are deleted again.
+fn create_when_served(mut create: impl FnMut() -> (bool, String, String)) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (ok, _, err) = create();
+        if ok {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the objects were not created in 60 s: {err}"
+        );
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
 }
 
 #[test]

@@ -341,10 +341,12 @@ fn platform_objects() -> Vec<serde_json::Value> {
     ];
     for i in 0..50 {
         let family = ["a100", "h100", "l4"][i % 3];
-        out.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+        out.push(
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
             "metadata": {"name": format!("flavor-{i:02}")},
             "spec": {"nodeLabels": {"accelerator.example.com/gpu-family": family},
-                     "topologyName": if i == 0 { Some("datacenter") } else { None }}}));
+                     "topologyName": if i == 0 { Some("datacenter") } else { None }}}),
+        );
     }
     for q in 0..10 {
         out.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
@@ -1017,13 +1019,8 @@ async fn main() -> ExitCode {
                 gpus_per_node: 8,
             };
             let plain = |i: usize| generator.node(i);
-            let cluster = Cluster::generate_with(
-                generator.clone(),
-                None,
-                &plain,
-                platform_objects(),
-            )
-            .await;
+            let cluster =
+                Cluster::generate_with(generator.clone(), None, &plain, platform_objects()).await;
             let runs: [(&str, PathBuf, Vec<&str>); 3] = [
                 (
                     "kubectl nodelabel remove gpu-node-00000 accelerator.example.com/gpu-family- --dry-run=client -y",

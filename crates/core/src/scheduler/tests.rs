@@ -430,3 +430,26 @@ fn drift_names_the_failing_expression() {
     let d = drift(&p, &nodes[0]).unwrap();
     assert_eq!(d.reason, "family In [a100], node has family=h100");
 }
+
+#[test]
+fn kueue_admission_says_why_a_gated_pod_waits() {
+    use super::verdict::kueue_admission;
+    let pending = serde_json::json!({
+        "metadata": {"namespace": "ml", "name": "pod-trainer-1a2b3"},
+        "spec": {"queueName": "team-a"},
+        "status": {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
+            "message": "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor h100, 8 more needed"}]}
+    });
+    assert_eq!(
+        kueue_admission(&pending),
+        "Workload ml/pod-trainer-1a2b3 (LocalQueue team-a) is not admitted: Pending: couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor h100, 8 more needed"
+    );
+    let admitted = serde_json::json!({
+        "metadata": {"namespace": "ml", "name": "w"},
+        "status": {"admission": {"clusterQueue": "cq"},
+            "conditions": [{"type": "Admitted", "status": "True", "reason": "Admitted", "message": "The workload is admitted"}]}
+    });
+    assert!(kueue_admission(&admitted).contains("admitted to ClusterQueue cq"));
+    let fresh = serde_json::json!({"metadata": {"namespace": "ml", "name": "w"}, "spec": {"queueName": "q"}});
+    assert!(kueue_admission(&fresh).contains("has not processed it"));
+}

@@ -195,6 +195,62 @@ pub fn gated(pod: &crate::model::Pod) -> Option<Verdict> {
     })
 }
 
+/// What Kueue's Workload says about a gated pod's admission, from its conditions (read as
+/// the API server returns them): admitted or not, its ClusterQueue, and the reason Kueue
+/// gives (`couldn't assign flavors to pod set main: insufficient unused quota ...`). Strings
+/// are the cluster's; the caller escapes them for a terminal.
+pub fn kueue_admission(workload: &serde_json::Value) -> String {
+    let name = format!(
+        "Workload {}/{}",
+        workload["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default(),
+        workload["metadata"]["name"].as_str().unwrap_or_default()
+    );
+    let queue = workload["spec"]["queueName"].as_str().unwrap_or_default();
+    let condition = |kind: &str| {
+        workload["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == kind)
+    };
+    let said = |c: &serde_json::Value| {
+        let reason = c["reason"].as_str().unwrap_or_default();
+        let message = c["message"].as_str().unwrap_or_default();
+        match (reason.is_empty(), message.is_empty()) {
+            (_, false) if !reason.is_empty() => format!("{reason}: {message}"),
+            (_, false) => message.to_string(),
+            (false, true) => reason.to_string(),
+            (true, true) => String::new(),
+        }
+    };
+    if let Some(admitted) = condition("Admitted").filter(|c| c["status"] == "True") {
+        let cluster_queue = workload["status"]["admission"]["clusterQueue"]
+            .as_str()
+            .unwrap_or_default();
+        return format!(
+            "{name} is admitted to ClusterQueue {cluster_queue} ({}): Kueue removes the gate next",
+            said(admitted)
+        );
+    }
+    let waiting = match condition("QuotaReserved") {
+        Some(c) if c["status"] == "True" => format!(
+            "quota is reserved; waiting for its admission checks ({})",
+            said(c)
+        ),
+        Some(c) => format!("not admitted: {}", said(c)),
+        None if queue.is_empty() => "not admitted and names no LocalQueue".to_string(),
+        None => "not admitted yet: Kueue has not processed it (is Kueue running?)".to_string(),
+    };
+    let queue = if queue.is_empty() {
+        String::new()
+    } else {
+        format!(" (LocalQueue {queue})")
+    };
+    format!("{name}{queue} is {waiting}")
+}
+
 /// A pod whose ResourceClaims do not exist yet: DynamicResources' PreFilter stops it before
 /// any node is filtered. `None` when every claim exists.
 pub fn claims_missing(missing: &[String]) -> Option<Verdict> {
