@@ -42,6 +42,7 @@ pub mod admission;
 pub mod apimachinery;
 pub mod apply;
 pub mod control;
+pub mod crds;
 pub mod fixtures;
 pub mod harness;
 pub mod openapi;

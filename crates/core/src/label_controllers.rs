@@ -10,7 +10,7 @@
 //! | nfd-master | the keys the node's `nfd.node.kubernetes.io/feature-labels` annotation lists | re-applied with its own value at its next update | a hand edit does not last: change the NodeFeature, NodeFeatureRule or features file |
 //! | Karpenter | every label of a node with `karpenter.sh/nodepool` | the node's labels come from the NodePool's template when it registers | a hand-set label is gone when the node is replaced; `karpenter.sh/…` keys are Karpenter's own |
 //! | Managed node pools (GKE, EKS, AKS) | every label of a node with the pool's well-known label | the node is recreated from the pool's configuration on upgrade or repair | a hand-set label is gone then: set it in the node pool's labels |
-//! | kubelet | `kubernetes.io/hostname`, `kubernetes.io/os`, `kubernetes.io/arch` (and their `beta.` forms) | re-applied when the kubelet registers again | a hand edit lasts until the kubelet restarts |
+//! | kubelet | its well-known labels (`kubernetes.io/hostname`, `os`, `arch`, the instance type and zone it reads from the cloud; `crate::policy`'s list) | re-applied when the kubelet registers again | a hand edit lasts until the kubelet restarts |
 //!
 //! Node selection held outside any pod (Kueue ResourceFlavors, Volcano Queues) is
 //! `placekit_lint::selectors`: those objects are judged as the pods their controllers place.
@@ -36,15 +36,6 @@ pub const KARPENTER_NODEPOOL: &str = "karpenter.sh/nodepool";
 
 /// The operands whose loss takes the node's GPUs away from pods.
 const GPU_OPERANDS: &[&str] = &["device-plugin", "driver", "container-toolkit"];
-
-/// The labels the kubelet sets on registration.
-const KUBELET_LABELS: &[&str] = &[
-    "kubernetes.io/hostname",
-    "kubernetes.io/os",
-    "kubernetes.io/arch",
-    "beta.kubernetes.io/os",
-    "beta.kubernetes.io/arch",
-];
 
 /// Managed node pools by the label that names a node's pool.
 const MANAGED_POOLS: &[(&str, &str, &str)] = &[
@@ -272,7 +263,8 @@ pub fn label_owner(
     if nfd_keys.contains(key) {
         return Some(LabelOwner::Nfd);
     }
-    if KUBELET_LABELS.contains(&key) {
+    // The labels the kubelet sets on its own Node when it registers.
+    if crate::policy::KUBELET_LABELS.contains(&key) {
         return Some(LabelOwner::Kubelet);
     }
     match replaced_by(labels)? {

@@ -33,7 +33,7 @@ const ISOLATION_WORDS: &[&str] = &[
 
 /// The labels a kubelet sets on its own Node (k8s.io/kubelet's well-known labels), which
 /// NodeRestriction lets it set although they are in reserved namespaces.
-const KUBELET_LABELS: &[&str] = &[
+pub(crate) const KUBELET_LABELS: &[&str] = &[
     "kubernetes.io/hostname",
     "kubernetes.io/os",
     "kubernetes.io/arch",

@@ -5,6 +5,7 @@
 
 use std::process::Command;
 
+use placekit_testserver::crds::Kubectl;
 use placekit_testserver::process::Bounded as _;
 use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
 
@@ -38,51 +39,14 @@ fn why_pending_says_what_kueue_holds_a_gated_pod_for() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let kubectl = |args: &[&str]| {
-        let out = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(args)
-            .bounded_output()
-            .expect("kubectl runs");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let must = |args: &[&str]| {
-        let (ok, out, err) = kubectl(args);
-        assert!(ok, "kubectl {args:?}: {err}");
-        out
-    };
-    let crd = crds
-        .join("kueue.x-k8s.io_workloads.yaml")
-        .display()
-        .to_string();
-    must(&["apply", "--server-side", "--force-conflicts", "-f", &crd]);
-    must(&[
-        "wait",
-        "--for",
-        "condition=Established",
-        "--timeout",
-        "120s",
-        "-f",
-        &crd,
-    ]);
+    let kubectl = Kubectl::new(&kubeconfig);
+    kubectl.install_crds(&crds, &["kueue.x-k8s.io_workloads.yaml"]);
     let pod = dir.path().join("pod.yaml");
     std::fs::write(&pod, POD).unwrap();
     let pod = pod.display().to_string();
-    kubectl(&[
-        "delete",
-        "-f",
-        &pod,
-        "--ignore-not-found",
-        "--grace-period=0",
-        "--force",
-    ]);
-    must(&["create", "-f", &pod]);
-    let uid = must(&[
+    kubectl.delete_now(&pod, true);
+    kubectl.must(&["create", "-f", &pod]);
+    let uid = kubectl.must(&[
         "get",
         "pod",
         "pk-kueue-trainer",
@@ -103,18 +67,11 @@ fn why_pending_says_what_kueue_holds_a_gated_pod_for() {
     let workload_file = dir.path().join("workload.json");
     std::fs::write(&workload_file, workload.to_string()).unwrap();
     let workload_file = workload_file.display().to_string();
-    // A CRD just Established may not serve its kind (or publish the schema strict
-    // validation reads) for a moment: the create is retried for a minute.
-    kubectl(&["delete", "-f", &workload_file, "--ignore-not-found"]);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while let (false, _, err) = kubectl(&["create", "--validate=strict", "-f", &workload_file]) {
-        assert!(std::time::Instant::now() < deadline, "create: {err}");
-        std::thread::sleep(std::time::Duration::from_secs(1));
-    }
+    kubectl.create_when_served(&workload_file, || kubectl.delete_now(&workload_file, true));
     let status = serde_json::json!({"status": {"conditions": [{
         "type": "QuotaReserved", "status": "False", "reason": "Pending", "message": WAITING,
         "lastTransitionTime": "2026-12-03T10:00:00Z"}]}});
-    must(&[
+    kubectl.must(&[
         "patch",
         "workloads.kueue.x-k8s.io",
         "pod-pk-kueue-trainer-1a2b3",
@@ -149,15 +106,8 @@ fn why_pending_says_what_kueue_holds_a_gated_pod_for() {
         "-o",
         "json",
     ]);
-    kubectl(&["delete", "-f", &workload_file, "--wait=false"]);
-    kubectl(&[
-        "delete",
-        "-f",
-        &pod,
-        "--grace-period=0",
-        "--force",
-        "--wait=false",
-    ]);
+    kubectl.delete_now(&workload_file, false);
+    kubectl.delete_now(&pod, false);
 
     let (code, out, err) = text;
     assert_eq!(code, 1, "{out}{err}");

@@ -7,6 +7,7 @@
 
 use std::process::Command;
 
+use placekit_testserver::crds::Kubectl;
 use placekit_testserver::process::Bounded as _;
 use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
 
@@ -59,24 +60,8 @@ fn dedicate_judges_resource_flavors_and_karpenter_nodes_on_the_real_control_plan
         return;
     }
     let home = tempfile::tempdir().unwrap();
-    let kubectl = |args: &[&str]| {
-        let out = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(args)
-            .bounded_output()
-            .expect("kubectl runs");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let must = |args: &[&str]| {
-        let (ok, out, err) = kubectl(args);
-        assert!(ok, "kubectl {args:?}: {err}");
-        out
-    };
+    let kubectl = Kubectl::new(&kubeconfig);
+    let must = |args: &[&str]| kubectl.must(args);
     let gpu_taint = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
             .args(args)
@@ -91,36 +76,17 @@ fn dedicate_judges_resource_flavors_and_karpenter_nodes_on_the_real_control_plan
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
-    let files: Vec<String> = [
-        "kueue.x-k8s.io_resourceflavors.yaml",
-        "kueue.x-k8s.io_clusterqueues.yaml",
-    ]
-    .iter()
-    .map(|f| crds.join(f).display().to_string())
-    .collect();
-    for f in &files {
-        must(&["apply", "--server-side", "--force-conflicts", "-f", f]);
-        must(&[
-            "wait",
-            "--for",
-            "condition=Established",
-            "--timeout",
-            "120s",
-            "-f",
-            f,
-        ]);
-    }
+    kubectl.install_crds(
+        &crds,
+        &[
+            "kueue.x-k8s.io_resourceflavors.yaml",
+            "kueue.x-k8s.io_clusterqueues.yaml",
+        ],
+    );
     let objects = home.path().join("objects.yaml");
     std::fs::write(&objects, OBJECTS).unwrap();
     let objects = objects.display().to_string();
-    kubectl(&[
-        "delete",
-        "-f",
-        &objects,
-        "--ignore-not-found",
-        "--wait=true",
-    ]);
-    must(&["create", "--validate=strict", "-f", &objects]);
+    kubectl.create_when_served(&objects, || kubectl.delete_now(&objects, true));
     let taints = |node: &str| must(&["get", "node", node, "-o", "jsonpath={.spec.taints}"]);
 
     // The flavor's only node, tainted against it: blocked, nothing written.
@@ -157,7 +123,7 @@ fn dedicate_judges_resource_flavors_and_karpenter_nodes_on_the_real_control_plan
         "-y",
     ]);
     let karpenter_taints = taints("pk-gt-karpenter");
-    kubectl(&["delete", "-f", &objects, "--wait=false"]);
+    kubectl.delete_now(&objects, false);
 
     let (code, err, left) = flavor_blocked;
     assert_eq!(code, 1, "{err}");

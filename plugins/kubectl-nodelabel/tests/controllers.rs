@@ -15,14 +15,14 @@
 //!
 //! Every refusal leaves the node as it was.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
+use placekit_testserver::crds::Kubectl;
 use placekit_testserver::process::Bounded as _;
 use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
 
-/// The CRDs these tests install (server-side: the largest would pass the 256 KiB
-/// last-applied annotation of a client-side apply).
+/// The CRDs these tests install.
 const CRDS: &[&str] = &[
     "kueue.x-k8s.io_resourceflavors.yaml",
     "kueue.x-k8s.io_topologies.yaml",
@@ -152,36 +152,24 @@ spec:
 "#;
 
 struct Cluster {
-    kubeconfig: PathBuf,
+    kubectl: Kubectl,
     home: tempfile::TempDir,
     objects: PathBuf,
 }
 
 impl Cluster {
-    fn kubectl(&self, args: &[&str]) -> (bool, String, String) {
-        let out = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(args)
-            .bounded_output()
-            .expect("kubectl runs");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+    fn run(&self, args: &[&str]) -> (bool, String, String) {
+        self.kubectl.run(args)
     }
 
     fn must(&self, args: &[&str]) -> String {
-        let (ok, out, err) = self.kubectl(args);
-        assert!(ok, "kubectl {args:?}: {err}");
-        out
+        self.kubectl.must(args)
     }
 
     fn nodelabel(&self, args: &[&str]) -> (i32, String, String) {
         let out = Command::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"))
             .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
+            .env("KUBECONFIG", self.kubectl.kubeconfig())
             .env("HOME", self.home.path())
             .env("NO_COLOR", "1")
             .env("PLACEKIT_STATE_DIR", self.home.path().join("state"))
@@ -202,17 +190,8 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let objects = self.objects.display().to_string();
-        self.kubectl(&[
-            "delete",
-            "-f",
-            &objects,
-            "--wait=false",
-            "--ignore-not-found",
-            // No kubelet confirms a pod's graceful deletion here.
-            "--grace-period=0",
-            "--force",
-        ]);
+        self.kubectl
+            .delete_now(&self.objects.display().to_string(), false);
     }
 }
 
@@ -228,78 +207,20 @@ fn cluster(suite: &str) -> Option<Cluster> {
     let objects = home.path().join("objects.yaml");
     std::fs::write(&objects, OBJECTS).unwrap();
     let cluster = Cluster {
-        kubeconfig,
+        kubectl: Kubectl::new(&kubeconfig),
         home,
         objects,
     };
-    let files: Vec<String> = CRDS
-        .iter()
-        .map(|f| crds.join(f).display().to_string())
-        .collect();
-    let mut apply = vec!["apply", "--server-side", "--force-conflicts"];
-    let mut wait = vec![
-        "wait",
-        "--for",
-        "condition=Established",
-        "--timeout",
-        "120s",
-    ];
-    for f in &files {
-        apply.extend(["-f", f.as_str()]);
-        wait.extend(["-f", f.as_str()]);
-    }
-    cluster.must(&apply);
-    cluster.must(&wait);
-    install(&cluster, &cluster.objects);
-    Some(cluster)
-}
-
-/// Creates the objects afresh (an earlier run's may be there, being deleted).
-fn install(cluster: &Cluster, objects: &Path) {
-    let objects = objects.display().to_string();
-    let delete = || {
-        cluster.kubectl(&[
-            "delete",
-            "-f",
-            &objects,
-            "--ignore-not-found",
-            "--grace-period=0",
-            "--force",
-            "--wait=true",
-            "--timeout=60s",
-        ])
-    };
-    delete();
-    if !cluster.kubectl(&["get", "namespace", OPERATOR_NAMESPACE]).0 {
+    cluster.kubectl.install_crds(&crds, CRDS);
+    let objects = cluster.objects.display().to_string();
+    cluster.kubectl.delete_now(&objects, true);
+    if !cluster.run(&["get", "namespace", OPERATOR_NAMESPACE]).0 {
         cluster.must(&["create", "namespace", OPERATOR_NAMESPACE]);
     }
-    // Strict server-side validation: a field the schemas do not know fails here, so the
-    // objects are what the projects' users can create.
-    create_when_served(|| {
-        let created = cluster.kubectl(&["create", "--validate=strict", "-f", &objects]);
-        if !created.0 {
-            delete();
-        }
-        created
-    });
-}
-
-/// Runs a create until it succeeds: a CRD just Established may not serve its kind, or
-/// publish the schema strict validation reads, for a moment. A create that stopped halfway
-/// is retried after the objects it made are deleted again.
-fn create_when_served(mut create: impl FnMut() -> (bool, String, String)) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let (ok, _, err) = create();
-        if ok {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the objects were not created in 60 s: {err}"
-        );
-        std::thread::sleep(std::time::Duration::from_secs(1));
-    }
+    cluster
+        .kubectl
+        .create_when_served(&objects, || cluster.kubectl.delete_now(&objects, true));
+    Some(cluster)
 }
 
 #[test]

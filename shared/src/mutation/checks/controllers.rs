@@ -145,26 +145,11 @@ fn shown(items: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::node;
     use super::*;
     use crate::label_controllers::{MIG_CONFIG, MIG_CONFIG_STATE};
     use crate::plan::{ChangeRequest, NodeState, plan_node};
     use crate::syntax::LabelChange;
-
-    fn node(name: &str, labels: &[(&str, &str)]) -> NodeState {
-        NodeState {
-            name: name.into(),
-            uid: format!("uid-{name}"),
-            resource_version: "1".into(),
-            labels: labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            taints: Vec::new(),
-            annotations: Default::default(),
-            nfd_keys: Default::default(),
-            other_annotations: false,
-        }
-    }
 
     fn set(state: &NodeState, key: &str, value: &str) -> NodePlan {
         plan_node(

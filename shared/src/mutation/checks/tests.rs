@@ -5,7 +5,7 @@ use crate::plan::{ChangeRequest, NodeState, plan_node};
 use crate::syntax::parse_label_changes;
 use serde_json::json;
 
-fn node(name: &str, labels: &[(&str, &str)]) -> NodeState {
+pub(super) fn node(name: &str, labels: &[(&str, &str)]) -> NodeState {
     NodeState {
         name: name.into(),
         uid: format!("uid-{name}"),

@@ -1,0 +1,108 @@
+//! `kubectl` against a real control plane, for the suites that install the operators' real
+//! CRDs (`../shared/crds`) and create their objects as the projects' users do.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::process::Bounded as _;
+
+/// The real `kubectl`, on one kubeconfig.
+#[derive(Debug, Clone)]
+pub struct Kubectl {
+    kubeconfig: PathBuf,
+}
+
+impl Kubectl {
+    pub fn new(kubeconfig: &Path) -> Self {
+        Kubectl {
+            kubeconfig: kubeconfig.to_path_buf(),
+        }
+    }
+
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// Runs it: (success, stdout, stderr).
+    pub fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .bounded_output()
+            .expect("kubectl runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Runs it and fails the test unless it succeeds; its stdout.
+    pub fn must(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.run(args);
+        assert!(ok, "kubectl {args:?}: {err}");
+        out
+    }
+
+    /// Installs `files` of the CRD directory server-side (the largest would pass the
+    /// 256 KiB last-applied annotation of a client-side apply) and waits until they are
+    /// Established.
+    pub fn install_crds(&self, crds: &Path, files: &[&str]) {
+        let paths: Vec<String> = files
+            .iter()
+            .map(|f| crds.join(f).display().to_string())
+            .collect();
+        let mut apply = vec!["apply", "--server-side", "--force-conflicts"];
+        let mut wait = vec![
+            "wait",
+            "--for",
+            "condition=Established",
+            "--timeout",
+            "120s",
+        ];
+        for p in &paths {
+            apply.extend(["-f", p.as_str()]);
+            wait.extend(["-f", p.as_str()]);
+        }
+        self.must(&apply);
+        self.must(&wait);
+    }
+
+    /// Creates `file` with strict server-side validation (a field the schemas do not know
+    /// fails, so the objects are what the projects' users can create), retried for a minute:
+    /// a CRD just Established may not serve its kind, or publish the schema strict
+    /// validation reads, for a moment. `reset` deletes what a create that stopped halfway
+    /// made, before each attempt.
+    pub fn create_when_served(&self, file: &str, reset: impl Fn()) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            reset();
+            let (ok, _, err) = self.run(&["create", "--validate=strict", "-f", file]);
+            if ok {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{file} was not created in 60 s: {err}"
+            );
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+
+    /// Deletes what `file` names at once: no kubelet confirms a pod's graceful deletion on
+    /// the test control plane.
+    pub fn delete_now(&self, file: &str, wait: bool) {
+        self.run(&[
+            "delete",
+            "-f",
+            file,
+            "--ignore-not-found",
+            "--grace-period=0",
+            "--force",
+            if wait { "--wait=true" } else { "--wait=false" },
+            "--timeout=60s",
+        ]);
+    }
+}
