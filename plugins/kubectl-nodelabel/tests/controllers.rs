@@ -5,8 +5,9 @@
 //! what an admin needs before the change.
 //!
 //! - a Kueue ResourceFlavor (its `nodeLabels` and its Topology's level labels, the
-//!   ClusterQueue using it), a Volcano Queue's node groups and a Trainer runtime's template
-//!   are dependents: removing what they select blocks, naming them;
+//!   ClusterQueue using it), a Volcano Queue's node groups, and the templates of a Trainer
+//!   runtime, a Volcano Job, a Slinky NodeSet at 0 replicas, an LLMInferenceService and a
+//!   DisaggregatedSet are dependents: removing what they select blocks, naming them;
 //! - the GPU operator's labels: a new `nvidia.com/mig.config` under a GPU pod blocks (named,
 //!   with the drain to run first) until `--ignore-gpu-pods`; a device-plugin config that is
 //!   not a key of the ClusterPolicy's ConfigMap is refused with the valid ones;
@@ -30,6 +31,10 @@ const CRDS: &[&str] = &[
     "scheduling.volcano.sh_queues.yaml",
     "nvidia.com_clusterpolicies.yaml",
     "trainer.kubeflow.org_trainingruntimes.yaml",
+    "batch.volcano.sh_jobs.yaml",
+    "slinky.slurm.net_nodesets.yaml",
+    "serving.kserve.io_llminferenceservices.minimal.yaml",
+    "disaggregatedset.x-k8s.io_disaggregatedsets.yaml",
 ];
 
 const GPU_NODE: &str = "pk-ctl-h100";
@@ -115,6 +120,57 @@ spec:
               spec:
                 nodeSelector: {nvidia.com/gpu.product: PK-CTL-H100}
                 containers: [{name: node, image: pytorch/pytorch}]
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: pk-ctl-volcano, namespace: default}
+spec:
+  queue: pk-ctl-nlp
+  tasks:
+  - name: worker
+    replicas: 1
+    template:
+      spec:
+        nodeSelector: {nvidia.com/gpu.product: PK-CTL-H100}
+        containers: [{name: worker, image: pytorch/pytorch}]
+---
+apiVersion: slinky.slurm.net/v1beta1
+kind: NodeSet
+metadata: {name: pk-ctl-slurm, namespace: default}
+spec:
+  controllerRef: {name: slurm}
+  replicas: 0
+  template:
+    spec:
+      nodeSelector: {nvidia.com/gpu.product: PK-CTL-H100}
+---
+apiVersion: serving.kserve.io/v1alpha2
+kind: LLMInferenceService
+metadata: {name: pk-ctl-llm, namespace: default}
+spec:
+  model: {uri: "hf://meta-llama/Llama-3.1-8B-Instruct"}
+  template:
+    nodeSelector: {nvidia.com/gpu.product: PK-CTL-H100}
+    containers: [{name: main, image: vllm/vllm-openai}]
+---
+apiVersion: disaggregatedset.x-k8s.io/v1
+kind: DisaggregatedSet
+metadata: {name: pk-ctl-disaggregated, namespace: default}
+spec:
+  roles:
+  - name: prefill
+    spec:
+      leaderWorkerTemplate:
+        workerTemplate:
+          spec:
+            nodeSelector: {nvidia.com/gpu.product: PK-CTL-H100}
+            containers: [{name: worker, image: vllm/vllm-openai}]
+  - name: decode
+    spec:
+      leaderWorkerTemplate:
+        workerTemplate:
+          spec:
+            containers: [{name: worker, image: vllm/vllm-openai}]
 ---
 apiVersion: v1
 kind: Node
@@ -288,12 +344,20 @@ fn controllers_of_a_gpu_cluster_on_the_real_control_plane() {
         flavor["usedBy"],
         serde_json::json!(["ClusterQueue pk-ctl-team-a"])
     );
-    assert!(
-        items
-            .iter()
-            .any(|d| d["kind"] == "TrainingRuntime" && d["name"] == "pk-ctl-torch"),
-        "{out}"
-    );
+    // Each template read at the path its CRD's schema gives (a wrong path would have been
+    // pruned by the API server, and the object would not be listed).
+    for (kind, name) in [
+        ("TrainingRuntime", "pk-ctl-torch"),
+        ("Job", "pk-ctl-volcano"),
+        ("NodeSet", "pk-ctl-slurm"),
+        ("LLMInferenceService", "pk-ctl-llm"),
+        ("DisaggregatedSet", "pk-ctl-disaggregated"),
+    ] {
+        assert!(
+            items.iter().any(|d| d["kind"] == kind && d["name"] == name),
+            "no {kind} {name} in {out}"
+        );
+    }
 
     // Removing what the flavor selects (its node label, a Topology level) blocks.
     for key in [PRODUCT, BLOCK] {
