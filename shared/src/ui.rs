@@ -339,10 +339,15 @@ impl Ui {
             OutputFormat::Yaml => serde_yaml::to_string(value).expect("reports serialise"),
             OutputFormat::Name => {
                 let value = serde_json::to_value(value).expect("reports serialise");
-                report_items(&value)
+                let mut names: Vec<String> = report_items(&value)
                     .iter()
                     .filter_map(|item| item_name(&value, item))
-                    .map(|name| format!("{}\n", escaped(&name)))
+                    .collect();
+                // One line per object, as kubectl's: a node's labels are one node.
+                names.dedup();
+                names
+                    .iter()
+                    .map(|name| format!("{}\n", escaped(name)))
                     .collect()
             }
             OutputFormat::JsonPath => {
@@ -448,6 +453,10 @@ fn item_name(report: &serde_json::Value, item: &serde_json::Value) -> Option<Str
     }
     if let Some(pod) = text(item, "pod") {
         return Some(format!("pod/{pod}"));
+    }
+    // The rows of `nodelabel show`: a label of a node.
+    if let Some(node) = text(item, "node") {
+        return Some(format!("node/{node}"));
     }
     if let Some(path) = text(item, "path") {
         return std::path::Path::new(&path)

@@ -14,6 +14,15 @@ pub struct Kubectl {
 }
 
 impl Kubectl {
+    /// The real control plane (`PLACEKIT_E2E_KUBECONFIG`), the CRD directory and `kubectl`,
+    /// or `None` when `suite` does not run here (a failure in CI, which requires all three).
+    pub fn for_suite(suite: &str) -> Option<(Kubectl, PathBuf)> {
+        let kubeconfig =
+            crate::real_cluster::real_cluster_for(suite, crate::real_cluster::E2E_KUBECONFIG)?;
+        let crds = crate::require::shared_crds(suite)?;
+        crate::require::kubectl(suite).then(|| (Kubectl::new(&kubeconfig), crds))
+    }
+
     pub fn new(kubeconfig: &Path) -> Self {
         Kubectl {
             kubeconfig: kubeconfig.to_path_buf(),

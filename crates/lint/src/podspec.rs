@@ -30,6 +30,19 @@ enum Ends {
     SpecLike,
 }
 
+/// Where a Kubeflow Trainer runtime (namespaced or cluster-wide) keeps its pod templates:
+/// a JobSet template.
+const TRAINER_TEMPLATE: &[&str] = &[
+    "spec",
+    "template",
+    "spec",
+    "replicatedJobs",
+    "*",
+    "template",
+    "spec",
+    "template",
+];
+
 /// Known pod-template locations of custom resources, by kind (any API group: these kind
 /// names are distinctive). `*` is every item of a list or every value of a map.
 const KNOWN: &[(&str, &[&str], Ends)] = &[
@@ -222,34 +235,8 @@ const KNOWN: &[(&str, &[&str], Ends)] = &[
     // (its template selects nodes even at 0 replicas); KServe's LLMInferenceService (inline
     // pod specs: the decode template, its worker, the prefill pool's); a DisaggregatedSet's
     // roles, each a LeaderWorkerSet spec.
-    (
-        "TrainingRuntime",
-        &[
-            "spec",
-            "template",
-            "spec",
-            "replicatedJobs",
-            "*",
-            "template",
-            "spec",
-            "template",
-        ],
-        Ends::Template,
-    ),
-    (
-        "ClusterTrainingRuntime",
-        &[
-            "spec",
-            "template",
-            "spec",
-            "replicatedJobs",
-            "*",
-            "template",
-            "spec",
-            "template",
-        ],
-        Ends::Template,
-    ),
+    ("TrainingRuntime", TRAINER_TEMPLATE, Ends::Template),
+    ("ClusterTrainingRuntime", TRAINER_TEMPLATE, Ends::Template),
     ("Job", &["spec", "tasks", "*", "template"], Ends::Template),
     ("NodeSet", &["spec", "template"], Ends::Template),
     ("LLMInferenceService", &["spec", "template"], Ends::SpecLike),

@@ -7,7 +7,6 @@ use std::process::Command;
 
 use placekit_testserver::crds::Kubectl;
 use placekit_testserver::process::Bounded as _;
-use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
 
 const POD: &str = r#"
 apiVersion: v1
@@ -29,17 +28,10 @@ const WAITING: &str = "couldn't assign flavors to pod set main: insufficient unu
 #[test]
 fn why_pending_says_what_kueue_holds_a_gated_pod_for() {
     let suite = "why-pending on a Kueue-gated pod on the real control plane";
-    let Some(kubeconfig) = real_cluster_for(suite, E2E_KUBECONFIG) else {
+    let Some((kubectl, crds)) = Kubectl::for_suite(suite) else {
         return;
     };
-    let Some(crds) = placekit_testserver::require::shared_crds(suite) else {
-        return;
-    };
-    if !placekit_testserver::require::kubectl(suite) {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
-    let kubectl = Kubectl::new(&kubeconfig);
     kubectl.install_crds(&crds, &["kueue.x-k8s.io_workloads.yaml"]);
     let pod = dir.path().join("pod.yaml");
     std::fs::write(&pod, POD).unwrap();
@@ -86,7 +78,7 @@ fn why_pending_says_what_kueue_holds_a_gated_pod_for() {
     let run = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_kubectl-affinity_lint"))
             .args(args)
-            .env("KUBECONFIG", &kubeconfig)
+            .env("KUBECONFIG", kubectl.kubeconfig())
             .env("HOME", dir.path())
             .env("NO_COLOR", "1")
             .bounded_output()

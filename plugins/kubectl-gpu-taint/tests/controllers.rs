@@ -9,7 +9,6 @@ use std::process::Command;
 
 use placekit_testserver::crds::Kubectl;
 use placekit_testserver::process::Bounded as _;
-use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
 
 const OBJECTS: &str = r#"
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -50,22 +49,15 @@ status:
 #[test]
 fn dedicate_judges_resource_flavors_and_karpenter_nodes_on_the_real_control_plane() {
     let suite = "gpu-taint against ResourceFlavors and Karpenter nodes";
-    let Some(kubeconfig) = real_cluster_for(suite, E2E_KUBECONFIG) else {
+    let Some((kubectl, crds)) = Kubectl::for_suite(suite) else {
         return;
     };
-    let Some(crds) = placekit_testserver::require::shared_crds(suite) else {
-        return;
-    };
-    if !placekit_testserver::require::kubectl(suite) {
-        return;
-    }
     let home = tempfile::tempdir().unwrap();
-    let kubectl = Kubectl::new(&kubeconfig);
     let must = |args: &[&str]| kubectl.must(args);
     let gpu_taint = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
             .args(args)
-            .env("KUBECONFIG", &kubeconfig)
+            .env("KUBECONFIG", kubectl.kubeconfig())
             .env("HOME", home.path())
             .env("NO_COLOR", "1")
             .env("PLACEKIT_STATE_DIR", home.path().join("state"))

@@ -21,7 +21,6 @@ use std::process::Command;
 
 use placekit_testserver::crds::Kubectl;
 use placekit_testserver::process::Bounded as _;
-use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
 
 /// The CRDs these tests install.
 const CRDS: &[&str] = &[
@@ -254,16 +253,12 @@ impl Drop for Cluster {
 /// The real control plane with the CRDs and the objects above, or `None` when the suite
 /// does not run here (a failure in CI, where the control plane and CRDs are required).
 fn cluster(suite: &str) -> Option<Cluster> {
-    let kubeconfig = real_cluster_for(suite, E2E_KUBECONFIG)?;
-    let crds = placekit_testserver::require::shared_crds(suite)?;
-    if !placekit_testserver::require::kubectl(suite) {
-        return None;
-    }
+    let (kubectl, crds) = Kubectl::for_suite(suite)?;
     let home = tempfile::tempdir().unwrap();
     let objects = home.path().join("objects.yaml");
     std::fs::write(&objects, OBJECTS).unwrap();
     let cluster = Cluster {
-        kubectl: Kubectl::new(&kubeconfig),
+        kubectl,
         home,
         objects,
     };
@@ -320,6 +315,10 @@ fn controllers_of_a_gpu_cluster_on_the_real_control_plane() {
         row(KARPENTER_NODE, "karpenter.sh/nodepool")["owner"],
         "Karpenter (NodePool gpu-spot)"
     );
+    // `-o name`: each node once, as kubectl names it.
+    let (code, out, err) = cluster.nodelabel(&["show", GPU_NODE, KARPENTER_NODE, "-o", "name"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, format!("node/{GPU_NODE}\nnode/{KARPENTER_NODE}\n"));
     let (code, out, err) = cluster.nodelabel(&["show", GPU_NODE]);
     assert_eq!(code, 0, "{err}");
     assert!(

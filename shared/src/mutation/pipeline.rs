@@ -240,7 +240,8 @@ pub async fn apply(
 
     let mut findings = std::mem::take(&mut mutation.findings);
     findings.extend(policy(conn, &changing).await?);
-    let all: Vec<NodePlan> = changing.iter().chain(&unchanged).cloned().collect();
+    // Every plan, for the report of a stopped change (copied only then).
+    let all = || -> Vec<NodePlan> { changing.iter().chain(&unchanged).cloned().collect() };
     // What no override allows stops here, like a plan's own blockers.
     if !findings.refused.is_empty() {
         let refused = std::mem::take(&mut findings.refused);
@@ -251,7 +252,7 @@ pub async fn apply(
             if refused.len() == 1 { "" } else { "s" },
             refused.join("\n  ")
         );
-        return blocked_report_with(ui, &mutation, &all, message, findings.warnings);
+        return blocked_report_with(ui, &mutation, &all(), message, findings.warnings);
     }
     // Each kind of blocking finding has its own override; without it, nothing is written
     // and the message ends with the command to run with the flags needed. Every kind is
@@ -309,7 +310,7 @@ pub async fn apply(
             groups.join("\nand "),
             crate::ui::rerun_with_all(mutation.command, &flags)
         );
-        return blocked_report_with(ui, &mutation, &all, message, findings.warnings);
+        return blocked_report_with(ui, &mutation, &all(), message, findings.warnings);
     }
 
     let dry_run = mutation.args.dry_run;
