@@ -254,6 +254,7 @@ pub const CUSTOM_RESOURCES: &[(&str, &str, &str, &str)] = &[
 const CLUSTER_SCOPED: &[(&str, &str, &str)] = &[
     ("resource.k8s.io/v1", "ResourceSlice", "resourceslices"),
     ("resource.k8s.io/v1", "DeviceClass", "deviceclasses"),
+    ("resource.k8s.io/v1", "DeviceTaintRule", "devicetaintrules"),
 ];
 
 /// Empties the cluster of nodes and workloads. Namespaces stay (without a namespace

@@ -238,6 +238,15 @@ pub const RESOURCES: &[Resource] = &[
         &[],
         &[],
     ),
+    r(
+        "resource.k8s.io",
+        "v1",
+        "devicetaintrules",
+        "DeviceTaintRule",
+        false,
+        &[],
+        &[],
+    ),
     // Custom resources of the training and serving operators GPU clusters run, as their
     // CRDs serve them (no schema: preserve-unknown-fields), so a check that reads
     // custom resources' pod templates runs here as against a cluster with those CRDs.

@@ -1819,9 +1819,11 @@ async fn drift_phase(
 // MIG profiles. Generated cases compared with kube-scheduler's decisions the same way.
 //
 // Figures (cases from 0xd7a00028, 60 cases, 125 nodes, kube-scheduler v1.37.2): 60/60 decisions
-// and 43/43 reason counts agree (34 pods with their own claim, 13 with an extended resource
+// and 47/47 reason counts agree (34 pods with their own claim, 15 of them on nodes where a
+// DeviceTaintRule taints devices and 6 of those tolerating it; 13 with an extended resource
 // a DeviceClass serves, 13 asking for whole GPUs or MIG profiles on MIG nodes). Without
-// DRA's device count in placekit's filters, 25/60 agree.
+// DRA's device count in placekit's filters, 25/60 agree; without the DeviceTaintRules,
+// 56/60.
 
 /// The fixed seed and number of the accelerator cases.
 const DRA_SEED: u64 = 0xd7a0_0028;
@@ -1861,6 +1863,10 @@ fn generate_accelerator_case(rng: &mut Rng, index: usize) -> AcceleratorCase {
     let mut allocated = Vec::new();
     let mut running = Vec::new();
     let mut names = Vec::new();
+    // DeviceTaintRules come from their own stream, so the cases without them stay the ones
+    // the figures above were first measured on.
+    let mut taints = Rng(DRA_SEED ^ (index as u64 + 1));
+    let mut tainted = false;
     for j in 0..node_count {
         let name = format!("sdd-{id}-n{j}");
         names.push(name.clone());
@@ -1892,6 +1898,27 @@ fn generate_accelerator_case(rng: &mut Rng, index: usize) -> AcceleratorCase {
                             "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
                             "devices": (0..devices).map(|d| json!({"name": format!("gpu-{d}")})).collect::<Vec<_>>()}}),
                 ));
+                if taints.chance(60) {
+                    // An admin marking a broken GPU (one device) or a driver draining its
+                    // pool (all of them); NoExecute keeps new claims off the same way.
+                    let mut selector = json!({"driver": driver, "pool": name});
+                    if taints.chance(75) {
+                        selector["device"] = json!(format!("gpu-{}", taints.below(devices)));
+                    }
+                    let effect = if taints.chance(80) {
+                        "NoSchedule"
+                    } else {
+                        "NoExecute"
+                    };
+                    dra.push((
+                        "/apis/resource.k8s.io/v1/devicetaintrules".to_string(),
+                        json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+                            "metadata": {"name": format!("{name}-broken"), "labels": {DRA_OBJECTS: "1"}},
+                            "spec": {"deviceSelector": selector,
+                                "taint": {"key": "example.com/unhealthy", "value": "ecc", "effect": effect}}}),
+                    ));
+                    tainted = true;
+                }
                 let taken = rng.below(devices + 1);
                 if taken > 0 {
                     allocated.push(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
@@ -1931,13 +1958,31 @@ fn generate_accelerator_case(rng: &mut Rng, index: usize) -> AcceleratorCase {
     let mut claim = None;
     let (feature, resources, claims): (&'static str, Value, Value) = match rng.below(4) {
         0 | 1 => {
+            let mut exactly = json!({"deviceClassName": driver, "count": count});
+            let tolerating = tainted && taints.chance(50);
+            if tolerating {
+                // Tolerations the scheduler matches on key, value (Equal) and effect.
+                exactly["tolerations"] = match taints.below(3) {
+                    0 => json!([{"operator": "Exists"}]),
+                    1 => {
+                        json!([{"key": "example.com/unhealthy", "operator": "Equal", "value": "ecc"}])
+                    }
+                    _ => {
+                        json!([{"key": "example.com/unhealthy", "operator": "Equal", "value": "thermal"}])
+                    }
+                };
+            }
             claim = Some(
                 json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                 "metadata": {"name": format!("{pod_name}-gpus"), "labels": {DRA_OBJECTS: "1", ROLE: "dra-test"}},
-                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": driver, "count": count}}]}}}),
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}),
             );
             (
-                "dra-claim",
+                match (tainted, tolerating) {
+                    (false, _) => "dra-claim",
+                    (true, false) => "dra-claim-tainted",
+                    (true, true) => "dra-claim-tolerating",
+                },
                 json!({"claims": [{"name": "gpus"}]}),
                 json!([{"name": "gpus", "resourceClaimName": format!("{pod_name}-gpus")}]),
             )
@@ -2010,7 +2055,7 @@ async fn cleanup_dra(client: &kube::Client) {
         )
         .await;
     }
-    for collection in ["resourceslices", "deviceclasses"] {
+    for collection in ["devicetaintrules", "resourceslices", "deviceclasses"] {
         let _ = request(
             client,
             http::Method::DELETE,
@@ -2087,7 +2132,12 @@ async fn real_scheduler_accelerator_decisions_match_placekit_filters() {
     .unwrap();
     let claims: Vec<placekit::model::dra::ResourceClaim> =
         serde_json::from_value(get(&client, &claims_path).await["items"].clone()).unwrap();
+    let rules: Vec<placekit::model::dra::DeviceTaintRule> = serde_json::from_value(
+        get(&client, "/apis/resource.k8s.io/v1/devicetaintrules").await["items"].clone(),
+    )
+    .unwrap();
     let mut inventory = placekit::dra::DraInventory::new(slices, classes);
+    inventory.apply_taint_rules(rules);
     for c in &claims {
         inventory.add_claim(c);
     }

@@ -137,6 +137,10 @@ pub struct Accelerator {
     pub device_classes: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub serves_extended_resources: Vec<String>,
+    /// DRA: unallocated devices a taint keeps from claims that do not tolerate it (a
+    /// DeviceTaintRule's, or the driver's); not counted as free.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tainted: Option<usize>,
 }
 
 impl Accelerator {
@@ -268,6 +272,7 @@ fn extended_rows(
             partitionable: false,
             device_classes: Vec::new(),
             serves_extended_resources: Vec::new(),
+            tainted: None,
         };
         if let Some(profile) = resource.strip_prefix("nvidia.com/mig-") {
             row.form = Form::Mig;
@@ -330,6 +335,7 @@ fn dra_rows(node: &Node, dra: &DraInventory) -> Vec<Accelerator> {
                     .iter()
                     .filter_map(|c| c.spec.extended_resource_name.clone())
                     .collect(),
+                tainted: (d.tainted > 0).then_some(d.tainted),
             }
         })
         .collect()
@@ -418,6 +424,15 @@ pub fn node_inventory(
                     ),
                 );
             }
+        }
+    }
+    for a in &accelerators {
+        if let Some(n) = a.tainted {
+            let devices = if n == 1 { "device" } else { "devices" };
+            primary.warnings.push(format!(
+                "{n} {} {devices} tainted (not free to claims that do not tolerate it)",
+                a.resource
+            ));
         }
     }
     let labels = scope

@@ -18,7 +18,8 @@ use std::sync::OnceLock;
 use k8s_openapi::api::core::v1::NodeSelector;
 
 use crate::model::dra::{
-    AllocationResult, DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice,
+    AllocationResult, DeviceClass, DeviceRequest, DeviceTaint, DeviceTaintRule, DeviceToleration,
+    ResourceClaim, ResourceSlice,
 };
 use crate::model::pod::{PodClaimRef, PodClaimStatus};
 use crate::model::quantity::parse_quantity_milli;
@@ -69,10 +70,40 @@ pub struct KeptDevice {
     pub reach: Reach,
     /// Shared: allocations do not use it up.
     pub shareable: bool,
-    /// A NoSchedule/NoExecute device taint.
-    pub tainted: bool,
+    /// The NoSchedule/NoExecute taints on the device: published with it, or put on by a
+    /// DeviceTaintRule. A claim gets the device only if it tolerates every one.
+    pub taints: Vec<KeptTaint>,
     /// counter set -> counter -> thousandths consumed.
     pub consumes: BTreeMap<String, BTreeMap<String, i128>>,
+}
+
+/// A taint on a device and where it comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptTaint {
+    pub taint: DeviceTaint,
+    /// The DeviceTaintRule that put it on; `None` when the driver published it.
+    pub rule: Option<String>,
+}
+
+impl std::fmt::Display for KeptTaint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.rule {
+            Some(rule) => write!(f, "{} (DeviceTaintRule {rule})", self.taint),
+            None => write!(f, "{} (published by the driver)", self.taint),
+        }
+    }
+}
+
+/// What one DeviceTaintRule does to the devices placekit sees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaintRuleEffect {
+    pub rule: String,
+    pub taint: DeviceTaint,
+    /// Devices it taints.
+    pub devices: usize,
+    /// Of them, devices an allocated claim uses (NoExecute evicts their pods unless the
+    /// claims tolerate it).
+    pub allocated: usize,
 }
 
 /// (driver, pool) -> counter set -> counter -> thousandths.
@@ -98,6 +129,8 @@ pub struct DraInventory {
     /// the claims are read.
     left: OnceLock<Counters>,
     classes: Vec<DeviceClass>,
+    /// The DeviceTaintRules applied, in name order.
+    rules: Vec<(String, DeviceTaint, Vec<usize>)>,
 }
 
 /// One driver's devices usable from a node.
@@ -107,8 +140,11 @@ pub struct DriverDevices {
     pub pools: Vec<String>,
     pub total: usize,
     pub allocated: usize,
-    /// Not allocated and not blocked by shared counters other allocations consumed.
+    /// Not allocated, not kept off by a taint, and not blocked by shared counters other
+    /// allocations consumed.
     pub free: usize,
+    /// Not allocated, but kept off by a taint (a DeviceTaintRule's, or the driver's).
+    pub tainted: usize,
     /// Some devices consume shared counters (partitions of one physical device).
     pub partitionable: bool,
 }
@@ -205,10 +241,12 @@ impl DraInventory {
                 name: d.name,
                 reach,
                 shareable: d.allow_multiple_allocations == Some(true),
-                tainted: d
+                taints: d
                     .taints
-                    .iter()
-                    .any(|t| t.effect == "NoSchedule" || t.effect == "NoExecute"),
+                    .into_iter()
+                    .filter(DeviceTaint::keeps_claims_off)
+                    .map(|taint| KeptTaint { taint, rule: None })
+                    .collect(),
                 consumes: d
                     .consumes_counters
                     .into_iter()
@@ -225,6 +263,53 @@ impl DraInventory {
             });
             self.allocated.push(false);
         }
+    }
+
+    /// Puts the taints of DeviceTaintRules on the devices they select, as the scheduler
+    /// does before it allocates (a rule whose effect is `None` only informs).
+    pub fn apply_taint_rules(&mut self, mut rules: Vec<DeviceTaintRule>) {
+        rules.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        for rule in rules {
+            let taint = rule.spec.taint;
+            let selector = rule.spec.device_selector.unwrap_or_default();
+            let selected: Vec<usize> = match (&selector.driver, &selector.pool, &selector.device) {
+                (Some(driver), Some(pool), Some(device)) => self
+                    .index
+                    .get(&(driver.clone(), pool.clone(), device.clone()))
+                    .copied()
+                    .into_iter()
+                    .collect(),
+                _ => (0..self.devices.len())
+                    .filter(|&i| {
+                        let d = &self.devices[i];
+                        selector.selects(&d.driver, &d.pool, &d.name)
+                    })
+                    .collect(),
+            };
+            if taint.keeps_claims_off() {
+                for &i in &selected {
+                    self.devices[i].taints.push(KeptTaint {
+                        taint: taint.clone(),
+                        rule: Some(rule.metadata.name.clone()),
+                    });
+                }
+            }
+            self.rules.push((rule.metadata.name, taint, selected));
+        }
+    }
+
+    /// What each DeviceTaintRule does, in name order (rules that select no published
+    /// device included: a typo in a selector is worth seeing).
+    pub fn taint_rule_effects(&self) -> Vec<TaintRuleEffect> {
+        self.rules
+            .iter()
+            .map(|(rule, taint, selected)| TaintRuleEffect {
+                rule: rule.clone(),
+                taint: taint.clone(),
+                devices: selected.len(),
+                allocated: selected.iter().filter(|&&i| self.allocated[i]).count(),
+            })
+            .collect()
     }
 
     /// Records what an allocated claim uses (claims may be read page by page).
@@ -303,7 +388,7 @@ impl DraInventory {
     /// devices are unallocated (or shareable), untainted, and — for partitions of one
     /// physical device — as many as the counters left can hold at once (smallest first).
     pub fn node_devices(&self, node: NodeFacts<'_>) -> Vec<DriverDevices> {
-        self.summarize(self.reachable(node))
+        self.summarize(self.reachable(node), &[])
     }
 
     /// The indices of the devices usable from `node`.
@@ -333,10 +418,16 @@ impl DraInventory {
             .collect();
         indices.sort_unstable();
         indices.dedup();
-        self.summarize(indices)
+        self.summarize(indices, &[])
     }
 
-    fn summarize(&self, here: impl IntoIterator<Item = usize>) -> Vec<DriverDevices> {
+    /// Per driver, the devices among `here`; a device counts as free only if `tolerations`
+    /// tolerate each of its taints.
+    fn summarize(
+        &self,
+        here: impl IntoIterator<Item = usize>,
+        tolerations: &[DeviceToleration],
+    ) -> Vec<DriverDevices> {
         let mut per_driver: BTreeMap<&str, DriverDevices> = BTreeMap::new();
         let mut partitions: Vec<usize> = Vec::new();
         for i in here {
@@ -349,6 +440,7 @@ impl DraInventory {
                     total: 0,
                     allocated: 0,
                     free: 0,
+                    tainted: 0,
                     partitionable: false,
                 });
             if !e.pools.contains(&d.pool) {
@@ -359,7 +451,11 @@ impl DraInventory {
             if self.allocated[i] {
                 e.allocated += 1;
             }
-            if (self.allocated[i] && !d.shareable) || d.tainted {
+            if self.allocated[i] && !d.shareable {
+                continue;
+            }
+            if !tolerated(&d.taints, tolerations) {
+                e.tainted += 1;
                 continue;
             }
             if d.consumes.is_empty() {
@@ -418,14 +514,47 @@ impl DraInventory {
     /// tell which devices the class selects (selectors other than one driver test).
     pub fn free_for_class(&self, class: &str, node: NodeFacts<'_>) -> Option<usize> {
         let driver = self.class(class)?.driver()?;
-        Some(self.driver_on(&driver, node).map(|d| d.free).unwrap_or(0))
+        Some(
+            self.driver_on(&driver, node, &[])
+                .map(|d| d.free)
+                .unwrap_or(0),
+        )
     }
 
-    /// The devices of `driver` usable from `node`.
-    fn driver_on(&self, driver: &str, node: NodeFacts<'_>) -> Option<DriverDevices> {
-        self.node_devices(node)
-            .into_iter()
-            .find(|d| d.driver == driver)
+    /// The devices of `driver` usable from `node`, for a request with `tolerations`.
+    fn driver_on(
+        &self,
+        driver: &str,
+        node: NodeFacts<'_>,
+        tolerations: &[DeviceToleration],
+    ) -> Option<DriverDevices> {
+        self.summarize(
+            self.reachable(node)
+                .filter(|&i| self.devices[i].driver == driver),
+            tolerations,
+        )
+        .into_iter()
+        .next()
+    }
+
+    /// The taints `tolerations` do not tolerate on the unallocated devices of `driver`
+    /// usable from `node`: "gpu-0: key=value:NoSchedule (DeviceTaintRule r)".
+    fn untolerated_taints(
+        &self,
+        driver: &str,
+        node: NodeFacts<'_>,
+        tolerations: &[DeviceToleration],
+    ) -> Vec<String> {
+        self.reachable(node)
+            .filter(|&i| self.devices[i].driver == driver && !self.allocated[i])
+            .flat_map(|i| {
+                let d = &self.devices[i];
+                d.taints
+                    .iter()
+                    .filter(|t| !tolerations.iter().any(|tol| tol.tolerates(&t.taint)))
+                    .map(move |t| format!("{}: {t}", d.name))
+            })
+            .collect()
     }
 
     /// Whether `driver` publishes partitionable devices (their allocation depends on which
@@ -435,6 +564,44 @@ impl DraInventory {
             .iter()
             .any(|d| d.driver == driver && !d.consumes.is_empty())
     }
+}
+
+/// What `status` says of a DeviceTaintRule: the devices it keeps from new claims (counted
+/// as not free), the pods NoExecute evicts, or a selector that matches nothing. `None` for
+/// a rule whose effect only informs.
+pub fn taint_rule_note(effect: &TaintRuleEffect) -> Option<String> {
+    if !effect.taint.keeps_claims_off() {
+        return None;
+    }
+    let TaintRuleEffect {
+        rule,
+        taint,
+        devices,
+        allocated,
+    } = effect;
+    if *devices == 0 {
+        return Some(format!(
+            "DeviceTaintRule {rule} ({taint}) selects no published device: check its deviceSelector"
+        ));
+    }
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let mut note = format!(
+        "DeviceTaintRule {rule} ({taint}) taints {devices} device{}: not counted as free, only claims that tolerate it get them",
+        plural(*devices)
+    );
+    if taint.effect == "NoExecute" && *allocated > 0 {
+        note.push_str(&format!(
+            "; {allocated} of them allocated: the pods using them are evicted unless their claims tolerate it"
+        ));
+    }
+    Some(note)
+}
+
+/// Whether `tolerations` tolerate every taint in `taints`.
+fn tolerated(taints: &[KeptTaint], tolerations: &[DeviceToleration]) -> bool {
+    taints
+        .iter()
+        .all(|t| tolerations.iter().any(|tol| tol.tolerates(&t.taint)))
 }
 
 fn consume(left: &mut Counters, d: &KeptDevice) {
@@ -487,6 +654,7 @@ struct Need {
     request: String,
     class: String,
     count: Option<i64>,
+    tolerations: Vec<DeviceToleration>,
 }
 
 /// Why DRA's filter rejects a node, in the scheduler's words.
@@ -604,6 +772,7 @@ impl ClaimNeeds {
                             request: req.name.clone(),
                             class: exact.device_class_name.clone(),
                             count: (!exact.wants_all()).then(|| exact.wanted()),
+                            tolerations: exact.tolerations.clone(),
                         });
                     }
                     (None, [_, ..]) => needs.unmodelled.push(format!(
@@ -689,35 +858,51 @@ impl ClaimNeeds {
     ) -> Result<(), DraFailure> {
         // Demand per driver (classes of one driver draw on the same devices); classes
         // placekit cannot resolve to a driver are left to the scheduler (`unmodelled`).
-        let mut wanted: BTreeMap<String, (i64, bool, Vec<&str>)> = BTreeMap::new();
+        let mut wanted: BTreeMap<String, DriverDemand<'_>> = BTreeMap::new();
+        let no_tolerations: &[DeviceToleration] = &[];
         let demands = self
             .to_allocate
             .iter()
-            .map(|n| (n.class.as_str(), n.count))
+            .map(|n| (n.class.as_str(), n.count, n.tolerations.as_slice()))
             .chain(
                 self.extended
                     .iter()
                     .filter(|(r, _, _)| node_allocatable.get(r).copied().unwrap_or(0) == 0)
-                    .map(|(_, class, count)| (class.as_str(), Some(*count))),
+                    .map(|(_, class, count)| (class.as_str(), Some(*count), no_tolerations)),
             );
-        for (class, count) in demands {
+        for (class, count, tolerations) in demands {
             let Some(driver) = inventory.class(class).and_then(DeviceClass::driver) else {
                 continue;
             };
             let e = wanted.entry(driver).or_default();
             match count {
-                Some(c) => e.0 += c,
-                None => e.1 = true,
+                Some(c) => e.count += c,
+                None => e.all = true,
             }
-            if !e.2.contains(&class) {
-                e.2.push(class);
+            if !e.classes.contains(&class) {
+                e.classes.push(class);
             }
+            e.tolerations.push(tolerations);
         }
         // The scheduler runs the allocator before it reports allocated claims its devices
         // cannot reach: "cannot allocate all claims" comes first.
-        for (driver, (count, all, classes)) in wanted {
-            let devices = inventory.driver_on(&driver, node);
+        for (driver, demand) in wanted {
+            // A tainted device counts only when every request of the driver tolerates its
+            // taints: exact for one request, cautious for several that differ.
+            let common: Vec<DeviceToleration> = demand
+                .tolerations
+                .first()
+                .map(|first| {
+                    first
+                        .iter()
+                        .filter(|t| demand.tolerations.iter().all(|others| others.contains(t)))
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default();
+            let devices = inventory.driver_on(&driver, node, &common);
             let (free, total) = devices.map(|d| (d.free, d.total)).unwrap_or((0, 0));
+            let (count, all) = (demand.count, demand.all);
             // `All` needs every device of the class there to be allocatable, and one at least.
             let short = (all && (total == 0 || free < total)) || (free as i64) < count;
             if short {
@@ -726,9 +911,15 @@ impl ClaimNeeds {
                     (true, c) => format!("all devices and {c} more"),
                     (false, c) => c.to_string(),
                 };
-                let class = classes.join(", ");
+                let class = demand.classes.join(", ");
+                let taints = inventory.untolerated_taints(&driver, node, &common);
+                let tainted = if taints.is_empty() {
+                    String::new()
+                } else {
+                    format!("; tainted and not tolerated: {}", taints.join(", "))
+                };
                 return Err(DraFailure::CannotAllocate {
-                    detail: format!("needs {asked} of class {class}, {free} free here"),
+                    detail: format!("needs {asked} of class {class}, {free} free here{tainted}"),
                 });
             }
         }
@@ -743,6 +934,19 @@ impl ClaimNeeds {
         }
         Ok(())
     }
+}
+
+/// What a pod asks of one driver's devices on a node.
+#[derive(Debug, Default)]
+struct DriverDemand<'a> {
+    /// Devices asked for by count.
+    count: i64,
+    /// Some request wants every device (`allocationMode: All`).
+    all: bool,
+    /// The classes asked for.
+    classes: Vec<&'a str>,
+    /// Each request's tolerations.
+    tolerations: Vec<&'a [DeviceToleration]>,
 }
 
 fn describe_request(r: &DeviceRequest) -> String {

@@ -23,6 +23,26 @@ spec:
     resources: {limits: {nvidia.com/gpu: "8"}}
 "#;
 
+/// Runs the plugin against the suite's cluster: (exit code, stdout, stderr).
+fn affinity_lint(
+    kubectl: &Kubectl,
+    home: &std::path::Path,
+    args: &[&str],
+) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-affinity_lint"))
+        .args(args)
+        .env("KUBECONFIG", kubectl.kubeconfig())
+        .env("HOME", home)
+        .env("NO_COLOR", "1")
+        .bounded_output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 const WAITING: &str = "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor h100, 8 more needed";
 
 #[test]
@@ -75,20 +95,7 @@ fn why_pending_says_what_kueue_holds_a_gated_pod_for() {
         &status.to_string(),
     ]);
 
-    let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-affinity_lint"))
-            .args(args)
-            .env("KUBECONFIG", kubectl.kubeconfig())
-            .env("HOME", dir.path())
-            .env("NO_COLOR", "1")
-            .bounded_output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let run = |args: &[&str]| affinity_lint(&kubectl, dir.path(), args);
     let text = run(&["why-pending", "pk-kueue-trainer", "-n", "default"]);
     let json = run(&[
         "why-pending",
@@ -116,4 +123,143 @@ fn why_pending_says_what_kueue_holds_a_gated_pod_for() {
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["workload"]["name"], "pod-pk-kueue-trainer-1a2b3");
     assert_eq!(report["workload"]["conditions"][0]["message"], WAITING);
+}
+
+/// A GPU an admin marked broken with a DeviceTaintRule, on a node that publishes two.
+const TAINTED_DEVICES: &str = r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-dtr-node
+  labels: {kubernetes.io/hostname: pk-dtr-node}
+status:
+  capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+  allocatable: {cpu: "8", memory: 32Gi, pods: "110"}
+  conditions: [{type: Ready, status: "True", reason: KubeletReady, message: no kubelet}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: pk-dtr.example.com}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "pk-dtr.example.com"'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: pk-dtr-node-gpus}
+spec:
+  driver: pk-dtr.example.com
+  nodeName: pk-dtr-node
+  pool: {name: pk-dtr-node, generation: 1, resourceSliceCount: 1}
+  devices: [{name: gpu-0}, {name: gpu-1}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceTaintRule
+metadata: {name: pk-dtr-gpu0-broken}
+spec:
+  deviceSelector: {driver: pk-dtr.example.com, pool: pk-dtr-node, device: gpu-0}
+  taint: {key: example.com/unhealthy, value: ecc, effect: NoSchedule}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: pk-dtr-two, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: pk-dtr.example.com, count: 2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pk-dtr-two, namespace: default}
+spec:
+  containers: [{name: c, image: registry.k8s.io/pause:3.10, resources: {claims: [{name: gpu}]}}]
+  resourceClaims: [{name: gpu, resourceClaimName: pk-dtr-two}]
+"#;
+
+#[test]
+fn why_pending_counts_devices_a_device_taint_rule_taints() {
+    let suite = "why-pending with a DeviceTaintRule on the real control plane";
+    let Some((kubectl, _)) = Kubectl::for_suite(suite) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("objects.yaml");
+    std::fs::write(&objects, TAINTED_DEVICES).unwrap();
+    let objects = objects.display().to_string();
+    // The scheduler protects a claim it allocated with a finalizer only the resource claim
+    // controller removes, and none runs here.
+    let release_claim = || {
+        kubectl.run(&[
+            "patch",
+            "resourceclaim",
+            "pk-dtr-two",
+            "-n",
+            "default",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ])
+    };
+    release_claim();
+    kubectl.delete_now(&objects, true);
+    kubectl.must(&["create", "-f", &objects]);
+    // The scheduler's own verdict first: it must have tried and failed.
+    let mut scheduler_said = String::new();
+    for _ in 0..100 {
+        scheduler_said = kubectl.must(&[
+            "get",
+            "events",
+            "-n",
+            "default",
+            "--field-selector",
+            "involvedObject.name=pk-dtr-two,reason=FailedScheduling",
+            "-o",
+            "jsonpath={.items[*].message}",
+        ]);
+        if !scheduler_said.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let run = |args: &[&str]| affinity_lint(&kubectl, dir.path(), args);
+    let tainted = run(&["why-pending", "pk-dtr-two", "-n", "default"]);
+    // Without the rule both devices are free: the scheduler binds the pod.
+    kubectl.must(&["delete", "devicetaintrule", "pk-dtr-gpu0-broken"]);
+    let mut bound = String::new();
+    for _ in 0..100 {
+        bound = kubectl.must(&[
+            "get",
+            "pod",
+            "pk-dtr-two",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.spec.nodeName}",
+        ]);
+        if !bound.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    kubectl.delete_now(&objects, false);
+    release_claim();
+
+    assert!(
+        scheduler_said.contains("cannot allocate all claims"),
+        "the scheduler: {scheduler_said}"
+    );
+    assert_eq!(
+        bound, "pk-dtr-node",
+        "the scheduler binds once the rule is gone"
+    );
+    let (code, out, err) = tainted;
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("cannot allocate all claims")
+            && out.contains("1 free here")
+            && out.contains(
+                "gpu-0: example.com/unhealthy=ecc:NoSchedule (DeviceTaintRule pk-dtr-gpu0-broken)"
+            ),
+        "{out}"
+    );
 }

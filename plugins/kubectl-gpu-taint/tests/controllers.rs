@@ -46,6 +46,18 @@ status:
   allocatable: {nvidia.com/gpu: "8"}
 "#;
 
+/// Runs the plugin against the suite's cluster, its state under `home`.
+fn gpu_taint(kubectl: &Kubectl, home: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
+        .args(args)
+        .env("KUBECONFIG", kubectl.kubeconfig())
+        .env("HOME", home)
+        .env("NO_COLOR", "1")
+        .env("PLACEKIT_STATE_DIR", home.join("state"))
+        .bounded_output()
+        .unwrap()
+}
+
 #[test]
 fn dedicate_judges_resource_flavors_and_karpenter_nodes_on_the_real_control_plane() {
     let suite = "gpu-taint against ResourceFlavors and Karpenter nodes";
@@ -55,14 +67,7 @@ fn dedicate_judges_resource_flavors_and_karpenter_nodes_on_the_real_control_plan
     let home = tempfile::tempdir().unwrap();
     let must = |args: &[&str]| kubectl.must(args);
     let gpu_taint = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
-            .args(args)
-            .env("KUBECONFIG", kubectl.kubeconfig())
-            .env("HOME", home.path())
-            .env("NO_COLOR", "1")
-            .env("PLACEKIT_STATE_DIR", home.path().join("state"))
-            .bounded_output()
-            .unwrap();
+        let out = gpu_taint(&kubectl, home.path(), args);
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -134,4 +139,97 @@ fn dedicate_judges_resource_flavors_and_karpenter_nodes_on_the_real_control_plan
         karpenter.1
     );
     assert!(karpenter_taints.contains("dedicated"), "{karpenter_taints}");
+}
+
+/// Two GPUs a DRA driver publishes for a node, one marked broken by a DeviceTaintRule.
+const TAINTED_DEVICES: &str = r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-gt-dra
+  labels: {kubernetes.io/hostname: pk-gt-dra}
+status:
+  capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+  allocatable: {cpu: "8", memory: 32Gi, pods: "110"}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: pk-gt.example.com}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "pk-gt.example.com"'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: pk-gt-dra-gpus}
+spec:
+  driver: pk-gt.example.com
+  nodeName: pk-gt-dra
+  pool: {name: pk-gt-dra, generation: 1, resourceSliceCount: 1}
+  devices: [{name: gpu-0}, {name: gpu-1}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceTaintRule
+metadata: {name: pk-gt-gpu1-broken}
+spec:
+  deviceSelector: {driver: pk-gt.example.com, device: gpu-1}
+  taint: {key: example.com/unhealthy, value: xid-79, effect: NoSchedule}
+"#;
+
+#[test]
+fn status_counts_devices_a_device_taint_rule_taints_as_not_free() {
+    let suite = "gpu-taint status with a DeviceTaintRule on the real control plane";
+    let Some((kubectl, _)) = Kubectl::for_suite(suite) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let objects = home.path().join("objects.yaml");
+    std::fs::write(&objects, TAINTED_DEVICES).unwrap();
+    let objects = objects.display().to_string();
+    kubectl.delete_now(&objects, true);
+    kubectl.must(&["create", "-f", &objects]);
+    let status = || {
+        let out = gpu_taint(
+            &kubectl,
+            home.path(),
+            &["status", "pk-gt-dra", "-o", "json"],
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        (
+            out.status.code().unwrap_or(-1),
+            report["nodes"][0].clone(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let tainted = status();
+    kubectl.must(&["delete", "devicetaintrule", "pk-gt-gpu1-broken"]);
+    let untainted = status();
+    kubectl.delete_now(&objects, false);
+
+    let (code, node, err) = tainted;
+    assert_eq!(code, 0, "{err}");
+    let gpus = &node["accelerators"][0];
+    assert_eq!(gpus["resource"], "pk-gt.example.com", "{node}");
+    assert_eq!(
+        (gpus["capacity"].as_i64(), gpus["free"].as_i64()),
+        (Some(2), Some(1)),
+        "{node}"
+    );
+    assert_eq!(gpus["tainted"], 1, "{node}");
+    assert!(
+        node["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("1 pk-gt.example.com device tainted")),
+        "{node}"
+    );
+    assert!(
+        err.contains(
+            "DeviceTaintRule pk-gt-gpu1-broken (example.com/unhealthy=xid-79:NoSchedule) taints 1 device"
+        ),
+        "{err}"
+    );
+    let (code, node, err) = untainted;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(node["accelerators"][0]["free"], 2, "{node}");
+    assert!(node["accelerators"][0].get("tainted").is_none(), "{node}");
 }

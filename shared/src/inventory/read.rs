@@ -11,7 +11,7 @@ use crate::connect::Connection;
 use crate::dra::DraInventory;
 use crate::error::CommandError;
 use crate::gpu;
-use crate::model::dra::{self, DeviceClass, ResourceClaim, ResourceSlice};
+use crate::model::dra::{self, DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
 use crate::model::{Node, Pod};
 use crate::scheduling::NodeFacts;
 use crate::targets::Targets;
@@ -101,6 +101,24 @@ pub async fn read_dra(conn: &Connection, keep_claims: bool) -> Result<DraRead, C
     out.inventory = DraInventory::new(slices, classes);
     if !slices_read {
         return Ok(out);
+    }
+    if any_slices {
+        // Taints an admin or a driver puts on devices through rules: the scheduler
+        // allocates a tainted device only to a claim that tolerates it.
+        let mut rules: Vec<DeviceTaintRule> = Vec::new();
+        let listed = api::for_each_page_if_served(
+            &conn.client,
+            &format!("{}/devicetaintrules", dra::API),
+            DRA_PAGE,
+            |p: Vec<DeviceTaintRule>| rules.extend(p),
+        )
+        .await?;
+        note(
+            listed,
+            &mut out,
+            "devices a DeviceTaintRule taints may show as free",
+        );
+        out.inventory.apply_taint_rules(rules);
     }
     if !any_slices && !keep_claims {
         return Ok(out);
@@ -263,7 +281,13 @@ pub async fn read_status(
         });
     }
     let dra = read_dra(conn, options.by.is_some()).await?;
-    let notes = dra.notes.clone();
+    let mut notes = dra.notes.clone();
+    notes.extend(
+        dra.inventory
+            .taint_rule_effects()
+            .iter()
+            .filter_map(crate::dra::taint_rule_note),
+    );
     let resource = options.resource.as_deref();
     if let Some(r) = resource
         && reading == Reading::One

@@ -1,7 +1,7 @@
 //! Unit tests of the parent module.
 
 use super::*;
-use crate::model::dra::{DeviceClass, ResourceClaim, ResourceSlice};
+use crate::model::dra::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -67,6 +67,7 @@ fn devices_allocated_free_and_older_pool_generations() {
             total: 2,
             allocated: 1,
             free: 1,
+            tainted: 0,
             partitionable: false
         }]
     );
@@ -292,4 +293,79 @@ fn classes_serve_their_extended_resource_and_the_implicit_one() {
     assert!(class.serves("example.com/gpu"));
     assert!(class.serves("deviceclass.resource.kubernetes.io/gpu.example.com"));
     assert!(!class.serves("nvidia.com/gpu"));
+}
+
+#[test]
+fn device_taint_rules_keep_devices_from_claims_that_do_not_tolerate_them() {
+    let s = slice(
+        json!({"spec": {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}),
+    );
+    let class: DeviceClass = serde_json::from_value(json!({"metadata": {"name": "gpu.example.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}})).unwrap();
+    let rule = |v: serde_json::Value| -> DeviceTaintRule { serde_json::from_value(v).unwrap() };
+    let mut inv = DraInventory::new(vec![s], vec![class]);
+    inv.apply_taint_rules(vec![
+        rule(json!({"metadata": {"name": "gpu0-broken"}, "spec": {
+            "deviceSelector": {"driver": "gpu.example.com", "pool": "n1", "device": "gpu-0"},
+            "taint": {"key": "example.com/unhealthy", "value": "ecc", "effect": "NoSchedule"}}})),
+        rule(json!({"metadata": {"name": "typo"}, "spec": {
+            "deviceSelector": {"driver": "gpu.example.org"},
+            "taint": {"key": "k", "effect": "NoExecute"}}})),
+        rule(json!({"metadata": {"name": "info"}, "spec": {
+            "taint": {"key": "k", "effect": "None"}}})),
+    ]);
+    let labels = BTreeMap::new();
+    let n1 = facts("n1", &labels);
+    let d = &inv.node_devices(n1)[0];
+    assert_eq!((d.total, d.free, d.tainted), (2, 1, 1));
+    let notes: Vec<String> = inv
+        .taint_rule_effects()
+        .iter()
+        .filter_map(taint_rule_note)
+        .collect();
+    assert_eq!(
+        notes,
+        vec![
+            "DeviceTaintRule gpu0-broken (example.com/unhealthy=ecc:NoSchedule) taints 1 device: not counted as free, only claims that tolerate it get them",
+            "DeviceTaintRule typo (k:NoExecute) selects no published device: check its deviceSelector",
+        ]
+    );
+    let claims = vec![
+        claim_of(json!({"metadata": {"name": "plain", "namespace": "ml"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": 2}}]}}})),
+        claim_of(json!({"metadata": {"name": "tolerant", "namespace": "ml"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": 2,
+                "tolerations": [{"key": "example.com/unhealthy", "operator": "Equal", "value": "ecc", "effect": "NoSchedule"}]}}]}}})),
+        claim_of(
+            json!({"metadata": {"name": "wrong-value", "namespace": "ml"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": 2,
+                "tolerations": [{"key": "example.com/unhealthy", "value": "thermal"}]}}]}}}),
+        ),
+        claim_of(
+            json!({"metadata": {"name": "everything", "namespace": "ml"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": 2,
+                "tolerations": [{"operator": "Exists"}]}}]}}}),
+        ),
+    ];
+    let check = |name: &str| {
+        let refs = vec![PodClaimRef {
+            name: "gpus".into(),
+            resource_claim_name: Some(name.into()),
+            resource_claim_template_name: None,
+        }];
+        let (needs, _) = ClaimNeeds::of("ml", &refs, &[], &BTreeMap::new(), &claims, &inv);
+        needs.check(n1, &BTreeMap::new(), &inv)
+    };
+    let refused = Err(DraFailure::CannotAllocate {
+        detail: "needs 2 of class gpu.example.com, 1 free here; tainted and not tolerated: gpu-0: example.com/unhealthy=ecc:NoSchedule (DeviceTaintRule gpu0-broken)".into(),
+    });
+    assert_eq!(check("plain"), refused);
+    assert_eq!(check("tolerant"), Ok(()));
+    assert_eq!(check("wrong-value"), refused, "Equal compares the value");
+    assert_eq!(
+        check("everything"),
+        Ok(()),
+        "Exists with no key tolerates all"
+    );
 }

@@ -90,12 +90,102 @@ pub struct Device {
     pub taints: Vec<DeviceTaint>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+/// A device taint, published in a slice or put on by a [`DeviceTaintRule`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct DeviceTaint {
     #[serde(default)]
     pub key: String,
     #[serde(default)]
+    pub value: Option<String>,
+    #[serde(default)]
     pub effect: String,
+}
+
+impl DeviceTaint {
+    /// NoSchedule and NoExecute keep claims that do not tolerate them off the device;
+    /// `None` is informational.
+    pub fn keeps_claims_off(&self) -> bool {
+        self.effect == "NoSchedule" || self.effect == "NoExecute"
+    }
+}
+
+impl std::fmt::Display for DeviceTaint {
+    /// kubectl's taint notation: `key=value:Effect`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.value.as_deref().filter(|v| !v.is_empty()) {
+            Some(v) => write!(f, "{}={v}:{}", self.key, self.effect),
+            None => write!(f, "{}:{}", self.key, self.effect),
+        }
+    }
+}
+
+/// A request's toleration of device taints (`exactly.tolerations`), matched as the
+/// scheduler matches them: key (empty with `Exists` = every key), value under `Equal`, and
+/// effect (empty = every effect).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct DeviceToleration {
+    #[serde(default)]
+    pub key: String,
+    #[serde(default)]
+    pub operator: Option<String>,
+    #[serde(default)]
+    pub value: Option<String>,
+    #[serde(default)]
+    pub effect: Option<String>,
+}
+
+impl DeviceToleration {
+    pub fn tolerates(&self, taint: &DeviceTaint) -> bool {
+        let effect_ok = self
+            .effect
+            .as_deref()
+            .is_none_or(|e| e.is_empty() || e == taint.effect);
+        let exists = self.operator.as_deref() == Some("Exists");
+        // An empty key is only valid with `Exists` (the API server checks).
+        let key_ok = self.key.is_empty() || self.key == taint.key;
+        let value_ok =
+            exists || self.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("");
+        effect_ok && key_ok && value_ok
+    }
+}
+
+/// A DeviceTaintRule: one taint on every device its selector picks (an admin marking a
+/// broken GPU, or a driver draining a pool).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DeviceTaintRule {
+    #[serde(default)]
+    pub metadata: ObjectName,
+    #[serde(default)]
+    pub spec: DeviceTaintRuleSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceTaintRuleSpec {
+    /// Absent, or a field left empty, selects every device (of that driver, pool...).
+    #[serde(default)]
+    pub device_selector: Option<DeviceTaintSelector>,
+    #[serde(default)]
+    pub taint: DeviceTaint,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DeviceTaintSelector {
+    #[serde(default)]
+    pub driver: Option<String>,
+    #[serde(default)]
+    pub pool: Option<String>,
+    #[serde(default)]
+    pub device: Option<String>,
+}
+
+impl DeviceTaintSelector {
+    pub fn selects(&self, driver: &str, pool: &str, device: &str) -> bool {
+        let matches = |want: &Option<String>, have: &str| {
+            want.as_deref().is_none_or(|w| w.is_empty() || w == have)
+        };
+        matches(&self.driver, driver) && matches(&self.pool, pool) && matches(&self.device, device)
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -235,6 +325,8 @@ pub struct ExactDeviceRequest {
     pub count: Option<i64>,
     #[serde(default)]
     pub selectors: Vec<DeviceSelector>,
+    #[serde(default)]
+    pub tolerations: Vec<DeviceToleration>,
 }
 
 impl ExactDeviceRequest {

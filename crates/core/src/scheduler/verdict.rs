@@ -111,8 +111,8 @@ pub fn verdict(failures: &[FilterFailure]) -> Option<Verdict> {
         ),
         "claims" => v(
             "cannot allocate all claims",
-            "no candidate node has enough free devices of the claimed device class (DRA)",
-            "free devices (finished pods' claims keep theirs until deleted), add nodes whose DRA driver publishes the class's devices, or ask for fewer (kubectl gpu-taint status shows devices per node)",
+            "no candidate node has enough free devices of the claimed device class (DRA): the others are allocated, or tainted and not tolerated by the claim",
+            "free devices (finished pods' claims keep theirs until deleted); for tainted devices, fix the device and delete its DeviceTaintRule, or tolerate the taint in the claim's request (spec.devices.requests[].exactly.tolerations); or add nodes whose DRA driver publishes the class's devices, or ask for fewer (kubectl gpu-taint status shows devices per node)",
         ),
         "claimNotAvailable" => v(
             "resourceclaim not available on the node",
