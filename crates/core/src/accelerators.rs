@@ -62,11 +62,29 @@ pub enum Form {
     MigMixed,
     /// Devices a DRA driver publishes in ResourceSlices.
     Dra,
+    /// DRA devices that are not accelerators (the ComputeDomain driver's IMEX channels and
+    /// daemon slots): counted, shown after the accelerators, never taken for GPUs.
+    DraNonAccelerator,
 }
 
 impl Form {
     fn is_shared(self) -> bool {
         matches!(self, Form::TimeSlicing | Form::Mps)
+    }
+
+    /// Devices of a DRA driver (rows named by the driver).
+    pub fn is_dra(self) -> bool {
+        matches!(self, Form::Dra | Form::DraNonAccelerator)
+    }
+
+    /// Where totals list the form: extended resources, DRA accelerators, then the DRA
+    /// devices that are not accelerators, apart.
+    fn rank(self) -> u8 {
+        match self {
+            Form::Dra => 1,
+            Form::DraNonAccelerator => 2,
+            _ => 0,
+        }
     }
 }
 
@@ -155,6 +173,7 @@ impl Accelerator {
             Form::MigMixed => "MIG mixed".to_string(),
             Form::Dra if self.partitionable => "DRA partitionable".to_string(),
             Form::Dra => "DRA".to_string(),
+            Form::DraNonAccelerator => "DRA, not an accelerator".to_string(),
         };
         match (self.physical, self.replicas) {
             (Some(p), Some(r)) if self.form.is_shared() => format!("{base} {p}x{r}"),
@@ -164,7 +183,7 @@ impl Accelerator {
 
     /// The RESOURCE column: DRA rows name the driver as such.
     pub fn resource_text(&self) -> String {
-        if self.form == Form::Dra {
+        if self.form.is_dra() {
             format!("{} (DRA)", self.resource)
         } else {
             self.resource.clone()
@@ -188,7 +207,9 @@ pub struct NodeInventory {
 impl NodeInventory {
     /// Whether the node has accelerators of any kind.
     pub fn has_accelerators(&self) -> bool {
-        !self.accelerators.is_empty()
+        self.accelerators
+            .iter()
+            .any(|a| a.form != Form::DraNonAccelerator)
     }
 }
 
@@ -312,7 +333,8 @@ fn dra_rows(node: &Node, dra: &DraInventory) -> Vec<Accelerator> {
         name: &node.metadata.name,
         labels: &node.metadata.labels,
     };
-    dra.node_devices(facts)
+    let mut rows: Vec<Accelerator> = dra
+        .node_devices(facts)
         .into_iter()
         .map(|d: DriverDevices| {
             let classes: Vec<&crate::model::dra::DeviceClass> = dra
@@ -322,7 +344,11 @@ fn dra_rows(node: &Node, dra: &DraInventory) -> Vec<Accelerator> {
                 .collect();
             Accelerator {
                 resource: d.driver.clone(),
-                form: Form::Dra,
+                form: if d.accelerators {
+                    Form::Dra
+                } else {
+                    Form::DraNonAccelerator
+                },
                 figures: Figures::devices(d.total, d.allocated, d.free),
                 physical: None,
                 replicas: None,
@@ -338,7 +364,10 @@ fn dra_rows(node: &Node, dra: &DraInventory) -> Vec<Accelerator> {
                 tainted: (d.tainted > 0).then_some(d.tainted),
             }
         })
-        .collect()
+        .collect();
+    // What is not an accelerator comes last, apart.
+    rows.sort_by_key(|a| a.form.rank());
+    rows
 }
 
 /// What `status` was asked to count.
@@ -370,8 +399,7 @@ pub fn node_inventory(
         .and_then(|c| c.driver());
     if let Some(resource) = scope.resource {
         accelerators.retain(|a| {
-            a.resource == resource
-                || (a.form == Form::Dra && Some(&a.resource) == served_by.as_ref())
+            a.resource == resource || (a.form.is_dra() && Some(&a.resource) == served_by.as_ref())
         });
     }
     let mut primary = node_gpu(
@@ -388,7 +416,7 @@ pub fn node_inventory(
         let dra_served = served_by.as_ref().and_then(|driver| {
             accelerators
                 .iter()
-                .find(|a| a.form == Form::Dra && &a.resource == driver)
+                .find(|a| a.form.is_dra() && &a.resource == driver)
         });
         if let Some(devices) = dra_served {
             // The extended resource is allocated from DRA devices here: count them.
@@ -400,6 +428,7 @@ pub fn node_inventory(
             let others: Vec<String> = extended_rows(node, requested, scope.resources)
                 .into_iter()
                 .chain(dra_rows(node, dra))
+                .filter(|a| a.form != Form::DraNonAccelerator)
                 .map(|a| a.resource_text())
                 .collect();
             if others.is_empty() {
@@ -467,9 +496,9 @@ pub struct ResourceTotal {
 pub fn merge_totals<'a>(
     clusters: impl IntoIterator<Item = &'a [ResourceTotal]>,
 ) -> Vec<ResourceTotal> {
-    let mut out: BTreeMap<(bool, String), ResourceTotal> = BTreeMap::new();
+    let mut out: BTreeMap<(u8, String), ResourceTotal> = BTreeMap::new();
     for t in clusters.into_iter().flatten() {
-        let key = (t.form == Form::Dra, t.resource.clone());
+        let key = (t.form.rank(), t.resource.clone());
         match out.get_mut(&key) {
             None => {
                 out.insert(key, t.clone());
@@ -491,16 +520,16 @@ pub fn merge_totals<'a>(
 /// replicas and whole GPUs of one resource are totalled together; `physical` says how many
 /// physical GPUs that is.
 pub fn totals_by_resource(nodes: &[NodeInventory]) -> Vec<ResourceTotal> {
-    let mut out: BTreeMap<(bool, String), ResourceTotal> = BTreeMap::new();
-    let mut physical: BTreeMap<(bool, String), Vec<Option<u64>>> = BTreeMap::new();
-    let mut shared: BTreeSet<(bool, String)> = BTreeSet::new();
+    let mut out: BTreeMap<(u8, String), ResourceTotal> = BTreeMap::new();
+    let mut physical: BTreeMap<(u8, String), Vec<Option<u64>>> = BTreeMap::new();
+    let mut shared: BTreeSet<(u8, String)> = BTreeSet::new();
     for a in nodes.iter().flat_map(|n| &n.accelerators) {
-        let dra = a.form == Form::Dra;
+        let rank = a.form.rank();
         let t = out
-            .entry((dra, a.resource.clone()))
+            .entry((rank, a.resource.clone()))
             .or_insert_with(|| ResourceTotal {
                 resource: a.resource.clone(),
-                form: if dra { Form::Dra } else { Form::Whole },
+                form: if a.form.is_dra() { a.form } else { Form::Whole },
                 nodes: 0,
                 figures: Figures::default(),
                 physical: None,
@@ -511,16 +540,16 @@ pub fn totals_by_resource(nodes: &[NodeInventory]) -> Vec<ResourceTotal> {
         }
         t.figures.add(&a.figures);
         physical
-            .entry((dra, a.resource.clone()))
+            .entry((rank, a.resource.clone()))
             .or_default()
             .push(match a.form {
                 Form::Whole => a.figures.capacity.map(|c| (c / 1000).max(0) as u64),
                 Form::TimeSlicing | Form::Mps => a.physical.map(u64::from),
                 Form::MigMixed => Some(0),
-                Form::Mig | Form::MigSingle | Form::Dra => None,
+                Form::Mig | Form::MigSingle | Form::Dra | Form::DraNonAccelerator => None,
             });
         if a.form.is_shared() {
-            shared.insert((dra, a.resource.clone()));
+            shared.insert((rank, a.resource.clone()));
         }
     }
     // Physical GPUs only where some are shared (whole ones count as themselves) and every
@@ -700,6 +729,65 @@ mod tests {
             narrowed.primary.warnings.is_empty(),
             "{:?}",
             narrowed.primary.warnings
+        );
+    }
+
+    #[test]
+    fn compute_domain_channels_are_shown_apart_not_as_accelerators() {
+        let n =
+            node(json!({"metadata": {"name": "gb200-1"}, "status": {"capacity": {"cpu": "8"}}}));
+        let slices: Vec<ResourceSlice> = serde_json::from_value(json!([
+            {"spec": {"driver": "gpu.nvidia.com", "nodeName": "gb200-1",
+                "pool": {"name": "gb200-1", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0", "attributes": {"type": {"string": "gpu"}}}]}},
+            {"spec": {"driver": "compute-domain.nvidia.com", "nodeName": "gb200-1",
+                "pool": {"name": "gb200-1", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "daemon-0", "attributes": {"type": {"string": "daemon"}, "id": {"int": 0}}},
+                            {"name": "channel-0", "attributes": {"type": {"string": "channel"}, "id": {"int": 0}}}]}}
+        ]))
+        .unwrap();
+        let dra = DraInventory::new(slices.clone(), vec![]);
+        let resources = BTreeSet::new();
+        let inv = node_inventory(&n, &BTreeMap::new(), &dra, &scope(None, &resources));
+        let rows: Vec<(String, String)> = inv
+            .accelerators
+            .iter()
+            .map(|a| (a.resource.clone(), a.form_text()))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                ("gpu.nvidia.com".to_string(), "DRA".to_string()),
+                (
+                    "compute-domain.nvidia.com".to_string(),
+                    "DRA, not an accelerator".to_string()
+                ),
+            ]
+        );
+        let totals = totals_by_resource(std::slice::from_ref(&inv));
+        assert_eq!(
+            totals
+                .iter()
+                .map(|t| (t.resource.as_str(), t.form))
+                .collect::<Vec<_>>(),
+            vec![
+                ("gpu.nvidia.com", Form::Dra),
+                ("compute-domain.nvidia.com", Form::DraNonAccelerator)
+            ]
+        );
+        // A node with only channels is not a GPU node.
+        let only_channels = DraInventory::new(slices[1..].to_vec(), vec![]);
+        let inv = node_inventory(
+            &n,
+            &BTreeMap::new(),
+            &only_channels,
+            &scope(None, &resources),
+        );
+        assert!(!inv.has_accelerators());
+        assert!(
+            inv.primary.warnings[0].starts_with("no accelerator"),
+            "{:?}",
+            inv.primary.warnings
         );
     }
 

@@ -70,6 +70,8 @@ pub struct KeptDevice {
     pub reach: Reach,
     /// Shared: allocations do not use it up.
     pub shareable: bool,
+    /// A GPU or another accelerator, not a channel or daemon slot of a ComputeDomain.
+    pub accelerator: bool,
     /// The NoSchedule/NoExecute taints on the device: published with it, or put on by a
     /// DeviceTaintRule. A claim gets the device only if it tolerates every one.
     pub taints: Vec<KeptTaint>,
@@ -147,6 +149,28 @@ pub struct DriverDevices {
     pub tainted: usize,
     /// Some devices consume shared counters (partitions of one physical device).
     pub partitionable: bool,
+    /// Some devices are accelerators: false for a driver that publishes only what
+    /// [`is_accelerator`] says is not one (ComputeDomain channels and daemons).
+    pub accelerators: bool,
+}
+
+/// The NVIDIA DRA driver's ComputeDomain driver: its devices are IMEX channels and the
+/// domain's daemon slot, which pods of a multi-node NVLink job claim beside their GPUs.
+pub const COMPUTE_DOMAIN_DRIVER: &str = "compute-domain.nvidia.com";
+
+/// Whether a published device is an accelerator. The ComputeDomain driver's devices carry
+/// `type: channel` or `type: daemon`: claimable, counted for claims, but not GPUs, so
+/// `status` keeps them out of the accelerators and shows them apart.
+pub fn is_accelerator(driver: &str, attributes: &BTreeMap<String, serde_json::Value>) -> bool {
+    if driver != COMPUTE_DOMAIN_DRIVER {
+        return true;
+    }
+    let kind = attributes
+        .get("type")
+        .or_else(|| attributes.get(&format!("{COMPUTE_DOMAIN_DRIVER}/type")))
+        .and_then(|v| v.get("string"))
+        .and_then(serde_json::Value::as_str);
+    !matches!(kind, Some("channel" | "daemon"))
 }
 
 impl DraInventory {
@@ -241,6 +265,7 @@ impl DraInventory {
                 name: d.name,
                 reach,
                 shareable: d.allow_multiple_allocations == Some(true),
+                accelerator: is_accelerator(&s.spec.driver, &d.attributes),
                 taints: d
                     .taints
                     .into_iter()
@@ -442,12 +467,14 @@ impl DraInventory {
                     free: 0,
                     tainted: 0,
                     partitionable: false,
+                    accelerators: false,
                 });
             if !e.pools.contains(&d.pool) {
                 e.pools.push(d.pool.clone());
             }
             e.total += 1;
             e.partitionable |= !d.consumes.is_empty();
+            e.accelerators |= d.accelerator;
             if self.allocated[i] {
                 e.allocated += 1;
             }

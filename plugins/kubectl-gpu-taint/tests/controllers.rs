@@ -141,7 +141,8 @@ fn dedicate_judges_resource_flavors_and_karpenter_nodes_on_the_real_control_plan
     assert!(karpenter_taints.contains("dedicated"), "{karpenter_taints}");
 }
 
-/// Two GPUs a DRA driver publishes for a node, one marked broken by a DeviceTaintRule.
+/// Two GPUs a DRA driver publishes for a node, one marked broken by a DeviceTaintRule, and
+/// the ComputeDomain devices the NVIDIA DRA driver publishes beside them.
 const TAINTED_DEVICES: &str = r#"
 apiVersion: v1
 kind: Node
@@ -167,6 +168,18 @@ spec:
   pool: {name: pk-gt-dra, generation: 1, resourceSliceCount: 1}
   devices: [{name: gpu-0}, {name: gpu-1}]
 ---
+# The NVIDIA DRA driver's ComputeDomain devices: an IMEX channel and the daemon slot.
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: pk-gt-dra-compute-domain}
+spec:
+  driver: compute-domain.nvidia.com
+  nodeName: pk-gt-dra
+  pool: {name: pk-gt-dra, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: daemon-0, attributes: {type: {string: daemon}, id: {int: 0}}}
+  - {name: channel-0, attributes: {type: {string: channel}, id: {int: 0}}}
+---
 apiVersion: resource.k8s.io/v1
 kind: DeviceTaintRule
 metadata: {name: pk-gt-gpu1-broken}
@@ -176,7 +189,7 @@ spec:
 "#;
 
 #[test]
-fn status_counts_devices_a_device_taint_rule_taints_as_not_free() {
+fn status_counts_tainted_devices_as_not_free_and_compute_domain_devices_apart() {
     let suite = "gpu-taint status with a DeviceTaintRule on the real control plane";
     let Some((kubectl, _)) = Kubectl::for_suite(suite) else {
         return;
@@ -216,6 +229,20 @@ fn status_counts_devices_a_device_taint_rule_taints_as_not_free() {
         "{node}"
     );
     assert_eq!(gpus["tainted"], 1, "{node}");
+    let channels = &node["accelerators"][1];
+    assert_eq!(
+        (
+            &channels["resource"],
+            &channels["form"],
+            &channels["capacity"]
+        ),
+        (
+            &serde_json::json!("compute-domain.nvidia.com"),
+            &serde_json::json!("dra-non-accelerator"),
+            &serde_json::json!(2)
+        ),
+        "{node}"
+    );
     assert!(
         node["warnings"][0]
             .as_str()

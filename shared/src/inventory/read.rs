@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::accelerators::{self, Form, NodeInventory, ResourceTotal, Scope};
+use crate::accelerators::{self, NodeInventory, ResourceTotal, Scope};
 use crate::api::{self, Listed, POD_PAGE};
 use crate::connect::Connection;
 use crate::dra::DraInventory;
@@ -427,7 +427,7 @@ pub async fn read_status(
         name: &n.metadata.name,
         labels: &n.metadata.labels,
     }));
-    for t in by_resource.iter_mut().filter(|t| t.form == Form::Dra) {
+    for t in by_resource.iter_mut().filter(|t| t.form.is_dra()) {
         if let Some(d) = over.iter().find(|d| d.driver == t.resource) {
             t.figures = accelerators::Figures::devices(d.total, d.allocated, d.free);
         }

@@ -390,7 +390,7 @@ fn inventory_rows(
     for t in totals {
         let mut row = vec![
             format!("TOTAL ({})", crate::ui::count(t.nodes, "node")),
-            if t.form == Form::Dra {
+            if t.form.is_dra() {
                 format!("{} (DRA)", t.resource)
             } else {
                 t.resource.clone()

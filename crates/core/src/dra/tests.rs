@@ -68,7 +68,8 @@ fn devices_allocated_free_and_older_pool_generations() {
             allocated: 1,
             free: 1,
             tainted: 0,
-            partitionable: false
+            partitionable: false,
+            accelerators: true
         }]
     );
     assert!(inv.node_devices(facts("n2", &labels)).is_empty());
