@@ -142,7 +142,8 @@ fn dedicate_judges_resource_flavors_and_karpenter_nodes_on_the_real_control_plan
 }
 
 /// Two GPUs a DRA driver publishes for a node, one marked broken by a DeviceTaintRule, and
-/// the ComputeDomain devices the NVIDIA DRA driver publishes beside them.
+/// the ComputeDomain devices the NVIDIA DRA driver publishes beside them; a node whose MIG
+/// reconfiguration failed.
 const TAINTED_DEVICES: &str = r#"
 apiVersion: v1
 kind: Node
@@ -168,6 +169,20 @@ spec:
   pool: {name: pk-gt-dra, generation: 1, resourceSliceCount: 1}
   devices: [{name: gpu-0}, {name: gpu-1}]
 ---
+# A MIG reconfiguration the MIG manager reported failed, the device plugin still paused.
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-gt-mig
+  labels:
+    kubernetes.io/hostname: pk-gt-mig
+    nvidia.com/mig.config: all-1g.10gb
+    nvidia.com/mig.config.state: failed
+    nvidia.com/gpu.deploy.device-plugin: paused-for-mig-change
+status:
+  capacity: {nvidia.com/gpu: "8"}
+  allocatable: {nvidia.com/gpu: "8"}
+---
 # The NVIDIA DRA driver's ComputeDomain devices: an IMEX channel and the daemon slot.
 apiVersion: resource.k8s.io/v1
 kind: ResourceSlice
@@ -189,7 +204,7 @@ spec:
 "#;
 
 #[test]
-fn status_counts_tainted_devices_as_not_free_and_compute_domain_devices_apart() {
+fn status_counts_tainted_devices_compute_domain_devices_and_mig_reconfiguration() {
     let suite = "gpu-taint status with a DeviceTaintRule on the real control plane";
     let Some((kubectl, _)) = Kubectl::for_suite(suite) else {
         return;
@@ -215,6 +230,7 @@ fn status_counts_tainted_devices_as_not_free_and_compute_domain_devices_apart() 
         )
     };
     let tainted = status();
+    let mig = gpu_taint(&kubectl, home.path(), &["status", "pk-gt-mig"]);
     kubectl.must(&["delete", "devicetaintrule", "pk-gt-gpu1-broken"]);
     let untainted = status();
     kubectl.delete_now(&objects, false);
@@ -254,6 +270,17 @@ fn status_counts_tainted_devices_as_not_free_and_compute_domain_devices_apart() 
             "DeviceTaintRule pk-gt-gpu1-broken (example.com/unhealthy=xid-79:NoSchedule) taints 1 device"
         ),
         "{err}"
+    );
+    let (code, out) = (
+        mig.status.code(),
+        String::from_utf8_lossy(&mig.stdout).into_owned(),
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("pk-gt-mig")
+            && l.contains("MIG reconfiguration to all-1g.10gb failed")
+            && l.contains("device-plugin")),
+        "{out}"
     );
     let (code, node, err) = untainted;
     assert_eq!(code, 0, "{err}");

@@ -11,8 +11,12 @@
 //! - the GPU operator's labels: a new `nvidia.com/mig.config` under a GPU pod blocks (named,
 //!   with the drain to run first) until `--ignore-gpu-pods`; a device-plugin config that is
 //!   not a key of the ClusterPolicy's ConfigMap is refused with the valid ones;
-//! - Karpenter's own keys are refused on its nodes; a hand-set label there warns that it is
-//!   lost on replacement; a key nfd-master owns warns that it is re-applied.
+//!   a valid one warns of what the node will advertise; operands switched off under a GPU
+//!   pod block; a change blocked twice over says both at once, with one command carrying
+//!   both overrides;
+//! - Karpenter's own keys are refused on its nodes; a hand-set label there (or on a GKE
+//!   node pool's node) warns that it is lost on replacement; a key nfd-master owns warns
+//!   that it is re-applied.
 //!
 //! Every refusal leaves the node as it was.
 
@@ -38,6 +42,7 @@ const CRDS: &[&str] = &[
 
 const GPU_NODE: &str = "pk-ctl-h100";
 const KARPENTER_NODE: &str = "pk-ctl-karpenter";
+const GKE_NODE: &str = "pk-ctl-gke";
 const PRODUCT: &str = "nvidia.com/gpu.product";
 /// A value no other suite's node has: the flavor below selects only this suite's node.
 const PRODUCT_VALUE: &str = "PK-CTL-H100";
@@ -194,6 +199,14 @@ metadata:
   labels:
     kubernetes.io/hostname: pk-ctl-karpenter
     karpenter.sh/nodepool: gpu-spot
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-ctl-gke
+  labels:
+    kubernetes.io/hostname: pk-ctl-gke
+    cloud.google.com/gke-nodepool: pk-ctl-a3-pool
 ---
 apiVersion: v1
 kind: Pod
@@ -441,6 +454,68 @@ fn controllers_of_a_gpu_cluster_on_the_real_control_plane() {
         ""
     );
 
+    // A valid one: made, with a warning of what the node will advertise.
+    let (code, _, err) = cluster.nodelabel(&[
+        "set",
+        GPU_NODE,
+        "nvidia.com/device-plugin.config=a100-x4",
+        "--yes",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("the device plugin would restart with config \"a100-x4\""),
+        "{err}"
+    );
+    assert_eq!(
+        cluster.label(GPU_NODE, "nvidia.com/device-plugin.config"),
+        "a100-x4"
+    );
+
+    // The GPU operator's operands switched off under a GPU pod: blocked like a MIG change.
+    let (code, _, err) = cluster.nodelabel(&[
+        "set",
+        GPU_NODE,
+        "nvidia.com/gpu.deploy.operands=false",
+        "--yes",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("default/pk-ctl-trainer")
+            && err.contains("take every operand off the node")
+            && err.contains("--ignore-gpu-pods"),
+        "{err}"
+    );
+    assert_eq!(
+        cluster.label(GPU_NODE, "nvidia.com/gpu.deploy.operands"),
+        ""
+    );
+
+    // Blocked twice over (a flavor's label removed, a MIG change under a GPU pod): both
+    // said at once, and the one command to run carries both overrides.
+    let (code, _, err) = cluster.nodelabel(&[
+        "set",
+        GPU_NODE,
+        "nvidia.com/mig.config=all-2g.20gb",
+        &format!("{PRODUCT}-"),
+        "--overwrite",
+        "--yes",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("ResourceFlavor pk-ctl-h100") && err.contains("default/pk-ctl-trainer"),
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.contains("--ignore-dependents") && l.contains("--ignore-gpu-pods")),
+        "{err}"
+    );
+    assert_eq!(cluster.label(GPU_NODE, PRODUCT), PRODUCT_VALUE);
+    assert_eq!(
+        cluster.label(GPU_NODE, "nvidia.com/mig.config"),
+        "all-1g.10gb"
+    );
+
     // nfd-master's own key: a warning that it comes back, and the change is made.
     let (code, _, err) = cluster.nodelabel(&[
         "set",
@@ -497,4 +572,13 @@ fn controllers_of_a_gpu_cluster_on_the_real_control_plane() {
         "{err}"
     );
     assert_eq!(cluster.label(KARPENTER_NODE, "team"), "infra");
+
+    // A GKE node pool's node: the same warning, naming the pool and where to set it.
+    let (code, _, err) = cluster.nodelabel(&["set", GKE_NODE, "team=infra", "--yes"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("GKE node pool pk-ctl-a3-pool") && err.contains("--node-labels"),
+        "{err}"
+    );
+    assert_eq!(cluster.label(GKE_NODE, "team"), "infra");
 }
