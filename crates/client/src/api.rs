@@ -440,7 +440,8 @@ async fn list_custom_workloads(
             }
         }
     }
-    out.workloads.extend(held.into_workloads());
+    let held = held.into_workloads(&mut out.workloads);
+    out.workloads.extend(held);
     Ok(out)
 }
 
@@ -474,11 +475,19 @@ fn keep_custom_resource(
         .and_then(serde_json::Value::as_array)
         .is_some_and(|refs| {
             refs.iter().any(|r| {
+                // An owner that only holds selection (a TrainJob's JobSet) is not read as a
+                // template: what it made is judged by its own.
+                let group = r["apiVersion"]
+                    .as_str()
+                    .and_then(|v| v.split_once('/'))
+                    .map(|(g, _)| g)
+                    .unwrap_or_default();
                 r["controller"] == true
                     && r["kind"].as_str().is_some_and(|k| {
-                        placekit_lint::podspec::KNOWN_GROUPS
-                            .iter()
-                            .any(|(_, ks)| ks.contains(&k))
+                        !placekit_lint::selectors::holds_selection(group, k)
+                            && placekit_lint::podspec::KNOWN_GROUPS
+                                .iter()
+                                .any(|(_, ks)| ks.contains(&k))
                     })
             })
         });

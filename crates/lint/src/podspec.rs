@@ -312,7 +312,7 @@ pub const KNOWN_GROUPS: &[(&str, &[&str])] = &[
     ),
     (
         "trainer.kubeflow.org",
-        &["TrainingRuntime", "ClusterTrainingRuntime"],
+        &["TrainingRuntime", "ClusterTrainingRuntime", "TrainJob"],
     ),
     ("batch.volcano.sh", &["Job"]),
     ("slinky.slurm.net", &["NodeSet"]),

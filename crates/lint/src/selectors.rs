@@ -13,9 +13,12 @@
 //! | | `spec.topologyName` → the `Topology`'s `spec.levels[].nodeLabel` (topology-aware scheduling places only on nodes with every level label) | required affinity: each level label `Exists` |
 //! | | `spec.tolerations` (injected) and `spec.nodeTaints` (the flavor's nodes' taints, which its workloads must tolerate to be admitted) | tolerations |
 //! | Volcano `Queue` | `spec.affinity.nodeGroupAffinity.requiredDuringSchedulingIgnoredDuringExecution`: node groups, the nodes labelled `volcano.sh/nodegroup-name` | required affinity `volcano.sh/nodegroup-name In [groups]` |
+//! | Kubeflow Trainer `TrainJob` | `spec.runtimeRef`: the TrainingRuntime or ClusterTrainingRuntime whose template its pods get | the runtime names it in `used_by` |
+//! | | `spec.runtimePatches[].trainingRuntimeSpec.template.spec.replicatedJobs[].template.spec.template.spec`: what the job adds to the runtime's template | its `nodeSelector` and affinity; tolerations with the runtime's |
 //!
 //! A flavor also names the ClusterQueues that use it (`spec.resourceGroups[].flavors[].name`),
-//! so a finding says whose workloads lose the node. The objects are few (flavors and queues
+//! and a Trainer runtime the TrainJobs that use it, so a finding says whose workloads lose
+//! the node. A finished TrainJob (`Complete` or `Failed`) makes no more pods and is left out. The objects are few (flavors and queues
 //! per cluster, not per node), so they are kept whole until every list has been read.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -40,7 +43,23 @@ pub struct HeldSelectors {
     /// Flavor name → the ClusterQueues that name it.
     queues_by_flavor: BTreeMap<String, BTreeSet<String>>,
     volcano_queues: Vec<(String, Vec<String>)>,
+    train_jobs: Vec<TrainJob>,
 }
+
+/// What is kept of a TrainJob that has not finished.
+#[derive(Debug)]
+struct TrainJob {
+    namespace: String,
+    name: String,
+    /// (kind, namespace, name) of its runtime; the namespace is empty for a
+    /// ClusterTrainingRuntime.
+    runtime: (String, String, String),
+    /// The scheduling fields of each replicated job's patch.
+    patches: Vec<PodSpec>,
+}
+
+/// How many TrainJobs a runtime's findings name before "and N more".
+const TRAIN_JOBS_NAMED: usize = 3;
 
 #[derive(Debug)]
 struct Flavor {
@@ -58,6 +77,7 @@ pub fn holds_selection(api_group: &str, kind: &str) -> bool {
             "kueue.x-k8s.io",
             "ResourceFlavor" | "Topology" | "ClusterQueue"
         ) | ("scheduling.volcano.sh", "Queue")
+            | ("trainer.kubeflow.org", "TrainJob")
     )
 }
 
@@ -134,14 +154,121 @@ impl HeldSelectors {
                     self.volcano_queues.push((name, groups));
                 }
             }
+            ("trainer.kubeflow.org", "TrainJob") => {
+                let finished = object
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .any(|c| {
+                        matches!(c["type"].as_str(), Some("Complete" | "Failed"))
+                            && c["status"] == "True"
+                    });
+                let Some(runtime) = spec.pointer("/runtimeRef/name").and_then(Value::as_str) else {
+                    return;
+                };
+                if finished {
+                    return;
+                }
+                let namespace = object
+                    .pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                // The CRD defaults the kind to ClusterTrainingRuntime.
+                let kind = spec
+                    .pointer("/runtimeRef/kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or("ClusterTrainingRuntime")
+                    .to_string();
+                let runtime_namespace = if kind == "TrainingRuntime" {
+                    namespace.clone()
+                } else {
+                    String::new()
+                };
+                let patches = spec["runtimePatches"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|p| {
+                        p.pointer("/trainingRuntimeSpec/template/spec/replicatedJobs")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                    })
+                    .filter_map(|job| {
+                        let fragment = job.pointer("/template/spec/template/spec")?;
+                        Some(PodSpec {
+                            node_selector: serde_json::from_value(fragment["nodeSelector"].clone())
+                                .unwrap_or_default(),
+                            affinity: serde_json::from_value(fragment["affinity"].clone())
+                                .unwrap_or_default(),
+                            tolerations: serde_json::from_value(fragment["tolerations"].clone())
+                                .unwrap_or_default(),
+                            ..PodSpec::default()
+                        })
+                    })
+                    .filter(|p| p.node_selector.is_some() || p.affinity.is_some())
+                    .collect();
+                self.train_jobs.push(TrainJob {
+                    namespace,
+                    name,
+                    runtime: (kind, runtime_namespace, runtime.to_string()),
+                    patches,
+                });
+            }
             _ => {}
         }
     }
 
     /// The objects as workloads, once every list has been read (a flavor's topology and
-    /// ClusterQueues may come after it).
-    pub fn into_workloads(self) -> Vec<Workload> {
+    /// ClusterQueues may come after it). `listed` are the workloads read from pod templates:
+    /// a Trainer runtime among them is named with the TrainJobs that use it.
+    pub fn into_workloads(self, listed: &mut [Workload]) -> Vec<Workload> {
         let mut out = Vec::new();
+        let mut jobs_by_runtime: BTreeMap<&(String, String, String), Vec<String>> = BTreeMap::new();
+        for job in &self.train_jobs {
+            jobs_by_runtime
+                .entry(&job.runtime)
+                .or_default()
+                .push(format!("TrainJob {}/{}", job.namespace, job.name));
+        }
+        for w in listed.iter_mut() {
+            let key = (w.kind.clone(), w.namespace.clone(), w.name.clone());
+            if let Some(jobs) = jobs_by_runtime.get(&key) {
+                w.used_by
+                    .extend(jobs.iter().take(TRAIN_JOBS_NAMED).cloned());
+                if jobs.len() > TRAIN_JOBS_NAMED {
+                    w.used_by
+                        .push(format!("{} more TrainJobs", jobs.len() - TRAIN_JOBS_NAMED));
+                }
+            }
+        }
+        for job in &self.train_jobs {
+            // The runtime's tolerations stay with the pods the patch shapes: the taint check
+            // must not call a taint the runtime tolerates untolerated.
+            let runtime_tolerations: Vec<Toleration> = listed
+                .iter()
+                .filter(|w| {
+                    (&w.kind, &w.namespace, &w.name)
+                        == (&job.runtime.0, &job.runtime.1, &job.runtime.2)
+                })
+                .flat_map(|w| w.pod_spec.tolerations.iter().flatten().cloned())
+                .collect();
+            for patch in &job.patches {
+                let mut spec = patch.clone();
+                spec.tolerations
+                    .get_or_insert_with(Vec::new)
+                    .extend(runtime_tolerations.iter().cloned());
+                out.push(Workload {
+                    kind: "TrainJob".into(),
+                    namespace: job.namespace.clone(),
+                    name: job.name.clone(),
+                    pod_spec: spec,
+                    used_by: Vec::new(),
+                });
+            }
+        }
         for flavor in self.flavors {
             let levels = flavor
                 .topology
@@ -243,7 +370,7 @@ mod tests {
             "Topology",
             &json!({"metadata": {"name": "dc"}, "spec": {"levels": [{"nodeLabel": "cloud.provider.com/topology-block"}, {"nodeLabel": "kubernetes.io/hostname"}]}}),
         );
-        let w = held.into_workloads();
+        let w = held.into_workloads(&mut []);
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].used_by, ["ClusterQueue team-a"]);
         let spec = &w[0].pod_spec;
@@ -294,7 +421,7 @@ mod tests {
             "Queue",
             &json!({"metadata": {"name": "default"}, "spec": {"weight": 1}}),
         );
-        let w = held.into_workloads();
+        let w = held.into_workloads(&mut []);
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].name, "nlp");
         let json = serde_json::to_value(&w[0].pod_spec).unwrap();
@@ -302,6 +429,81 @@ mod tests {
             json["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
                 [0]["matchExpressions"][0],
             json!({"key": VOLCANO_NODE_GROUP_LABEL, "operator": "In", "values": ["group-a", "group-b"]})
+        );
+    }
+
+    #[test]
+    fn train_jobs_name_their_runtime_and_add_their_patches_constraints() {
+        let mut held = HeldSelectors::default();
+        let job = |name: &str, patched: bool, finished: bool| {
+            let mut job = json!({"metadata": {"name": name, "namespace": "ml"},
+                "spec": {"runtimeRef": {"name": "torch-distributed"}}});
+            if patched {
+                job["spec"]["runtimePatches"] = json!([{"manager": "example.com/ui",
+                    "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{"name": "node",
+                        "template": {"spec": {"template": {"spec": {
+                            "nodeSelector": {"nvidia.com/gpu.product": "H100"}}}}}}]}}}}]);
+            }
+            if finished {
+                job["status"] = json!({"conditions": [{"type": "Complete", "status": "True"}]});
+            }
+            job
+        };
+        for (name, patched, finished) in [
+            ("a", true, false),
+            ("b", false, false),
+            ("c", false, false),
+            ("d", false, false),
+            ("e", false, false),
+            ("done", true, true),
+        ] {
+            held.keep(
+                "trainer.kubeflow.org",
+                "TrainJob",
+                &job(name, patched, finished),
+            );
+        }
+        let runtime = Workload {
+            kind: "ClusterTrainingRuntime".into(),
+            namespace: String::new(),
+            name: "torch-distributed".into(),
+            pod_spec: PodSpec {
+                tolerations: Some(vec![Toleration {
+                    key: Some("nvidia.com/gpu".into()),
+                    operator: Some("Exists".into()),
+                    ..Toleration::default()
+                }]),
+                ..PodSpec::default()
+            },
+            used_by: Vec::new(),
+        };
+        let mut listed = vec![runtime];
+        let w = held.into_workloads(&mut listed);
+        assert_eq!(
+            listed[0].used_by,
+            [
+                "TrainJob ml/a",
+                "TrainJob ml/b",
+                "TrainJob ml/c",
+                "2 more TrainJobs"
+            ]
+        );
+        assert_eq!(
+            w.len(),
+            1,
+            "only the unfinished patched job adds constraints"
+        );
+        assert_eq!((w[0].kind.as_str(), w[0].name.as_str()), ("TrainJob", "a"));
+        assert_eq!(
+            w[0].pod_spec.node_selector.as_ref().unwrap()["nvidia.com/gpu.product"],
+            "H100"
+        );
+        assert_eq!(
+            w[0].pod_spec.tolerations.as_ref().unwrap()[0]
+                .key
+                .as_deref(),
+            Some("nvidia.com/gpu"),
+            "the runtime's tolerations come with the patch"
         );
     }
 

@@ -6,8 +6,9 @@
 //!
 //! - a Kueue ResourceFlavor (its `nodeLabels` and its Topology's level labels, the
 //!   ClusterQueue using it), a Volcano Queue's node groups, and the templates of a Trainer
-//!   runtime, a Volcano Job, a Slinky NodeSet at 0 replicas, an LLMInferenceService and a
-//!   DisaggregatedSet are dependents: removing what they select blocks, naming them;
+//!   runtime (named with the TrainJob that uses it), a TrainJob's runtime patch, a Volcano
+//!   Job, a Slinky NodeSet at 0 replicas, an LLMInferenceService and a DisaggregatedSet are
+//!   dependents: removing what they select blocks, naming them;
 //! - the GPU operator's labels: a new `nvidia.com/mig.config` under a GPU pod blocks (named,
 //!   with the drain to run first) until `--ignore-gpu-pods`; a device-plugin config that is
 //!   not a key of the ClusterPolicy's ConfigMap is refused with the valid ones;
@@ -34,6 +35,7 @@ const CRDS: &[&str] = &[
     "scheduling.volcano.sh_queues.yaml",
     "nvidia.com_clusterpolicies.yaml",
     "trainer.kubeflow.org_trainingruntimes.yaml",
+    "trainer.kubeflow.org_trainjobs.yaml",
     "batch.volcano.sh_jobs.yaml",
     "slinky.slurm.net_nodesets.yaml",
     "serving.kserve.io_llminferenceservices.minimal.yaml",
@@ -125,6 +127,24 @@ spec:
                 nodeSelector: {nvidia.com/gpu.product: PK-CTL-H100}
                 containers: [{name: node, image: pytorch/pytorch}]
 ---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: pk-ctl-train, namespace: default}
+spec:
+  runtimeRef: {name: pk-ctl-torch, kind: TrainingRuntime}
+  runtimePatches:
+  - manager: example.com/pk-ctl-launcher
+    trainingRuntimeSpec:
+      template:
+        spec:
+          replicatedJobs:
+          - name: node
+            template:
+              spec:
+                template:
+                  spec:
+                    nodeSelector: {example.com/pk-ctl-rack: r1}
+---
 apiVersion: batch.volcano.sh/v1alpha1
 kind: Job
 metadata: {name: pk-ctl-volcano, namespace: default}
@@ -186,6 +206,7 @@ metadata:
     example.com/topology-block: b1
     volcano.sh/nodegroup-name: pk-ctl-group
     nvidia.com/mig.config: all-disabled
+    example.com/pk-ctl-rack: r1
   annotations:
     nfd.node.kubernetes.io/feature-labels: pci-10de.present
 status:
@@ -356,6 +377,14 @@ fn controllers_of_a_gpu_cluster_on_the_real_control_plane() {
         flavor["usedBy"],
         serde_json::json!(["ClusterQueue pk-ctl-team-a"])
     );
+    let runtime = items
+        .iter()
+        .find(|d| d["kind"] == "TrainingRuntime" && d["name"] == "pk-ctl-torch")
+        .unwrap_or_else(|| panic!("no runtime in {out}"));
+    assert_eq!(
+        runtime["usedBy"],
+        serde_json::json!(["TrainJob default/pk-ctl-train"])
+    );
     // Each template read at the path its CRD's schema gives (a wrong path would have been
     // pruned by the API server, and the object would not be listed).
     for (kind, name) in [
@@ -387,6 +416,12 @@ fn controllers_of_a_gpu_cluster_on_the_real_control_plane() {
         );
     }
     assert_eq!(cluster.label(GPU_NODE, PRODUCT), PRODUCT_VALUE);
+    // What a TrainJob's runtime patch adds to its runtime's template.
+    let (code, _, err) =
+        cluster.nodelabel(&["remove", GPU_NODE, "example.com/pk-ctl-rack-", "--yes"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("TrainJob default/pk-ctl-train"), "{err}");
+    assert_eq!(cluster.label(GPU_NODE, "example.com/pk-ctl-rack"), "r1");
     // A Volcano Queue's node group.
     let (code, _, err) = cluster.nodelabel(&[
         "set",
