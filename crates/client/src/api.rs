@@ -984,32 +984,72 @@ pub async fn kueue_workload_of(
     namespace: &str,
     owner_uids: &[String],
 ) -> Result<Option<serde_json::Value>, CommandError> {
+    let found = kueue_workloads(client, Some(namespace), |w| {
+        owner_references(w).any(|o| {
+            o["uid"]
+                .as_str()
+                .is_some_and(|u| owner_uids.iter().any(|x| x == u))
+        })
+    })
+    .await?;
+    Ok(found.and_then(|w| w.into_iter().next()))
+}
+
+/// The Kueue Workloads of pods Kueue gates under its pod integrations (plain pods, pod
+/// groups, StatefulSets): a Workload the pod owns, per (namespace, pod name) asked for. One
+/// paged list in `namespace` or every namespace, keeping only those Workloads. Empty when
+/// Kueue is not served or the list is forbidden (the pods still show their gates).
+pub async fn kueue_workloads_of_pods(
+    client: &kube::Client,
+    namespace: Option<&str>,
+    pods: &std::collections::BTreeSet<(String, String)>,
+) -> Result<std::collections::BTreeMap<(String, String), serde_json::Value>, CommandError> {
+    let owned_pods = |w: &serde_json::Value| -> Vec<(String, String)> {
+        let namespace = w["metadata"]["namespace"].as_str().unwrap_or_default();
+        owner_references(w)
+            .filter(|o| o["kind"] == "Pod")
+            .filter_map(|o| o["name"].as_str())
+            .map(|name| (namespace.to_string(), name.to_string()))
+            .filter(|key| pods.contains(key))
+            .collect()
+    };
+    let found = kueue_workloads(client, namespace, |w| !owned_pods(w).is_empty()).await?;
+    let mut out = std::collections::BTreeMap::new();
+    for w in found.into_iter().flatten() {
+        for key in owned_pods(&w) {
+            out.entry(key).or_insert_with(|| w.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn owner_references(object: &serde_json::Value) -> impl Iterator<Item = &serde_json::Value> {
+    object["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+}
+
+/// Kueue's Workloads in `namespace` (or all) that `keep` accepts, read page by page in the
+/// first served version; `None` when Kueue is not served or the list is forbidden.
+async fn kueue_workloads(
+    client: &kube::Client,
+    namespace: Option<&str>,
+    mut keep: impl FnMut(&serde_json::Value) -> bool,
+) -> Result<Option<Vec<serde_json::Value>>, CommandError> {
     for version in ["v1beta2", "v1beta1"] {
-        let mut found = None;
-        let listed = for_each_page_if_served(
-            client,
-            &format!("/apis/kueue.x-k8s.io/{version}/namespaces/{namespace}/workloads"),
-            500,
-            |page: Vec<serde_json::Value>| {
-                for w in page {
-                    let owned = w["metadata"]["ownerReferences"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .any(|o| {
-                            o["uid"]
-                                .as_str()
-                                .is_some_and(|u| owner_uids.iter().any(|x| x == u))
-                        });
-                    if owned && found.is_none() {
-                        found = Some(w);
-                    }
-                }
-            },
-        )
-        .await?;
+        let mut found = Vec::new();
+        let collection = match namespace {
+            Some(ns) => format!("/apis/kueue.x-k8s.io/{version}/namespaces/{ns}/workloads"),
+            None => format!("/apis/kueue.x-k8s.io/{version}/workloads"),
+        };
+        let listed =
+            for_each_page_if_served(client, &collection, 500, |page: Vec<serde_json::Value>| {
+                found.extend(page.into_iter().filter(|w| keep(w)));
+            })
+            .await?;
         match listed {
-            Listed::Read(_) => return Ok(found),
+            Listed::Read(_) => return Ok(Some(found)),
             Listed::Forbidden(_) => return Ok(None),
             Listed::NotServed => continue,
         }

@@ -626,6 +626,9 @@ struct PendingPod {
     fitting_nodes: usize,
     predicted_message: Option<String>,
     verdict: Option<scheduler::verdict::Verdict>,
+    /// For a pod Kueue gates: what its Workload says of its admission.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kueue_admission: Option<String>,
 }
 
 /// `why-pending` without a pod: every pending pod the scheduler has not bound (in the
@@ -662,9 +665,32 @@ pub async fn why_pending_all(
     } else {
         None
     };
+    // Pods Kueue gates wait for their Workload's admission: one list of the Workloads says
+    // why, for all of them.
+    let kueue_gated: std::collections::BTreeSet<(String, String)> = pending
+        .iter()
+        .filter(|p| {
+            p.spec
+                .scheduling_gates
+                .iter()
+                .any(|g| g.name.starts_with("kueue.x-k8s.io/"))
+        })
+        .map(|p| (p.metadata.namespace.clone(), p.metadata.name.clone()))
+        .collect();
+    let workloads = if kueue_gated.is_empty() {
+        Default::default()
+    } else {
+        api::kueue_workloads_of_pods(&conn.client, namespace, &kueue_gated).await?
+    };
     let mut judged: Vec<PendingPod> = pending
         .iter()
-        .map(|pod| judge_pending(pod, &nodes, dra.as_ref()))
+        .map(|pod| {
+            let mut judged = judge_pending(pod, &nodes, dra.as_ref());
+            judged.kueue_admission = workloads
+                .get(&(pod.metadata.namespace.clone(), pod.metadata.name.clone()))
+                .map(scheduler::verdict::kueue_admission);
+            judged
+        })
         .collect();
     // Grouped by verdict, then by namespace and name.
     let evidence = |p: &PendingPod| {
@@ -702,10 +728,15 @@ pub async fn why_pending_all(
                     if p.placeable {
                         "fits: a node passes every filter (see its events)".to_string()
                     } else {
-                        p.verdict
+                        let why = p
+                            .verdict
                             .as_ref()
                             .map(|v| v.evidence.clone())
-                            .unwrap_or_else(|| "not modelled: run why-pending on the pod".into())
+                            .unwrap_or_else(|| "not modelled: run why-pending on the pod".into());
+                        match &p.kueue_admission {
+                            Some(admission) => format!("{why}: {admission}"),
+                            None => why,
+                        }
                     },
                 ];
                 if wide {
@@ -758,6 +789,7 @@ fn judge_pending(
         fitting_nodes,
         predicted_message,
         verdict,
+        kueue_admission: None,
     };
     if let Some(verdict) = scheduler::verdict::gated(pod) {
         return base(false, 0, None, Some(verdict));

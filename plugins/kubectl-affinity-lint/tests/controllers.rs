@@ -105,6 +105,9 @@ fn why_pending_says_what_kueue_holds_a_gated_pod_for() {
         "-o",
         "json",
     ]);
+    // Every pending pod at once: one list of the Workloads says it for each gated pod.
+    let summary = run(&["why-pending", "-A"]);
+    let summary_json = run(&["why-pending", "-n", "default", "-o", "json"]);
     kubectl.delete_now(&workload_file, false);
     kubectl.delete_now(&pod, false);
 
@@ -123,6 +126,32 @@ fn why_pending_says_what_kueue_holds_a_gated_pod_for() {
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["workload"]["name"], "pod-pk-kueue-trainer-1a2b3");
     assert_eq!(report["workload"]["conditions"][0]["message"], WAITING);
+    let (code, out, err) = summary;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        out.lines().any(|l| l.contains("pk-kueue-trainer")
+            && l.contains("scheduling gates: kueue.x-k8s.io/admission")
+            && l.contains(
+                "Workload default/pod-pk-kueue-trainer-1a2b3 (LocalQueue team-a) is not admitted"
+            )
+            && l.contains(WAITING)),
+        "{out}"
+    );
+    let (code, out, err) = summary_json;
+    assert_eq!(code, 1, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let item = report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "pk-kueue-trainer")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        item["kueueAdmission"]
+            .as_str()
+            .is_some_and(|a| a.contains(WAITING)),
+        "{out}"
+    );
 }
 
 /// A GPU an admin marked broken with a DeviceTaintRule, on a node that publishes two.
