@@ -131,8 +131,11 @@ pub enum Command {
 resources of the known vendors (nvidia.com/gpu, nvidia.com/mig-*, amd.com/gpu, gpu.intel.com/*, \
 habana.ai/*, google.com/tpu, aws.amazon.com/neuron*), shown with how they are exposed (FORM: \
 whole, time-slicing 8x4 = 8 physical GPUs shared 4 ways, MPS, MIG, MIG single/mixed), and DRA \
-devices per driver (total, allocated to claims, free). A node with accelerators of any kind is \
-a GPU node. --by namespace|pod breaks the requests down instead (-n/-A choose whose).",
+devices per driver (total, allocated to claims, free; a device a DeviceTaintRule or its driver \
+taints is not free, and WARNINGS say so; ComputeDomain channels are shown apart, not as \
+accelerators). WARNINGS also say a pending or failed MIG reconfiguration. A node with \
+accelerators of any kind is a GPU node. --by namespace|pod breaks the requests down instead \
+(-n/-A choose whose).",
         after_help = "Examples:\n  kubectl gpu-taint status\n  kubectl gpu-taint status -l pool=online -o wide   # also the pool labels\n  kubectl gpu-taint status -L nvidia.com/gpu.product -L pool\n  kubectl gpu-taint status --resource nvidia.com/gpu -o json\n  # Requests per namespace; per pod in one namespace (the runbook's script)\n  kubectl gpu-taint status --by namespace\n  kubectl gpu-taint status --by pod -n ml\n  # Where are our free H100s? Every cluster at once\n  kubectl gpu-taint status --all-contexts -L nvidia.com/gpu.product"
     )]
     Status {
