@@ -5,6 +5,7 @@
 
 mod read;
 mod render;
+mod watch;
 
 use crate::connect::Connection;
 use crate::error::CommandError;
@@ -17,6 +18,7 @@ pub use read::{
     read_status, resources_for,
 };
 pub use render::{describe_accelerators, print_fleet_status, print_status};
+pub use watch::watch_status;
 
 /// `status`: the accelerator inventory of the targets (all nodes by default).
 pub async fn status(

@@ -549,6 +549,8 @@ struct ViewList<T> {
 struct ViewListMeta {
     #[serde(rename = "continue", default)]
     continue_: Option<String>,
+    #[serde(rename = "resourceVersion", default)]
+    resource_version: Option<String>,
 }
 
 /// Percent-encodes a query value.
@@ -584,7 +586,70 @@ pub async fn for_each_page<T: serde::de::DeserializeOwned>(
         on_page,
     )
     .await
+    .map(|(requests, _)| requests)
     .map_err(|e| e.into_command_error(&format!("listing {}", described(collection))))
+}
+
+/// [`for_each_page`], returning the list's resourceVersion for [`watch`] to start from.
+pub async fn for_each_page_at<T: serde::de::DeserializeOwned>(
+    client: &kube::Client,
+    collection: &str,
+    field_selector: Option<&str>,
+    label_selector: Option<&str>,
+    page_size: u32,
+    on_page: impl FnMut(Vec<T>),
+) -> Result<String, CommandError> {
+    pages(
+        client,
+        collection,
+        field_selector,
+        label_selector,
+        page_size,
+        on_page,
+    )
+    .await
+    .map(|(_, version)| version)
+    .map_err(|e| e.into_command_error(&format!("listing {}", described(collection))))
+}
+
+/// A watch of a collection from `resource_version` (a list's), with bookmarks, each change
+/// read into the view type `T` as it comes. The server ends a watch after a while: the
+/// stream then ends, and the caller watches again from the last version it saw; a version
+/// too old for the server (410 Gone) is an error the caller answers with a new list.
+pub async fn watch<T: Clone + serde::de::DeserializeOwned>(
+    client: &kube::Client,
+    collection: &str,
+    field_selector: Option<&str>,
+    label_selector: Option<&str>,
+    resource_version: &str,
+) -> Result<
+    impl futures::Stream<Item = Result<kube::core::WatchEvent<T>, CommandError>> + use<T>,
+    CommandError,
+> {
+    use futures::StreamExt as _;
+    let mut uri = format!(
+        "{collection}?watch=1&allowWatchBookmarks=true&resourceVersion={}",
+        encode_query(resource_version)
+    );
+    if let Some(f) = field_selector.filter(|f| !f.is_empty()) {
+        uri.push_str(&format!("&fieldSelector={}", encode_query(f)));
+    }
+    if let Some(l) = label_selector.filter(|l| !l.is_empty()) {
+        uri.push_str(&format!("&labelSelector={}", encode_query(l)));
+    }
+    let doing = format!("watching {}", described(collection));
+    let request = http::Request::get(&uri)
+        .body(Vec::new())
+        .map_err(|e| api_error(kube::Error::HttpError(e), &doing))?;
+    let events = client
+        .request_events::<T>(request)
+        .await
+        .map_err(|e| api_error(e, &doing))?;
+    Ok(events.map(
+        move |event: Result<kube::core::WatchEvent<T>, kube::Error>| {
+            event.map_err(|e| api_error(e, &doing))
+        },
+    ))
 }
 
 /// How an optional collection's list went.
@@ -608,7 +673,7 @@ pub async fn for_each_page_if_served<T: serde::de::DeserializeOwned>(
     on_page: impl FnMut(Vec<T>),
 ) -> Result<Listed, CommandError> {
     match pages(client, collection, None, None, page_size, on_page).await {
-        Ok(n) => Ok(Listed::Read(n)),
+        Ok((n, _)) => Ok(Listed::Read(n)),
         Err(PageError::Api(kube::Error::Api(s))) if s.code == 404 => Ok(Listed::NotServed),
         Err(PageError::Api(kube::Error::Api(s))) if s.code == 403 => Ok(Listed::Forbidden(
             format!("cannot list {}: {}", described(collection), s.message),
@@ -654,6 +719,9 @@ impl PageError {
     }
 }
 
+/// Pages through a list: the number of requests made, and the list's resourceVersion (what
+/// a watch of the same collection starts from, so that no change between the list and the
+/// watch is lost).
 async fn pages<T: serde::de::DeserializeOwned>(
     client: &kube::Client,
     collection: &str,
@@ -661,7 +729,7 @@ async fn pages<T: serde::de::DeserializeOwned>(
     label_selector: Option<&str>,
     page_size: u32,
     mut on_page: impl FnMut(Vec<T>),
-) -> Result<usize, PageError> {
+) -> Result<(usize, String), PageError> {
     let mut continue_token: Option<String> = None;
     let mut requests = 0;
     loop {
@@ -689,7 +757,7 @@ async fn pages<T: serde::de::DeserializeOwned>(
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(c) if continue_token.as_ref() == Some(&c) => return Err(PageError::RepeatedToken),
             Some(c) => continue_token = Some(c),
-            None => return Ok(requests),
+            None => return Ok((requests, page.metadata.resource_version.unwrap_or_default())),
         }
     }
 }

@@ -51,6 +51,19 @@ impl Targets {
         Self::build(names, selector, all, "")
     }
 
+    /// Whether a node with `name` and `labels` is among the targets.
+    pub fn admits_node(
+        &self,
+        name: &str,
+        labels: &std::collections::BTreeMap<String, String>,
+    ) -> bool {
+        match self {
+            Targets::Names(names) => names.iter().any(|n| n == name),
+            Targets::Selector(s) => s.matches(labels),
+            Targets::All => true,
+        }
+    }
+
     fn build(
         names: Vec<String>,
         selector: Option<&str>,

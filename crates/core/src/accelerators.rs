@@ -223,6 +223,30 @@ pub fn accelerator_resources(nodes: &[Node]) -> BTreeSet<String> {
         .collect()
 }
 
+/// One active, bound pod's effective requests of the resources `counted` accepts, with its
+/// node: `None` when it asks for none (most pods). A request DRA serves is not counted
+/// against the node (see [`requested_per_node`]).
+pub fn pod_requests(
+    pod: &Pod,
+    counted: impl Fn(&str) -> bool,
+) -> Option<(String, BTreeMap<String, i128>)> {
+    if !pod.is_active() {
+        return None;
+    }
+    let node = pod.spec.node_name.as_deref().filter(|n| !n.is_empty())?;
+    let requests: BTreeMap<String, i128> = pod
+        .requests()
+        .into_keys()
+        .filter(|r| counted(r) && !pod.extended_resource_served_by_dra(r))
+        .map(|r| {
+            let q = pod.effective_request(&r);
+            (r, q)
+        })
+        .filter(|(_, q)| *q != 0)
+        .collect();
+    (!requests.is_empty()).then(|| (node.to_string(), requests))
+}
+
 /// Sums the effective requests of `resources` by the active pods, per node. A request that
 /// DRA serves (the pod's `status.extendedResourceClaimStatus` maps it to a claim) is counted
 /// as that claim's devices, not against the node's allocatable.
@@ -232,23 +256,10 @@ pub fn requested_per_node<'a>(
     into: &mut BTreeMap<String, BTreeMap<String, i128>>,
 ) {
     for pod in pods {
-        if !pod.is_active() {
-            continue;
-        }
-        let Some(node) = pod.spec.node_name.as_deref().filter(|n| !n.is_empty()) else {
-            continue;
-        };
-        for resource in resources {
-            if pod.extended_resource_served_by_dra(resource) {
-                continue;
-            }
-            let r = pod.effective_request(resource);
-            if r != 0 {
-                *into
-                    .entry(node.to_string())
-                    .or_default()
-                    .entry(resource.clone())
-                    .or_default() += r;
+        if let Some((node, requests)) = pod_requests(pod, |r| resources.contains(r)) {
+            let sums = into.entry(node).or_default();
+            for (resource, q) in requests {
+                *sums.entry(resource).or_default() += q;
             }
         }
     }

@@ -296,11 +296,20 @@ impl DraInventory {
         rules.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         for rule in rules {
             let taint = rule.spec.taint;
-            let selector = rule.spec.device_selector.unwrap_or_default();
-            let selected: Vec<usize> = match (&selector.driver, &selector.pool, &selector.device) {
+            // Without a selector a rule matches no device (an empty one matches all).
+            let Some(selector) = rule.spec.device_selector else {
+                self.rules.push((rule.metadata.name, taint, Vec::new()));
+                continue;
+            };
+            let named = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
+            let selected: Vec<usize> = match (
+                named(&selector.driver),
+                named(&selector.pool),
+                named(&selector.device),
+            ) {
                 (Some(driver), Some(pool), Some(device)) => self
                     .index
-                    .get(&(driver.clone(), pool.clone(), device.clone()))
+                    .get(&(driver, pool, device))
                     .copied()
                     .into_iter()
                     .collect(),

@@ -87,6 +87,16 @@ fn is_bidi_control(c: char) -> bool {
 /// A table; every cell (data from the cluster or files) has its control characters
 /// escaped.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut all: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
+    all.extend(rows.iter().cloned());
+    let mut widths = Vec::new();
+    aligned_rows(&all, &mut widths)
+}
+
+/// Rows padded as [`table`] pads them, to columns at least `widths` wide; `widths` grows to
+/// fit these rows, so rows printed later (a watch's) stay aligned with earlier ones. Cells
+/// are escaped for a terminal.
+pub fn aligned_rows(rows: &[Vec<String>], widths: &mut Vec<usize>) -> String {
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
@@ -95,29 +105,25 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
                 .collect()
         })
         .collect();
-    let rows = &rows;
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in rows {
+    for row in &rows {
         for (i, cell) in row.iter().enumerate() {
-            if i < widths.len() {
-                widths[i] = widths[i].max(cell.chars().count());
+            let n = cell.chars().count();
+            match widths.get_mut(i) {
+                Some(w) => *w = (*w).max(n),
+                None => widths.push(n),
             }
         }
     }
     let mut out = String::new();
-    let mut line = |cells: Vec<&str>| {
-        let last = cells.len().saturating_sub(1);
-        for (i, cell) in cells.iter().enumerate() {
+    for row in &rows {
+        let last = row.len().saturating_sub(1);
+        for (i, cell) in row.iter().enumerate() {
             out.push_str(cell);
             if i < last {
                 out.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
             }
         }
         out.push('\n');
-    };
-    line(header.to_vec());
-    for row in rows {
-        line(row.iter().map(String::as_str).collect());
     }
     out
 }

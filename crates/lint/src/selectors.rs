@@ -14,7 +14,7 @@
 //! | | `spec.tolerations` (injected) and `spec.nodeTaints` (the flavor's nodes' taints, which its workloads must tolerate to be admitted) | tolerations |
 //! | Volcano `Queue` | `spec.affinity.nodeGroupAffinity.requiredDuringSchedulingIgnoredDuringExecution`: node groups, the nodes labelled `volcano.sh/nodegroup-name` | required affinity `volcano.sh/nodegroup-name In [groups]` |
 //! | Kubeflow Trainer `TrainJob` | `spec.runtimeRef`: the TrainingRuntime or ClusterTrainingRuntime whose template its pods get | the runtime names it in `used_by` |
-//! | | `spec.runtimePatches[].trainingRuntimeSpec.template.spec.replicatedJobs[].template.spec.template.spec`: what the job adds to the runtime's template | its `nodeSelector` and affinity; tolerations with the runtime's |
+//! | | `spec.runtimePatches[].trainingRuntimeSpec.template.spec.replicatedJobs[].template.spec.template.spec`: what the job patches into the runtime's template (a strategic merge: `nodeSelector` merged, tolerations and required affinity terms replaced) | its `nodeSelector`, affinity and tolerations; the runtime's tolerations when it sets none |
 //!
 //! A flavor also names the ClusterQueues that use it (`spec.resourceGroups[].flavors[].name`),
 //! and a Trainer runtime the TrainJobs that use it, so a finding says whose workloads lose
@@ -208,7 +208,9 @@ impl HeldSelectors {
                             ..PodSpec::default()
                         })
                     })
-                    .filter(|p| p.node_selector.is_some() || p.affinity.is_some())
+                    .filter(|p| {
+                        p.node_selector.is_some() || p.affinity.is_some() || p.tolerations.is_some()
+                    })
                     .collect();
                 self.train_jobs.push(TrainJob {
                     namespace,
@@ -245,8 +247,6 @@ impl HeldSelectors {
             }
         }
         for job in &self.train_jobs {
-            // The runtime's tolerations stay with the pods the patch shapes: the taint check
-            // must not call a taint the runtime tolerates untolerated.
             let runtime_tolerations: Vec<Toleration> = listed
                 .iter()
                 .filter(|w| {
@@ -257,9 +257,12 @@ impl HeldSelectors {
                 .collect();
             for patch in &job.patches {
                 let mut spec = patch.clone();
-                spec.tolerations
-                    .get_or_insert_with(Vec::new)
-                    .extend(runtime_tolerations.iter().cloned());
+                // Trainer merges a patch strategically: its tolerations replace the
+                // runtime's; without any, the pods keep the runtime's (all its jobs', the
+                // cautious side for the taint check).
+                if spec.tolerations.is_none() {
+                    spec.tolerations = Some(runtime_tolerations.clone());
+                }
                 out.push(Workload {
                     kind: "TrainJob".into(),
                     namespace: job.namespace.clone(),
@@ -503,7 +506,7 @@ mod tests {
                 .key
                 .as_deref(),
             Some("nvidia.com/gpu"),
-            "the runtime's tolerations come with the patch"
+            "a patch without tolerations keeps the runtime's"
         );
     }
 

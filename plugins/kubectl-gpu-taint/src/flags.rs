@@ -136,7 +136,7 @@ taints is not free, and WARNINGS say so; ComputeDomain channels are shown apart,
 accelerators). WARNINGS also say a pending or failed MIG reconfiguration. A node with \
 accelerators of any kind is a GPU node. --by namespace|pod breaks the requests down instead \
 (-n/-A choose whose).",
-        after_help = "Examples:\n  kubectl gpu-taint status\n  kubectl gpu-taint status -l pool=online -o wide   # also the pool labels\n  kubectl gpu-taint status -L nvidia.com/gpu.product -L pool\n  kubectl gpu-taint status --resource nvidia.com/gpu -o json\n  # Requests per namespace; per pod in one namespace (the runbook's script)\n  kubectl gpu-taint status --by namespace\n  kubectl gpu-taint status --by pod -n ml\n  # Where are our free H100s? Every cluster at once\n  kubectl gpu-taint status --all-contexts -L nvidia.com/gpu.product"
+        after_help = "Examples:\n  kubectl gpu-taint status\n  kubectl gpu-taint status -l pool=online -o wide   # also the pool labels\n  kubectl gpu-taint status -L nvidia.com/gpu.product -L pool\n  kubectl gpu-taint status --resource nvidia.com/gpu -o json\n  # Requests per namespace; per pod in one namespace (the runbook's script)\n  kubectl gpu-taint status --by namespace\n  kubectl gpu-taint status --by pod -n ml\n  # Where are our free H100s? Every cluster at once\n  kubectl gpu-taint status --all-contexts -L nvidia.com/gpu.product\n  # Watch a pool drain and fill: its rows again each time they change\n  kubectl gpu-taint status -l pool=online -w"
     )]
     Status {
         #[command(flatten)]
@@ -161,6 +161,11 @@ accelerators of any kind is a GPU node. --by namespace|pod breaks the requests d
             value_delimiter = ','
         )]
         label_columns: Vec<String>,
+        /// After the table, print a node's rows again each time they change (allocatable,
+        /// requests, cordon, taints), from watches of the nodes and pods, until interrupted
+        /// (kubectl's -w). Table output only (the default or -o wide), one cluster.
+        #[arg(short = 'w', long)]
+        watch: bool,
     },
     /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl gpu-taint <TAB>`.
     #[command(

@@ -140,6 +140,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             by,
             all_namespaces,
             label_columns,
+            watch,
         } => {
             let namespace = cli.connection.namespace.clone().filter(|_| !all_namespaces);
             let options = StatusOptions {
@@ -151,6 +152,25 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             };
             let targets = targets(&selection, true)?;
             let fleet = Fleet::resolve(&cli.connection, &cli.fleet)?;
+            if watch {
+                if options.by.is_some() {
+                    return Err(input(
+                        "-w/--watch prints the node table: it cannot be combined with --by or -n",
+                    ));
+                }
+                if fleet.is_some() {
+                    return Err(input(
+                        "-w/--watch watches one cluster: it cannot be combined with --contexts or --all-contexts",
+                    ));
+                }
+                if ui.output.is_structured() {
+                    return Err(input(
+                        "-w/--watch prints table rows: use the default output or -o wide",
+                    ));
+                }
+                let conn = placekit::ui::connect(&cli.connection).await?;
+                return placekit::inventory::watch_status(&conn, ui, &targets, &options).await;
+            }
             commands::status_command(&cli.connection, fleet.as_ref(), ui, targets, &options).await
         }
         Command::Completion(args) => {

@@ -287,3 +287,121 @@ fn status_counts_tainted_devices_compute_domain_devices_and_mig_reconfiguration(
     assert_eq!(node["accelerators"][0]["free"], 2, "{node}");
     assert!(node["accelerators"][0].get("tainted").is_none(), "{node}");
 }
+
+/// `status -w`: the table, then a node's rows again within a second of a write that
+/// changes them (its allocatable, a GPU pod bound to it), and nothing for a write that
+/// does not (a label outside the table).
+#[test]
+fn status_watch_prints_a_changed_node_within_a_second() {
+    use std::io::BufRead as _;
+    use std::time::{Duration, Instant};
+    let suite = "gpu-taint status -w on the real control plane";
+    let Some((kubectl, _)) = Kubectl::for_suite(suite) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let node = home.path().join("node.yaml");
+    std::fs::write(
+        &node,
+        r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-gt-watch
+  labels: {kubernetes.io/hostname: pk-gt-watch, example.com/pk-gt-watch: "1"}
+status:
+  capacity: {nvidia.com/gpu: "8", cpu: "8", pods: "110"}
+  allocatable: {nvidia.com/gpu: "8", cpu: "8", pods: "110"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pk-gt-watch-trainer, namespace: default}
+spec:
+  nodeName: pk-gt-watch
+  containers: [{name: c, image: registry.k8s.io/pause:3.10, resources: {limits: {nvidia.com/gpu: "2"}}}]
+"#,
+    )
+    .unwrap();
+    let node = node.display().to_string();
+    kubectl.delete_now(&node, true);
+    kubectl.must(&["create", "-f", &node]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
+        .args(["status", "-l", "example.com/pk-gt-watch=1", "-w"])
+        .env("KUBECONFIG", kubectl.kubeconfig())
+        .env("HOME", home.path())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines, received) = std::sync::mpsc::channel::<(Instant, String)>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send((Instant::now(), line)).is_err() {
+                break;
+            }
+        }
+    });
+    let next = |within: Duration| received.recv_timeout(within).ok();
+    // The table: header, the node's row (2 of 8 requested), the total.
+    let table: Vec<String> = (0..3)
+        .filter_map(|_| next(Duration::from_secs(30)).map(|(_, l)| l))
+        .collect();
+    // A label the table does not show: no row.
+    kubectl.must(&["label", "node", "pk-gt-watch", "example.com/unrelated=1"]);
+    let quiet = next(Duration::from_secs(2));
+    // The device plugin reports a GPU gone: allocatable 8 -> 7.
+    let written = Instant::now();
+    kubectl.must(&[
+        "patch",
+        "node",
+        "pk-gt-watch",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"allocatable":{"nvidia.com/gpu":"7"}}}"#,
+    ]);
+    let allocatable = next(Duration::from_secs(10));
+    // The GPU pod finishes: its 2 GPUs are free again.
+    kubectl.must(&[
+        "delete",
+        "pod",
+        "pk-gt-watch-trainer",
+        "-n",
+        "default",
+        "--grace-period=0",
+        "--force",
+    ]);
+    let freed = next(Duration::from_secs(10));
+    let _ = child.kill();
+    let _ = child.wait();
+    kubectl.delete_now(&node, false);
+
+    assert!(
+        table.len() == 3
+            && table[0].starts_with("NAME")
+            && table[1].starts_with("pk-gt-watch")
+            && table[1].split_whitespace().nth(4) == Some("2"),
+        "{table:?}"
+    );
+    assert_eq!(quiet, None, "a label outside the table printed a row");
+    let (at, row) = allocatable.expect("no row after the allocatable changed");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        (cells[0], cells[3], cells[5]),
+        ("pk-gt-watch", "7", "5"),
+        "{row}"
+    );
+    assert!(
+        at.duration_since(written) < Duration::from_secs(1),
+        "the row came {:?} after the write",
+        at.duration_since(written)
+    );
+    let (_, row) = freed.expect("no row after the GPU pod went");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!((cells[4], cells[5]), ("0", "7"), "{row}");
+}

@@ -105,19 +105,26 @@ pub async fn read_dra(conn: &Connection, keep_claims: bool) -> Result<DraRead, C
     if any_slices {
         // Taints an admin or a driver puts on devices through rules: the scheduler
         // allocates a tainted device only to a claim that tolerates it.
+        // Served as v1 once GA (1.37), v1beta2 in 1.36, v1alpha3 behind a gate before.
         let mut rules: Vec<DeviceTaintRule> = Vec::new();
-        let listed = api::for_each_page_if_served(
-            &conn.client,
-            &format!("{}/devicetaintrules", dra::API),
-            DRA_PAGE,
-            |p: Vec<DeviceTaintRule>| rules.extend(p),
-        )
-        .await?;
-        note(
-            listed,
-            &mut out,
-            "devices a DeviceTaintRule taints may show as free",
-        );
+        for version in ["v1", "v1beta2", "v1alpha3"] {
+            let listed = api::for_each_page_if_served(
+                &conn.client,
+                &format!("/apis/resource.k8s.io/{version}/devicetaintrules"),
+                DRA_PAGE,
+                |p: Vec<DeviceTaintRule>| rules.extend(p),
+            )
+            .await?;
+            let not_served = matches!(listed, Listed::NotServed);
+            note(
+                listed,
+                &mut out,
+                "devices a DeviceTaintRule taints may show as free",
+            );
+            if !not_served {
+                break;
+            }
+        }
         out.inventory.apply_taint_rules(rules);
     }
     if !any_slices && !keep_claims {
@@ -296,14 +303,7 @@ pub async fn read_status(
     {
         return Err(CommandError::Input(unknown.message));
     }
-    let mut resources = accelerators::accelerator_resources(&nodes);
-    if let Some(r) = resource {
-        resources.insert(r.to_string());
-    }
-    let primary = resource.unwrap_or(gpu::DEFAULT_RESOURCE).to_string();
-    // The flat legacy fields count the primary resource even when it is not an accelerator
-    // of a known vendor.
-    resources.insert(primary.clone());
+    let (resources, _) = counted_resources(&nodes, options);
     let mut requested: BTreeMap<String, BTreeMap<String, i128>> = BTreeMap::new();
     let mut breakdown: BTreeMap<BreakdownKey, (i128, usize)> = BTreeMap::new();
     let mut pod_nodes: BTreeMap<(String, String), String> = BTreeMap::new();
@@ -400,9 +400,42 @@ pub async fn read_status(
             view: StatusView::Breakdown(rows),
         });
     }
+    Ok(Status {
+        notes,
+        view: nodes_view(&nodes, &requested, &dra.inventory, options),
+    })
+}
+
+/// The accelerator resources `status` counts on `nodes`, and the one its flat (legacy)
+/// fields count.
+pub(super) fn counted_resources(
+    nodes: &[Node],
+    options: &StatusOptions,
+) -> (BTreeSet<String>, String) {
+    let resource = options.resource.as_deref();
+    let mut resources = accelerators::accelerator_resources(nodes);
+    if let Some(r) = resource {
+        resources.insert(r.to_string());
+    }
+    let primary = resource.unwrap_or(gpu::DEFAULT_RESOURCE).to_string();
+    // The flat legacy fields count the primary resource even when it is not an accelerator
+    // of a known vendor.
+    resources.insert(primary.clone());
+    (resources, primary)
+}
+
+/// The node table of `status` from what was read: a row group per node, the totals, and
+/// the totals per resource (pure).
+pub(super) fn nodes_view(
+    nodes: &[Node],
+    requested: &BTreeMap<String, BTreeMap<String, i128>>,
+    dra: &DraInventory,
+    options: &StatusOptions,
+) -> StatusView {
+    let (resources, primary) = counted_resources(nodes, options);
     let empty = BTreeMap::new();
     let scope = Scope {
-        resource,
+        resource: options.resource.as_deref(),
         primary: &primary,
         resources: &resources,
         label_columns: &options.label_columns,
@@ -413,7 +446,7 @@ pub async fn read_status(
             accelerators::node_inventory(
                 n,
                 requested.get(&n.metadata.name).unwrap_or(&empty),
-                &dra.inventory,
+                dra,
                 &scope,
             )
         })
@@ -423,7 +456,7 @@ pub async fn read_status(
     let mut by_resource = accelerators::totals_by_resource(&rows);
     // DRA devices a node selector or allNodes makes reachable from many nodes are one
     // device each in the totals, not one per node.
-    let over = dra.inventory.devices_over(nodes.iter().map(|n| NodeFacts {
+    let over = dra.devices_over(nodes.iter().map(|n| NodeFacts {
         name: &n.metadata.name,
         labels: &n.metadata.labels,
     }));
@@ -432,15 +465,12 @@ pub async fn read_status(
             t.figures = accelerators::Figures::devices(d.total, d.allocated, d.free);
         }
     }
-    Ok(Status {
-        notes,
-        view: StatusView::Nodes {
-            primary,
-            rows,
-            totals,
-            by_resource,
-        },
-    })
+    StatusView::Nodes {
+        primary,
+        rows,
+        totals,
+        by_resource,
+    }
 }
 
 /// The accelerator resources to count for nodes (those they carry, plus `extra`).

@@ -273,7 +273,7 @@ fn label_header(key: &str) -> String {
 }
 
 /// The node table's header: `-o wide` adds the pool labels, `-L` a column per key.
-fn inventory_header(ui: &Ui, options: &StatusOptions) -> Vec<String> {
+pub(super) fn inventory_header(ui: &Ui, options: &StatusOptions) -> Vec<String> {
     let wide = ui.output == OutputFormat::Wide;
     let mut header: Vec<String> = [
         "NAME",
@@ -294,6 +294,15 @@ fn inventory_header(ui: &Ui, options: &StatusOptions) -> Vec<String> {
     header.extend(options.label_columns.iter().map(|k| label_header(k)));
     header.push("WARNINGS".into());
     header
+}
+
+/// One node's rows of the table (what `status -w` prints again when they change).
+pub(super) fn node_rows(
+    ui: &Ui,
+    node: &NodeInventory,
+    options: &StatusOptions,
+) -> Vec<Vec<String>> {
+    inventory_rows(ui, std::slice::from_ref(node), &[], options)
 }
 
 /// The node table's rows: one per node and accelerator, then the totals per resource.

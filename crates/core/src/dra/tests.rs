@@ -314,7 +314,9 @@ fn device_taint_rules_keep_devices_from_claims_that_do_not_tolerate_them() {
             "deviceSelector": {"driver": "gpu.example.org"},
             "taint": {"key": "k", "effect": "NoExecute"}}})),
         rule(json!({"metadata": {"name": "info"}, "spec": {
-            "taint": {"key": "k", "effect": "None"}}})),
+            "deviceSelector": {}, "taint": {"key": "k", "effect": "None"}}})),
+        rule(json!({"metadata": {"name": "no-selector"}, "spec": {
+            "taint": {"key": "k", "effect": "NoSchedule"}}})),
     ]);
     let labels = BTreeMap::new();
     let n1 = facts("n1", &labels);
@@ -329,6 +331,7 @@ fn device_taint_rules_keep_devices_from_claims_that_do_not_tolerate_them() {
         notes,
         vec![
             "DeviceTaintRule gpu0-broken (example.com/unhealthy=ecc:NoSchedule) taints 1 device: not counted as free, only claims that tolerate it get them",
+            "DeviceTaintRule no-selector (k:NoSchedule) selects no published device: check its deviceSelector",
             "DeviceTaintRule typo (k:NoExecute) selects no published device: check its deviceSelector",
         ]
     );

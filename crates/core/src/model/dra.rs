@@ -162,7 +162,7 @@ pub struct DeviceTaintRule {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeviceTaintRuleSpec {
-    /// Absent, or a field left empty, selects every device (of that driver, pool...).
+    /// Absent, no device; present, the devices its fields name (a field left out: any).
     #[serde(default)]
     pub device_selector: Option<DeviceTaintSelector>,
     #[serde(default)]
