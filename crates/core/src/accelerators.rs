@@ -206,6 +206,13 @@ pub struct NodeInventory {
 
 impl NodeInventory {
     /// Whether the node has accelerators of any kind.
+    /// Whether some accelerator of the node has a device free (`--free-only`).
+    pub fn has_free_accelerator(&self) -> bool {
+        self.accelerators
+            .iter()
+            .any(|a| a.form != Form::DraNonAccelerator && a.figures.free.is_some_and(|f| f > 0))
+    }
+
     pub fn has_accelerators(&self) -> bool {
         self.accelerators
             .iter()

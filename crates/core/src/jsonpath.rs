@@ -275,6 +275,64 @@ impl Column {
     }
 }
 
+/// `--sort-by=JSONPATH`, as kubectl's: items ordered by the first value the path selects in
+/// each; numbers by value, text as text, items without the field last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SortKey {
+    spec: String,
+    path: Vec<Segment>,
+}
+
+impl SortKey {
+    /// Parses `.free`, `{.free}` or `{.labels['k8s.io/pool']}`.
+    pub fn parse(spec: &str) -> Result<SortKey, TemplateError> {
+        let trimmed = spec.trim();
+        let path = trimmed
+            .strip_prefix('{')
+            .and_then(|p| p.strip_suffix('}'))
+            .unwrap_or(trimmed);
+        if !path.starts_with('.') && !path.starts_with('$') {
+            return Err(TemplateError {
+                template: spec.to_string(),
+                message: "a sort key is a JSONPath such as .free or '{.name}'".into(),
+            });
+        }
+        Ok(SortKey {
+            spec: spec.to_string(),
+            path: parse_path(path).map_err(|message| TemplateError {
+                template: spec.to_string(),
+                message,
+            })?,
+        })
+    }
+
+    /// The key as given.
+    pub fn as_str(&self) -> &str {
+        &self.spec
+    }
+
+    /// How `a` and `b` order by this key.
+    pub fn compare(&self, a: &Value, b: &Value) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        let key = |v: &Value| select(v, &self.path).into_iter().next().cloned();
+        match (key(a), key(b)) {
+            (None | Some(Value::Null), None | Some(Value::Null)) => Ordering::Equal,
+            (None | Some(Value::Null), _) => Ordering::Greater,
+            (_, None | Some(Value::Null)) => Ordering::Less,
+            (Some(Value::Number(x)), Some(Value::Number(y))) => x
+                .as_f64()
+                .partial_cmp(&y.as_f64())
+                .unwrap_or(Ordering::Equal),
+            (Some(x), Some(y)) => plain(&x).cmp(&plain(&y)),
+        }
+    }
+
+    /// Whether any of `items` has the field (kubectl refuses a key none has).
+    pub fn found_in(&self, items: &[Value]) -> bool {
+        items.iter().any(|v| !select(v, &self.path).is_empty())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,5 +392,32 @@ mod tests {
         let cells: Vec<String> = columns.iter().map(|c| c.cell(&row)).collect();
         assert_eq!(cells, ["gpu-1", "2", "<none>"]);
         assert!(parse_columns("NODE").is_err());
+    }
+}
+
+#[cfg(test)]
+mod sort_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sort_keys_order_numbers_by_value_text_as_text_and_missing_last() {
+        let items = [
+            json!({"name": "b", "free": 10}),
+            json!({"name": "a", "free": 2}),
+            json!({"name": "c"}),
+            json!({"name": "d", "free": 0}),
+        ];
+        let mut sorted = items.to_vec();
+        let key = SortKey::parse(".free").unwrap();
+        sorted.sort_by(|a, b| key.compare(a, b));
+        let names: Vec<&str> = sorted.iter().map(|v| v["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["d", "a", "b", "c"]);
+        let key = SortKey::parse("{.name}").unwrap();
+        sorted.sort_by(|a, b| key.compare(a, b));
+        assert_eq!(sorted[0]["name"], "a");
+        assert!(key.found_in(&sorted));
+        assert!(!SortKey::parse(".nope").unwrap().found_in(&sorted));
+        assert!(SortKey::parse("free").is_err());
     }
 }

@@ -136,7 +136,7 @@ taints is not free, and WARNINGS say so; ComputeDomain channels are shown apart,
 accelerators). WARNINGS also say a pending or failed MIG reconfiguration. A node with \
 accelerators of any kind is a GPU node. --by namespace|pod breaks the requests down instead \
 (-n/-A choose whose).",
-        after_help = "Examples:\n  kubectl gpu-taint status\n  kubectl gpu-taint status -l pool=online -o wide   # also the pool labels\n  kubectl gpu-taint status -L nvidia.com/gpu.product -L pool\n  kubectl gpu-taint status --resource nvidia.com/gpu -o json\n  # Requests per namespace; per pod in one namespace (the runbook's script)\n  kubectl gpu-taint status --by namespace\n  kubectl gpu-taint status --by pod -n ml\n  # Where are our free H100s? Every cluster at once\n  kubectl gpu-taint status --all-contexts -L nvidia.com/gpu.product\n  # Watch a pool drain and fill: its rows again each time they change\n  kubectl gpu-taint status -l pool=online -w"
+        after_help = "Examples:\n  kubectl gpu-taint status\n  kubectl gpu-taint status -l pool=online -o wide   # also the pool labels\n  kubectl gpu-taint status -L nvidia.com/gpu.product -L pool\n  kubectl gpu-taint status --resource nvidia.com/gpu -o json\n  # Requests per namespace; per pod in one namespace (the runbook's script)\n  kubectl gpu-taint status --by namespace\n  kubectl gpu-taint status --by pod -n ml\n  # Where are our free H100s? Every cluster at once\n  kubectl gpu-taint status --all-contexts -L nvidia.com/gpu.product\n  # Watch a pool drain and fill: its rows again each time they change\n  kubectl gpu-taint status -l pool=online -w\n  # Free GPUs per Karpenter NodePool, the freest nodes first\n  kubectl gpu-taint status --free-only --group-by karpenter.sh/nodepool --sort-by '{.free}'"
     )]
     Status {
         #[command(flatten)]
@@ -161,6 +161,17 @@ accelerators of any kind is a GPU node. --by namespace|pod breaks the requests d
             value_delimiter = ','
         )]
         label_columns: Vec<String>,
+        /// Order the nodes by a field of their JSON (kubectl's --sort-by): a JSONPath such as
+        /// .free, .name, .zone or '{.accelerators[0].free}'.
+        #[arg(long, value_name = "JSONPATH")]
+        sort_by: Option<String>,
+        /// Only nodes with a free accelerator (a device or extended resource left to claim).
+        #[arg(long)]
+        free_only: bool,
+        /// Group the nodes by a label's value (a pool: karpenter.sh/nodepool,
+        /// cloud.google.com/gke-nodepool...), each group followed by its totals.
+        #[arg(long, value_name = "LABEL")]
+        group_by: Option<String>,
         /// After the table, print a node's rows again each time they change (allocatable,
         /// requests, cordon, taints), from watches of the nodes and pods, until interrupted
         /// (kubectl's -w). Table output only (the default or -o wide), one cluster.

@@ -140,6 +140,9 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             by,
             all_namespaces,
             label_columns,
+            sort_by,
+            free_only,
+            group_by,
             watch,
         } => {
             let namespace = cli.connection.namespace.clone().filter(|_| !all_namespaces);
@@ -149,9 +152,33 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 by: by.or(namespace.as_ref().map(|_| By::Pod)),
                 namespace,
                 label_columns,
+                sort_by: sort_by
+                    .as_deref()
+                    .map(placekit::jsonpath::SortKey::parse)
+                    .transpose()
+                    .map_err(|e| input(format!("--sort-by: {e}")))?,
+                free_only,
+                group_by,
             };
+            let table_only = [
+                ("--sort-by", options.sort_by.is_some()),
+                ("--free-only", options.free_only),
+                ("--group-by", options.group_by.is_some()),
+            ];
+            if let (Some(_), Some((flag, _))) =
+                (options.by, table_only.iter().find(|(_, given)| *given))
+            {
+                return Err(input(format!(
+                    "{flag} orders or filters the node table: it cannot be combined with --by or -n"
+                )));
+            }
             let targets = targets(&selection, true)?;
             let fleet = Fleet::resolve(&cli.connection, &cli.fleet)?;
+            if fleet.is_some() && options.group_by.is_some() {
+                return Err(input(
+                    "--group-by groups one cluster's nodes: it cannot be combined with --contexts or --all-contexts",
+                ));
+            }
             if watch {
                 if options.by.is_some() {
                     return Err(input(
@@ -166,6 +193,11 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 if ui.output.is_structured() {
                     return Err(input(
                         "-w/--watch prints table rows: use the default output or -o wide",
+                    ));
+                }
+                if options.free_only || options.group_by.is_some() {
+                    return Err(input(
+                        "-w/--watch prints each node that changes: it cannot be combined with --free-only or --group-by",
                     ));
                 }
                 let conn = placekit::ui::connect(&cli.connection).await?;

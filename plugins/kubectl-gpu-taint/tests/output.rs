@@ -19,27 +19,32 @@ async fn demo() -> (TestServer, tempfile::TempDir, std::path::PathBuf) {
     (server, dir, kubeconfig)
 }
 
+/// `gpu-taint status ARGS` against `kubeconfig`: (exit code, stdout, stderr).
+fn status(kubeconfig: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    tokio::task::block_in_place(|| {
+        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("status")
+            .args(args)
+            .env("NO_COLOR", "1")
+            .bounded_output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_prints_what_scripts_ask_for() {
     let (_server, _dir, kubeconfig) = demo().await;
     let run = |args: &[&str]| {
-        tokio::task::block_in_place(|| {
-            let out = Command::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
-                .arg("--kubeconfig")
-                .arg(&kubeconfig)
-                .arg("status")
-                .args(args)
-                .env("NO_COLOR", "1")
-                .bounded_output()
-                .unwrap();
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8_lossy(&out.stdout).into_owned()
-        })
+        let (code, out, err) = status(&kubeconfig, args);
+        assert_eq!(code, 0, "{err}");
+        out
     };
     let rows = run(&["--no-headers"]);
     assert_eq!(rows.lines().count(), 5, "{rows}");
@@ -96,4 +101,63 @@ async fn verbosity_six_logs_each_request() {
     );
     assert!(!log.contains(ADMIN_TOKEN), "{log}");
     assert_eq!(stderr(&[]), "");
+}
+
+/// `--sort-by` orders the nodes by a field of their JSON, `--free-only` keeps the nodes with
+/// a free accelerator, `--group-by LABEL` groups them with each group's totals; a key no node
+/// has, and these flags with `--by`, are refused (exit 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_sorts_filters_and_groups_nodes() {
+    let (_server, _dir, kubeconfig) = demo().await;
+    let run = |args: &[&str]| status(&kubeconfig, args);
+    let (code, out, err) = run(&["--sort-by", "{.free}", "--free-only", "-o", "name"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "node/gpu-a100-1\nnode/gpu-h100-1\nnode/gpu-a100-3\n");
+    let (code, out, err) = run(&[
+        "--group-by",
+        "topology.kubernetes.io/zone",
+        "--free-only",
+        "--sort-by",
+        ".name",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let firsts: Vec<&str> = out
+        .lines()
+        .map(|l| l.split("  ").next().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        firsts,
+        [
+            "NAME",
+            "gpu-a100-1",
+            "gpu-h100-1",
+            "TOTAL topology.kubernetes.io/zone=zone-a (2 nodes)",
+            "gpu-a100-3",
+            "TOTAL topology.kubernetes.io/zone=zone-c (1 node)",
+            "TOTAL (3 nodes)",
+        ],
+        "{out}"
+    );
+    let zone_a = out.lines().nth(3).unwrap();
+    assert_eq!(
+        zone_a.split_whitespace().collect::<Vec<_>>()[4..9],
+        ["nvidia.com/gpu", "16", "16", "10", "6"],
+        "{zone_a}"
+    );
+    let (code, out, err) = run(&["--group-by", "topology.kubernetes.io/zone", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["groupBy"], "topology.kubernetes.io/zone");
+    assert_eq!(report["groups"][0]["value"], "zone-a");
+    assert_eq!(report["groups"][0]["nodes"], 2);
+    assert_eq!(report["groups"][0]["byResource"][0]["free"], 6);
+    let (code, _, err) = run(&["--sort-by", ".nope"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--sort-by .nope: no node has that field"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["--by", "namespace", "--group-by", "pool"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--group-by"), "{err}");
 }

@@ -39,6 +39,12 @@ pub struct StatusOptions {
     pub namespace: Option<String>,
     /// `-L KEY`: label columns.
     pub label_columns: Vec<String>,
+    /// `--sort-by=JSONPATH`: the nodes ordered by a field of their JSON (`.free`, `.name`).
+    pub sort_by: Option<placekit_core::jsonpath::SortKey>,
+    /// `--free-only`: only nodes with a free accelerator.
+    pub free_only: bool,
+    /// `--group-by KEY`: the nodes grouped by a label's value, each group with its totals.
+    pub group_by: Option<String>,
 }
 
 /// DRA as read from the cluster: the inventory and what the user must be told about it.
@@ -252,7 +258,20 @@ pub enum StatusView {
         rows: Vec<NodeInventory>,
         totals: gpu::GpuTotals,
         by_resource: Vec<ResourceTotal>,
+        /// With `--group-by`: the groups, in the order of `rows` (each a run of them).
+        groups: Vec<NodeGroup>,
     },
+}
+
+/// One `--group-by` group: the nodes whose label has one value (or lacks it).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeGroup {
+    /// The label's value; `None` for the nodes without the label.
+    pub value: Option<String>,
+    pub nodes: usize,
+    /// The group's totals per resource.
+    pub by_resource: Vec<ResourceTotal>,
 }
 
 /// How a cluster's reads are judged.
@@ -402,7 +421,7 @@ pub async fn read_status(
     }
     Ok(Status {
         notes,
-        view: nodes_view(&nodes, &requested, &dra.inventory, options),
+        view: nodes_view(&nodes, &requested, &dra.inventory, options)?,
     })
 }
 
@@ -431,7 +450,7 @@ pub(super) fn nodes_view(
     requested: &BTreeMap<String, BTreeMap<String, i128>>,
     dra: &DraInventory,
     options: &StatusOptions,
-) -> StatusView {
+) -> Result<StatusView, CommandError> {
     let (resources, primary) = counted_resources(nodes, options);
     let empty = BTreeMap::new();
     let scope = Scope {
@@ -440,17 +459,75 @@ pub(super) fn nodes_view(
         resources: &resources,
         label_columns: &options.label_columns,
     };
-    let rows: Vec<NodeInventory> = nodes
+    // Each node with what it is grouped and ordered by.
+    let mut kept: Vec<(Option<String>, NodeInventory, &Node)> = nodes
         .iter()
         .map(|n| {
-            accelerators::node_inventory(
+            let group = options
+                .group_by
+                .as_ref()
+                .and_then(|k| n.metadata.labels.get(k).cloned());
+            let inventory = accelerators::node_inventory(
                 n,
                 requested.get(&n.metadata.name).unwrap_or(&empty),
                 dra,
                 &scope,
-            )
+            );
+            (group, inventory, n)
         })
+        .filter(|(_, inventory, _)| !options.free_only || inventory.has_free_accelerator())
         .collect();
+    if let Some(key) = &options.sort_by {
+        let json: Vec<serde_json::Value> = kept
+            .iter()
+            .map(|(_, r, _)| serde_json::to_value(r).expect("a node's inventory serialises"))
+            .collect();
+        if !json.is_empty() && !key.found_in(&json) {
+            // As kubectl refuses a key no object has.
+            return Err(CommandError::Input(format!(
+                "--sort-by {}: no node has that field (the fields are those of -o json's nodes[], e.g. .name, .free, .zone, .accelerators[0].free)",
+                key.as_str()
+            )));
+        }
+        let mut order: Vec<usize> = (0..kept.len()).collect();
+        order.sort_by(|&a, &b| key.compare(&json[a], &json[b]));
+        let mut slots: Vec<Option<(Option<String>, NodeInventory, &Node)>> =
+            kept.into_iter().map(Some).collect();
+        kept = order.into_iter().filter_map(|i| slots[i].take()).collect();
+    }
+    if options.group_by.is_some() {
+        // Stable: the sort order holds within a group; nodes without the label last.
+        kept.sort_by(|a, b| match (&a.0, &b.0) {
+            (Some(x), Some(y)) => x.cmp(y),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        });
+    }
+    let mut groups: Vec<NodeGroup> = Vec::new();
+    if options.group_by.is_some() {
+        for (value, _, _) in &kept {
+            match groups.last_mut() {
+                Some(g) if &g.value == value => g.nodes += 1,
+                _ => groups.push(NodeGroup {
+                    value: value.clone(),
+                    nodes: 1,
+                    by_resource: Vec::new(),
+                }),
+            }
+        }
+        let mut start = 0;
+        for g in &mut groups {
+            let members: Vec<NodeInventory> = kept[start..start + g.nodes]
+                .iter()
+                .map(|(_, r, _)| r.clone())
+                .collect();
+            g.by_resource = accelerators::totals_by_resource(&members);
+            start += g.nodes;
+        }
+    }
+    let nodes: Vec<&Node> = kept.iter().map(|(_, _, n)| *n).collect();
+    let rows: Vec<NodeInventory> = kept.into_iter().map(|(_, r, _)| r).collect();
     let legacy: Vec<gpu::NodeGpu> = rows.iter().map(|r| r.primary.clone()).collect();
     let totals = gpu::totals(&legacy);
     let mut by_resource = accelerators::totals_by_resource(&rows);
@@ -465,12 +542,13 @@ pub(super) fn nodes_view(
             t.figures = accelerators::Figures::devices(d.total, d.allocated, d.free);
         }
     }
-    StatusView::Nodes {
+    Ok(StatusView::Nodes {
         primary,
         rows,
         totals,
         by_resource,
-    }
+        groups,
+    })
 }
 
 /// The accelerator resources to count for nodes (those they carry, plus `extra`).

@@ -10,7 +10,7 @@ use crate::targets::Targets;
 use crate::ui::REPORT_API_VERSION;
 use crate::ui::{OutputFormat, Ui};
 
-use super::read::{By, RequestRow, Status, StatusOptions, StatusView};
+use super::read::{By, NodeGroup, RequestRow, Status, StatusOptions, StatusView};
 
 /// Renders one cluster's `status`.
 pub fn print_status(ui: &Ui, targets: &Targets, options: &StatusOptions, view: &StatusView) {
@@ -34,25 +34,32 @@ pub fn print_status(ui: &Ui, targets: &Targets, options: &StatusOptions, view: &
             rows,
             totals,
             by_resource,
+            groups,
         } => {
             if ui.output.is_structured() {
                 let mut totals = serde_json::to_value(totals).expect("totals serialise");
                 totals["byResource"] = serde_json::to_value(by_resource).expect("totals serialise");
-                ui.print_structured(&serde_json::json!({
+                let mut report = serde_json::json!({
                     "apiVersion": REPORT_API_VERSION,
                     "kind": "GpuInventory",
                     "resource": primary,
                     "nodes": rows,
                     "totals": totals,
-                }));
+                });
+                if let Some(key) = &options.group_by {
+                    report["groupBy"] = serde_json::json!(key);
+                    report["groups"] = serde_json::to_value(groups).expect("groups serialise");
+                }
+                ui.print_structured(&report);
                 return;
             }
             let header = inventory_header(ui, options);
             let header: Vec<&str> = header.iter().map(String::as_str).collect();
-            print!(
-                "{}",
-                ui.table(&header, &inventory_rows(ui, rows, by_resource, options))
-            );
+            let table_rows = match &options.group_by {
+                None => inventory_rows(ui, rows, by_resource, options),
+                Some(key) => grouped_rows(ui, key, rows, groups, by_resource, options),
+            };
+            print!("{}", ui.table(&header, &table_rows));
         }
     }
 }
@@ -294,6 +301,49 @@ pub(super) fn inventory_header(ui: &Ui, options: &StatusOptions) -> Vec<String> 
     header.extend(options.label_columns.iter().map(|k| label_header(k)));
     header.push("WARNINGS".into());
     header
+}
+
+/// `--group-by KEY`: each group's node rows, then its totals (`TOTAL pool=online (3
+/// nodes)`), and the totals of all at the end.
+fn grouped_rows(
+    ui: &Ui,
+    key: &str,
+    rows: &[NodeInventory],
+    groups: &[NodeGroup],
+    by_resource: &[ResourceTotal],
+    options: &StatusOptions,
+) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for g in groups {
+        let members = &rows[start..start + g.nodes];
+        start += g.nodes;
+        let mut group_rows = inventory_rows(ui, members, &g.by_resource, options);
+        let label = match &g.value {
+            Some(v) => format!("{key}={v}"),
+            None => format!("no {key}"),
+        };
+        // The group's total rows name the group.
+        for row in group_rows
+            .iter_mut()
+            .skip(members.iter().map(node_row_count).sum())
+        {
+            if let Some(first) = row.first_mut()
+                && let Some(rest) = first.strip_prefix("TOTAL ")
+            {
+                *first = format!("TOTAL {label} {rest}");
+            }
+        }
+        out.extend(group_rows);
+    }
+    let all = inventory_rows(ui, &[], by_resource, options);
+    out.extend(all);
+    out
+}
+
+/// How many table rows a node has (one per accelerator, one when it has none).
+fn node_row_count(node: &NodeInventory) -> usize {
+    node.accelerators.len().max(1)
 }
 
 /// One node's rows of the table (what `status -w` prints again when they change).

@@ -64,7 +64,7 @@ pub async fn watch_status(
     let mut watched = Watched::default();
     list(conn, targets, options, &mut watched).await?;
     let nodes: Vec<Node> = watched.nodes.values().cloned().collect();
-    let view = nodes_view(&nodes, &watched.requested, &dra.inventory, options);
+    let view = nodes_view(&nodes, &watched.requested, &dra.inventory, options)?;
     let header = inventory_header(ui, options);
     let _ = aligned_rows(std::slice::from_ref(&header), &mut watched.widths);
     if let StatusView::Nodes {
