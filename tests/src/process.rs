@@ -150,6 +150,31 @@ fn describe(cmd: &Command) -> String {
     format!("`{}`", args.join(" "))
 }
 
+/// Starts `command` (a long-running one: `status -w`, `why-pending -w`) with its stdout read
+/// line by line on a thread: each line arrives with the moment it was read, so a test can
+/// say how soon a change was printed. Stderr is discarded.
+pub fn spawn_lines(command: &mut Command) -> (Child, std::sync::mpsc::Receiver<(Instant, String)>) {
+    use std::io::BufRead as _;
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the command starts");
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send((Instant::now(), line)).is_err() {
+                break;
+            }
+        }
+    });
+    (child, received)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

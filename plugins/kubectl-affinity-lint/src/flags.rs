@@ -128,6 +128,11 @@ pub enum Command {
         /// Without POD: only pods matching this label selector.
         #[arg(short = 'l', long)]
         selector: Option<String>,
+        /// With POD: after the report, follow the pod (a watch, kubectl's -w): print what the
+        /// scheduler says each time it changes, its gates as they go, and stop when it is
+        /// scheduled (exit 0) or deleted (exit 1).
+        #[arg(short = 'w', long)]
+        watch: bool,
         /// Output format: text, wide, json, yaml, name, jsonpath=TEMPLATE,
         /// custom-columns=HEADER:PATH,...
         #[arg(short = 'o', long, value_parser = parse_output, default_value = "text")]
@@ -215,6 +220,8 @@ pub enum Mode {
         /// `None`: every namespace (`-A`).
         all_namespaces: bool,
         selector: Option<String>,
+        /// `-w`: follow the pod until it is scheduled.
+        watch: bool,
     },
     Lint(Box<LintSettings>),
 }
@@ -281,6 +288,7 @@ pub fn resolve(cli: &Cli) -> Result<Mode, CommandError> {
             pod,
             all_namespaces,
             selector,
+            watch,
             output,
             no_headers,
         }) => {
@@ -289,11 +297,22 @@ pub fn resolve(cli: &Cli) -> Result<Mode, CommandError> {
                     "why-pending POD judges one pod: -A and -l are for every pending pod (leave out POD)".into(),
                 ));
             }
+            if *watch && pod.is_none() {
+                return Err(CommandError::Input(
+                    "-w/--watch follows one pod: name it (why-pending POD -w)".into(),
+                ));
+            }
+            if *watch && output.format.is_structured() {
+                return Err(CommandError::Input(
+                    "-w/--watch prints lines as the pod changes: use the default output".into(),
+                ));
+            }
             return Ok(Mode::WhyPending {
                 display: display(output, *no_headers),
                 pod: pod.clone(),
                 all_namespaces: *all_namespaces,
                 selector: selector.clone(),
+                watch: *watch,
             });
         }
         None => {}

@@ -107,8 +107,11 @@ with the action to take. A pod that is Pending but already bound to a node \
 
 Without POD: every pending pod the scheduler has not bound, in the namespace (-A: all namespaces; -l: a label selector), judged against one read of the cluster and grouped by why, one row each (-o wide adds the action, -o json the per-pod verdicts).
 
+With POD and -w: after the report, follow the pod (a watch) and print what the scheduler says each time it changes, and its scheduling gates as they go; stop when it is scheduled (exit 0, naming the node) or deleted (exit 1).
+
 Examples:
   kubectl affinity-lint why-pending llm-inference-0 -n ml
+  kubectl affinity-lint why-pending llm-inference-0 -n ml -w   # until it is scheduled
   kubectl affinity-lint why-pending -A
   kubectl affinity-lint why-pending -n ml -l app=trainer -o wide
 

@@ -371,6 +371,14 @@ fn print_drift(drifted: &[Drift], checked: usize, orphans: &[Value], ui: &Ui) {
     }
 }
 
+/// A pod argument as a name: kubectl's forms NAME, pod/NAME, pods/NAME, po/NAME.
+fn pod_name(arg: &str) -> &str {
+    ["pod/", "pods/", "po/"]
+        .iter()
+        .find_map(|p| arg.strip_prefix(p))
+        .unwrap_or(arg)
+}
+
 /// `why-pending`: the evidence a pending-pod investigation gathers, and every node through the scheduler's filters.
 pub async fn why_pending(
     conn: &Connection,
@@ -378,11 +386,7 @@ pub async fn why_pending(
     namespace: &str,
     name: &str,
 ) -> Result<u8, CommandError> {
-    // kubectl's forms: NAME, pod/NAME, pods/NAME, po/NAME.
-    let name = ["pod/", "pods/", "po/"]
-        .iter()
-        .find_map(|p| name.strip_prefix(p))
-        .unwrap_or(name);
+    let name = pod_name(name);
     if name.is_empty() || name.contains('/') {
         return Err(CommandError::Input(format!(
             "{name:?} is not a pod name (use NAME or pod/NAME, and -n for the namespace)"
@@ -612,6 +616,166 @@ pub async fn why_pending(
     } else {
         exit::PROBLEMS
     })
+}
+
+/// `why-pending POD -w`: after the report, follows the pod with a watch (from the version
+/// of a list of just that pod, so no change is lost) and prints a line each time what the
+/// scheduler says of it changes: its PodScheduled condition, its scheduling gates. Ends
+/// when it is scheduled (exit 0: the node it went to) or deleted (exit 1).
+pub async fn follow_pending(
+    conn: &Connection,
+    namespace: &str,
+    name: &str,
+) -> Result<u8, CommandError> {
+    use futures::StreamExt as _;
+    use kube::core::WatchEvent;
+    let name = pod_name(name);
+    let collection = format!("/api/v1/namespaces/{namespace}/pods");
+    let field_selector = format!("metadata.name={name}");
+    let list_pod = || async {
+        let mut seen: Vec<Value> = Vec::new();
+        let version = api::for_each_page_at(
+            &conn.client,
+            &collection,
+            Some(&field_selector),
+            None,
+            1,
+            |page: Vec<Value>| seen.extend(page),
+        )
+        .await?;
+        Ok::<_, CommandError>((seen.into_iter().next(), version))
+    };
+    let (pod, mut version) = list_pod().await?;
+    let Some(pod) = pod else {
+        say!("pod {namespace}/{name} was deleted before it was scheduled");
+        return Ok(exit::PROBLEMS);
+    };
+    let mut last = PodProgress::of(&pod);
+    if let Some(done) = last.outcome(namespace, name) {
+        say!("{}", done.0);
+        return Ok(done.1);
+    }
+    loop {
+        let events = api::watch::<Value>(
+            &conn.client,
+            &collection,
+            Some(&field_selector),
+            None,
+            &version,
+        )
+        .await?;
+        let mut events = std::pin::pin!(events);
+        while let Some(event) = events.next().await {
+            match event? {
+                WatchEvent::Added(pod) | WatchEvent::Modified(pod) => {
+                    let now = PodProgress::of(&pod);
+                    if let Some(done) = now.outcome(namespace, name) {
+                        say!("{}", done.0);
+                        return Ok(done.1);
+                    }
+                    for line in now.changes_since(&last) {
+                        say!("{line}");
+                    }
+                    last = now;
+                    use std::io::Write as _;
+                    let _ = std::io::stdout().flush();
+                }
+                WatchEvent::Deleted(_) => {
+                    say!("pod {namespace}/{name} was deleted before it was scheduled");
+                    return Ok(exit::PROBLEMS);
+                }
+                WatchEvent::Bookmark(mark) => version = mark.metadata.resource_version,
+                WatchEvent::Error(status) if status.code == 410 => {
+                    // Too old for the server: read the pod again and go on from there.
+                    let (pod, fresh) = list_pod().await?;
+                    if pod.is_none() {
+                        say!("pod {namespace}/{name} was deleted before it was scheduled");
+                        return Ok(exit::PROBLEMS);
+                    }
+                    version = fresh;
+                    break;
+                }
+                WatchEvent::Error(status) => {
+                    return Err(CommandError::from_api(
+                        kube::Error::Api(status),
+                        &format!("watching pod {namespace}/{name}"),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// What `why-pending -w` follows of a pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PodProgress {
+    node: Option<String>,
+    phase: String,
+    gates: Vec<String>,
+    /// The PodScheduled condition: (status, reason, message).
+    scheduled: Option<(String, String, String)>,
+}
+
+impl PodProgress {
+    fn of(pod: &Value) -> Self {
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        PodProgress {
+            node: pod["spec"]["nodeName"]
+                .as_str()
+                .filter(|n| !n.is_empty())
+                .map(str::to_string),
+            phase: text(&pod["status"]["phase"]),
+            gates: pod["spec"]["schedulingGates"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|g| text(&g["name"]))
+                .collect(),
+            scheduled: pod["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["type"] == "PodScheduled")
+                .map(|c| (text(&c["status"]), text(&c["reason"]), text(&c["message"]))),
+        }
+    }
+
+    /// The last line and exit code when the pod no longer waits for the scheduler.
+    fn outcome(&self, namespace: &str, name: &str) -> Option<(String, u8)> {
+        if let Some(node) = &self.node {
+            return Some((
+                format!("pod {namespace}/{name} was scheduled to node {node}"),
+                exit::SUCCESS,
+            ));
+        }
+        (!self.phase.is_empty() && self.phase != "Pending").then(|| {
+            (
+                format!(
+                    "pod {namespace}/{name} is {} without being scheduled",
+                    self.phase
+                ),
+                exit::PROBLEMS,
+            )
+        })
+    }
+
+    /// What changed since `before`, in lines.
+    fn changes_since(&self, before: &PodProgress) -> Vec<String> {
+        let mut out = Vec::new();
+        if before.gates != self.gates {
+            out.push(if self.gates.is_empty() {
+                "scheduling gates removed: the scheduler considers the pod now".to_string()
+            } else {
+                format!("scheduling gates: {}", self.gates.join(", "))
+            });
+        }
+        if before.scheduled != self.scheduled
+            && let Some((status, reason, message)) = &self.scheduled
+        {
+            out.push(format!("PodScheduled={status} {reason}: {message}"));
+        }
+        out
+    }
 }
 
 /// One pending pod as the summary judges it.

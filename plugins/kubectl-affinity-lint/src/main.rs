@@ -76,6 +76,7 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
             pod,
             all_namespaces,
             selector,
+            watch,
         } => {
             cli.fleet.refuse(
                 "kubectl affinity-lint why-pending",
@@ -85,6 +86,10 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
                 let conn = placekit::ui::connect(&cli.connection).await?;
                 let ui = Ui::new(&display);
                 match &pod {
+                    Some(pod) if watch => {
+                        live::why_pending(&conn, &ui, &conn.namespace, pod).await?;
+                        live::follow_pending(&conn, &conn.namespace, pod).await
+                    }
                     Some(pod) => live::why_pending(&conn, &ui, &conn.namespace, pod).await,
                     None => {
                         let namespace = (!all_namespaces).then_some(conn.namespace.as_str());

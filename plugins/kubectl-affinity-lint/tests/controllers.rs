@@ -292,3 +292,98 @@ fn why_pending_counts_devices_a_device_taint_rule_taints() {
         "{out}"
     );
 }
+
+/// `why-pending POD -w`: the report, then what the scheduler says as it changes, until the
+/// pod is scheduled (exit 0) — here once a node gets the label the pod selects.
+#[test]
+fn why_pending_watch_follows_a_pod_until_it_is_scheduled() {
+    use std::time::Duration;
+    let suite = "why-pending -w on the real control plane";
+    let Some((kubectl, _)) = Kubectl::for_suite(suite) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("objects.yaml");
+    std::fs::write(
+        &objects,
+        r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-wp-node
+  labels: {kubernetes.io/hostname: pk-wp-node}
+status:
+  capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+  allocatable: {cpu: "8", memory: 32Gi, pods: "110"}
+  conditions: [{type: Ready, status: "True", reason: KubeletReady, message: no kubelet}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pk-wp-waiter, namespace: default}
+spec:
+  nodeSelector: {example.com/pk-wp-pool: ready}
+  containers: [{name: c, image: registry.k8s.io/pause:3.10}]
+"#,
+    )
+    .unwrap();
+    let objects = objects.display().to_string();
+    kubectl.delete_now(&objects, true);
+    kubectl.must(&["create", "-f", &objects]);
+    // The scheduler's first verdict, before following.
+    for _ in 0..100 {
+        let said = kubectl.must(&[
+            "get",
+            "pod",
+            "pk-wp-waiter",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].reason}",
+        ]);
+        if said == "Unschedulable" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (mut child, received) = placekit_testserver::process::spawn_lines(
+        Command::new(env!("CARGO_BIN_EXE_kubectl-affinity_lint"))
+            .args(["why-pending", "pk-wp-waiter", "-n", "default", "-w"])
+            .env("KUBECONFIG", kubectl.kubeconfig())
+            .env("HOME", dir.path())
+            .env("NO_COLOR", "1"),
+    );
+    // The report first (it ends with the verdict's action).
+    let mut report = Vec::new();
+    while let Ok((_, line)) = received.recv_timeout(Duration::from_secs(30)) {
+        let done = line.starts_with("action:");
+        report.push(line);
+        if done {
+            break;
+        }
+    }
+    kubectl.must(&[
+        "label",
+        "node",
+        "pk-wp-node",
+        "example.com/pk-wp-pool=ready",
+    ]);
+    let mut followed = Vec::new();
+    while let Ok((_, line)) = received.recv_timeout(Duration::from_secs(60)) {
+        followed.push(line);
+    }
+    let status = child.wait().unwrap();
+    kubectl.delete_now(&objects, false);
+
+    assert!(
+        report
+            .iter()
+            .any(|l| l.contains("didn't match Pod's node affinity/selector")),
+        "{report:#?}"
+    );
+    assert_eq!(
+        followed.last().map(String::as_str),
+        Some("pod default/pk-wp-waiter was scheduled to node pk-wp-node"),
+        "{followed:#?}"
+    );
+    assert_eq!(status.code(), Some(0));
+}

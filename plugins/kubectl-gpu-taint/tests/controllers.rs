@@ -293,7 +293,6 @@ fn status_counts_tainted_devices_compute_domain_devices_and_mig_reconfiguration(
 /// does not (a label outside the table).
 #[test]
 fn status_watch_prints_a_changed_node_within_a_second() {
-    use std::io::BufRead as _;
     use std::time::{Duration, Instant};
     let suite = "gpu-taint status -w on the real control plane";
     let Some((kubectl, _)) = Kubectl::for_suite(suite) else {
@@ -325,27 +324,13 @@ spec:
     let node = node.display().to_string();
     kubectl.delete_now(&node, true);
     kubectl.must(&["create", "-f", &node]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
-        .args(["status", "-l", "example.com/pk-gt-watch=1", "-w"])
-        .env("KUBECONFIG", kubectl.kubeconfig())
-        .env("HOME", home.path())
-        .env("NO_COLOR", "1")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (lines, received) = std::sync::mpsc::channel::<(Instant, String)>();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if lines.send((Instant::now(), line)).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut child, received) = placekit_testserver::process::spawn_lines(
+        Command::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
+            .args(["status", "-l", "example.com/pk-gt-watch=1", "-w"])
+            .env("KUBECONFIG", kubectl.kubeconfig())
+            .env("HOME", home.path())
+            .env("NO_COLOR", "1"),
+    );
     let next = |within: Duration| received.recv_timeout(within).ok();
     // The table: header, the node's row (2 of 8 requested), the total.
     let table: Vec<String> = (0..3)
