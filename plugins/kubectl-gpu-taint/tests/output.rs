@@ -161,3 +161,95 @@ async fn status_sorts_filters_and_groups_nodes() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--group-by"), "{err}");
 }
+
+/// The k9s plugins file (`examples/k9s/plugins.yaml`): each entry has what k9s requires, and
+/// its command, run as k9s runs it (its `sh -c` line with the selected object's NAME,
+/// NAMESPACE and CONTEXT, the three plugins found by kubectl on PATH, `less` as a pager that
+/// prints), shows what it promises.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k9s_plugins_run_the_commands_they_promise() {
+    if !placekit_testserver::require::kubectl("the k9s plugins file") {
+        return;
+    }
+    let (_server, dir, kubeconfig) = demo().await;
+    let file = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/k9s/plugins.yaml"
+    ))
+    .unwrap();
+    let plugins: serde_json::Value = serde_yaml::from_str(&file).unwrap();
+    let plugins = plugins["plugins"].as_object().expect("a plugins: map");
+    // kubectl finds the plugins on PATH; `less` prints what it is given.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let built = std::path::Path::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"));
+    for name in [
+        "kubectl-gpu_taint",
+        "kubectl-nodelabel",
+        "kubectl-affinity_lint",
+    ] {
+        let target = built.with_file_name(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+        assert!(
+            target.exists(),
+            "{} is not built (cargo build --workspace)",
+            target.display()
+        );
+        std::os::unix::fs::symlink(&target, bin.join(name)).unwrap();
+    }
+    let less = bin.join("less");
+    std::fs::write(&less, "#!/bin/sh\nexec cat\n").unwrap();
+    std::fs::set_permissions(&less, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let context: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&kubeconfig).unwrap()).unwrap();
+    let context = context["current-context"].as_str().unwrap().to_string();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let mut shown = std::collections::BTreeMap::new();
+    for (id, plugin) in plugins {
+        for required in ["shortCut", "description", "scopes", "command"] {
+            assert!(plugin.get(required).is_some(), "{id}: no {required}");
+        }
+        let scope = plugin["scopes"][0].as_str().unwrap();
+        let (name, namespace) = match scope {
+            "nodes" => ("gpu-a100-1", ""),
+            "pods" => ("llm-inference-0", "ml"),
+            other => panic!("{id}: scope {other} has no test object"),
+        };
+        let args: Vec<String> = plugin["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect();
+        let out = tokio::task::block_in_place(|| {
+            Command::new(plugin["command"].as_str().unwrap())
+                .args(&args)
+                .env("PATH", &path)
+                .env("KUBECONFIG", &kubeconfig)
+                .env("NAME", name)
+                .env("NAMESPACE", namespace)
+                .env("CONTEXT", &context)
+                .env("NO_COLOR", "1")
+                .bounded_output()
+                .unwrap()
+        });
+        assert_eq!(out.status.code(), Some(0), "{id}: {out:?}");
+        shown.insert(
+            id.clone(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        );
+    }
+    assert!(
+        shown["placekit-gpu-status"]
+            .lines()
+            .any(|l| l.starts_with("gpu-a100-1") && l.contains("nvidia.com/gpu")),
+        "{shown:#?}"
+    );
+    assert!(
+        shown["placekit-label-owners"].contains("kubernetes.io/hostname"),
+        "{shown:#?}"
+    );
+    assert!(
+        shown["placekit-why-pending"].contains("pod ml/llm-inference-0 is Pending"),
+        "{shown:#?}"
+    );
+}
