@@ -297,6 +297,17 @@ impl Ui {
         );
     }
 
+    /// `-n` on a command about nodes: nodes are cluster-scoped, so the flag changes nothing
+    /// there, and the checks read workloads in every namespace. kubectl ignores it silently;
+    /// a user who meant to narrow the checks is told.
+    pub fn warn_namespace_ignored(&self, namespace: Option<&str>, command: &str) {
+        if let Some(namespace) = namespace {
+            self.warn(&format!(
+                "-n {namespace} is ignored by {command}: nodes are cluster-scoped, and the checks read the workloads of every namespace"
+            ));
+        }
+    }
+
     /// Asks a yes/no question on the terminal; `false` when declined or unanswerable.
     pub fn confirm(&self, prompt: &str) -> bool {
         if !self.interactive {

@@ -56,6 +56,19 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         Command::Rollback { .. } => cli.fleet.refuse("kubectl gpu-taint rollback", READERS)?,
         Command::Show { .. } => cli.fleet.refuse("kubectl gpu-taint show", READERS)?,
     }
+    let on_nodes = match &cli.command {
+        Command::Dedicate { .. } => Some("dedicate"),
+        Command::Release { .. } => Some("release"),
+        Command::Rollback { .. } => Some("rollback"),
+        Command::Show { .. } => Some("show"),
+        Command::Status { .. } | Command::History | Command::Completion(_) => None,
+    };
+    if let Some(command) = on_nodes {
+        ui.warn_namespace_ignored(
+            cli.connection.namespace.as_deref(),
+            &format!("gpu-taint {command}"),
+        );
+    }
     match cli.command {
         Command::Dedicate {
             selection,

@@ -62,6 +62,20 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         Command::Rollback { .. } => refuse("rollback")?,
         Command::Show { .. } => refuse("show")?,
     }
+    let on_nodes = match &cli.command {
+        Command::Set { .. } => Some("set"),
+        Command::Remove { .. } => Some("remove"),
+        Command::Import { .. } => Some("import"),
+        Command::Rollback { .. } => Some("rollback"),
+        Command::Show { .. } => Some("show"),
+        Command::Dependents { .. } | Command::History | Command::Completion(_) => None,
+    };
+    if let Some(command) = on_nodes {
+        ui.warn_namespace_ignored(
+            cli.connection.namespace.as_deref(),
+            &format!("nodelabel {command}"),
+        );
+    }
     match cli.command {
         Command::Set {
             args,

@@ -218,3 +218,32 @@ async fn history_shortens_long_commands_in_the_table_only() {
     let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(report["items"][0]["command"], full.as_str());
 }
+
+/// `-n` on a command about nodes changes nothing (nodes are cluster-scoped, the checks read
+/// every namespace): kubectl ignores it silently, placekit says so; `dependents` uses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_on_a_node_command_is_said_to_be_ignored() {
+    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let run = h
+        .run(&[
+            "set",
+            "gpu-a100-1",
+            "team=ml",
+            "-n",
+            "ml",
+            "--dry-run=client",
+        ])
+        .await;
+    assert_eq!(run.code, 0, "{}", run.all());
+    assert!(
+        run.stderr.contains(
+            "warning: -n ml is ignored by nodelabel set: nodes are cluster-scoped, and the checks read the workloads of every namespace"
+        ),
+        "{}",
+        run.all()
+    );
+    let run = h
+        .run(&["dependents", "kubernetes.io/hostname", "-n", "ml"])
+        .await;
+    assert!(!run.stderr.contains("is ignored"), "{}", run.all());
+}
