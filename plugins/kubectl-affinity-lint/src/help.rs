@@ -111,7 +111,8 @@ With POD and -w: after the report, follow the pod (a watch) and print what the s
 
 Examples:
   kubectl affinity-lint why-pending llm-inference-0 -n ml
-  kubectl affinity-lint why-pending llm-inference-0 -n ml -w   # until it is scheduled
+  # Follow it until it is scheduled
+  kubectl affinity-lint why-pending llm-inference-0 -n ml -w
   kubectl affinity-lint why-pending -A
   kubectl affinity-lint why-pending -n ml -l app=trainer -o wide
 
