@@ -71,7 +71,7 @@ new nvidia.com/mig.config or GPU operands switched off under GPU pods blocks unt
 --ignore-gpu-pods; a device-plugin.config the ClusterPolicy's ConfigMap lacks and Karpenter's \
 own keys are refused. Labels nfd-master, Karpenter, a managed node pool or the kubelet own \
 warn that they come back or are lost. A blocked change shows every finding at once.",
-        after_help = "Examples:\n  kubectl nodelabel set gpu-a100-1 gpu-a100-2 \\\n      accelerator.example.com/gpu-family=a100 --overwrite\n  kubectl nodelabel set -l pool=online \\\n      accelerator.example.com/gpu-memory=80gb power-profile- --overwrite\n  kubectl nodelabel set --all team=ml --dry-run=client\n  # Repartition MIG on a drained node (the MIG manager acts on the label)\n  kubectl nodelabel set gpu-h100-3 nvidia.com/mig.config=all-1g.10gb --overwrite\n  # Time-slice a node's GPUs with a config the ClusterPolicy's ConfigMap holds\n  kubectl nodelabel set gpu-a100-1 nvidia.com/device-plugin.config=a100-x4"
+        after_help = "Examples:\n  kubectl nodelabel set gpu-a100-1 gpu-a100-2 \\\n      accelerator.example.com/gpu-family=a100 --overwrite\n  kubectl nodelabel set -l pool=online \\\n      accelerator.example.com/gpu-memory=80gb power-profile- --overwrite\n  kubectl nodelabel set --all team=ml --dry-run=client\n  # Repartition MIG on a drained node (the MIG manager acts on the label)\n  kubectl nodelabel set gpu-h100-1 nvidia.com/mig.config=all-1g.10gb --overwrite\n  # Time-slice a node's GPUs with a config the ClusterPolicy's ConfigMap holds\n  kubectl nodelabel set gpu-a100-1 nvidia.com/device-plugin.config=a100-x4"
     )]
     Set {
         /// Node names (NAME or node/NAME), then KEY=VALUE to set and KEY- to remove
