@@ -14,6 +14,9 @@ pub struct PodSpecRef<'a> {
     /// The pod template's `metadata`, when the spec sits in a template.
     pub metadata: Option<&'a Node>,
     pub spec: &'a Node,
+    /// The pod template itself (`metadata` + `spec`), where its schema is known to be a
+    /// PodTemplateSpec: a core kind's, or a template in the table of custom resources.
+    pub template: Option<&'a Node>,
     /// Found at a core kind's own place (Pod, Deployment, ...): its pods carry exactly the
     /// template's labels plus the few its controller adds. A custom resource's controller
     /// may add any.
@@ -429,6 +432,7 @@ pub fn pod_specs<'a>(kind: &str, api_version: &str, root: &'a Node) -> Vec<PodSp
                 path: "spec".into(),
                 metadata: root.get("metadata"),
                 spec,
+                template: None,
                 core: true,
             });
         }
@@ -454,6 +458,7 @@ pub fn pod_specs<'a>(kind: &str, api_version: &str, root: &'a Node) -> Vec<PodSp
                             path: at,
                             metadata: node.get("metadata"),
                             spec: node,
+                            template: None,
                             core: false,
                         });
                     }
@@ -480,6 +485,7 @@ fn push_template<'a>(template: &'a Node, at: String, out: &mut Vec<PodSpecRef<'a
             path: format!("{at}.spec"),
             metadata: template.get("metadata"),
             spec,
+            template: Some(template),
             core: false,
         });
     }
@@ -533,6 +539,8 @@ fn walk<'a>(node: &'a Node, at: String, depth: usize, out: &mut Vec<PodSpecRef<'
             path: format!("{at}.spec"),
             metadata: node.get("metadata"),
             spec,
+            // Found by shape, not by the kind's schema: its CRD may define more fields.
+            template: None,
             core: false,
         });
         return;
@@ -542,6 +550,7 @@ fn walk<'a>(node: &'a Node, at: String, depth: usize, out: &mut Vec<PodSpecRef<'
             path: at,
             metadata: None,
             spec: node,
+            template: None,
             core: false,
         });
         return;

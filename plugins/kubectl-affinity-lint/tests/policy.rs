@@ -89,17 +89,18 @@ impl Cluster {
         (code == 0, err)
     }
 
-    /// Whether the linter flags any of the policy's rules, or AL004 (what the API server
-    /// refuses by itself).
+    /// Whether the linter flags any of the policy's rules, or AL004 and AL018 (what the
+    /// API server refuses by itself).
     fn linter_flags(&self, manifest: &str) -> bool {
         let (_, out, err) = self.sh(
-            "kubectl affinity-lint -f - -o json --enable AL001,AL003,AL004,AL006,AL007",
+            "kubectl affinity-lint -f - -o json --enable AL001,AL003,AL004,AL006,AL007,AL018",
             Some(manifest),
         );
         let json: serde_json::Value =
             serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
         json["findings"].as_array().unwrap().iter().any(|f| {
-            ["AL001", "AL003", "AL004", "AL006", "AL007"].contains(&f["rule"].as_str().unwrap())
+            ["AL001", "AL003", "AL004", "AL006", "AL007", "AL018"]
+                .contains(&f["rule"].as_str().unwrap())
         })
     }
 
@@ -326,6 +327,23 @@ fn the_policy_and_the_linter_agree() {
             deployment(
                 "selector-yes",
                 "nodeSelector: {gpu: yes}\ncontainers: [{name: c, image: x}]\n",
+                "",
+            ),
+            true,
+        ),
+        (
+            "AL018 anti-affinity beside the template's spec",
+            deployment("beside-spec", "containers: [{name: c, image: x}]\n", "").replace(
+                "    spec:\n",
+                "    affinity:\n      podAntiAffinity:\n        requiredDuringSchedulingIgnoredDuringExecution:\n        - {labelSelector: {matchLabels: {app: beside-spec}}, topologyKey: kubernetes.io/hostname}\n    spec:\n",
+            ),
+            true,
+        ),
+        (
+            "AL018 a misspelled field in a toleration",
+            deployment(
+                "toleration-typo",
+                "tolerations: [{key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationseconds: 30}]\ncontainers: [{name: c, image: x}]\n",
                 "",
             ),
             true,

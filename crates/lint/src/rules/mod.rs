@@ -17,6 +17,7 @@ pub mod al014;
 pub mod al015;
 pub mod al016;
 pub mod al017;
+pub mod al018;
 pub mod al101;
 pub mod al102;
 pub mod al103;
@@ -48,6 +49,7 @@ pub static RULES: &[&dyn Rule] = &[
     &al015::Al015,
     &al016::Al016,
     &al017::Al017,
+    &al018::Al018,
 ];
 
 /// Looks a rule up by id (case-insensitive).
