@@ -159,6 +159,8 @@ pub struct Settings<'a> {
     /// Texts to lint instead of the files (or stdin) of these names: what `--fix` has
     /// edited so far, and stdin read once.
     pub contents: Option<&'a BTreeMap<String, String>>,
+    /// `--crd-dir`: the schemas custom resources are judged by (AL018).
+    pub crds: &'a crate::crds::CrdSchemas,
 }
 
 /// One cluster's nodes for the `--cluster` rules.
@@ -224,7 +226,10 @@ fn lint_chunk(file: &InputFile, chunk: Chunk, settings: &Settings<'_>) -> Docume
     let mut raw: Vec<RawFinding> = Vec::new();
     for object in &objects {
         let ignored = object.ignored_rules();
-        let cx = Context { object };
+        let cx = Context {
+            object,
+            crds: settings.crds,
+        };
         let ignores = |id: &str| ignored.iter().any(|i| i == id);
         if object.view == 0 {
             for ((meta, rule), facts) in group_rules().zip(&mut result.facts.0) {

@@ -9,6 +9,7 @@
 
 pub mod admission;
 pub mod affinity;
+pub mod crds;
 pub mod dependents;
 pub mod engine;
 pub mod finding;

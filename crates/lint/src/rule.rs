@@ -24,6 +24,8 @@ pub struct RuleMeta {
 #[derive(Debug)]
 pub struct Context<'a> {
     pub object: &'a Object<'a>,
+    /// The CustomResourceDefinitions given (`--crd-dir`).
+    pub crds: &'a crate::crds::CrdSchemas,
 }
 
 /// What a rule looks at, so an object with several pod specs is judged once per pod spec

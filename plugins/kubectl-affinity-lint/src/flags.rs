@@ -47,6 +47,11 @@ pub struct Cli {
     /// Recurse into directories.
     #[arg(short = 'R', long)]
     pub recursive: bool,
+    /// Judge custom resources by the CustomResourceDefinitions in this directory (a chart's
+    /// crds/, or `kubectl get crd NAME -o yaml` saved there): a scheduling field their
+    /// schema does not declare is pruned by the API server (AL018).
+    #[arg(long, value_name = "DIR")]
+    pub crd_dir: Option<PathBuf>,
     /// Apply the safe fixes in place (minimal edits: comments, order, quoting and other
     /// documents stay as they were), then report what is left. Stdin: the fixed stream goes
     /// to stdout, the report to stderr.
@@ -241,6 +246,8 @@ pub struct LintSettings {
     /// `--cluster`, or `--contexts`/`--all-contexts`, which imply it: check the files
     /// against the live nodes too.
     pub live: bool,
+    /// `--crd-dir`: the schemas custom resources are judged by.
+    pub crds: placekit::lint::crds::CrdSchemas,
 }
 
 /// Whether `--diff` shows the fixes instead of writing them.
@@ -336,6 +343,19 @@ pub fn resolve(cli: &Cli) -> Result<Mode, CommandError> {
         return Err(usage("--unsafe-fixes applies with --fix or --diff"));
     }
     let config = load_config(cli.config.as_deref(), &files, &cli.enable, &cli.disable)?;
+    let crds = match &cli.crd_dir {
+        Some(dir) => {
+            let crds = placekit::lint::crds::CrdSchemas::load_dir(dir).map_err(usage)?;
+            if crds.is_empty() {
+                return Err(usage(format!(
+                    "--crd-dir {}: no CustomResourceDefinition there (apiextensions.k8s.io/v1, kind: CustomResourceDefinition)",
+                    dir.display()
+                )));
+            }
+            crds
+        }
+        None => Default::default(),
+    };
     // --contexts/--all-contexts check the files against each cluster: they imply --cluster.
     // The timing flags without --contexts are refused by `Fleet::resolve`, as elsewhere.
     let fleet_flags = cli.fleet.is_set()
@@ -357,6 +377,7 @@ pub fn resolve(cli: &Cli) -> Result<Mode, CommandError> {
             Diff(cli.diff),
         )),
         live: cli.cluster || fleet_flags,
+        crds,
     })))
 }
 

@@ -39,6 +39,7 @@ pub fn run(
         clusters: &clusters,
         jobs: cli.jobs,
         contents: None,
+        crds: &cli.crds,
     };
     let code = match cli.fix {
         Some(fix_mode) => fix(cli, fix_mode, &settings, &ui, &contexts)?,

@@ -387,3 +387,129 @@ spec:
     );
     assert_eq!(status.code(), Some(0));
 }
+
+/// A Kueue Workload whose pod set's anti-affinity sits beside the template's `spec`.
+const MISPLACED_IN_WORKLOAD: &str = r#"
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: pk-al018-trainer, namespace: default}
+spec:
+  queueName: team-a
+  podSets:
+  - name: main
+    count: 2
+    template:
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - {labelSelector: {matchLabels: {app: trainer}}, topologyKey: kubernetes.io/hostname}
+      spec:
+        containers: [{name: train, image: pytorch/pytorch}]
+"#;
+
+/// `--crd-dir`: a custom resource judged by its real CRD's structural schema (Kueue's
+/// Workload, `../shared/crds`). AL018 says the misplaced anti-affinity is pruned; the real
+/// API server, given the CRD, does prune it (created without strict validation, the field
+/// is gone), and refuses it under kubectl's strict validation.
+#[test]
+fn crd_dir_judges_a_custom_resource_by_its_crd_as_the_api_server_prunes_it() {
+    let suite = "affinity-lint --crd-dir on the real control plane";
+    let Some((kubectl, crds)) = Kubectl::for_suite(suite) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let crd_dir = dir.path().join("crds");
+    std::fs::create_dir(&crd_dir).unwrap();
+    std::fs::copy(
+        crds.join("kueue.x-k8s.io_workloads.yaml"),
+        crd_dir.join("workloads.yaml"),
+    )
+    .unwrap();
+    let manifest = dir.path().join("workload.yaml");
+    std::fs::write(&manifest, MISPLACED_IN_WORKLOAD).unwrap();
+    let manifest = manifest.display().to_string();
+    let crd_dir = crd_dir.display().to_string();
+    let with_crds = affinity_lint(
+        &kubectl,
+        dir.path(),
+        &["-f", &manifest, "--crd-dir", &crd_dir, "-o", "json"],
+    );
+    let without = affinity_lint(&kubectl, dir.path(), &["-f", &manifest, "-o", "json"]);
+    let empty_dir = dir.path().join("empty");
+    std::fs::create_dir(&empty_dir).unwrap();
+    let no_crds = affinity_lint(
+        &kubectl,
+        dir.path(),
+        &[
+            "-f",
+            &manifest,
+            "--crd-dir",
+            &empty_dir.display().to_string(),
+        ],
+    );
+
+    kubectl.install_crds(&crds, &["kueue.x-k8s.io_workloads.yaml"]);
+    kubectl.delete_now(&manifest, true);
+    // A just-Established CRD may not be served for a moment.
+    let (mut strict_ok, mut strict_err) = (false, String::new());
+    for _ in 0..60 {
+        let (ok, _, err) = kubectl.run(&["create", "-f", &manifest]);
+        (strict_ok, strict_err) = (ok, err);
+        if strict_ok || !strict_err.contains("no matches for kind") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    let (lenient_ok, _, lenient_err) =
+        kubectl.run(&["create", "--validate=false", "-f", &manifest]);
+    let stored = kubectl.must(&[
+        "get",
+        "workloads.kueue.x-k8s.io",
+        "pk-al018-trainer",
+        "-n",
+        "default",
+        "-o",
+        "json",
+    ]);
+    kubectl.delete_now(&manifest, false);
+
+    let (code, out, err) = with_crds;
+    assert_eq!(code, 1, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let found: Vec<&serde_json::Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "AL018")
+        .collect();
+    assert_eq!(found.len(), 1, "{out}");
+    assert!(
+        found[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("`spec.podSets[0].template.affinity` is not in the CustomResourceDefinition's schema for Workload"),
+        "{out}"
+    );
+    let (_, out, _) = without;
+    assert!(
+        !out.contains("AL018"),
+        "without the CRD nothing is known: {out}"
+    );
+    let (code, _, err) = no_crds;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no CustomResourceDefinition there"), "{err}");
+    // What the API server does with it.
+    assert!(!strict_ok, "kubectl's strict validation let it through");
+    assert!(
+        strict_err.contains("unknown field \"spec.podSets[0].template.affinity\""),
+        "{strict_err}"
+    );
+    assert!(lenient_ok, "{lenient_err}");
+    let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    assert!(
+        stored["spec"]["podSets"][0]["template"]
+            .get("affinity")
+            .is_none(),
+        "not pruned: {stored}"
+    );
+}

@@ -23,6 +23,12 @@ server's field validation judges them:
   gate that the Kubernetes API does not have (`requiredDuringScheduling`,
   `matchExpression`, `topologykey`...), with the field it most likely meant.
 
+With `--crd-dir DIR` (the CustomResourceDefinitions in a directory: a chart's `crds/`, or
+`kubectl get crd NAME -o yaml` saved there), a custom resource of a kind defined there is
+judged by its CRD's structural schema instead: a scheduling field (or a field under one) that
+the schema does not declare, and does not keep with `x-kubernetes-preserve-unknown-fields`,
+is pruned by the API server, wherever it is written.
+
 ## When it does not fire
 Only the paths whose schema is known: a core kind's own, and the pod templates of the
 custom resources in the linter's table. Any other place in a custom resource may have a
@@ -280,13 +286,46 @@ fn misplaced(node: &Node, at: &str, what: &str, into: &str, core: bool, out: &mu
     }
 }
 
+/// The scheduling fields of a custom resource its CRD's schema does not declare: a
+/// scheduling field's name, or anything under one.
+fn pruned(
+    object: &crate::source::Object<'_>,
+    schema: &serde_json::Value,
+    out: &mut Vec<RawFinding>,
+) {
+    for (path, key) in crate::crds::undeclared(object.root, schema) {
+        let scheduling = path
+            .split(['.', '['])
+            .any(|segment| SCHEDULING.contains(&segment));
+        if !scheduling {
+            continue;
+        }
+        out.push(RawFinding::at(
+            key,
+            format!(
+                "`{path}` is not in the CustomResourceDefinition's schema for {} ({}): the API server prunes it when the object is created (kubectl apply refuses it: unknown field \"{path}\"), so the operator never sees it and its pods are placed without it",
+                object.kind, object.api_version
+            ),
+        ));
+    }
+}
+
 impl Rule for Al018 {
     fn meta(&self) -> &'static RuleMeta {
         &META
     }
 
     fn check(&self, cx: &Context<'_>, out: &mut Vec<RawFinding>) {
-        let Some(pod) = cx.object.pod.as_ref() else {
+        let object = cx.object;
+        // A custom resource whose CRD was given is judged by its schema, wherever the
+        // scheduling fields are (and not again by the table's templates).
+        if let Some(schema) = cx.crds.schema(&object.api_version, &object.kind) {
+            if object.view == 0 {
+                pruned(object, schema, out);
+            }
+            return;
+        }
+        let Some(pod) = object.pod.as_ref() else {
             return;
         };
         let core = pod.core;

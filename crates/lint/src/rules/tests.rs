@@ -73,6 +73,7 @@ fn snapshot(id: &str) -> (String, usize, usize) {
             clusters: &clusters,
             jobs: 1,
             contents: None,
+            crds: &Default::default(),
         },
     );
     assert!(outcome.errors.is_empty(), "{id}: {:?}", outcome.errors);

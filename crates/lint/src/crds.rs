@@ -1,0 +1,205 @@
+//! CustomResourceDefinition schemas, for judging a custom resource as the API server does:
+//! a field its structural schema does not declare is pruned when the object is created
+//! (and refused by `kubectl apply`'s strict validation), unless the schema keeps unknown
+//! fields there (`x-kubernetes-preserve-unknown-fields`).
+//!
+//! The schemas come from the user's own files (`--crd-dir DIR`): a chart's `crds/`, or
+//! `kubectl get crd -o yaml` saved once.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::yaml::{Node, NodeKind};
+
+/// The CRDs read, by (API group, kind), each version's `openAPIV3Schema`.
+#[derive(Debug, Default, Clone)]
+pub struct CrdSchemas {
+    by_kind: BTreeMap<(String, String), BTreeMap<String, Value>>,
+}
+
+impl CrdSchemas {
+    /// Reads every `.yaml`, `.yml` and `.json` file under `dir` (recursively) and keeps the
+    /// CustomResourceDefinitions among their documents. A file that is not YAML is an error
+    /// naming it; documents of other kinds are skipped.
+    pub fn load_dir(dir: &Path) -> Result<Self, String> {
+        let mut schemas = CrdSchemas::default();
+        let mut pending = vec![dir.to_path_buf()];
+        let mut files = Vec::new();
+        while let Some(d) = pending.pop() {
+            let entries =
+                std::fs::read_dir(&d).map_err(|e| format!("--crd-dir {}: {e}", d.display()))?;
+            for entry in entries {
+                let path = entry
+                    .map_err(|e| format!("--crd-dir {}: {e}", d.display()))?
+                    .path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else if path
+                    .extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+                {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        for file in files {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| format!("--crd-dir: {}: {e}", file.display()))?;
+            for document in serde_yaml::Deserializer::from_str(&text) {
+                let value: Value = serde::Deserialize::deserialize(document)
+                    .map_err(|e| format!("--crd-dir: {}: {e}", file.display()))?;
+                schemas.add(&value);
+            }
+        }
+        Ok(schemas)
+    }
+
+    /// Keeps `document` if it is a CustomResourceDefinition (`apiextensions.k8s.io/v1`);
+    /// returns whether it was.
+    pub fn add(&mut self, document: &Value) -> bool {
+        if document["kind"] != "CustomResourceDefinition" {
+            return false;
+        }
+        let spec = &document["spec"];
+        let (Some(group), Some(kind)) = (spec["group"].as_str(), spec["names"]["kind"].as_str())
+        else {
+            return false;
+        };
+        let versions = self
+            .by_kind
+            .entry((group.to_string(), kind.to_string()))
+            .or_default();
+        for version in spec["versions"].as_array().into_iter().flatten() {
+            if let (Some(name), Some(schema)) = (
+                version["name"].as_str(),
+                version.pointer("/schema/openAPIV3Schema"),
+            ) {
+                versions.insert(name.to_string(), schema.clone());
+            }
+        }
+        true
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_kind.is_empty()
+    }
+
+    /// How many CRDs were read.
+    pub fn len(&self) -> usize {
+        self.by_kind.len()
+    }
+
+    /// The schema of `kind` at `api_version` (`group/version`), if its CRD was read.
+    pub fn schema(&self, api_version: &str, kind: &str) -> Option<&Value> {
+        let (group, version) = api_version.split_once('/')?;
+        self.by_kind
+            .get(&(group.to_string(), kind.to_string()))?
+            .get(version)
+    }
+}
+
+/// The fields of `object` that `schema` does not declare, as (path, the key's node): the
+/// API server prunes them on create. `metadata`, `apiVersion` and `kind` are the API
+/// server's own, not the schema's.
+pub fn undeclared<'a>(object: &'a Node, schema: &Value) -> Vec<(String, &'a Node)> {
+    let mut out = Vec::new();
+    for (key, value) in object.entries() {
+        let Some(name) = key.as_str() else { continue };
+        if matches!(name, "metadata" | "apiVersion" | "kind") {
+            continue;
+        }
+        walk(key, value, name.to_string(), schema, &mut out);
+    }
+    out
+}
+
+/// Judges the field `key: value` at `path` against the schema of its parent (`parent`).
+fn walk<'a>(
+    key: &'a Node,
+    value: &'a Node,
+    path: String,
+    parent: &Value,
+    out: &mut Vec<(String, &'a Node)>,
+) {
+    let Some(name) = key.as_str() else { return };
+    let declared = parent
+        .pointer("/properties")
+        .and_then(|p| p.get(name))
+        .or_else(|| parent.get("additionalProperties").filter(|a| a.is_object()));
+    let Some(schema) = declared else {
+        let kept = parent["x-kubernetes-preserve-unknown-fields"] == true
+            || parent["additionalProperties"] == true;
+        if !kept {
+            out.push((path, key));
+        }
+        return;
+    };
+    value_against(value, path, schema, out);
+}
+
+/// Walks a value against its own schema.
+fn value_against<'a>(
+    value: &'a Node,
+    path: String,
+    schema: &Value,
+    out: &mut Vec<(String, &'a Node)>,
+) {
+    match &value.kind {
+        NodeKind::Map(_) => {
+            for (k, v) in value.entries() {
+                let Some(name) = k.as_str() else { continue };
+                walk(k, v, format!("{path}.{name}"), schema, out);
+            }
+        }
+        NodeKind::Seq(_) => {
+            if let Some(items) = schema.get("items") {
+                for (i, item) in value.items().iter().enumerate() {
+                    value_against(item, format!("{path}[{i}]"), items, out);
+                }
+            }
+        }
+        NodeKind::Scalar { .. } => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn undeclared_fields_are_those_the_schema_neither_declares_nor_keeps() {
+        let mut crds = CrdSchemas::default();
+        assert!(crds.add(&json!({"kind": "CustomResourceDefinition", "spec": {
+            "group": "example.com", "names": {"kind": "Trainer"},
+            "versions": [{"name": "v1", "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {
+                    "template": {"type": "object", "properties": {
+                        "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "spec": {"type": "object", "properties": {
+                            "nodeSelector": {"type": "object", "additionalProperties": {"type": "string"}}}}}},
+                    "replicas": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+                    "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}}]}})));
+        assert!(!crds.add(&json!({"kind": "Deployment"})));
+        let schema = crds.schema("example.com/v1", "Trainer").unwrap();
+        assert!(crds.schema("example.com/v2", "Trainer").is_none());
+        let text = "apiVersion: example.com/v1\nkind: Trainer\nmetadata: {name: t}\nspec:\n  template:\n    metadata: {labels: {a: b}}\n    affinity: {}\n    spec:\n      nodeSelector: {gpu: h100}\n      tolerations: []\n  replicas:\n  - {name: a, zone: b}\n  extra: {anything: 1}\n";
+        let root = crate::yaml::parse_document(text, 0).unwrap().unwrap();
+        let paths: Vec<String> = undeclared(&root, schema)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "spec.template.affinity",
+                "spec.template.spec.tolerations",
+                "spec.replicas[0].zone"
+            ]
+        );
+    }
+}
