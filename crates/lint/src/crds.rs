@@ -58,6 +58,22 @@ impl CrdSchemas {
         Ok(schemas)
     }
 
+    /// Adds the CRDs among the documents of `text` (a file linted: charts ship their CRDs
+    /// beside the resources). A document that is not YAML is skipped: the lint reports it.
+    pub fn add_from_text(&mut self, text: &str) {
+        if !text.contains("CustomResourceDefinition") {
+            return;
+        }
+        for document in serde_yaml::Deserializer::from_str(text) {
+            match <Value as serde::Deserialize>::deserialize(document) {
+                Ok(value) => {
+                    self.add(&value);
+                }
+                Err(_) => return,
+            }
+        }
+    }
+
     /// Keeps `document` if it is a CustomResourceDefinition (`apiextensions.k8s.io/v1`);
     /// returns whether it was.
     pub fn add(&mut self, document: &Value) -> bool {

@@ -33,13 +33,22 @@ pub fn run(
     if !contexts.is_empty() && clusters.is_empty() {
         return Ok(fleet::exit_code(&contexts, |_| exit::SUCCESS));
     }
+    // CRDs shipped in the input itself (a chart's crds/ beside its resources) count as
+    // --crd-dir's do. Stdin is read once, by the lint.
+    let mut crds = cli.crds.clone();
+    let (paths, _) = placekit::lint::source::collect_paths(&cli.files, cli.recursive);
+    for path in paths.iter().filter(|p| p.as_os_str() != "-") {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            crds.add_from_text(&text);
+        }
+    }
     let settings = Settings {
         config: &cli.config,
         keep_source_lines: cli.output == Format::Text,
         clusters: &clusters,
         jobs: cli.jobs,
         contents: None,
-        crds: &cli.crds,
+        crds: &crds,
     };
     let code = match cli.fix {
         Some(fix_mode) => fix(cli, fix_mode, &settings, &ui, &contexts)?,

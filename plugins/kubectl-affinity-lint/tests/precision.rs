@@ -414,3 +414,31 @@ fn kustomize_inputs_placeholders_default_namespaces_and_complex_keys() {
         "{json:#}"
     );
 }
+
+/// A chart that ships its CRD beside its resources: the custom resource is judged by that
+/// CRD's schema (AL018 on a scheduling field it prunes), and a field the schema keeps
+/// (`x-kubernetes-preserve-unknown-fields`) is not flagged.
+#[test]
+fn a_crd_in_the_input_judges_its_custom_resources() {
+    let dir = tempfile::tempdir().unwrap();
+    write_file(
+        dir.path(),
+        "chart/crds/databases.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: databases.example.com}\nspec:\n  group: example.com\n  names: {kind: Database, plural: databases}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n              members: {type: integer}\n              podSpec:\n                type: object\n                properties:\n                  podTemplate: {type: object, x-kubernetes-preserve-unknown-fields: true}\n",
+    );
+    write_file(
+        dir.path(),
+        "chart/templates/db.yaml",
+        "apiVersion: example.com/v1\nkind: Database\nmetadata: {name: orders, namespace: shop}\nspec:\n  members: 3\n  podSpec:\n    affinity:\n      podAntiAffinity:\n        requiredDuringSchedulingIgnoredDuringExecution:\n        - {labelSelector: {matchLabels: {app: orders}}, topologyKey: kubernetes.io/hostname}\n    podTemplate:\n      affinity: {}\n",
+    );
+    let (code, json) = lint(&["-R", "-f", dir.path().to_str().unwrap()]);
+    assert_eq!(findings(&json), [("AL018".to_string(), 7)], "{json:#}");
+    assert!(
+        json["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("`spec.podSpec.affinity` is not in the CustomResourceDefinition's schema for Database"),
+        "{json:#}"
+    );
+    assert_eq!(code, 1);
+}
