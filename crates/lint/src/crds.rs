@@ -100,6 +100,13 @@ impl CrdSchemas {
         true
     }
 
+    /// Adds the CRDs of `other` for kinds not read yet.
+    pub fn add_missing(&mut self, other: CrdSchemas) {
+        for (key, versions) in other.by_kind {
+            self.by_kind.entry(key).or_insert(versions);
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.by_kind.is_empty()
     }
@@ -116,6 +123,33 @@ impl CrdSchemas {
             .get(&(group.to_string(), kind.to_string()))?
             .get(version)
     }
+}
+
+/// The `(apiVersion, kind)` of the custom resources among the documents of `text` (an API
+/// group with a dot: not a core or built-in kind), for reading their CRDs from a cluster.
+pub fn custom_kinds(text: &str) -> Vec<(String, String)> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct TypeMeta {
+        #[serde(default)]
+        api_version: Option<String>,
+        #[serde(default)]
+        kind: Option<String>,
+    }
+    let mut out = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(text) {
+        let Ok(meta) = <TypeMeta as serde::Deserialize>::deserialize(document) else {
+            break;
+        };
+        if let (Some(api_version), Some(kind)) = (meta.api_version, meta.kind)
+            && api_version
+                .split_once('/')
+                .is_some_and(|(group, _)| group.contains('.') && !group.ends_with(".k8s.io"))
+        {
+            out.push((api_version, kind));
+        }
+    }
+    out
 }
 
 /// The fields of `object` that `schema` does not declare, as (path, the key's node): the

@@ -87,10 +87,22 @@ pub async fn lint_clusters(
     connection: &ConnectionArgs,
     fleet: Option<&Fleet>,
     ui: &Ui,
-) -> Result<(Vec<LiveCluster>, Vec<fleet::ClusterRead<()>>), CommandError> {
+    custom_kinds: &std::collections::BTreeSet<(String, String)>,
+) -> Result<
+    (
+        Vec<LiveCluster>,
+        Vec<fleet::ClusterRead<()>>,
+        placekit::lint::crds::CrdSchemas,
+    ),
+    CommandError,
+> {
     let Some(fleet) = fleet else {
         let conn = placekit::ui::connect(connection).await?;
         let (nodes, notes) = lint_cluster_state(&conn).await?;
+        for n in &notes {
+            ui.warn(n);
+        }
+        let (crds, notes) = served_crds(&conn, custom_kinds).await?;
         for n in &notes {
             ui.warn(n);
         }
@@ -100,6 +112,7 @@ pub async fn lint_clusters(
                 nodes,
             }],
             Vec::new(),
+            crds,
         ));
     };
     let reads = fleet
@@ -128,7 +141,73 @@ pub async fn lint_clusters(
         });
     }
     fleet::warn_failures(ui, &outcomes);
-    Ok((clusters, outcomes))
+    // Over several clusters the CRDs may differ: custom resources are judged by the files'
+    // CRDs only (--crd-dir, or those linted).
+    Ok((clusters, outcomes, Default::default()))
+}
+
+/// The CRDs the cluster serves for the custom kinds linted, `(apiVersion, kind)`: one
+/// discovery request per group version to learn each kind's resource name, then the CRD
+/// itself by name (`PLURAL.GROUP`), so a request per kind in the input, not per object. A
+/// kind the cluster does not serve is skipped; a CRD the user may not read is said once.
+async fn served_crds(
+    conn: &Connection,
+    kinds: &std::collections::BTreeSet<(String, String)>,
+) -> Result<(placekit::lint::crds::CrdSchemas, Vec<String>), CommandError> {
+    let mut crds = placekit::lint::crds::CrdSchemas::default();
+    let mut notes = Vec::new();
+    let mut resources: BTreeMap<String, Option<Value>> = BTreeMap::new();
+    for (api_version, kind) in kinds {
+        if !api_version.contains('/') {
+            continue;
+        }
+        if !resources.contains_key(api_version) {
+            let listed = get_json(conn, &format!("/apis/{api_version}")).await?;
+            resources.insert(api_version.clone(), listed);
+        }
+        let Some(plural) = resources[api_version]
+            .as_ref()
+            .and_then(|r| r["resources"].as_array())
+            .into_iter()
+            .flatten()
+            .find(|r| {
+                r["kind"] == kind.as_str() && !r["name"].as_str().unwrap_or("/").contains('/')
+            })
+            .and_then(|r| r["name"].as_str())
+        else {
+            continue;
+        };
+        let group = api_version.split('/').next().unwrap_or_default();
+        let path =
+            format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{group}");
+        match get_json(conn, &path).await {
+            Ok(Some(crd)) => {
+                crds.add(&crd);
+            }
+            Ok(None) => {}
+            Err(CommandError::Forbidden(m)) => {
+                if notes.is_empty() {
+                    notes.push(format!(
+                        "{m}: custom resources are not judged by the cluster's CRDs (give --crd-dir)"
+                    ));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((crds, notes))
+}
+
+/// GET `path` as JSON; `None` when it is not there (404).
+async fn get_json(conn: &Connection, path: &str) -> Result<Option<Value>, CommandError> {
+    let request = http::Request::get(path)
+        .body(Vec::new())
+        .map_err(|e| CommandError::Input(e.to_string()))?;
+    match conn.client.request::<Value>(request).await {
+        Ok(v) => Ok(Some(v)),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+        Err(e) => Err(CommandError::from_api(e, &format!("reading {path}"))),
+    }
 }
 
 /// What `drift` found on one cluster.

@@ -21,26 +21,36 @@ pub fn run(
     fleet_args: &fleet::FleetArgs,
 ) -> Result<u8, CommandError> {
     let ui = Ui::new(&cli.display);
+    // CRDs shipped in the input itself (a chart's crds/ beside its resources) count as
+    // --crd-dir's do; with --cluster, the kinds of the input say which CRDs to read from
+    // the cluster.
+    let mut crds = cli.crds.clone();
+    let mut custom_kinds: std::collections::BTreeSet<(String, String)> = Default::default();
+    let (paths, _) = placekit::lint::source::collect_paths(&cli.files, cli.recursive);
+    // Regular files only: a FIFO (`-f <(...)`) is read once, by the lint.
+    let regular = |p: &&std::path::PathBuf| std::fs::metadata(p).is_ok_and(|m| m.is_file());
+    for path in paths.iter().filter(regular) {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            crds.add_from_text(&text);
+            if cli.live {
+                custom_kinds.extend(placekit::lint::crds::custom_kinds(&text));
+            }
+        }
+    }
     let (clusters, contexts) = if cli.live {
-        placekit::error::block_on(async {
+        let (clusters, contexts, served) = placekit::error::block_on(async {
             let fleet = Fleet::resolve(connection, fleet_args)?;
-            live::lint_clusters(connection, fleet.as_ref(), &ui).await
-        })?
+            live::lint_clusters(connection, fleet.as_ref(), &ui, &custom_kinds).await
+        })?;
+        // The files' CRDs come first: they are what the user asked to judge against.
+        crds.add_missing(served);
+        (clusters, contexts)
     } else {
         (Vec::new(), Vec::new())
     };
     // Every context failed: there is nothing to check the files against.
     if !contexts.is_empty() && clusters.is_empty() {
         return Ok(fleet::exit_code(&contexts, |_| exit::SUCCESS));
-    }
-    // CRDs shipped in the input itself (a chart's crds/ beside its resources) count as
-    // --crd-dir's do. Stdin is read once, by the lint.
-    let mut crds = cli.crds.clone();
-    let (paths, _) = placekit::lint::source::collect_paths(&cli.files, cli.recursive);
-    for path in paths.iter().filter(|p| p.as_os_str() != "-") {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            crds.add_from_text(&text);
-        }
     }
     let settings = Settings {
         config: &cli.config,

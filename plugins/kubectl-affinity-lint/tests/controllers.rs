@@ -407,12 +407,13 @@ spec:
         containers: [{name: train, image: pytorch/pytorch}]
 "#;
 
-/// `--crd-dir`: a custom resource judged by its real CRD's structural schema (Kueue's
-/// Workload, `../shared/crds`). AL018 says the misplaced anti-affinity is pruned; the real
+/// `--crd-dir` and `--cluster`: a custom resource judged by its real CRD's structural schema
+/// (Kueue's Workload, `../shared/crds`), from a directory or as the cluster serves it. AL018
+/// says the misplaced anti-affinity is pruned; the real
 /// API server, given the CRD, does prune it (created without strict validation, the field
 /// is gone), and refuses it under kubectl's strict validation.
 #[test]
-fn crd_dir_judges_a_custom_resource_by_its_crd_as_the_api_server_prunes_it() {
+fn crds_judge_a_custom_resource_as_the_api_server_prunes_it() {
     let suite = "affinity-lint --crd-dir on the real control plane";
     let Some((kubectl, crds)) = Kubectl::for_suite(suite) else {
         return;
@@ -449,6 +450,20 @@ fn crd_dir_judges_a_custom_resource_by_its_crd_as_the_api_server_prunes_it() {
     );
 
     kubectl.install_crds(&crds, &["kueue.x-k8s.io_workloads.yaml"]);
+    // With --cluster, the CRD the cluster serves (discovery lists a just-Established CRD
+    // within moments).
+    let mut served = (0, String::new(), String::new());
+    for _ in 0..30 {
+        served = affinity_lint(
+            &kubectl,
+            dir.path(),
+            &["-f", &manifest, "--cluster", "-o", "json"],
+        );
+        if served.1.contains("AL018") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
     kubectl.delete_now(&manifest, true);
     // A just-Established CRD may not be served for a moment.
     let (mut strict_ok, mut strict_err) = (false, String::new());
@@ -494,6 +509,12 @@ fn crd_dir_judges_a_custom_resource_by_its_crd_as_the_api_server_prunes_it() {
     assert!(
         !out.contains("AL018"),
         "without the CRD nothing is known: {out}"
+    );
+    let (code, out, err) = served;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        out.contains("`spec.podSets[0].template.affinity` is not in the CustomResourceDefinition's schema for Workload"),
+        "--cluster did not read the served CRD: {out}{err}"
     );
     let (code, _, err) = no_crds;
     assert_eq!(code, 2, "{err}");

@@ -24,8 +24,8 @@ server's field validation judges them:
   `matchExpression`, `topologykey`...), with the field it most likely meant.
 
 With `--crd-dir DIR` (the CustomResourceDefinitions in a directory: a chart's `crds/`, or
-`kubectl get crd NAME -o yaml` saved there), or a CRD among the files linted, a custom
-resource of a kind defined there is
+`kubectl get crd NAME -o yaml` saved there), a CRD among the files linted, or with
+`--cluster` the CRD the cluster serves, a custom resource of a kind defined there is
 judged by its CRD's structural schema instead: a scheduling field (or a field under one) that
 the schema does not declare, and does not keep with `x-kubernetes-preserve-unknown-fields`,
 is pruned by the API server, wherever it is written.
