@@ -19,6 +19,10 @@ pub struct CrdSchemas {
     by_kind: BTreeMap<(String, String), BTreeMap<String, Value>>,
 }
 
+/// What the API server does with fields a CRD does not declare: a CRD migrated from
+/// `v1beta1` with `spec.preserveUnknownFields: true` keeps them all.
+const KEEPS_EVERYTHING: &str = "x-placekit-keeps-unknown-fields";
+
 impl CrdSchemas {
     /// Reads every `.yaml`, `.yml` and `.json` file under `dir` (recursively) and keeps the
     /// CustomResourceDefinitions among their documents. A file that is not YAML is an error
@@ -34,8 +38,13 @@ impl CrdSchemas {
                 let path = entry
                     .map_err(|e| format!("--crd-dir {}: {e}", d.display()))?
                     .path();
+                // A symlink to a directory is not followed (no loops), as the lint's walk.
+                let link =
+                    std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
                 if path.is_dir() {
-                    pending.push(path);
+                    if !link {
+                        pending.push(path);
+                    }
                 } else if path
                     .extension()
                     .and_then(|e| e.to_str())
@@ -77,6 +86,17 @@ impl CrdSchemas {
     /// Keeps `document` if it is a CustomResourceDefinition (`apiextensions.k8s.io/v1`);
     /// returns whether it was.
     pub fn add(&mut self, document: &Value) -> bool {
+        // `kubectl get crd -o yaml` prints a List.
+        if document["kind"]
+            .as_str()
+            .is_some_and(|k| k.ends_with("List"))
+        {
+            let mut any = false;
+            for item in document["items"].as_array().into_iter().flatten() {
+                any |= self.add(item);
+            }
+            return any;
+        }
         if document["kind"] != "CustomResourceDefinition" {
             return false;
         }
@@ -85,17 +105,26 @@ impl CrdSchemas {
         else {
             return false;
         };
-        let versions = self
-            .by_kind
-            .entry((group.to_string(), kind.to_string()))
-            .or_default();
+        let keeps_everything = spec["preserveUnknownFields"] == true;
+        let mut versions = BTreeMap::new();
         for version in spec["versions"].as_array().into_iter().flatten() {
             if let (Some(name), Some(schema)) = (
                 version["name"].as_str(),
                 version.pointer("/schema/openAPIV3Schema"),
             ) {
-                versions.insert(name.to_string(), schema.clone());
+                let mut schema = schema.clone();
+                if keeps_everything {
+                    schema[KEEPS_EVERYTHING] = Value::Bool(true);
+                }
+                versions.insert(name.to_string(), schema);
             }
+        }
+        // A CRD without a schema per version says nothing of its fields.
+        if !versions.is_empty() {
+            self.by_kind
+                .entry((group.to_string(), kind.to_string()))
+                .or_default()
+                .extend(versions);
         }
         true
     }
@@ -103,7 +132,10 @@ impl CrdSchemas {
     /// Adds the CRDs of `other` for kinds not read yet.
     pub fn add_missing(&mut self, other: CrdSchemas) {
         for (key, versions) in other.by_kind {
-            self.by_kind.entry(key).or_insert(versions);
+            let mine = self.by_kind.entry(key).or_default();
+            for (version, schema) in versions {
+                mine.entry(version).or_insert(schema);
+            }
         }
     }
 
@@ -136,17 +168,37 @@ pub fn custom_kinds(text: &str) -> Vec<(String, String)> {
         #[serde(default)]
         kind: Option<String>,
     }
-    let mut out = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(text) {
-        let Ok(meta) = <TypeMeta as serde::Deserialize>::deserialize(document) else {
-            break;
-        };
+    #[derive(serde::Deserialize)]
+    struct Items {
+        #[serde(default)]
+        items: Vec<TypeMeta>,
+    }
+    let custom = |meta: TypeMeta, out: &mut Vec<(String, String)>| {
         if let (Some(api_version), Some(kind)) = (meta.api_version, meta.kind)
             && api_version
                 .split_once('/')
                 .is_some_and(|(group, _)| group.contains('.') && !group.ends_with(".k8s.io"))
         {
             out.push((api_version, kind));
+        }
+    };
+    let mut out = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(text) {
+        let Ok(value) = <serde_yaml::Value as serde::Deserialize>::deserialize(document) else {
+            break;
+        };
+        let is_list = value
+            .get("kind")
+            .and_then(serde_yaml::Value::as_str)
+            .is_some_and(|k| k.ends_with("List"));
+        if is_list {
+            if let Ok(list) = serde_yaml::from_value::<Items>(value) {
+                for item in list.items {
+                    custom(item, &mut out);
+                }
+            }
+        } else if let Ok(meta) = serde_yaml::from_value::<TypeMeta>(value) {
+            custom(meta, &mut out);
         }
     }
     out
@@ -157,6 +209,9 @@ pub fn custom_kinds(text: &str) -> Vec<(String, String)> {
 /// server's own, not the schema's.
 pub fn undeclared<'a>(object: &'a Node, schema: &Value) -> Vec<(String, &'a Node)> {
     let mut out = Vec::new();
+    if schema[KEEPS_EVERYTHING] == true {
+        return out;
+    }
     for (key, value) in object.entries() {
         let Some(name) = key.as_str() else { continue };
         if matches!(name, "metadata" | "apiVersion" | "kind") {
@@ -176,6 +231,10 @@ fn walk<'a>(
     out: &mut Vec<(String, &'a Node)>,
 ) {
     let Some(name) = key.as_str() else { return };
+    // A strategic-merge directive of a kustomize patch (`$patch`, `$retainKeys`).
+    if name.starts_with('$') {
+        return;
+    }
     let declared = parent
         .pointer("/properties")
         .and_then(|p| p.get(name))
@@ -250,6 +309,42 @@ mod tests {
                 "spec.template.spec.tolerations",
                 "spec.replicas[0].zone"
             ]
+        );
+    }
+
+    #[test]
+    fn lists_patches_and_crds_that_keep_everything() {
+        let crd = |kind: &str, keep: bool| {
+            json!({"kind": "CustomResourceDefinition", "spec": {
+                "group": "example.com", "names": {"kind": kind}, "preserveUnknownFields": keep,
+                "versions": [{"name": "v1", "schema": {"openAPIV3Schema": {"type": "object",
+                    "properties": {"spec": {"type": "object", "properties": {}}}}}}]}})
+        };
+        let mut crds = CrdSchemas::default();
+        // `kubectl get crd -o yaml` prints a List.
+        assert!(crds.add(&json!({"kind": "List", "items": [crd("A", false), crd("B", true)]})));
+        assert_eq!(crds.len(), 2);
+        let object = |kind: &str| {
+            crate::yaml::parse_document(
+                &format!("apiVersion: example.com/v1\nkind: {kind}\nspec:\n  affinity: {{}}\n  $patch: replace\n"),
+                0,
+            )
+            .unwrap()
+            .unwrap()
+        };
+        let a = object("A");
+        let paths: Vec<String> = undeclared(&a, crds.schema("example.com/v1", "A").unwrap())
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(paths, ["spec.affinity"], "a patch directive is not a field");
+        let b = object("B");
+        assert!(undeclared(&b, crds.schema("example.com/v1", "B").unwrap()).is_empty());
+        assert_eq!(
+            custom_kinds(
+                "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: example.com/v1, kind: A}\n- {apiVersion: apps/v1, kind: Deployment}\n"
+            ),
+            [("example.com/v1".to_string(), "A".to_string())]
         );
     }
 }

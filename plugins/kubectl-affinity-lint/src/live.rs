@@ -729,12 +729,36 @@ pub async fn follow_pending(
         say!("pod {namespace}/{name} was deleted before it was scheduled");
         return Ok(exit::PROBLEMS);
     };
+    // The pod followed: one deleted and created again under its name is another pod.
+    let uid = pod["metadata"]["uid"].clone();
     let mut last = PodProgress::of(&pod);
     if let Some(done) = last.outcome(namespace, name) {
         say!("{}", done.0);
         return Ok(done.1);
     }
+    let gone = || {
+        say!("pod {namespace}/{name} was deleted before it was scheduled");
+        Ok(exit::PROBLEMS)
+    };
+    // What changed since `last`; the last line and exit code once it is decided.
+    let judge = |pod: &Value, last: &mut PodProgress| -> Option<u8> {
+        let now = PodProgress::of(pod);
+        if let Some((line, code)) = now.outcome(namespace, name) {
+            say!("{line}");
+            return Some(code);
+        }
+        for line in now.changes_since(last) {
+            say!("{line}");
+        }
+        *last = now;
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        None
+    };
+    // A watch that ends at once (a proxy closing long requests) restarts after a pause.
+    let mut pause = std::time::Duration::from_secs(1);
     loop {
+        let started = std::time::Instant::now();
         let events = api::watch::<Value>(
             &conn.client,
             &collection,
@@ -747,29 +771,26 @@ pub async fn follow_pending(
         while let Some(event) = events.next().await {
             match event? {
                 WatchEvent::Added(pod) | WatchEvent::Modified(pod) => {
-                    let now = PodProgress::of(&pod);
-                    if let Some(done) = now.outcome(namespace, name) {
-                        say!("{}", done.0);
-                        return Ok(done.1);
+                    if let Some(v) = pod["metadata"]["resourceVersion"].as_str() {
+                        version = v.to_string();
                     }
-                    for line in now.changes_since(&last) {
-                        say!("{line}");
+                    if pod["metadata"]["uid"] != uid {
+                        return gone();
                     }
-                    last = now;
-                    use std::io::Write as _;
-                    let _ = std::io::stdout().flush();
+                    if let Some(code) = judge(&pod, &mut last) {
+                        return Ok(code);
+                    }
                 }
-                WatchEvent::Deleted(_) => {
-                    say!("pod {namespace}/{name} was deleted before it was scheduled");
-                    return Ok(exit::PROBLEMS);
-                }
+                WatchEvent::Deleted(_) => return gone(),
                 WatchEvent::Bookmark(mark) => version = mark.metadata.resource_version,
                 WatchEvent::Error(status) if status.code == 410 => {
-                    // Too old for the server: read the pod again and go on from there.
+                    // Too old for the server: read the pod again and judge it from there.
                     let (pod, fresh) = list_pod().await?;
-                    if pod.is_none() {
-                        say!("pod {namespace}/{name} was deleted before it was scheduled");
-                        return Ok(exit::PROBLEMS);
+                    let Some(pod) = pod.filter(|p| p["metadata"]["uid"] == uid) else {
+                        return gone();
+                    };
+                    if let Some(code) = judge(&pod, &mut last) {
+                        return Ok(code);
                     }
                     version = fresh;
                     break;
@@ -781,6 +802,12 @@ pub async fn follow_pending(
                     ));
                 }
             }
+        }
+        if started.elapsed() < std::time::Duration::from_secs(5) {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(std::time::Duration::from_secs(30));
+        } else {
+            pause = std::time::Duration::from_secs(1);
         }
     }
 }

@@ -28,7 +28,11 @@ pub fn run(
     let mut custom_kinds: std::collections::BTreeSet<(String, String)> = Default::default();
     let (paths, _) = placekit::lint::source::collect_paths(&cli.files, cli.recursive);
     // Regular files only: a FIFO (`-f <(...)`) is read once, by the lint.
-    let regular = |p: &&std::path::PathBuf| std::fs::metadata(p).is_ok_and(|m| m.is_file());
+    // and what the lint refuses as too large is not read here either.
+    let regular = |p: &&std::path::PathBuf| {
+        std::fs::metadata(p)
+            .is_ok_and(|m| m.is_file() && m.len() <= placekit::lint::source::MAX_FILE_BYTES)
+    };
     for path in paths.iter().filter(regular) {
         if let Ok(text) = std::fs::read_to_string(path) {
             crds.add_from_text(&text);

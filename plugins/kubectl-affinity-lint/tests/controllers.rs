@@ -475,9 +475,16 @@ fn crds_judge_a_custom_resource_as_the_api_server_prunes_it() {
         }
         std::thread::sleep(std::time::Duration::from_secs(1));
     }
-    let (lenient_ok, _, lenient_err) =
-        kubectl.run(&["create", "--validate=false", "-f", &manifest]);
-    let stored = kubectl.must(&[
+    let (mut lenient_ok, mut lenient_err) = (false, String::new());
+    for _ in 0..30 {
+        let (ok, _, err) = kubectl.run(&["create", "--validate=false", "-f", &manifest]);
+        (lenient_ok, lenient_err) = (ok, err);
+        if lenient_ok {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    let (_, stored, get_err) = kubectl.run(&[
         "get",
         "workloads.kueue.x-k8s.io",
         "pk-al018-trainer",
@@ -526,7 +533,8 @@ fn crds_judge_a_custom_resource_as_the_api_server_prunes_it() {
         "{strict_err}"
     );
     assert!(lenient_ok, "{lenient_err}");
-    let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    let stored: serde_json::Value = serde_json::from_str(&stored)
+        .unwrap_or_else(|e| panic!("{e}: {get_err}; the create said {lenient_err}"));
     assert!(
         stored["spec"]["podSets"][0]["template"]
             .get("affinity")

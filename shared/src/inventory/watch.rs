@@ -7,13 +7,15 @@
 //! accelerator, its node and requests (a pod without one costs nothing). A node's rows are
 //! printed again only when their text changes: the kubelet's heartbeats and pods that ask
 //! for no accelerator print nothing. DRA devices are counted as the first read found them
-//! (the watch covers nodes and pods). The watches resume from their last bookmark: applying
-//! a change twice leaves the same state, so nothing per object records a version.
+//! (the watch covers nodes and pods). A watch resumes from the last resourceVersion it saw
+//! (an event's or a bookmark's), so nothing is printed twice; one that ends at once is
+//! started again after a growing pause.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use futures::StreamExt as _;
 use kube::core::WatchEvent;
+use serde_json::Value;
 
 use super::read::{StatusOptions, StatusView, counted_resources, nodes_view, read_dra};
 use super::render::{inventory_header, node_rows, print_status};
@@ -62,7 +64,7 @@ pub async fn watch_status(
         ui.warn(n);
     }
     let mut watched = Watched::default();
-    list(conn, targets, options, &mut watched).await?;
+    list(conn, targets, options, &mut watched, Names::MustExist).await?;
     let nodes: Vec<Node> = watched.nodes.values().cloned().collect();
     let view = nodes_view(&nodes, &watched.requested, &dra.inventory, options)?;
     let header = inventory_header(ui, options);
@@ -88,8 +90,12 @@ pub async fn watch_status(
         Targets::Selector(s) => Some(s.to_string()),
         _ => None,
     };
+    // A watch that ends at once (a proxy that closes long requests) is started again after
+    // a growing pause, not in a tight loop.
+    let mut pause = RESTART_PAUSE;
     loop {
-        let nodes = api::watch::<Node>(
+        let started = std::time::Instant::now();
+        let nodes = api::watch::<Value>(
             &conn.client,
             "/api/v1/nodes",
             None,
@@ -97,7 +103,7 @@ pub async fn watch_status(
             &watched.node_version,
         )
         .await?;
-        let pods = api::watch::<Pod>(
+        let pods = api::watch::<Value>(
             &conn.client,
             "/api/v1/pods",
             Some(ACTIVE_PODS),
@@ -126,7 +132,11 @@ pub async fn watch_status(
                         }
                         return Err(watch_error(status));
                     }
-                    event => watched.node_event(event, targets),
+                    event => {
+                        let (event, version) = typed::<Node>(event)?;
+                        watched.node_version = version.unwrap_or(watched.node_version);
+                        watched.node_event(event, targets)
+                    }
                 },
                 Change::Pod(event) => match *event {
                     WatchEvent::Error(status) => {
@@ -136,7 +146,11 @@ pub async fn watch_status(
                         }
                         return Err(watch_error(status));
                     }
-                    event => watched.pod_event(event, options),
+                    event => {
+                        let (event, version) = typed::<Pod>(event)?;
+                        watched.pod_version = version.unwrap_or(watched.pod_version);
+                        watched.pod_event(event, options)
+                    }
                 },
             };
             print_changed(ui, &mut watched, changed, &dra.inventory, options);
@@ -149,14 +163,68 @@ pub async fn watch_status(
                 widths: std::mem::take(&mut watched.widths),
                 ..Watched::default()
             };
-            list(conn, targets, options, &mut watched).await?;
+            list(conn, targets, options, &mut watched, Names::MayBeGone).await?;
             let changed: BTreeSet<String> = before
                 .union(&watched.nodes.keys().cloned().collect())
                 .cloned()
                 .collect();
             print_changed(ui, &mut watched, changed, &dra.inventory, options);
         }
+        if started.elapsed() < QUICK_END {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(MAX_RESTART_PAUSE);
+        } else {
+            pause = RESTART_PAUSE;
+        }
     }
+}
+
+/// A watch that ends sooner than this was cut short (not the server's own timeout).
+const QUICK_END: std::time::Duration = std::time::Duration::from_secs(5);
+/// The first pause before restarting a watch cut short, doubled each time up to the max.
+const RESTART_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+const MAX_RESTART_PAUSE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A watch event's object read into the view type `T`, with the resourceVersion it carries:
+/// a watch resumed from the last one seen replays nothing.
+fn typed<T: serde::de::DeserializeOwned>(
+    event: WatchEvent<Value>,
+) -> Result<(WatchEvent<T>, Option<String>), CommandError> {
+    let read = |v: Value| -> Result<(T, Option<String>), CommandError> {
+        let version = v["metadata"]["resourceVersion"]
+            .as_str()
+            .map(str::to_string);
+        let object = serde_json::from_value(v)
+            .map_err(|e| CommandError::Cluster(format!("unreadable watch event: {e}")))?;
+        Ok((object, version))
+    };
+    Ok(match event {
+        WatchEvent::Added(v) => {
+            let (o, version) = read(v)?;
+            (WatchEvent::Added(o), version)
+        }
+        WatchEvent::Modified(v) => {
+            let (o, version) = read(v)?;
+            (WatchEvent::Modified(o), version)
+        }
+        WatchEvent::Deleted(v) => {
+            let (o, version) = read(v)?;
+            (WatchEvent::Deleted(o), version)
+        }
+        WatchEvent::Bookmark(mark) => {
+            let version = Some(mark.metadata.resource_version.clone());
+            (WatchEvent::Bookmark(mark), version)
+        }
+        WatchEvent::Error(status) => (WatchEvent::Error(status), None),
+    })
+}
+
+/// Whether named nodes must all exist: on the first list (a typo is the user's), not on a
+/// list after the watch lost its place (a node deleted meanwhile is said to be gone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Names {
+    MustExist,
+    MayBeGone,
 }
 
 /// An error a watch reported (other than its version being too old).
@@ -166,8 +234,8 @@ fn watch_error(status: Box<kube::core::Status>) -> CommandError {
 
 /// A change from one of the two watches.
 enum Change {
-    Node(Box<WatchEvent<Node>>),
-    Pod(Box<WatchEvent<Pod>>),
+    Node(Box<WatchEvent<Value>>),
+    Pod(Box<WatchEvent<Value>>),
     /// A watch ended.
     Ended,
 }
@@ -178,6 +246,7 @@ async fn list(
     targets: &Targets,
     options: &StatusOptions,
     watched: &mut Watched,
+    names: Names,
 ) -> Result<(), CommandError> {
     let label_selector = match targets {
         Targets::Selector(s) => Some(s.to_string()),
@@ -198,7 +267,7 @@ async fn list(
         },
     )
     .await?;
-    if let Targets::Names(names) = targets {
+    if let (Targets::Names(names), Names::MustExist) = (targets, names) {
         let missing: Vec<&String> = names
             .iter()
             .filter(|n| !nodes.iter().any(|node| &node.metadata.name == *n))
@@ -290,11 +359,7 @@ impl Watched {
                 self.nodes.remove(&name);
                 BTreeSet::from([name])
             }
-            WatchEvent::Bookmark(mark) => {
-                self.node_version = mark.metadata.resource_version;
-                BTreeSet::new()
-            }
-            WatchEvent::Error(_) => BTreeSet::new(),
+            WatchEvent::Bookmark(_) | WatchEvent::Error(_) => BTreeSet::new(),
         }
     }
 
@@ -303,11 +368,7 @@ impl Watched {
         let (pod, deleted) = match event {
             WatchEvent::Added(pod) | WatchEvent::Modified(pod) => (pod, false),
             WatchEvent::Deleted(pod) => (pod, true),
-            WatchEvent::Bookmark(mark) => {
-                self.pod_version = mark.metadata.resource_version;
-                return BTreeSet::new();
-            }
-            WatchEvent::Error(_) => return BTreeSet::new(),
+            WatchEvent::Bookmark(_) | WatchEvent::Error(_) => return BTreeSet::new(),
         };
         let key = (pod.metadata.namespace.clone(), pod.metadata.name.clone());
         let now = if deleted {
@@ -339,6 +400,10 @@ fn print_changed(
     dra: &crate::dra::DraInventory,
     options: &StatusOptions,
 ) {
+    // Most events (heartbeats, pods without accelerators) change no node's rows.
+    if nodes.is_empty() {
+        return;
+    }
     let all: Vec<Node> = watched.nodes.values().cloned().collect();
     let (resources, primary) = counted_resources(&all, options);
     let scope = Scope {

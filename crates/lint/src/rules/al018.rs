@@ -232,7 +232,9 @@ fn walk(node: &Node, ty: Type, list: bool, at: &str, core: bool, out: &mut Vec<R
     let fields = ty.fields();
     for (key, value) in node.entries() {
         let Some(name) = key.as_str() else { continue };
-        if templated(name) || name.starts_with("<<") {
+        // A template engine's key, a YAML merge key, or a kustomize patch's directive
+        // (`$patch: delete`, `$retainKeys`).
+        if templated(name) || name.starts_with("<<") || name.starts_with('$') {
             continue;
         }
         match fields.iter().find(|(f, _)| *f == name) {
