@@ -652,6 +652,46 @@ pub async fn watch<T: Clone + serde::de::DeserializeOwned>(
     ))
 }
 
+/// The pause before a watch is started again: a watch the server ends after its own timeout
+/// restarts at once; one cut short (a proxy that closes long requests) waits 1 s, then twice
+/// as long each time in a row, up to 30 s, so a client never restarts in a tight loop.
+#[derive(Debug)]
+pub struct WatchRestart {
+    pause: std::time::Duration,
+    started: tokio::time::Instant,
+}
+
+impl Default for WatchRestart {
+    fn default() -> Self {
+        WatchRestart {
+            pause: Self::FIRST,
+            started: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl WatchRestart {
+    /// A watch that ends sooner than this was cut short.
+    const QUICK_END: std::time::Duration = std::time::Duration::from_secs(5);
+    const FIRST: std::time::Duration = std::time::Duration::from_secs(1);
+    const MAX: std::time::Duration = std::time::Duration::from_secs(30);
+
+    /// Marks a watch started.
+    pub fn started(&mut self) {
+        self.started = tokio::time::Instant::now();
+    }
+
+    /// Waits as long as the watch that just ended calls for.
+    pub async fn ended(&mut self) {
+        if self.started.elapsed() < Self::QUICK_END {
+            tokio::time::sleep(self.pause).await;
+            self.pause = (self.pause * 2).min(Self::MAX);
+        } else {
+            self.pause = Self::FIRST;
+        }
+    }
+}
+
 /// How an optional collection's list went.
 #[derive(Debug)]
 pub enum Listed {
@@ -1123,4 +1163,36 @@ async fn kueue_workloads(
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod watch_restart_tests {
+    use super::WatchRestart;
+    use std::time::Duration;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_cut_short_waits_longer_each_time_and_one_that_ran_does_not() {
+        let mut restart = WatchRestart::default();
+        let mut waited = Vec::new();
+        for _ in 0..7 {
+            restart.started();
+            let before = tokio::time::Instant::now();
+            restart.ended().await;
+            waited.push(before.elapsed().as_secs());
+        }
+        assert_eq!(waited, [1, 2, 4, 8, 16, 30, 30]);
+        restart.started();
+        tokio::time::advance(Duration::from_secs(60)).await;
+        let before = tokio::time::Instant::now();
+        restart.ended().await;
+        assert_eq!(
+            before.elapsed(),
+            Duration::ZERO,
+            "a watch that ran restarts at once"
+        );
+        restart.started();
+        let before = tokio::time::Instant::now();
+        restart.ended().await;
+        assert_eq!(before.elapsed().as_secs(), 1, "and the pause starts over");
+    }
 }

@@ -755,10 +755,9 @@ pub async fn follow_pending(
         let _ = std::io::stdout().flush();
         None
     };
-    // A watch that ends at once (a proxy closing long requests) restarts after a pause.
-    let mut pause = std::time::Duration::from_secs(1);
+    let mut restart = api::WatchRestart::default();
     loop {
-        let started = std::time::Instant::now();
+        restart.started();
         let events = api::watch::<Value>(
             &conn.client,
             &collection,
@@ -803,12 +802,7 @@ pub async fn follow_pending(
                 }
             }
         }
-        if started.elapsed() < std::time::Duration::from_secs(5) {
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(std::time::Duration::from_secs(30));
-        } else {
-            pause = std::time::Duration::from_secs(1);
-        }
+        restart.ended().await;
     }
 }
 

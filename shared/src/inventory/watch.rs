@@ -90,11 +90,9 @@ pub async fn watch_status(
         Targets::Selector(s) => Some(s.to_string()),
         _ => None,
     };
-    // A watch that ends at once (a proxy that closes long requests) is started again after
-    // a growing pause, not in a tight loop.
-    let mut pause = RESTART_PAUSE;
+    let mut restart = api::WatchRestart::default();
     loop {
-        let started = std::time::Instant::now();
+        restart.started();
         let nodes = api::watch::<Value>(
             &conn.client,
             "/api/v1/nodes",
@@ -122,36 +120,27 @@ pub async fn watch_status(
         ));
         let mut gone = false;
         while let Some(event) = events.next().await {
-            let changed = match event? {
+            let (event, of_nodes) = match event? {
                 Change::Ended => break,
-                Change::Node(event) => match *event {
-                    WatchEvent::Error(status) => {
-                        gone = status.code == 410;
-                        if gone {
-                            break;
-                        }
-                        return Err(watch_error(status));
-                    }
-                    event => {
-                        let (event, version) = typed::<Node>(event)?;
-                        watched.node_version = version.unwrap_or(watched.node_version);
-                        watched.node_event(event, targets)
-                    }
-                },
-                Change::Pod(event) => match *event {
-                    WatchEvent::Error(status) => {
-                        gone = status.code == 410;
-                        if gone {
-                            break;
-                        }
-                        return Err(watch_error(status));
-                    }
-                    event => {
-                        let (event, version) = typed::<Pod>(event)?;
-                        watched.pod_version = version.unwrap_or(watched.pod_version);
-                        watched.pod_event(event, options)
-                    }
-                },
+                Change::Node(event) => (*event, true),
+                Change::Pod(event) => (*event, false),
+            };
+            if let WatchEvent::Error(status) = event {
+                // Too old for the server (410): listed again below.
+                gone = status.code == 410;
+                if gone {
+                    break;
+                }
+                return Err(watch_error(status));
+            }
+            let changed = if of_nodes {
+                let (event, version) = typed::<Node>(event)?;
+                watched.node_version = version.unwrap_or(watched.node_version);
+                watched.node_event(event, targets)
+            } else {
+                let (event, version) = typed::<Pod>(event)?;
+                watched.pod_version = version.unwrap_or(watched.pod_version);
+                watched.pod_event(event, options)
             };
             print_changed(ui, &mut watched, changed, &dra.inventory, options);
         }
@@ -170,20 +159,9 @@ pub async fn watch_status(
                 .collect();
             print_changed(ui, &mut watched, changed, &dra.inventory, options);
         }
-        if started.elapsed() < QUICK_END {
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(MAX_RESTART_PAUSE);
-        } else {
-            pause = RESTART_PAUSE;
-        }
+        restart.ended().await;
     }
 }
-
-/// A watch that ends sooner than this was cut short (not the server's own timeout).
-const QUICK_END: std::time::Duration = std::time::Duration::from_secs(5);
-/// The first pause before restarting a watch cut short, doubled each time up to the max.
-const RESTART_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
-const MAX_RESTART_PAUSE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A watch event's object read into the view type `T`, with the resourceVersion it carries:
 /// a watch resumed from the last one seen replays nothing.
