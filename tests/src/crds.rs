@@ -63,6 +63,12 @@ impl Kubectl {
             .iter()
             .map(|f| crds.join(f).display().to_string())
             .collect();
+        self.install_crd_paths(&paths);
+    }
+
+    /// Installs the CRDs in `paths` (files or directories) as [`Kubectl::install_crds`]
+    /// does.
+    pub fn install_crd_paths(&self, paths: &[String]) {
         let mut apply = vec!["apply", "--server-side", "--force-conflicts"];
         let mut wait = vec![
             "wait",
@@ -71,12 +77,26 @@ impl Kubectl {
             "--timeout",
             "120s",
         ];
-        for p in &paths {
+        for p in paths {
             apply.extend(["-f", p.as_str()]);
             wait.extend(["-f", p.as_str()]);
         }
         self.must(&apply);
-        self.must(&wait);
+        // `kubectl wait` fails at once, instead of waiting, on a CRD whose status the
+        // apiextensions controller has not written yet (`.status.conditions accessor
+        // error: <nil>`): retried until the deadline.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let (ok, _, err) = self.run(&wait);
+            if ok {
+                return;
+            }
+            assert!(
+                err.contains("accessor error") && Instant::now() < deadline,
+                "kubectl {wait:?}: {err}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     /// Creates `file` with strict server-side validation (a field the schemas do not know

@@ -692,17 +692,7 @@ fn the_operators_crds_install_and_prune_on_the_real_control_plane() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let dir = crds.to_str().expect("a UTF-8 path");
-    // Server-side: the largest CRDs' last-applied annotation would pass 256 KiB.
-    kubectl(&["apply", "--server-side", "--force-conflicts", "-f", dir]);
-    kubectl(&[
-        "wait",
-        "--for",
-        "condition=Established",
-        "--timeout",
-        "120s",
-        "-f",
-        dir,
-    ]);
+    placekit_testserver::crds::Kubectl::new(&kubeconfig).install_crd_paths(&[dir.to_string()]);
     let files = std::fs::read_dir(&crds)
         .unwrap()
         .filter(|e| {
