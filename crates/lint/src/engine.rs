@@ -7,10 +7,12 @@ use std::path::{Path, PathBuf};
 
 use std::sync::{Mutex, mpsc};
 
-use super::finding::finding;
 pub use super::finding::{Finding, Fixable, ObjectRef};
+use super::finding::{GroupPods, TemplateKey, finding, template_key};
 use super::fix::{FileFix, TextFix};
-use super::rule::{Context, GroupFacts, GroupRule, RawFinding, RuleMeta, Scope, Severity};
+use super::rule::{
+    Context, GroupFacts, GroupRule, RawFinding, RuleMeta, Scope, Severity, UnlessSelected,
+};
 use super::rules::{CLUSTER_CHECKS, RULES};
 use super::source::{self, Chunk, Document, InputError, InputFile};
 use super::yaml::parse_document;
@@ -186,22 +188,45 @@ fn group_rules() -> impl Iterator<Item = (&'static RuleMeta, &'static dyn GroupR
     RULES.iter().filter_map(|r| Some((r.meta(), r.group()?)))
 }
 
-/// Every group rule's facts, in the order of [`group_rules`].
+/// What is judged once an input group is read: every group rule's facts (in the order of
+/// [`group_rules`]), the findings that stand only if no pod of the group is selected, and the
+/// labels of the group's pods.
 #[derive(Debug)]
-struct GroupFactsSet(Vec<Box<dyn GroupFacts>>);
+struct GroupFactsSet {
+    rules: Vec<Box<dyn GroupFacts>>,
+    conditional: Vec<(Finding, UnlessSelected, TemplateKey)>,
+    /// Each pod template of the group and the labels of its pods.
+    pods: Vec<GroupPods>,
+}
 
 impl Default for GroupFactsSet {
     fn default() -> Self {
-        GroupFactsSet(group_rules().map(|(_, rule)| rule.new_facts()).collect())
+        GroupFactsSet {
+            rules: group_rules().map(|(_, rule)| rule.new_facts()).collect(),
+            conditional: Vec::new(),
+            pods: Vec::new(),
+        }
     }
 }
 
 impl GroupFactsSet {
     /// Appends facts collected later in input order.
     fn append(&mut self, later: GroupFactsSet) {
-        for (facts, later) in self.0.iter_mut().zip(later.0) {
+        for (facts, later) in self.rules.iter_mut().zip(later.rules) {
             facts.append(later);
         }
+        self.conditional.extend(later.conditional);
+        self.pods.extend(later.pods);
+    }
+
+    /// The conditional findings whose selector selects none of the group's pods.
+    fn standing(&mut self) -> impl Iterator<Item = Finding> + '_ {
+        let pods = &self.pods;
+        self.conditional
+            .drain(..)
+            .filter_map(move |(finding, unless, own)| {
+                (!pods.iter().any(|other| unless.selects_another(&own, other))).then_some(finding)
+            })
     }
 }
 
@@ -231,8 +256,9 @@ fn lint_chunk(file: &InputFile, chunk: Chunk, settings: &Settings<'_>) -> Docume
             crds: settings.crds,
         };
         let ignores = |id: &str| ignored.iter().any(|i| i == id);
+        result.facts.pods.extend(GroupPods::of(object));
         if object.view == 0 {
-            for ((meta, rule), facts) in group_rules().zip(&mut result.facts.0) {
+            for ((meta, rule), facts) in group_rules().zip(&mut result.facts.rules) {
                 if !ignores(meta.id) {
                     rule.collect(object, &file.group, facts.as_mut());
                 }
@@ -259,6 +285,7 @@ fn lint_chunk(file: &InputFile, chunk: Chunk, settings: &Settings<'_>) -> Docume
                 };
                 let text_fix = f.text_fix.take();
                 let no_text_fix = f.no_text_fix;
+                let unless_selected = f.unless_selected.take();
                 let mut found = finding(meta.id, severity, object, f, settings.keep_source_lines);
                 attach_fix(&mut found, &document, text_fix);
                 if found.fixable.is_none()
@@ -272,7 +299,15 @@ fn lint_chunk(file: &InputFile, chunk: Chunk, settings: &Settings<'_>) -> Docume
                         found.manual_reason = Some(why);
                     }
                 }
-                result.findings.push(found);
+                match unless_selected {
+                    Some(unless) => {
+                        result
+                            .facts
+                            .conditional
+                            .push((found, unless, template_key(object)))
+                    }
+                    None => result.findings.push(found),
+                }
             }
         }
     }
@@ -594,14 +629,16 @@ fn put_in_order(
                         facts.append(part);
                     }
                 }
-                let mut findings: Vec<Finding> = group_rules()
-                    .zip(&facts.0)
-                    .zip(&group_severities)
-                    .filter_map(|(((_, rule), facts), severity)| {
-                        Some(rule.judge(facts.as_ref(), (*severity)?))
-                    })
-                    .flatten()
-                    .collect();
+                let mut findings: Vec<Finding> = facts.standing().collect();
+                findings.extend(
+                    group_rules()
+                        .zip(&facts.rules)
+                        .zip(&group_severities)
+                        .filter_map(|(((_, rule), facts), severity)| {
+                            Some(rule.judge(facts.as_ref(), (*severity)?))
+                        })
+                        .flatten(),
+                );
                 if let (false, Some(&last)) = (findings.is_empty(), group_files[group].last()) {
                     findings.sort_by(|a, b| {
                         (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column))

@@ -51,6 +51,87 @@ pub struct RawFinding {
     /// Why a rule that fixes this kind of problem has no automatic fix for this one (the
     /// way it is written), so `--fix` can say so instead of passing it by.
     pub no_text_fix: Option<&'static str>,
+    /// A finding that stands only if its selector selects no pod of the input group: it is
+    /// judged once the group is read (AL008: a term that may keep away from a sibling
+    /// workload written beside it).
+    pub unless_selected: Option<UnlessSelected>,
+}
+
+/// The condition of a finding that stands only if no pod template of its input group (a
+/// directory, or one stream) is selected.
+#[derive(Debug, Clone)]
+pub struct UnlessSelected {
+    pub selector: crate::affinity::LabelSelector,
+    /// The namespaces the selector looks in, as a pod affinity term's do: `None` for any
+    /// (a `namespaceSelector`), else the names (`default` for objects without one).
+    pub namespaces: Option<Vec<String>>,
+}
+
+/// Which pod template an object's view is: kind, namespace (`default` when the manifest has
+/// none), name, and the pod spec's path, joined by NULs. Two renderings of one object (two
+/// variants of a chart's StatefulSet in one directory) are the same template.
+pub type TemplateKey = Box<str>;
+
+/// The key of `object`'s view.
+pub fn template_key(object: &Object<'_>) -> TemplateKey {
+    let path = object.pod.as_ref().map_or("", |p| p.path.as_str());
+    [
+        object.kind.as_str(),
+        object.namespace.as_deref().unwrap_or("default"),
+        object.name.as_str(),
+        path,
+    ]
+    .join("\0")
+    .into()
+}
+
+/// A pod template of an input group, for [`UnlessSelected`]: whose it is and the labels of
+/// its pods. Kept for every template of a group until the group is judged, so it is two
+/// strings, not a map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupPods {
+    template: TemplateKey,
+    /// `key\0value\0key\0value`.
+    labels: Box<str>,
+}
+
+impl GroupPods {
+    /// The pods of `object`'s view, or `None` when they carry no label as far as the
+    /// manifest tells (no selector can select them).
+    pub fn of(object: &Object<'_>) -> Option<Self> {
+        let labels = object.labels_of_pods();
+        (!labels.is_empty()).then(|| GroupPods {
+            template: template_key(object),
+            labels: labels
+                .iter()
+                .flat_map(|(k, v)| [*k, *v])
+                .collect::<Vec<_>>()
+                .join("\0")
+                .into(),
+        })
+    }
+
+    fn namespace(&self) -> &str {
+        self.template.split('\0').nth(1).unwrap_or_default()
+    }
+
+    fn labels(&self) -> Vec<(&str, &str)> {
+        let mut parts = self.labels.split('\0');
+        std::iter::from_fn(|| Some((parts.next()?, parts.next()?))).collect()
+    }
+}
+
+impl UnlessSelected {
+    /// Whether the selector selects the pods of `other`, a template other than `own` (the
+    /// one whose finding this is).
+    pub fn selects_another(&self, own: &TemplateKey, other: &GroupPods) -> bool {
+        other.template != *own
+            && self
+                .namespaces
+                .as_ref()
+                .is_none_or(|names| names.iter().any(|n| n == other.namespace()))
+            && self.selector.selects(&other.labels())
+    }
 }
 
 impl RawFinding {
@@ -63,7 +144,14 @@ impl RawFinding {
             severity: None,
             text_fix: None,
             no_text_fix: None,
+            unless_selected: None,
         }
+    }
+
+    /// The finding stands only if no pod of the input group is selected by `condition`.
+    pub fn unless_selected(mut self, condition: UnlessSelected) -> Self {
+        self.unless_selected = Some(condition);
+        self
     }
 
     pub fn with_text_fix(mut self, fix: TextFix) -> Self {

@@ -1,7 +1,7 @@
 //! What a rule is and what it reports.
 
 use super::finding::Finding;
-pub use super::finding::{RawFinding, Severity};
+pub use super::finding::{RawFinding, Severity, UnlessSelected};
 use super::source::Object;
 
 /// A rule's identity and documentation (shown by `affinity-lint rules ID`).

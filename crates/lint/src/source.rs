@@ -572,6 +572,27 @@ fn comment_start(line: &str) -> Option<usize> {
 
 /// A Kubernetes object found in the input, seen through one of its pod specs: an object
 /// with several (a RayCluster's head and workers) is linted once per pod spec.
+/// Labels an operator puts on every pod of the object with the object's own name as the
+/// value, by the object's kind. The Kubeflow training operator sets the short `job-name` too
+/// (its older label, still on the pods and still copied into selectors).
+const OPERATOR_NAME_LABELS: &[(&[&str], &[&str])] = &[
+    (
+        &[
+            "PyTorchJob",
+            "TFJob",
+            "MPIJob",
+            "XGBoostJob",
+            "PaddleJob",
+            "MXJob",
+            "JAXJob",
+        ],
+        &["training.kubeflow.org/job-name", "job-name"],
+    ),
+    (&["RayCluster"], &["ray.io/cluster"]),
+    (&["JobSet"], &["jobset.sigs.k8s.io/jobset-name"]),
+    (&["LeaderWorkerSet"], &["leaderworkerset.sigs.k8s.io/name"]),
+];
+
 #[derive(Debug, Clone)]
 pub struct Object<'a> {
     pub file: &'a str,
@@ -612,6 +633,32 @@ impl<'a> Object<'a> {
             .and_then(|m| m.get("labels"))
             .map(Node::string_map)
             .unwrap_or_default()
+    }
+
+    /// The labels an operator sets on the pods of this view to the object's own name, beside
+    /// the template's (none for core kinds and unnamed objects).
+    pub fn operator_name_labels(&self) -> &'static [&'static str] {
+        let core = self.pod.as_ref().is_some_and(|p| p.core);
+        if core || self.name.is_empty() {
+            return &[];
+        }
+        OPERATOR_NAME_LABELS
+            .iter()
+            .find(|(kinds, _)| kinds.contains(&self.kind.as_str()))
+            .map_or(&[], |(_, keys)| *keys)
+    }
+
+    /// The labels the pods of this view carry as far as the manifest tells: the template's,
+    /// and the labels their operator sets to the object's name (a PyTorchJob's pods carry
+    /// `training.kubeflow.org/job-name: <its name>`).
+    pub fn labels_of_pods(&self) -> Vec<(&str, &str)> {
+        let mut labels = self.pod_labels();
+        for key in self.operator_name_labels() {
+            if !labels.iter().any(|(k, _)| k == key) {
+                labels.push((key, self.name.as_str()));
+            }
+        }
+        labels
     }
 
     /// Rules suppressed by `affinity-lint.placekit.dev/ignore` on the object or its template.

@@ -302,6 +302,53 @@ fn a_pdb_meets_only_the_workloads_of_its_directory() {
     assert_eq!(findings(&json), [], "another namespace's is not");
 }
 
+/// AL008's guess that an anti-affinity term meant its own workload (a value one typo from
+/// the pod's) gives way to a sibling workload in the same directory whose pods the term
+/// selects: `pod-affinity-3` keeping away from `pod-affinity-1`, as a public tutorial does.
+#[test]
+fn an_anti_affinity_aimed_at_a_sibling_in_the_same_directory_is_not_a_typo() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |rel: &str, text: &str| write_file(dir.path(), rel, text);
+    let deployment = |name: &str, away_from: Option<&str>| {
+        let anti = away_from.map_or(String::new(), |other| format!("      affinity:\n        podAntiAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n          - labelSelector: {{matchExpressions: [{{key: app, operator: In, values: [{other}]}}]}}\n            topologyKey: kubernetes.io/hostname\n"));
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\nspec:\n  replicas: 3\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n{anti}      containers: [{{name: redis, image: redis}}]\n"
+        )
+    };
+    write(
+        "a/pod-affinity-3.yaml",
+        &deployment("pod-affinity-3", Some("pod-affinity-1")),
+    );
+    let root = dir.path().to_str().unwrap();
+    let (code, json) = lint(&["-R", "-f", root]);
+    assert_eq!(
+        (code, findings(&json)),
+        (1, vec![("AL008".to_string(), 13)]),
+        "alone, the selected value reads as a typo of the workload's own"
+    );
+    write("a/pod-affinity-1.yaml", &deployment("pod-affinity-1", None));
+    let (code, json) = lint(&["-R", "-f", root]);
+    assert_eq!((code, findings(&json)), (0, vec![]), "{json}");
+    // Another directory's workload is not a sibling.
+    std::fs::create_dir(dir.path().join("b")).unwrap();
+    std::fs::rename(
+        dir.path().join("a/pod-affinity-1.yaml"),
+        dir.path().join("b/pod-affinity-1.yaml"),
+    )
+    .unwrap();
+    let (_, json) = lint(&["-R", "-f", root]);
+    assert_eq!(findings(&json), [("AL008".to_string(), 13)]);
+    // Both in one stream, in either order.
+    let both = format!(
+        "{}---\n{}",
+        deployment("pod-affinity-1", None),
+        deployment("pod-affinity-3", Some("pod-affinity-1"))
+    );
+    write("c/both.yaml", &both);
+    let (_, json) = lint(&["-f", dir.path().join("c/both.yaml").to_str().unwrap()]);
+    assert_eq!(findings(&json), []);
+}
+
 #[test]
 fn the_report_does_not_depend_on_the_number_of_workers() {
     let dir = fixture("");

@@ -1,6 +1,6 @@
 //! AL008 spread-selector-mismatch.
 use crate::affinity::LabelSelector;
-use crate::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
+use crate::rule::{Context, RawFinding, Rule, RuleMeta, Severity, UnlessSelected};
 use crate::yaml::Node;
 
 pub static META: RuleMeta = RuleMeta {
@@ -25,6 +25,11 @@ warning with `ScheduleAnyway` or preferred), and invalid combinations: `minDomai
   replicas (`replicas` beside the template) and the term names the workload: a key or value
   shares a word with its name (`csi-hcloud In [controller]` in the Deployment
   `hcloud-csi-controller`). `component In [db]` in a `router` names another application.
+  Either judgement is a guess, so it gives way when the term selects the pods of any other
+  workload in the same input (a directory, or one stream) and namespace (every namespace
+  with a `namespaceSelector`): `app In [cache-1]` in `cache-3` beside a Deployment
+  `cache-1` keeps away from that sibling on purpose. Another rendering of the same object
+  (kind, namespace and name) is not a sibling.
 - A workload that says it runs one replica (`replicas: 1` beside its template): nothing to
   keep apart yet.
 - Files in a kustomization's directory: kustomize may add labels to the template
@@ -80,36 +85,6 @@ const CONTROLLER_KEYS: &[&str] = &[
     "batch.kubernetes.io/job-completion-index",
 ];
 
-/// Labels an operator puts on every pod of the object with the object's own name as the
-/// value, by the object's kind: a selector over them is judged, not taken on trust. The
-/// Kubeflow training operator sets the short `job-name` too (its older label, still on the
-/// pods and still copied into selectors).
-const OPERATOR_NAME_LABELS: &[(&[&str], &[&str])] = &[
-    (
-        &[
-            "PyTorchJob",
-            "TFJob",
-            "MPIJob",
-            "XGBoostJob",
-            "PaddleJob",
-            "MXJob",
-            "JAXJob",
-        ],
-        &["training.kubeflow.org/job-name", "job-name"],
-    ),
-    (&["RayCluster"], &["ray.io/cluster"]),
-    (&["JobSet"], &["jobset.sigs.k8s.io/jobset-name"]),
-    (&["LeaderWorkerSet"], &["leaderworkerset.sigs.k8s.io/name"]),
-];
-
-/// The labels the operator of `kind` sets to the object's name (none for other kinds).
-fn operator_name_labels(kind: &str) -> &'static [&'static str] {
-    OPERATOR_NAME_LABELS
-        .iter()
-        .find(|(kinds, _)| kinds.contains(&kind))
-        .map_or(&[], |(_, keys)| *keys)
-}
-
 /// The words of a name, a label key or a value (`hcloud-csi-controller`), without the
 /// domain words of well-known prefixes and without words too short to mean anything.
 fn words(text: &str) -> Vec<String> {
@@ -139,6 +114,27 @@ fn names_the_workload(selector: &LabelSelector, name: &str) -> bool {
             std::iter::once(k.as_str()).chain(values.iter().map(String::as_str))
         }));
     written.flat_map(words).any(|w| own.contains(&w))
+}
+
+/// The namespaces a pod affinity term looks in: any with a `namespaceSelector`, the listed
+/// `namespaces`, else the pod's own (`default` for a manifest without one).
+fn term_namespaces(term: &Node, own: Option<&str>) -> Option<Vec<String>> {
+    if term.get("namespaceSelector").is_some_and(|n| !n.is_null()) {
+        return None;
+    }
+    let listed: Vec<String> = term
+        .get("namespaces")
+        .map(Node::items)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Node::as_str)
+        .map(str::to_string)
+        .collect();
+    Some(if listed.is_empty() {
+        vec![own.unwrap_or("default").to_string()]
+    } else {
+        listed
+    })
 }
 
 /// How many pods the pod template makes, when the manifest says: `replicas` beside the
@@ -229,22 +225,13 @@ impl Rule for Al008 {
         let Some(spec) = cx.object.pod_spec() else {
             return;
         };
-        let mut labels = cx.object.pod_labels();
         // Labels the pods get besides the template's: the core controllers add a few known
         // keys; a custom resource's controller may add any (KubeRay's `ray.io/group`), but
         // the job-name style label of a Kubeflow job, RayCluster, JobSet or LeaderWorkerSet
         // is known: the object's own name.
+        let labels = cx.object.labels_of_pods();
         let core = cx.object.pod.as_ref().is_some_and(|p| p.core);
-        let named_by_operator: &[&str] = if core || cx.object.name.is_empty() {
-            &[]
-        } else {
-            operator_name_labels(&cx.object.kind)
-        };
-        for key in named_by_operator {
-            if !labels.iter().any(|(k, _)| k == key) {
-                labels.push((key, cx.object.name.as_str()));
-            }
-        }
+        let named_by_operator = cx.object.operator_name_labels();
         // kustomize (the file is in a kustomization's directory) may add any label to the
         // template with `labels`/`commonLabels`: a key the template lacks is not judged.
         let kustomized = cx.object.document.kustomize;
@@ -342,25 +329,32 @@ impl Rule for Al008 {
                     .map(|t| (t, Severity::Warning)),
             )
             .collect();
-        let selectors: Vec<(&Node, LabelSelector, Severity)> = terms
+        let selectors: Vec<(&Node, &Node, LabelSelector, Severity)> = terms
             .iter()
             .filter_map(|(t, s)| {
                 let sel = t.get("labelSelector")?;
-                Some((sel, LabelSelector::from_node(sel), *s))
+                Some((*t, sel, LabelSelector::from_node(sel), *s))
             })
             .collect();
         // When one term keeps the replicas apart, the others keep away from other pods.
         if selectors
             .iter()
-            .any(|(_, sel, _)| sel.may_select(&labels, added))
+            .any(|(_, _, sel, _)| sel.may_select(&labels, added))
         {
             return;
         }
         let several = replicas.is_some_and(|n| n >= 2);
-        for (node, sel, severity) in &selectors {
+        for (term, node, sel, severity) in &selectors {
             if sel.may_select(&labels, added) {
                 continue;
             }
+            // Whether the term names this workload is a guess: a sibling workload in the same
+            // input whose pods the term selects says it keeps away from that one on purpose
+            // (`pod-affinity-1` beside the pod's own `pod-affinity-3`).
+            let unless_sibling = UnlessSelected {
+                selector: sel.clone(),
+                namespaces: term_namespaces(term, cx.object.namespace.as_deref()),
+            };
             // A copy-pasted job name: the operator labels this job's pods with its own.
             let other_job = named_by_operator.iter().find_map(|key| {
                 let written = sel.match_labels.iter().find(|(k, _)| k == key)?;
@@ -368,14 +362,14 @@ impl Rule for Al008 {
                     .then_some((*key, written.1.as_str()))
             });
             if let Some((key, value)) = other_job {
-                out.push(RawFinding::at(node, format!("this podAntiAffinity term selects {key}={value}, but the operator labels this {}'s pods {key}={}: its pods are not kept apart from each other", cx.object.kind, cx.object.name)).with_severity(*severity));
+                out.push(RawFinding::at(node, format!("this podAntiAffinity term selects {key}={value}, but the operator labels this {}'s pods {key}={}: its pods are not kept apart from each other", cx.object.kind, cx.object.name)).with_severity(*severity).unless_selected(unless_sibling));
             } else if meant_for_itself(sel, &labels) {
-                out.push(RawFinding::at(node, "this podAntiAffinity term names this workload's labels but does not select its pods: replicas are not kept apart from each other").with_severity(*severity));
+                out.push(RawFinding::at(node, "this podAntiAffinity term names this workload's labels but does not select its pods: replicas are not kept apart from each other").with_severity(*severity).unless_selected(unless_sibling));
             } else if several
                 && !sel.names_any_key(&labels, added)
                 && names_the_workload(sel, &cx.object.name)
             {
-                out.push(RawFinding::at(node, format!("this podAntiAffinity term selects labels no pod of this workload carries (its template has {}), though it names the workload: its {} replicas are not kept apart from each other", labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "), replicas.unwrap_or(2))).with_severity(*severity));
+                out.push(RawFinding::at(node, format!("this podAntiAffinity term selects labels no pod of this workload carries (its template has {}), though it names the workload: its {} replicas are not kept apart from each other", labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "), replicas.unwrap_or(2))).with_severity(*severity).unless_selected(unless_sibling));
             }
         }
     }

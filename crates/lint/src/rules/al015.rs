@@ -55,6 +55,7 @@ impl Rule for Al015 {
                 severity: None,
                 text_fix: None,
                 no_text_fix: None,
+                unless_selected: None,
             });
         }
     }
