@@ -112,7 +112,8 @@ pub struct ConnectionArgs {
     /// Server name to use for server certificate validation (default: the server's host).
     #[cfg_attr(feature = "clap", arg(long, global = true, value_name = "NAME"))]
     pub tls_server_name: Option<String>,
-    /// How long to wait for a single server request (0: no timeout), e.g. 30s, 1m.
+    /// The longest a single server request may take, up to its answer's last byte (0: no
+    /// limit), e.g. 30s, 1m. A watch's stream is not cut by it.
     #[cfg_attr(
         feature = "clap",
         arg(long, global = true, value_name = "DURATION", default_value = "0")
@@ -251,8 +252,10 @@ impl std::fmt::Debug for Connection {
     }
 }
 
-/// Parses kubectl's `--request-timeout`: a bare integer is seconds; otherwise a Go-style
-/// duration made of `<number><unit>` parts (`h`, `m`, `s`, `ms`). `0` means no timeout.
+/// Parses kubectl's `--request-timeout`: a bare integer is seconds; otherwise a Go
+/// duration made of `<number><unit>` parts (`h`, `m`, `s`, `ms`, `us`, `ns`). `0` means no
+/// timeout. Not `kube::core::Duration`'s parser: it panics on a value past `Duration::MAX`
+/// (`mul_f64`, `+=`), and a flag typed by a person must be refused, not crash.
 pub fn parse_request_timeout(s: &str) -> Result<Option<Duration>, ConnectError> {
     let bad = || ConnectError::BadTimeout(s.to_string());
     let s = s.trim();
@@ -277,7 +280,10 @@ pub fn parse_request_timeout(s: &str) -> Result<Option<Duration>, ConnectError> 
             "h" => 3600.0,
             "m" => 60.0,
             "s" => 1.0,
-            "ms" => 0.001,
+            "ms" => 1e-3,
+            // U+00B5 is the micro sign, U+03BC the Greek mu: Go takes both.
+            "us" | "\u{b5}s" | "\u{3bc}s" => 1e-6,
+            "ns" => 1e-9,
             _ => return Err(bad()),
         };
         rest = &rest[unit_len..];
@@ -734,13 +740,12 @@ impl ConnectionArgs {
             notices.push(ConnectNotice::CredentialsNotSent { user });
         }
         let mut config = kube_config(kubeconfig, &self.options())?;
-        if let Some(t) = timeout {
-            config.read_timeout = Some(t);
-            config.write_timeout = Some(t);
-            config.connect_timeout = Some(t);
-            // The time a pooled connection sat idle must not count against the next answer.
-            config.reset_reader_on_write = true;
-        }
+        // kubectl's limit is on the whole request (Go's `http.Client.Timeout`): the
+        // `Deadline` layer below holds each request to it, up to its answer's last byte. A
+        // connection that cannot even be opened in that time fails as early.
+        config.connect_timeout = timeout;
+        config.read_timeout = None;
+        config.write_timeout = None;
         if let Some(ns) = &self.namespace {
             config.default_namespace = ns.clone();
         }
@@ -763,18 +768,21 @@ impl ConnectionArgs {
             server: server.clone(),
             message: redact_exec(&e.to_string()),
         };
-        let client = match crate::observe::installed() {
-            // Each request reports its exchange and the server's warnings to the plugin.
-            Some(observer) => kube::client::ClientBuilder::try_from(config)
-                .map_err(client_error)?
-                .with_layer(&tower::layer::layer_fn(|inner| crate::observe::Observed {
-                    inner,
-                    server: server.clone(),
-                    observer: observer.clone(),
-                }))
-                .build(),
-            None => kube::Client::try_from(config).map_err(client_error)?,
-        };
+        let observer = crate::observe::installed();
+        let client = kube::client::ClientBuilder::try_from(config)
+            .map_err(client_error)?
+            .with_layer(&tower::layer::layer_fn(|inner| crate::deadline::Deadline {
+                inner,
+                limit: timeout,
+            }))
+            // Each request reports its exchange (a timed-out one too) and the server's
+            // warnings to the plugin.
+            .with_layer(&tower::layer::layer_fn(|inner| crate::observe::Observed {
+                inner,
+                server: server.clone(),
+                observer: observer.clone(),
+            }))
+            .build();
         Ok((
             Connection {
                 client,
@@ -1057,6 +1065,14 @@ mod tests {
         assert_eq!(
             parse_request_timeout("250ms").unwrap(),
             Some(Duration::from_millis(250))
+        );
+        assert_eq!(
+            parse_request_timeout("1s500000us").unwrap(),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            parse_request_timeout("2000000000ns").unwrap(),
+            Some(Duration::from_secs(2))
         );
         assert_eq!(
             parse_request_timeout("1.5h").unwrap(),

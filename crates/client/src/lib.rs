@@ -18,6 +18,7 @@
 
 pub mod api;
 pub mod connect;
+pub mod deadline;
 pub mod error;
 pub mod executor;
 pub mod interrupt;

@@ -64,7 +64,8 @@ pub(crate) struct Observed<S> {
     pub(crate) inner: S,
     /// The server the relative request URIs go to, for the URL the observer sees.
     pub(crate) server: String,
-    pub(crate) observer: Arc<dyn Observer>,
+    /// `None` when the plugin installed none: requests pass untouched.
+    pub(crate) observer: Option<Arc<dyn Observer>>,
 }
 
 impl<S, B, R> tower::Service<http::Request<B>> for Observed<S>
@@ -81,6 +82,9 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let Some(observer) = self.observer.clone() else {
+            return Box::pin(self.inner.call(request));
+        };
         let method = request.method().to_string();
         let uri = request.uri();
         let url = if uri.scheme().is_some() {
@@ -88,7 +92,6 @@ where
         } else {
             format!("{}{uri}", self.server.trim_end_matches('/'))
         };
-        let observer = self.observer.clone();
         let started = Instant::now();
         let answer = self.inner.call(request);
         Box::pin(async move {

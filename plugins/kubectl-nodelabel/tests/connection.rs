@@ -85,6 +85,62 @@ fn unreachable_servers_are_described_like_kubectl_does() {
     drop(hold);
 }
 
+/// `--request-timeout` limits the whole request, as kubectl's does (Go's
+/// `http.Client.Timeout`): a server that answers at once and then trickles its body a byte
+/// every 200 ms is given up on at the limit, not after the 10 s the body takes (a limit per
+/// read never fires on it).
+#[test]
+fn request_timeout_limits_the_whole_request_not_each_read() {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(4) {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let body = format!("{{\"kind\":\"APIVersions\"{}}}", " ".repeat(48));
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes());
+                for byte in body.bytes() {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    if stream.write_all(&[byte]).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let trickle = write(
+        dir.path(),
+        "trickle",
+        &kubeconfig_yaml(&format!("http://127.0.0.1:{port}"), TOKEN, None),
+    );
+    let started = std::time::Instant::now();
+    let (code, out) = run(&trickle, &["--request-timeout", "1s", "dependents", "pool"]);
+    let took = started.elapsed();
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains("timeout awaiting the server's answer"),
+        "{out}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "it gave up at the limit, not when the body ended: {took:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ca_that_did_not_sign_the_server_is_named() {
     let tls = || ServerConfig {
