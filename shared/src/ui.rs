@@ -175,17 +175,11 @@ pub fn rerun_with_all(command: &str, flags: &[&str]) -> String {
     words.join(" ")
 }
 
-/// Flags about presentation.
+/// kubectl's flags about what the requests carry back: `-v` and `--warnings-as-errors`.
+/// Apart from [`DisplayArgs`] so a command line whose `-o` is its own (affinity-lint's
+/// lint) takes them too.
 #[derive(Debug, Clone, Default, clap::Args)]
-#[command(next_help_heading = "Output")]
-pub struct DisplayArgs {
-    /// Output format: text, wide, json, yaml, name, jsonpath=TEMPLATE (kubectl's, e.g.
-    /// '{.items[*].name}'), custom-columns=HEADER:PATH,...
-    #[arg(short = 'o', long, value_parser = parse_output, default_value = "text", global = true)]
-    pub output: Output,
-    /// Print tables without their header line (text, wide and custom-columns).
-    #[arg(long, global = true)]
-    pub no_headers: bool,
+pub struct LogArgs {
     /// Log level, as kubectl's: 6 prints each request's verb, URL, status and time (on
     /// stderr, credentials never shown).
     #[arg(
@@ -200,12 +194,55 @@ pub struct DisplayArgs {
     /// errors: exit 1 after the command when there were any.
     #[arg(long, global = true)]
     pub warnings_as_errors: bool,
+}
+
+impl LogArgs {
+    /// Installs the process's request observer (`-v`, the server's warnings): every
+    /// connection made after this reports to it.
+    pub fn install(&self) {
+        placekit_client::observe::install(std::sync::Arc::new(StderrObserver {
+            level: self.verbosity,
+            seen: std::sync::Mutex::default(),
+        }));
+        if self.warnings_as_errors {
+            WARNINGS_AS_ERRORS.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Flags about presentation.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Output")]
+pub struct DisplayArgs {
+    /// Output format: text, wide, json, yaml, name, jsonpath=TEMPLATE (kubectl's, e.g.
+    /// '{.items[*].name}'), custom-columns=HEADER:PATH,...
+    #[arg(short = 'o', long, value_parser = parse_output, default_value = "text", global = true)]
+    pub output: Output,
+    /// Print tables without their header line (text, wide and custom-columns).
+    #[arg(long, global = true)]
+    pub no_headers: bool,
+    #[command(flatten)]
+    pub log: LogArgs,
     /// When to use colour (NO_COLOR is honoured with auto).
     #[arg(long, value_enum, default_value = "auto", global = true)]
     pub color: ColorChoice,
     /// Never show progress bars.
     #[arg(long, global = true)]
     pub no_progress: bool,
+}
+
+/// What a command prints as text, for the output flags that mean something on some
+/// commands only: each refuses what it would otherwise accept and ignore.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextShape {
+    /// A table that `-o wide` widens.
+    WideTable,
+    /// A table with no wider form.
+    Table,
+    /// A report (a plan, a diff, a page): no header line to drop, no wider form.
+    Report,
+    /// Not a report at all (a shell script): text only.
+    Script,
 }
 
 /// How to talk to the person running the command.
@@ -232,13 +269,7 @@ impl Ui {
             ColorChoice::Auto => !no_color && std::io::stdout().is_terminal(),
         };
         let stderr_tty = std::io::stderr().is_terminal();
-        placekit_client::observe::install(std::sync::Arc::new(StderrObserver {
-            level: display.verbosity,
-            seen: std::sync::Mutex::default(),
-        }));
-        if display.warnings_as_errors {
-            WARNINGS_AS_ERRORS.store(true, Ordering::Relaxed);
-        }
+        display.log.install();
         Ui {
             output: display.output.format,
             template: display.output.template.clone(),
@@ -246,6 +277,37 @@ impl Ui {
             color,
             interactive: std::io::stdin().is_terminal() && stderr_tty,
             progress: stderr_tty && !display.no_progress,
+        }
+    }
+
+    /// Refuses the output flags `command` (`nodelabel set`) would accept and ignore:
+    /// `-o wide` without a wider table, `--no-headers` over text with no header line, any
+    /// `-o` on a script.
+    pub fn check_shape(
+        &self,
+        command: &str,
+        shape: TextShape,
+    ) -> Result<(), crate::error::CommandError> {
+        let refuse = |what: &str, why: &str| {
+            Err(crate::error::CommandError::Input(format!(
+                "{what}: `kubectl {command}` {why}"
+            )))
+        };
+        match (shape, self.output) {
+            (TextShape::Script, OutputFormat::Text) if !self.no_headers => Ok(()),
+            (TextShape::Script, _) => refuse(
+                "-o and --no-headers",
+                "prints a shell script, in no other format",
+            ),
+            (TextShape::Table | TextShape::Report, OutputFormat::Wide) => refuse(
+                "-o wide",
+                "has no wider table; -o json or -o yaml give every field",
+            ),
+            (TextShape::Report, OutputFormat::Text) if self.no_headers => refuse(
+                "--no-headers",
+                "prints no table; -o name, -o jsonpath=… or -o custom-columns=… --no-headers give one line per object",
+            ),
+            _ => Ok(()),
         }
     }
 

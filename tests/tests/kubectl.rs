@@ -738,3 +738,102 @@ fn the_operators_crds_install_and_prune_on_the_real_control_plane() {
         stored["spec"]
     );
 }
+
+/// `-o jsonpath=…` and `-o custom-columns=…` render as kubectl's do on the same JSON: the
+/// nodes of the real control plane as `kubectl get nodes -o json` gives them, through the
+/// renderer every placekit report uses, against `kubectl get nodes -o jsonpath=…` and
+/// `-o custom-columns=…` (cells compared; kubectl pads its columns with three spaces, placekit
+/// with two, as its other tables).
+#[test]
+fn jsonpath_and_custom_columns_render_as_kubectls_on_the_same_json() {
+    use placekit::ui::{OutputFormat, Ui};
+    use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
+    let suite = "-o jsonpath and custom-columns against kubectl's";
+    let Some(kubeconfig) = real_cluster_for(suite, E2E_KUBECONFIG) else {
+        return;
+    };
+    if !kubectl_available() {
+        return;
+    }
+    let kubectl = placekit_testserver::crds::Kubectl::new(&kubeconfig);
+    let nodes = r#"{"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "pk-jsonpath-a",
+          "labels": {"kubernetes.io/hostname": "pk-jsonpath-a", "pool": "online",
+                     "topology.kubernetes.io/zone": "zone-a"}},
+         "spec": {"taints": [{"key": "dedicated", "value": "llm", "effect": "NoSchedule"}]}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "pk-jsonpath-b",
+          "labels": {"kubernetes.io/hostname": "pk-jsonpath-b"}}}]}"#;
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), nodes).unwrap();
+    let path = file.path().to_str().unwrap();
+    kubectl.run(&["delete", "-f", path, "--ignore-not-found"]);
+    kubectl.must(&["create", "-f", path]);
+    let selector = "kubernetes.io/hostname in (pk-jsonpath-a,pk-jsonpath-b)";
+    let json: serde_json::Value =
+        serde_json::from_str(&kubectl.must(&["get", "nodes", "-l", selector, "-o", "json"]))
+            .unwrap();
+    let ui = |output: OutputFormat, template: &str| Ui {
+        output,
+        template: Some(template.to_string()),
+        no_headers: false,
+        color: false,
+        interactive: false,
+        progress: false,
+    };
+    let mut differences = Vec::new();
+    for template in [
+        "{.kind}",
+        "{.items[*].metadata.name}",
+        "{.items[0].metadata.labels.pool}",
+        "{.items[*].metadata.labels['topology.kubernetes.io/zone']}",
+        "{.items[*].metadata.labels['topology\\.kubernetes\\.io/zone']}",
+        "{.items[*]['metadata.name']}",
+        "{.items[*].metadata.labels.topology\\.kubernetes\\.io/zone}",
+        "{range .items[*]}{.metadata.name}{\"\\t\"}{.spec.taints[0].key}{\"\\n\"}{end}",
+        "{.items[*].spec.taints[*].effect}",
+        "{.items[1].spec}",
+        "{.items[0].metadata.labels}",
+    ] {
+        let theirs = kubectl.must(&[
+            "get",
+            "nodes",
+            "-l",
+            selector,
+            "-o",
+            &format!("jsonpath={template}"),
+        ]);
+        let ours = ui(OutputFormat::JsonPath, template).render_structured(&json);
+        if theirs != ours {
+            differences.push(format!(
+                "jsonpath={template}\n kubectl: {theirs:?}\n placekit: {ours:?}"
+            ));
+        }
+    }
+    let cells = |text: &str| -> Vec<Vec<String>> {
+        text.lines()
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .collect()
+    };
+    for spec in [
+        "NAME:.metadata.name,POOL:.metadata.labels.pool",
+        "NAME:.metadata.name,TAINT:.spec.taints[0].key,ZONE:.metadata.labels.topology\\.kubernetes\\.io/zone",
+        "NAME:.metadata.name,EFFECTS:.spec.taints[*].effect",
+    ] {
+        let theirs = kubectl.must(&[
+            "get",
+            "nodes",
+            "-l",
+            selector,
+            "-o",
+            &format!("custom-columns={spec}"),
+        ]);
+        let ours = ui(OutputFormat::CustomColumns, spec).render_structured(&json);
+        if cells(&theirs) != cells(&ours) {
+            differences.push(format!(
+                "custom-columns={spec}\n kubectl: {theirs:?}\n placekit: {ours:?}"
+            ));
+        }
+    }
+    kubectl.run(&["delete", "-f", path, "--ignore-not-found"]);
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}

@@ -1,7 +1,8 @@
 //! kubectl's `-o jsonpath=TEMPLATE` and `-o custom-columns=SPEC` over a report, as
 //! kubectl's `k8s.io/client-go/util/jsonpath` reads them, for the part scripts use: text,
-//! `{.field.sub}`, `{.items[*].name}`, `{.items[0]}`, `{.labels['k8s.io/key']}` (or
-//! `{.labels.k8s\.io/key}`), `{range .items[*]}…{end}`, `{"\n"}` and `{"\t"}`. Several
+//! `{.field.sub}`, `{.items[*].name}`, `{.items[0]}`, `{.labels.k8s\.io/key}` (or
+//! `{.labels['k8s\.io/key']}`: as in kubectl, a quoted bracket holds a path, so a key's dots
+//! are escaped there too), `{range .items[*]}…{end}`, `{"\n"}` and `{"\t"}`. Several
 //! results of one expression are joined by a space; strings print bare, other values as
 //! JSON. Filters (`[?(…)]`), slices and recursive descent (`..`) are refused with the
 //! position, not guessed at.
@@ -167,7 +168,9 @@ fn parse_path(path: &str) -> Result<Vec<Segment>, String> {
                     .and_then(|s| s.strip_suffix('\''))
                     .or_else(|| inner.strip_prefix('"').and_then(|s| s.strip_suffix('"')))
                 {
-                    segments.push(Segment::Field(key.to_string()));
+                    // As kubectl's: the quoted text is a path too (`['metadata.name']` is
+                    // `.metadata.name`); a dot of a key is escaped (`['kubernetes\.io/os']`).
+                    segments.extend(quoted_path(key).into_iter().map(Segment::Field));
                 } else if let Ok(index) = inner.parse::<usize>() {
                     segments.push(Segment::Index(index));
                 } else {
@@ -181,6 +184,24 @@ fn parse_path(path: &str) -> Result<Vec<Segment>, String> {
         }
     }
     Ok(segments)
+}
+
+/// The fields of a quoted bracket's text: split at each dot, `\.` kept as a dot.
+fn quoted_path(text: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => fields
+                .last_mut()
+                .expect("never empty")
+                .extend(chars.next()),
+            '.' => fields.push(String::new()),
+            c => fields.last_mut().expect("never empty").push(c),
+        }
+    }
+    fields.retain(|f| !f.is_empty());
+    fields
 }
 
 fn select<'a>(root: &'a Value, path: &[Segment]) -> Vec<&'a Value> {
@@ -284,7 +305,7 @@ pub struct SortKey {
 }
 
 impl SortKey {
-    /// Parses `.free`, `{.free}` or `{.labels['k8s.io/pool']}`.
+    /// Parses `.free`, `{.free}` or `{.labels['k8s\.io/pool']}`.
     pub fn parse(spec: &str) -> Result<SortKey, TemplateError> {
         let trimmed = spec.trim();
         let path = trimmed
@@ -358,7 +379,10 @@ mod tests {
             ),
             "gpu-1\t2\ngpu-2\t0\n"
         );
-        assert_eq!(run("{.items[0].labels['k8s.io/pool']}", &report), "a");
+        assert_eq!(run("{.items[0].labels['k8s\\.io/pool']}", &report), "a");
+        // As kubectl's: an unescaped dot in quotes is a path step.
+        assert_eq!(run("{.items[0].labels['k8s.io/pool']}", &report), "");
+        assert_eq!(run("{.items[0]['labels.k8s\\.io/pool']}", &report), "a");
         assert_eq!(run("{.items[0].labels.k8s\\.io/pool}", &report), "a");
         assert_eq!(
             run("names: {$.items[*].name}", &report),

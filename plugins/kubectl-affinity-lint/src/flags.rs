@@ -13,7 +13,7 @@ use placekit::lint::admission;
 use placekit::lint::engine::Config;
 use placekit::lint::fixer::FixMode;
 use placekit::lint::rule::Severity;
-use placekit::ui::{ColorChoice, DisplayArgs, Output, parse_output};
+use placekit::ui::{ColorChoice, DisplayArgs, LogArgs, Output, parse_output};
 
 use crate::help;
 
@@ -93,6 +93,8 @@ pub struct Cli {
     pub connection: ConnectionArgs,
     #[command(flatten)]
     pub fleet: FleetArgs,
+    #[command(flatten)]
+    pub log: LogArgs,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -260,6 +262,7 @@ pub fn resolve(cli: &Cli) -> Result<Mode, CommandError> {
         output: output.clone(),
         no_headers,
         color: cli.color,
+        log: cli.log.clone(),
         ..DisplayArgs::default()
     };
     match &cli.command {

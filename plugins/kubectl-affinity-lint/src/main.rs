@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use placekit::complete;
 use placekit::error::{self, CommandError, block_on};
 use placekit::fleet::Fleet;
-use placekit::ui::Ui;
+use placekit::ui::{TextShape, Ui};
 
 use flags::{Cli, Mode};
 
@@ -58,6 +58,7 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
             selector,
         } => {
             let ui = Ui::new(&display);
+            ui.check_shape("affinity-lint drift", TextShape::Table)?;
             block_on(async {
                 match Fleet::resolve(&cli.connection, &cli.fleet)? {
                     Some(fleet) => {
@@ -82,9 +83,14 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
                 "kubectl affinity-lint why-pending",
                 "`kubectl affinity-lint --cluster` and `drift`",
             )?;
+            let ui = Ui::new(&display);
+            // One pod's report has a node table; the summary of every pending pod widens.
+            match &pod {
+                Some(_) => ui.check_shape("affinity-lint why-pending POD", TextShape::Table)?,
+                None => ui.check_shape("affinity-lint why-pending", TextShape::WideTable)?,
+            }
             block_on(async {
                 let conn = placekit::ui::connect(&cli.connection).await?;
-                let ui = Ui::new(&display);
                 match &pod {
                     Some(pod) if watch => {
                         live::why_pending(&conn, &ui, &conn.namespace, pod).await?;

@@ -18,7 +18,7 @@ use placekit::mutation::report::print_report;
 use placekit::mutation::undo::{self, SnapshotChoice};
 use placekit::syntax::{parse_label_changes, parse_taint, parse_taint_to_remove};
 use placekit::targets::Targets;
-use placekit::ui::Ui;
+use placekit::ui::{TextShape, Ui};
 
 use flags::{Cli, Command, Selection, completion_source};
 
@@ -63,6 +63,16 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         Command::Show { .. } => Some("show"),
         Command::Status { .. } | Command::History | Command::Completion(_) => None,
     };
+    let (name, shape) = match &cli.command {
+        Command::Dedicate { .. } => ("dedicate", TextShape::Report),
+        Command::Release { .. } => ("release", TextShape::Report),
+        Command::Rollback { .. } => ("rollback", TextShape::Report),
+        Command::Status { .. } => ("status", TextShape::WideTable),
+        Command::History => ("history", TextShape::WideTable),
+        Command::Show { .. } => ("show", TextShape::Report),
+        Command::Completion(_) => ("completion", TextShape::Script),
+    };
+    ui.check_shape(&format!("gpu-taint {name}"), shape)?;
     if let Some(command) = on_nodes {
         ui.warn_namespace_ignored(
             cli.connection.namespace.as_deref(),

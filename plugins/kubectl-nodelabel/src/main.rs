@@ -20,7 +20,7 @@ use placekit::mutation::undo::{self, SnapshotChoice};
 use placekit::nfd::{NamespacePolicy, Naming};
 use placekit::syntax::parse_label_changes;
 use placekit::targets::Targets;
-use placekit::ui::Ui;
+use placekit::ui::{TextShape, Ui};
 
 use flags::{Cli, Command, NamingArg, Selection, completion_source};
 
@@ -70,6 +70,18 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         Command::Show { .. } => Some("show"),
         Command::Dependents { .. } | Command::History | Command::Completion(_) => None,
     };
+    let (name, shape) = match &cli.command {
+        Command::Set { .. } => ("set", TextShape::Report),
+        Command::Remove { .. } => ("remove", TextShape::Report),
+        Command::Import { .. } => ("import", TextShape::Report),
+        Command::Rollback { .. } => ("rollback", TextShape::Report),
+        Command::History => ("history", TextShape::WideTable),
+        // A node's labels are a wide table; a snapshot's page is checked below.
+        Command::Show { .. } => ("show", TextShape::WideTable),
+        Command::Dependents { .. } => ("dependents", TextShape::Table),
+        Command::Completion(_) => ("completion", TextShape::Script),
+    };
+    ui.check_shape(&format!("nodelabel {name}"), shape)?;
     if let Some(command) = on_nodes {
         ui.warn_namespace_ignored(
             cli.connection.namespace.as_deref(),
@@ -171,6 +183,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                     return commands::show_labels(&cli.connection, ui, &targets).await;
                 }
             };
+            ui.check_shape("nodelabel show SNAPSHOT", TextShape::Report)?;
             let choice = SnapshotChoice::from_args(snapshot, last)?;
             undo::show(&cli.connection, ui, TOOL, choice).await
         }
