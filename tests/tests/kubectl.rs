@@ -780,6 +780,7 @@ fn jsonpath_and_custom_columns_render_as_kubectls_on_the_same_json() {
         interactive: false,
         progress: false,
     };
+    let get = |output: &str| kubectl.must(&["get", "nodes", "-l", selector, "-o", output]);
     let mut differences = Vec::new();
     for template in [
         "{.kind}",
@@ -794,14 +795,7 @@ fn jsonpath_and_custom_columns_render_as_kubectls_on_the_same_json() {
         "{.items[1].spec}",
         "{.items[0].metadata.labels}",
     ] {
-        let theirs = kubectl.must(&[
-            "get",
-            "nodes",
-            "-l",
-            selector,
-            "-o",
-            &format!("jsonpath={template}"),
-        ]);
+        let theirs = get(&format!("jsonpath={template}"));
         let ours = ui(OutputFormat::JsonPath, template).render_structured(&json);
         if theirs != ours {
             differences.push(format!(
@@ -819,14 +813,7 @@ fn jsonpath_and_custom_columns_render_as_kubectls_on_the_same_json() {
         "NAME:.metadata.name,TAINT:.spec.taints[0].key,ZONE:.metadata.labels.topology\\.kubernetes\\.io/zone",
         "NAME:.metadata.name,EFFECTS:.spec.taints[*].effect",
     ] {
-        let theirs = kubectl.must(&[
-            "get",
-            "nodes",
-            "-l",
-            selector,
-            "-o",
-            &format!("custom-columns={spec}"),
-        ]);
+        let theirs = get(&format!("custom-columns={spec}"));
         let ours = ui(OutputFormat::CustomColumns, spec).render_structured(&json);
         if cells(&theirs) != cells(&ours) {
             differences.push(format!(

@@ -192,10 +192,7 @@ fn quoted_path(text: &str) -> Vec<String> {
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
         match c {
-            '\\' => fields
-                .last_mut()
-                .expect("never empty")
-                .extend(chars.next()),
+            '\\' => fields.last_mut().expect("never empty").extend(chars.next()),
             '.' => fields.push(String::new()),
             c => fields.last_mut().expect("never empty").push(c),
         }
