@@ -109,7 +109,7 @@ pub enum Command {
     /// Running pods whose node no longer satisfies their nodeSelector or required affinity.
     #[command(long_about = help::DRIFT_ABOUT)]
     Drift {
-        /// All namespaces (default unless -n is given).
+        /// All namespaces (without it, as kubectl: -n, else the context's namespace).
         #[arg(short = 'A', long)]
         all_namespaces: bool,
         /// Only pods matching this label selector.
@@ -207,6 +207,29 @@ pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command().mut_arg("cluster", |a| a.long("kube-cluster"))
 }
 
+/// The namespaces a namespaced read covers, as kubectl chooses them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Namespaces {
+    /// `-A`.
+    All,
+    /// `-n NAME`.
+    Given(String),
+    /// Neither: the context's namespace (`default` when it names none; a pod's own inside
+    /// a pod), which each cluster of `--contexts` has its own of.
+    Context,
+}
+
+impl Namespaces {
+    /// The namespace to read on `conn` (`None`: every one).
+    pub fn on<'a>(&'a self, conn: &'a placekit::connect::Connection) -> Option<&'a str> {
+        match self {
+            Namespaces::All => None,
+            Namespaces::Given(ns) => Some(ns),
+            Namespaces::Context => Some(&conn.namespace),
+        }
+    }
+}
+
 /// What to do, once the flags are checked.
 #[derive(Debug)]
 pub enum Mode {
@@ -217,8 +240,7 @@ pub enum Mode {
     Completion(complete::CompletionArgs),
     Drift {
         display: DisplayArgs,
-        /// `None`: every namespace.
-        namespace: Option<String>,
+        namespaces: Namespaces,
         selector: Option<String>,
     },
     WhyPending {
@@ -288,9 +310,11 @@ pub fn resolve(cli: &Cli) -> Result<Mode, CommandError> {
         }) => {
             return Ok(Mode::Drift {
                 display: display(output, *no_headers),
-                namespace: (!*all_namespaces)
-                    .then(|| cli.connection.namespace.clone())
-                    .flatten(),
+                namespaces: match (all_namespaces, &cli.connection.namespace) {
+                    (true, _) => Namespaces::All,
+                    (false, Some(ns)) => Namespaces::Given(ns.clone()),
+                    (false, None) => Namespaces::Context,
+                },
                 selector: selector.clone(),
             });
         }

@@ -266,15 +266,18 @@ fn check_selector(selector: Option<&str>) -> Result<(), CommandError> {
 pub async fn drift_fleet(
     fleet: &Fleet,
     ui: &Ui,
-    namespace: Option<&str>,
+    namespaces: &crate::flags::Namespaces,
     selector: Option<&str>,
 ) -> Result<u8, CommandError> {
     check_selector(selector)?;
-    let asked = std::sync::Arc::new((namespace.map(str::to_string), selector.map(str::to_string)));
+    let asked = std::sync::Arc::new((namespaces.clone(), selector.map(str::to_string)));
     let reads = fleet
         .read(move |conn| {
             let asked = asked.clone();
-            async move { read_drift(&conn, asked.0.as_deref(), asked.1.as_deref(), false).await }
+            async move {
+                let namespace = asked.0.on(&conn);
+                read_drift(&conn, namespace, asked.1.as_deref(), false).await
+            }
         })
         .await;
     let ok = || {

@@ -54,7 +54,7 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
         }
         Mode::Drift {
             display,
-            namespace,
+            namespaces,
             selector,
         } => {
             let ui = Ui::new(&display);
@@ -62,12 +62,12 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
             block_on(async {
                 match Fleet::resolve(&cli.connection, &cli.fleet)? {
                     Some(fleet) => {
-                        live::drift_fleet(&fleet, &ui, namespace.as_deref(), selector.as_deref())
-                            .await
+                        live::drift_fleet(&fleet, &ui, &namespaces, selector.as_deref()).await
                     }
                     None => {
                         let conn = placekit::ui::connect(&cli.connection).await?;
-                        live::drift(&conn, &ui, namespace.as_deref(), selector.as_deref()).await
+                        let namespace = namespaces.on(&conn);
+                        live::drift(&conn, &ui, namespace, selector.as_deref()).await
                     }
                 }
             })

@@ -355,7 +355,7 @@ spec:
 async fn drift_and_dependents_across_contexts() {
     let f = fleet().await;
     let run =
-        f.h.run_plugin("affinity-lint", &["drift", "--contexts", "east,west"])
+        f.h.run_plugin("affinity-lint", &["drift", "-A", "--contexts", "east,west"])
             .await;
     assert_code(&run, 1);
     assert!(
@@ -382,6 +382,7 @@ async fn drift_and_dependents_across_contexts() {
             "affinity-lint",
             &[
                 "drift",
+                "-A",
                 "--all-contexts",
                 "--context-timeout",
                 "2s",

@@ -528,7 +528,26 @@ async fn read_dependents(
     namespace: Option<&str>,
     namespace_must_exist: bool,
 ) -> Result<(Vec<Dependent>, Vec<String>), CommandError> {
-    let (workloads, warnings) = api::list_workloads(&conn.client, namespace, None).await?;
+    let (workloads, warnings) = match api::list_workloads(&conn.client, namespace, None).await {
+        // Namespace-scoped RBAC: every namespace is the safe default for a label's
+        // dependents, but what may be read is still an answer, said to be partial.
+        Err(CommandError::Forbidden(why)) if namespace.is_none() => {
+            let own = conn.namespace.as_str();
+            let Ok((workloads, mut warnings)) =
+                api::list_workloads(&conn.client, Some(own), None).await
+            else {
+                return Err(CommandError::Forbidden(why));
+            };
+            warnings.insert(
+                0,
+                format!(
+                    "cannot list workloads in every namespace ({why}); only namespace {own} was read, so dependents in other namespaces are not shown"
+                ),
+            );
+            (workloads, warnings)
+        }
+        other => other?,
+    };
     if let Some(ns) = namespace
         && namespace_must_exist
         && workloads.is_empty()

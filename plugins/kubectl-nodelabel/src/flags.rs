@@ -195,7 +195,9 @@ warn that they come back or are lost. A blocked change shows every finding at on
         /// Label keys, or KEY=VALUE for the workloads that need that value.
         #[arg(required = true, value_name = "KEY[=VALUE]")]
         keys: Vec<String>,
-        /// All namespaces (the default unless -n is given).
+        /// All namespaces: the default unless -n is given, unlike kubectl's reads, since a
+        /// workload anywhere may depend on a node label. Credentials that may list in
+        /// their own namespace only get that namespace's answer, with a warning.
         #[arg(short = 'A', long)]
         all_namespaces: bool,
     },

@@ -471,3 +471,209 @@ fn the_field_manager_is_the_one_given() {
         .map(|m| m["manager"].clone());
     assert_eq!(owner, Some(serde_json::json!("gpu-admins")), "{managed}");
 }
+
+const CRON_RBAC: &str = r#"apiVersion: v1
+kind: Namespace
+metadata: {name: pk-cron}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: reporter, namespace: pk-cron}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: reporter, namespace: pk-cron}
+rules:
+- apiGroups: ["", "apps", "batch"]
+  resources: [pods, deployments, statefulsets, daemonsets, replicasets, jobs, cronjobs]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: reporter, namespace: pk-cron}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: reporter}
+subjects: [{kind: ServiceAccount, name: reporter, namespace: pk-cron}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: pk-cron-nodes}
+rules:
+- {apiGroups: [""], resources: [nodes], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: pk-cron-nodes}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pk-cron-nodes}
+subjects: [{kind: ServiceAccount, name: reporter, namespace: pk-cron}]
+"#;
+
+const CRON_OBJECTS: &str = r#"apiVersion: v1
+kind: Node
+metadata: {name: pk-cron-node, labels: {pk-cron/pool: a}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: model, namespace: pk-cron}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: model}}
+  template:
+    metadata: {labels: {app: model}}
+    spec:
+      nodeSelector: {pk-cron/pool: a}
+      containers: [{name: c, image: registry.k8s.io/pause:3.10}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: drifted, namespace: pk-cron}
+spec:
+  nodeName: pk-cron-node
+  nodeSelector: {pk-cron/pool: b}
+  containers: [{name: c, image: registry.k8s.io/pause:3.10}]
+"#;
+
+/// A CronJob's run, as a pod runs it: no kubeconfig, the service account's token, CA and
+/// namespace in the standard files, `KUBERNETES_SERVICE_HOST/PORT` set, against the real
+/// control plane, under a ServiceAccount whose Role reads workloads in its own namespace
+/// only (and a ClusterRole the nodes). `affinity-lint drift` reads the pod's namespace, as
+/// kubectl would, and finds the drifted pod; `nodelabel dependents` (every namespace by
+/// default) answers for the namespace it may read and says that is all it read.
+#[test]
+fn a_cronjob_with_a_namespaced_service_account_gets_answers() {
+    use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
+    let suite = "a CronJob-shaped run on the real control plane";
+    let Some(kubeconfig) = real_cluster_for(suite, E2E_KUBECONFIG) else {
+        return;
+    };
+    if !placekit_testserver::require::kubectl(suite) {
+        return;
+    }
+    let lint =
+        Path::new(env!("CARGO_BIN_EXE_kubectl-nodelabel")).with_file_name("kubectl-affinity_lint");
+    if !lint.is_file() {
+        placekit_testserver::require::skip(
+            suite,
+            placekit_testserver::require::Need::Plugins,
+            &format!("{} is not built", lint.display()),
+        );
+        return;
+    }
+    let kubectl = placekit_testserver::crds::Kubectl::new(&kubeconfig);
+    let home = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = home.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let rbac = write("rbac.yaml", CRON_RBAC);
+    let objects = write("objects.yaml", CRON_OBJECTS);
+    kubectl.must(&["apply", "-f", &rbac]);
+    kubectl.run(&[
+        "delete",
+        "-f",
+        &objects,
+        "--ignore-not-found",
+        "--grace-period=0",
+        "--force",
+    ]);
+    kubectl.must(&["create", "-f", &objects]);
+    // No kubelet here: the pod is marked Running as a kubelet would.
+    kubectl.must(&[
+        "patch",
+        "pod",
+        "drifted",
+        "-n",
+        "pk-cron",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Running"}}"#,
+    ]);
+    let token = kubectl.must(&["create", "token", "reporter", "-n", "pk-cron"]);
+    let server = kubectl.must(&[
+        "config",
+        "view",
+        "--raw",
+        "-o",
+        "jsonpath={.clusters[0].cluster.server}",
+    ]);
+    let ca = kubectl.must(&[
+        "config",
+        "view",
+        "--raw",
+        "-o",
+        "jsonpath={.clusters[0].cluster.certificate-authority-data}",
+    ]);
+    let account = home.path().join("serviceaccount");
+    std::fs::create_dir_all(&account).unwrap();
+    std::fs::write(account.join("token"), token.trim()).unwrap();
+    std::fs::write(
+        account.join("ca.crt"),
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, ca.trim()).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(account.join("namespace"), "pk-cron").unwrap();
+    let url: http::Uri = server.trim().parse().unwrap();
+    let port = url.port_u16().unwrap().to_string();
+    let account_dir = account.display().to_string();
+    let env = [
+        ("KUBERNETES_SERVICE_HOST", url.host().unwrap()),
+        ("KUBERNETES_SERVICE_PORT", port.as_str()),
+        ("PLACEKIT_TEST_SERVICEACCOUNT_DIR", account_dir.as_str()),
+    ];
+
+    let drift = Command::new(&lint)
+        .arg("drift")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("NO_COLOR", "1")
+        .envs(env)
+        .bounded_output()
+        .unwrap();
+    let (code, out, err) = (
+        drift.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&drift.stdout).into_owned(),
+        String::from_utf8_lossy(&drift.stderr).into_owned(),
+    );
+    let drift_all = Command::new(&lint)
+        .args(["drift", "-A"])
+        .env_clear()
+        .env("HOME", home.path())
+        .envs(env)
+        .bounded_output()
+        .unwrap();
+    let (code_all, err_all) = (
+        drift_all.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&drift_all.stderr).into_owned(),
+    );
+    let (dep_code, dep_out, dep_err) = run(home.path(), &env, &["dependents", "pk-cron/pool"]);
+    kubectl.run(&[
+        "delete",
+        "-f",
+        &objects,
+        "--ignore-not-found",
+        "--grace-period=0",
+        "--force",
+    ]);
+
+    assert_eq!(code, 1, "drift finds the pod: {out}{err}");
+    assert!(
+        out.contains("drifted") && out.contains("pk-cron-node"),
+        "{out}"
+    );
+    assert!(!format!("{out}{err}").contains(token.trim()));
+    // Every namespace is what this account may not list: kubectl's answer too.
+    assert_eq!(code_all, 3, "{err_all}");
+    assert!(err_all.contains("forbidden"), "{err_all}");
+
+    assert_eq!(dep_code, 0, "{dep_out}{dep_err}");
+    assert!(
+        dep_out.contains("model") && dep_out.contains("drifted"),
+        "{dep_out}"
+    );
+    assert!(
+        dep_err.contains("only namespace pk-cron was read"),
+        "{dep_err}"
+    );
+}
