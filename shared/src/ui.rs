@@ -180,8 +180,9 @@ pub fn rerun_with_all(command: &str, flags: &[&str]) -> String {
 /// lint) takes them too.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct LogArgs {
-    /// Log level, as kubectl's: 6 prints each request's verb, URL, status and time (on
-    /// stderr, credentials never shown).
+    /// Log level, as kubectl's: 6 prints each request's verb, URL, status and time; 7 its
+    /// headers; 8 the bodies (cut at 1,024 characters; 9 at 10,240; 10 whole). On stderr,
+    /// credentials never shown.
     #[arg(
         short = 'v',
         long = "v",
@@ -552,8 +553,32 @@ pub fn failing_warnings() -> Option<usize> {
     (WARNINGS_AS_ERRORS.load(Ordering::Relaxed) && seen > 0).then_some(seen)
 }
 
+impl StderrObserver {
+    /// A body as `-v=8` shows it: redacted, escaped, cut at the level's length with
+    /// kubectl's `[truncated N chars]`.
+    fn body_text(&self, start: &[u8], length: usize) -> String {
+        let limit = match self.level {
+            ..=8 => Some(1024),
+            9 => Some(10240),
+            _ => None,
+        };
+        let text = String::from_utf8_lossy(start);
+        let kept: String = match limit {
+            Some(limit) => text.chars().take(limit).collect(),
+            None => text.into_owned(),
+        };
+        let cut = length.saturating_sub(kept.len());
+        let shown = escaped(&crate::secrets::redact(&kept)).into_owned();
+        if cut > 0 {
+            format!("{shown} [truncated {cut} chars]")
+        } else {
+            shown
+        }
+    }
+}
+
 /// Says on stderr, as kubectl does, what the server warns of (each text once) and, from
-/// `-v=6`, each request.
+/// `-v=6`, each request (7: its headers; 8: the bodies).
 #[derive(Debug)]
 struct StderrObserver {
     level: u8,
@@ -561,21 +586,77 @@ struct StderrObserver {
 }
 
 impl placekit_client::observe::Observer for StderrObserver {
+    fn detail(&self) -> placekit_client::observe::Detail {
+        use placekit_client::observe::Detail;
+        // kubectl's levels: 7 the request's headers; 8 the bodies, cut at 1,024
+        // characters; 9 at 10,240; 10 whole.
+        match self.level {
+            0..=6 => Detail::Summary,
+            7 => Detail::Headers,
+            8 => Detail::Bodies { limit: Some(1024) },
+            9 => Detail::Bodies { limit: Some(10240) },
+            _ => Detail::Bodies { limit: None },
+        }
+    }
+
     fn exchange(&self, exchange: &placekit_client::observe::Exchange) {
         if self.level < 6 {
             return;
         }
+        let shown = |text: &str| escaped(&crate::secrets::redact(text)).into_owned();
         let status = exchange
             .status
             .map(|s| s.to_string())
             .unwrap_or_else(|| "no answer".into());
-        eprintln!(
-            "I {} {} {} in {} milliseconds",
-            exchange.method,
-            escaped(&crate::secrets::redact(&exchange.url)),
-            status,
-            exchange.elapsed.as_millis()
+        let url = shown(&exchange.url);
+        if self.level == 6 {
+            eprintln!(
+                "I {} {url} {status} in {} milliseconds",
+                exchange.method,
+                exchange.elapsed.as_millis()
+            );
+            return;
+        }
+        // One write, so the lines of concurrent requests do not interleave.
+        let mut lines = vec![
+            format!("I {} {url}", exchange.method),
+            "I Request Headers:".into(),
+        ];
+        lines.extend(
+            exchange
+                .request_headers
+                .iter()
+                .map(|(name, value)| format!("I     {name}: {}", shown(value))),
         );
+        if let Some(body) = &exchange.request_body {
+            lines.push(format!(
+                "I Request Body: {}",
+                self.body_text(body, body.len())
+            ));
+        }
+        lines.push(format!(
+            "I Response Status: {status} in {} milliseconds",
+            exchange.elapsed.as_millis()
+        ));
+        if !exchange.response_headers.is_empty() {
+            lines.push("I Response Headers:".into());
+            lines.extend(
+                exchange
+                    .response_headers
+                    .iter()
+                    .map(|(name, value)| format!("I     {name}: {}", shown(value))),
+            );
+        }
+        eprintln!("{}", lines.join("\n"));
+    }
+
+    fn response_body(
+        &self,
+        _exchange: &placekit_client::observe::Exchange,
+        start: &[u8],
+        length: usize,
+    ) {
+        eprintln!("I Response Body: {}", self.body_text(start, length));
     }
 
     fn warning(&self, text: &str) {

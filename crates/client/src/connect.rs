@@ -252,6 +252,27 @@ impl std::fmt::Debug for Connection {
     }
 }
 
+/// The headers the client's own layers add to every request after the observer has seen
+/// it, for `-v=7`: the credentials' scheme (never their value) and impersonation.
+fn added_headers(auth: &kube::config::AuthInfo) -> Vec<(String, String)> {
+    let mut added = Vec::new();
+    if auth.token.is_some() || auth.token_file.is_some() {
+        added.push(("authorization".to_string(), "Bearer <masked>".to_string()));
+    } else if auth.username.is_some() && auth.password.is_some() {
+        added.push(("authorization".to_string(), "Basic <masked>".to_string()));
+    }
+    if let Some(user) = &auth.impersonate {
+        added.push(("impersonate-user".to_string(), user.clone()));
+    }
+    for group in auth.impersonate_groups.iter().flatten() {
+        added.push(("impersonate-group".to_string(), group.clone()));
+    }
+    if let Some(uid) = &auth.impersonate_uid {
+        added.push(("impersonate-uid".to_string(), uid.clone()));
+    }
+    added
+}
+
 /// Parses kubectl's `--request-timeout`: a bare integer is seconds; otherwise a Go
 /// duration made of `<number><unit>` parts (`h`, `m`, `s`, `ms`, `us`, `ns`). `0` means no
 /// timeout. Not `kube::core::Duration`'s parser: it panics on a value past `Duration::MAX`
@@ -769,6 +790,7 @@ impl ConnectionArgs {
             message: redact_exec(&e.to_string()),
         };
         let observer = crate::observe::installed();
+        let added_headers = added_headers(&config.auth_info);
         let client = kube::client::ClientBuilder::try_from(config)
             .map_err(client_error)?
             .with_layer(&tower::layer::layer_fn(|inner| crate::deadline::Deadline {
@@ -781,6 +803,7 @@ impl ConnectionArgs {
                 inner,
                 server: server.clone(),
                 observer: observer.clone(),
+                added_headers: added_headers.clone(),
             }))
             .build();
         Ok((

@@ -30,7 +30,7 @@ pub(crate) struct Deadline<S> {
 }
 
 /// Whether the request is a watch (`?watch=true` or `?watch=1`).
-fn is_watch<B>(request: &http::Request<B>) -> bool {
+pub(crate) fn is_watch<B>(request: &http::Request<B>) -> bool {
     request.uri().query().is_some_and(|q| {
         q.split('&')
             .any(|pair| matches!(pair, "watch=true" | "watch=1"))

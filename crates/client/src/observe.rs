@@ -3,6 +3,7 @@
 //! (deprecations, admission policies in Warn mode), handed to an [`Observer`] the plugin
 //! installs once ([`install`]) and every connection of the process then reports to.
 
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -17,13 +18,62 @@ pub struct Exchange {
     /// The status code, `None` when no answer came.
     pub status: Option<u16>,
     pub elapsed: Duration,
+    /// From [`Detail::Headers`]: the request's headers, credentials masked as kubectl
+    /// masks them (`Authorization: Bearer <masked>`).
+    pub request_headers: Vec<(String, String)>,
+    /// From [`Detail::Bodies`]: the answer's headers.
+    pub response_headers: Vec<(String, String)>,
+    /// From [`Detail::Bodies`]: the request's body, if it had one.
+    pub request_body: Option<Vec<u8>>,
+}
+
+/// How much of each request an observer wants, as kubectl's `-v` levels give it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Detail {
+    /// Verb, URL, status and time (`-v=6`).
+    #[default]
+    Summary,
+    /// And the request's headers (`-v=7`).
+    Headers,
+    /// And the bodies and the answer's headers (`-v=8`); an answer's body is kept up to
+    /// `limit` bytes (`None`: whole, `-v=10`).
+    Bodies { limit: Option<usize> },
 }
 
 /// Receives what the requests of every connection carry back.
 pub trait Observer: std::fmt::Debug + Send + Sync {
+    /// How much of each request to gather for [`Observer::exchange`].
+    fn detail(&self) -> Detail {
+        Detail::Summary
+    }
     fn exchange(&self, exchange: &Exchange);
+    /// From [`Detail::Bodies`], once an answer's body has been read: its first `limit`
+    /// bytes and its whole length.
+    fn response_body(&self, _exchange: &Exchange, _start: &[u8], _length: usize) {}
     /// A `Warning` header's text, as the server wrote it (`299 - "…"` unquoted).
     fn warning(&self, text: &str);
+}
+
+/// A request's headers as `-v=7` shows them: credentials masked.
+fn shown_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            let shown = if matches!(
+                *name,
+                http::header::AUTHORIZATION | http::header::PROXY_AUTHORIZATION
+            ) {
+                match value.split_once(' ') {
+                    Some((scheme, _)) => format!("{scheme} <masked>"),
+                    None => "<masked>".to_string(),
+                }
+            } else {
+                value
+            };
+            (name.as_str().to_string(), shown)
+        })
+        .collect()
 }
 
 static OBSERVER: OnceLock<Arc<dyn Observer>> = OnceLock::new();
@@ -66,50 +116,199 @@ pub(crate) struct Observed<S> {
     pub(crate) server: String,
     /// `None` when the plugin installed none: requests pass untouched.
     pub(crate) observer: Option<Arc<dyn Observer>>,
+    /// What the client's inner layers add to each request (credentials masked).
+    pub(crate) added_headers: Vec<(String, String)>,
 }
 
-impl<S, B, R> tower::Service<http::Request<B>> for Observed<S>
+impl<S, R> tower::Service<http::Request<kube::client::Body>> for Observed<S>
 where
-    S: tower::Service<http::Request<B>, Response = http::Response<R>>,
+    S: tower::Service<http::Request<kube::client::Body>, Response = http::Response<R>>,
     S::Future: Send + 'static,
+    R: http_body::Body<Data = bytes::Bytes> + Send + 'static,
 {
-    type Response = S::Response;
+    type Response = http::Response<ObservedBody<R>>;
     type Error = S::Error;
-    type Future = BoxFuture<'static, Result<S::Response, S::Error>>;
+    type Future = BoxFuture<'static, Result<Self::Response, S::Error>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+    fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
         let Some(observer) = self.observer.clone() else {
-            return Box::pin(self.inner.call(request));
+            let answer = self.inner.call(request);
+            return Box::pin(
+                async move { Ok(answer.await?.map(|body| ObservedBody::passing(body))) },
+            );
         };
-        let method = request.method().to_string();
+        let detail = match observer.detail() {
+            // A watch's answer runs as long as the command: never kept whole.
+            Detail::Bodies { limit: None } if crate::deadline::is_watch(&request) => {
+                Detail::Bodies { limit: Some(10240) }
+            }
+            detail => detail,
+        };
         let uri = request.uri();
         let url = if uri.scheme().is_some() {
             uri.to_string()
         } else {
             format!("{}{uri}", self.server.trim_end_matches('/'))
         };
+        let request_headers = match detail {
+            Detail::Summary => Vec::new(),
+            _ => {
+                let mut headers = shown_headers(request.headers());
+                headers.extend(self.added_headers.iter().cloned());
+                headers
+            }
+        };
+        // The body of a patch or a create is whole in memory: a clone is cheap.
+        let request_body = match detail {
+            Detail::Bodies { .. } => request.body().try_clone(),
+            _ => None,
+        };
+        let mut exchange = Exchange {
+            method: request.method().to_string(),
+            url,
+            status: None,
+            elapsed: Duration::ZERO,
+            request_headers,
+            response_headers: Vec::new(),
+            request_body: None,
+        };
         let started = Instant::now();
         let answer = self.inner.call(request);
         Box::pin(async move {
+            if let Some(body) = request_body {
+                use http_body_util::BodyExt as _;
+                exchange.request_body = body
+                    .collect()
+                    .await
+                    .ok()
+                    .map(|b| b.to_bytes().to_vec())
+                    .filter(|b| !b.is_empty());
+            }
             let result = answer.await;
-            let status = result.as_ref().ok().map(|r| r.status().as_u16());
+            exchange.elapsed = started.elapsed();
+            exchange.status = result.as_ref().ok().map(|r| r.status().as_u16());
             if let Ok(response) = &result {
                 for value in response.headers().get_all(http::header::WARNING) {
                     observer.warning(&warning_text(&String::from_utf8_lossy(value.as_bytes())));
                 }
+                if let Detail::Bodies { .. } = detail {
+                    exchange.response_headers = shown_headers(response.headers());
+                }
             }
-            observer.exchange(&Exchange {
-                method,
-                url,
-                status,
-                elapsed: started.elapsed(),
-            });
-            result
+            observer.exchange(&exchange);
+            let limit = match detail {
+                Detail::Bodies { limit } => Some(limit),
+                _ => None,
+            };
+            result.map(|response| {
+                response.map(|body| match limit {
+                    Some(limit) => ObservedBody {
+                        inner: Box::pin(body),
+                        kept: Some(Kept {
+                            observer,
+                            exchange,
+                            limit,
+                            start: Vec::new(),
+                            length: 0,
+                        }),
+                    },
+                    None => ObservedBody::passing(body),
+                })
+            })
         })
+    }
+}
+
+/// What an answer's body has shown so far, for [`Observer::response_body`].
+struct Kept {
+    observer: Arc<dyn Observer>,
+    exchange: Exchange,
+    limit: Option<usize>,
+    start: Vec<u8>,
+    length: usize,
+}
+
+impl Kept {
+    fn report(self) {
+        self.observer
+            .response_body(&self.exchange, &self.start, self.length);
+    }
+}
+
+/// An answer's body, passed on as it comes; at `-v=8` and above its start is kept and
+/// reported when it ends (or is dropped before).
+pub(crate) struct ObservedBody<R> {
+    inner: Pin<Box<R>>,
+    kept: Option<Kept>,
+}
+
+impl<R> ObservedBody<R> {
+    fn passing(body: R) -> Self {
+        ObservedBody {
+            inner: Box::pin(body),
+            kept: None,
+        }
+    }
+}
+
+impl<R> std::fmt::Debug for ObservedBody<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObservedBody").finish_non_exhaustive()
+    }
+}
+
+impl<R> Drop for ObservedBody<R> {
+    fn drop(&mut self) {
+        // A body dropped unread (a write's answer placekit does not need) has nothing to
+        // show; one dropped part-way shows what was read.
+        if let Some(kept) = self.kept.take().filter(|k| k.length > 0) {
+            kept.report();
+        }
+    }
+}
+
+impl<R> http_body::Body for ObservedBody<R>
+where
+    R: http_body::Body<Data = bytes::Bytes>,
+{
+    type Data = bytes::Bytes;
+    type Error = R::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, R::Error>>> {
+        let frame = self.inner.as_mut().poll_frame(cx);
+        match &frame {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let (Some(kept), Some(data)) = (self.kept.as_mut(), frame.data_ref()) {
+                    kept.length += data.len();
+                    let room = kept
+                        .limit
+                        .map_or(data.len(), |l| l.saturating_sub(kept.start.len()));
+                    kept.start.extend_from_slice(&data[..room.min(data.len())]);
+                }
+            }
+            Poll::Ready(None) => {
+                if let Some(kept) = self.kept.take() {
+                    kept.report();
+                }
+            }
+            _ => {}
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 

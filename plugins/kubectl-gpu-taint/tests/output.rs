@@ -71,7 +71,8 @@ async fn status_prints_what_scripts_ask_for() {
 }
 
 /// `-v=6` prints each request as kubectl does (verb, URL, status, time) on stderr, never
-/// the token; without it, nothing.
+/// the token; without it, nothing; 7 adds the request's headers, 8 the answers' headers and
+/// bodies (cut at 1,024 characters), 10 the whole bodies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verbosity_six_logs_each_request() {
     let (server, _dir, kubeconfig) = demo().await;
@@ -101,6 +102,41 @@ async fn verbosity_six_logs_each_request() {
     );
     assert!(!log.contains(ADMIN_TOKEN), "{log}");
     assert_eq!(stderr(&[]), "");
+
+    // 7: each request's headers, the credentials' scheme only.
+    let log = stderr(&["-v=7"]);
+    assert!(log.contains("I Request Headers:"), "{log}");
+    assert!(
+        log.contains("I     authorization: Bearer <masked>"),
+        "{log}"
+    );
+    assert!(log.contains("I Response Status: 200 in "), "{log}");
+    assert!(!log.contains("Response Body"), "{log}");
+    assert!(!log.contains(ADMIN_TOKEN), "{log}");
+    // 8: the answers' headers and bodies, cut at 1,024 characters as kubectl cuts them.
+    let log = stderr(&["-v=8"]);
+    let nodes_body = log
+        .lines()
+        .find(|l| l.starts_with("I Response Body: {\"kind\":\"NodeList\""))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(nodes_body.contains(" [truncated "), "{nodes_body}");
+    assert!(
+        log.contains("I     content-type: application/json"),
+        "{log}"
+    );
+    assert!(!log.contains(ADMIN_TOKEN), "{log}");
+    // 10: whole.
+    let log = stderr(&["-v=10"]);
+    let nodes_body = log
+        .lines()
+        .find(|l| l.starts_with("I Response Body: {\"kind\":\"NodeList\""))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(!nodes_body.contains("[truncated"), "{nodes_body}");
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&nodes_body["I Response Body: ".len()..]).is_ok(),
+        "{nodes_body}"
+    );
+    drop(server);
 }
 
 /// `--sort-by` orders the nodes by a field of their JSON, `--free-only` keeps the nodes with
