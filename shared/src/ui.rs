@@ -263,11 +263,14 @@ pub struct Ui {
 
 impl Ui {
     pub fn new(display: &DisplayArgs) -> Self {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let color = match display.color {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
-            ColorChoice::Auto => !no_color && std::io::stdout().is_terminal(),
+            // anstream's reading of the conventions: NO_COLOR, CLICOLOR_FORCE, CLICOLOR=0,
+            // TERM=dumb, and a terminal on stdout.
+            ColorChoice::Auto => {
+                anstream::AutoStream::choice(&std::io::stdout()) != anstream::ColorChoice::Never
+            }
         };
         let stderr_tty = std::io::stderr().is_terminal();
         display.log.install();
@@ -317,14 +320,15 @@ impl Ui {
         if !self.color {
             return text.to_string();
         }
-        let code = match color {
-            Color::Red => "31",
-            Color::Green => "32",
-            Color::Yellow => "33",
-            Color::Bold => "1",
-            Color::Dim => "2",
+        use anstyle::{AnsiColor, Style};
+        let style = match color {
+            Color::Red => Style::new().fg_color(Some(AnsiColor::Red.into())),
+            Color::Green => Style::new().fg_color(Some(AnsiColor::Green.into())),
+            Color::Yellow => Style::new().fg_color(Some(AnsiColor::Yellow.into())),
+            Color::Bold => Style::new().bold(),
+            Color::Dim => Style::new().dimmed(),
         };
-        format!("\x1b[{code}m{text}\x1b[0m")
+        format!("{style}{text}{style:#}")
     }
 
     /// A diff with `-` lines red and `+` lines green.

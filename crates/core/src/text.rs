@@ -2,6 +2,8 @@
 //! they cannot drive a terminal, tables, counts, shell quoting, and the colours a renderer
 //! may ask for. Pure: whether colour is on is the caller's decision ([`Paint`]).
 
+use unicode_width::UnicodeWidthStr as _;
+
 /// What colours a renderer asks for; the plugins' terminal layer decides whether they show.
 pub trait Paint {
     /// `text` in `color`, or unchanged when colour is off.
@@ -93,7 +95,8 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     aligned_rows(&all, &mut widths)
 }
 
-/// Rows padded as [`table`] pads them, to columns at least `widths` wide; `widths` grows to
+/// Rows padded as [`table`] pads them (by the columns a terminal gives each cell, so a
+/// wide character counts twice), to columns at least `widths` wide; `widths` grows to
 /// fit these rows, so rows printed later (a watch's) stay aligned with earlier ones. Cells
 /// are escaped for a terminal.
 pub fn aligned_rows(rows: &[Vec<String>], widths: &mut Vec<usize>) -> String {
@@ -107,7 +110,7 @@ pub fn aligned_rows(rows: &[Vec<String>], widths: &mut Vec<usize>) -> String {
         .collect();
     for row in &rows {
         for (i, cell) in row.iter().enumerate() {
-            let n = cell.chars().count();
+            let n = cell.width();
             match widths.get_mut(i) {
                 Some(w) => *w = (*w).max(n),
                 None => widths.push(n),
@@ -120,10 +123,36 @@ pub fn aligned_rows(rows: &[Vec<String>], widths: &mut Vec<usize>) -> String {
         for (i, cell) in row.iter().enumerate() {
             out.push_str(cell);
             if i < last {
-                out.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
+                out.push_str(&" ".repeat(widths[i] - cell.width() + 2));
             }
         }
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A label value in CJK or an emoji takes two terminal columns a character: the next
+    /// column still starts where the header's does.
+    #[test]
+    fn wide_characters_keep_the_columns_aligned() {
+        let out = table(
+            &["NODE", "OWNER"],
+            &[
+                vec!["gpu-東京-1".into(), "team".into()],
+                vec!["gpu-a100-1".into(), "ml".into()],
+            ],
+        );
+        let columns: Vec<usize> = out
+            .lines()
+            .map(|line| {
+                let at = line.rfind(' ').unwrap() + 1;
+                line[..at].width()
+            })
+            .collect();
+        assert_eq!(columns, [12, 12, 12], "{out}");
+    }
 }

@@ -103,3 +103,51 @@ async fn reads_print_what_scripts_ask_for() {
     let (_, out, _) = run(&["dependents", "team", "-A", "-o", "json"]);
     assert!(out.contains("\"items\": []"), "{out}");
 }
+
+/// Colour follows the conventions anstream reads, as kubectl's and cargo's do: off in a
+/// pipe, on with `CLICOLOR_FORCE=1`, off again with `NO_COLOR` (which wins) or
+/// `--color never`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colour_follows_clicolor_force_and_no_color() {
+    let server = TestServer::start(ServerConfig::default().with_fixture_yaml(DEMO_FIXTURE))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = server
+        .write_kubeconfig(&dir.path().join("kubeconfig"), ADMIN_TOKEN)
+        .unwrap();
+    let plan = |env: &[(&str, &str)], extra: &[&str]| {
+        tokio::task::block_in_place(|| {
+            let out = Command::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"))
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .args(["set", "gpu-a100-1", "colour=1", "--dry-run=client"])
+                .args(extra)
+                .env_remove("NO_COLOR")
+                .env_remove("CLICOLOR_FORCE")
+                .env_remove("CLICOLOR")
+                .env("PLACEKIT_STATE_DIR", dir.path().join("state"))
+                .envs(env.iter().copied())
+                .bounded_output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        })
+    };
+    let coloured = |text: &str| text.contains("\x1b[");
+    assert!(!coloured(&plan(&[], &[])), "a pipe gets no colour");
+    let forced = plan(&[("CLICOLOR_FORCE", "1")], &[]);
+    assert!(
+        forced.contains("\x1b[32m+ label colour=1\x1b[0m"),
+        "{forced:?}"
+    );
+    assert!(!coloured(&plan(
+        &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")],
+        &[]
+    )));
+    assert!(!coloured(&plan(
+        &[("CLICOLOR_FORCE", "1")],
+        &["--color", "never"]
+    )));
+    assert!(coloured(&plan(&[], &["--color", "always"])));
+}
