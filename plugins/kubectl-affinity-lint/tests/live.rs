@@ -61,6 +61,15 @@ async fn cluster_rules_find_exactly_the_expected_problems() {
             ("typo".into(), "AL102".into()),
         ]
     );
+    // Each at the severity its rule page gives, AL010's live part too.
+    for f in report["findings"].as_array().unwrap() {
+        let expected = match f["rule"].as_str().unwrap() {
+            "AL010" | "AL104" | "AL105" => "warning",
+            "AL101" | "AL102" | "AL103" => "error",
+            _ => continue,
+        };
+        assert_eq!(f["severity"], expected, "{f}");
+    }
     let message = |name: &str, rule: &str| -> String {
         report["findings"]
             .as_array()

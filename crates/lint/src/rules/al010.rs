@@ -178,3 +178,27 @@ impl Rule for Al010 {
         }
     }
 }
+
+/// With `--cluster`: flags a Deployment whose rollout needs more free accelerators (its
+/// surge) than the tolerated candidates have.
+pub(super) fn check_live(w: &super::cluster::Workload<'_>, push: &mut super::cluster::Report<'_>) {
+    let Some(need) = headroom(w.object).filter(|_| w.object.view == 0) else {
+        return;
+    };
+    let free = super::cluster::free_on(&w.tolerated, need.resource);
+    let needed = i128::from(need.needed) * 1000;
+    if free < needed {
+        push(
+            META.id,
+            need.anchor,
+            format!(
+                "a rollout of this Deployment needs {} free {} before any old pod stops ({}), but the {} candidate node(s) have {}: the new pods stay Pending and the rollout stalls",
+                need.needed,
+                need.resource,
+                need.why,
+                w.tolerated.len(),
+                placekit_core::model::quantity::format_milli(free)
+            ),
+        );
+    }
+}

@@ -1,4 +1,5 @@
-//! AL101 no-candidate-node (`--cluster`): judged with the other `--cluster` rules in `rules::cluster` (they share the candidate nodes), documented here.
+//! AL101 no-candidate-node (`--cluster`): over the candidate nodes `rules::cluster` computes once for all the `--cluster` rules.
+use super::cluster::{Report, Workload, why_no_candidate};
 use crate::rule::{RuleMeta, Severity};
 
 pub static META: RuleMeta = RuleMeta {
@@ -35,3 +36,31 @@ meant for the workload.
 Against a real kube-scheduler v1.37.2 on 520 generated pods in placekit's test suite: every
 pod AL101 flagged (167) was one the scheduler could not place.",
 };
+
+/// Flags a constrained workload no node satisfies (unless AL102 named a missing key);
+/// whether there is no candidate, so nothing else can be judged.
+pub(super) fn check(w: &Workload<'_>, typo: bool, push: &mut Report<'_>) -> bool {
+    let constrained = w.spec.node_selector.is_some()
+        || w.spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.node_affinity.as_ref())
+            .is_some();
+    if !constrained || !w.candidates.is_empty() {
+        return false;
+    }
+    if !typo {
+        push(
+            META.id,
+            w.anchor,
+            format!(
+                "no node of {} satisfies the nodeSelector and required node affinity: replicas stay Pending (didn't match Pod's node affinity){}",
+                w.nodes.len(),
+                why_no_candidate(&w.spec, w.nodes)
+                    .map(|why| format!("; {why}"))
+                    .unwrap_or_default()
+            ),
+        );
+    }
+    true
+}

@@ -1,5 +1,8 @@
-//! AL102 unknown-label-key (`--cluster`): judged with the other `--cluster` rules in `rules::cluster` (they share the candidate nodes), documented here.
+//! AL102 unknown-label-key (`--cluster`): over the candidate nodes `rules::cluster` computes once for all the `--cluster` rules.
+use super::cluster::{Report, Workload};
 use crate::rule::{RuleMeta, Severity};
+use crate::yaml::Node;
+use placekit_core::suggest::nearest_key;
 
 pub static META: RuleMeta = RuleMeta {
     id: "AL102",
@@ -28,3 +31,40 @@ nodeSelector:
 ## Fix
 Use the key the nodes carry, here `nvidia.com/gpu.product`.",
 };
+
+/// Flags each required key (nodeSelector, `In`/`Exists`/`Gt`/`Lt` expressions) no node has,
+/// with the nearest key the nodes do have; whether there was one.
+pub(super) fn check(w: &Workload<'_>, push: &mut Report<'_>) -> bool {
+    let mut required_keys: Vec<(&Node, String)> = w
+        .spec_node
+        .get("nodeSelector")
+        .map(Node::entries)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|(k, _)| Some((k, k.as_str()?.to_string())))
+        .collect();
+    if let Some((_, terms)) = crate::affinity::required_terms(w.spec_node) {
+        for term in terms {
+            for req in crate::affinity::requirements(term) {
+                if matches!(req.op.as_str(), "In" | "Exists" | "Gt" | "Lt") {
+                    required_keys.push((req.node, req.key.clone()));
+                }
+            }
+        }
+    }
+    let mut typo = false;
+    for (at, key) in &required_keys {
+        if !w.all_keys.contains(key.as_str()) {
+            typo = true;
+            let hint = nearest_key(key, w.all_keys.iter().copied())
+                .map(|k| format!("; did you mean {k}?"))
+                .unwrap_or_default();
+            push(
+                META.id,
+                at,
+                format!("no node has the label key {key}{hint}"),
+            );
+        }
+    }
+    typo
+}

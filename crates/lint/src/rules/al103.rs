@@ -1,5 +1,7 @@
-//! AL103 tainted-candidates (`--cluster`): judged with the other `--cluster` rules in `rules::cluster` (they share the candidate nodes), documented here.
+//! AL103 tainted-candidates (`--cluster`): over the candidate nodes `rules::cluster` computes once for all the `--cluster` rules.
+use super::cluster::{Report, Workload, names};
 use crate::rule::{RuleMeta, Severity};
+use placekit_core::scheduling::{SCHEDULING_EFFECTS, untolerated_taints};
 
 pub static META: RuleMeta = RuleMeta {
     id: "AL103",
@@ -37,3 +39,23 @@ tolerations:
 Against a real kube-scheduler v1.37.2 on 520 generated pods: every pod AL103 flagged (58)
 was one the scheduler could not place.",
 };
+
+/// Flags a workload whose every candidate node has a taint it does not tolerate; whether
+/// it did, so nothing else can be judged.
+pub(super) fn check(w: &Workload<'_>, push: &mut Report<'_>) -> bool {
+    if w.candidates.is_empty() || !w.tolerated.is_empty() {
+        return false;
+    }
+    let tolerations = w.spec.tolerations.clone().unwrap_or_default();
+    let first =
+        untolerated_taints(&tolerations, &w.tainted[0].taints, SCHEDULING_EFFECTS)[0].to_string();
+    push(
+        META.id,
+        w.spec_node.get("tolerations").unwrap_or(w.anchor),
+        format!(
+            "every candidate node ({}) has a taint the pod does not tolerate (e.g. {first}): replicas stay Pending",
+            names(&w.tainted)
+        ),
+    );
+    true
+}

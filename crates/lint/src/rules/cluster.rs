@@ -1,5 +1,6 @@
-//! The `--cluster` rules (AL101–AL105): the offline findings' manifests checked against
-//! live nodes. Pure: they take the node infos the caller read (two paged lists).
+//! The `--cluster` rules (AL101–AL105, and AL010's live part): each in its own file, judged
+//! over one [`Workload`] per pod spec, computed here once: its candidate nodes among the
+//! live ones. Pure: they take the node infos the caller read (two paged lists).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,10 +10,8 @@ use crate::rule::{ClusterCheck, RawFinding, RuleMeta, Severity};
 use crate::source::Object;
 use crate::yaml::Node;
 use placekit_core::model::PodSpec;
-use placekit_core::model::quantity::format_milli;
 use placekit_core::scheduler::{NodeInfo, affinity_candidates};
 use placekit_core::scheduling::{SCHEDULING_EFFECTS, untolerated_taints};
-use placekit_core::suggest::nearest_key;
 
 /// AL101–AL105, judged together: they share each workload's candidate nodes.
 #[derive(Debug)]
@@ -44,7 +43,7 @@ impl ClusterCheck for LiveRules {
 /// such (nodeSelector entries, then each required term's expressions), the values the nodes
 /// have for its key, and the one the manifest probably meant (`80GB` for `80gb`).
 /// `None` when each holds somewhere and only their combination fails.
-fn why_no_candidate(spec: &PodSpec, nodes: &[NodeInfo]) -> Option<String> {
+pub(super) fn why_no_candidate(spec: &PodSpec, nodes: &[NodeInfo]) -> Option<String> {
     use placekit_core::scheduling::{expression_matches, required_node_terms};
     let mut culprits: Vec<(String, String, Vec<String>)> = Vec::new();
     for (key, value) in spec.node_selector.iter().flatten() {
@@ -112,7 +111,8 @@ fn why_no_candidate(spec: &PodSpec, nodes: &[NodeInfo]) -> Option<String> {
     ))
 }
 
-fn names(nodes: &[&NodeInfo]) -> String {
+/// The first five node names, and how many more.
+pub(super) fn names(nodes: &[&NodeInfo]) -> String {
     let mut shown: Vec<&str> = nodes.iter().take(5).map(|n| n.name.as_str()).collect();
     if nodes.len() > 5 {
         let more = format!("and {} more", nodes.len() - 5);
@@ -125,7 +125,7 @@ fn names(nodes: &[&NodeInfo]) -> String {
 }
 
 /// Free allocatable `resource` (thousandths) over `nodes`.
-fn free_on(nodes: &[&NodeInfo], resource: &str) -> i128 {
+pub(super) fn free_on(nodes: &[&NodeInfo], resource: &str) -> i128 {
     nodes
         .iter()
         .map(|n| {
@@ -166,15 +166,73 @@ pub fn pod_spec_of(spec: &Node) -> PodSpec {
     }
 }
 
-/// Extended-resource requests of one pod (thousandths), as the scheduler counts them.
-fn extended_requests(spec: &PodSpec) -> BTreeMap<String, i128> {
-    spec.requests()
-        .into_iter()
-        .filter(|(name, _)| super::al007::is_extended(name))
-        .collect()
+/// What every `--cluster` rule judges one workload by, computed once: its pod spec in the
+/// read model, the live nodes it may go to, and which of those it tolerates.
+pub(super) struct Workload<'w> {
+    pub object: &'w Object<'w>,
+    /// The pod spec as written (findings point into it).
+    pub spec_node: &'w Node,
+    pub spec: PodSpec,
+    pub nodes: &'w [NodeInfo],
+    /// Every label key of the nodes.
+    pub all_keys: &'w BTreeSet<&'w str>,
+    /// The nodes the nodeSelector and required node affinity allow.
+    pub candidates: Vec<&'w NodeInfo>,
+    /// The candidates without a taint the pod does not tolerate.
+    pub tolerated: Vec<&'w NodeInfo>,
+    pub tainted: Vec<&'w NodeInfo>,
+    /// Where a finding about node selection points: the node affinity, else the
+    /// nodeSelector, else the pod spec.
+    pub anchor: &'w Node,
+    /// Pods the workload runs (`replicas`, 1 for a Pod).
+    pub replicas: i128,
 }
 
-/// Runs AL101–AL105 for every workload against `nodes`. `enabled` filters rule ids.
+impl<'w> Workload<'w> {
+    fn new(
+        object: &'w Object<'w>,
+        spec_node: &'w Node,
+        nodes: &'w [NodeInfo],
+        all_keys: &'w BTreeSet<&'w str>,
+    ) -> Self {
+        let spec = pod_spec_of(spec_node);
+        let candidates = affinity_candidates(&spec, nodes);
+        let tolerations = spec.tolerations.clone().unwrap_or_default();
+        let (tolerated, tainted): (Vec<&NodeInfo>, Vec<&NodeInfo>) =
+            candidates.iter().partition(|n| {
+                untolerated_taints(&tolerations, &n.taints, SCHEDULING_EFFECTS).is_empty()
+            });
+        let anchor = crate::affinity::in_affinity(spec_node, &["nodeAffinity"])
+            .or_else(|| spec_node.get("nodeSelector"))
+            .unwrap_or(spec_node);
+        let replicas = match object.kind.as_str() {
+            "Pod" => 1,
+            _ => object
+                .root
+                .path(&["spec", "replicas"])
+                .and_then(Node::as_i64)
+                .unwrap_or(1),
+        } as i128;
+        Workload {
+            object,
+            spec_node,
+            spec,
+            nodes,
+            all_keys,
+            candidates,
+            tolerated,
+            tainted,
+            anchor,
+            replicas,
+        }
+    }
+}
+
+/// Where the `--cluster` rules report a finding: rule id, the node it points at, message.
+pub(super) type Report<'r> = dyn FnMut(&'static str, &Node, String) + 'r;
+
+/// Runs AL101–AL105 (and AL010's live part) for every workload against `nodes`, each rule
+/// in its own file over the workload's shared [`Workload`]. `enabled` filters rule ids.
 fn check(
     objects: &[Object<'_>],
     nodes: &[NodeInfo],
@@ -193,10 +251,11 @@ fn check(
             continue;
         }
         let ignored = object.ignored_rules();
-        let mut push = |id: &str, at: &Node, message: String| {
+        let mut push = |id: &'static str, at: &Node, message: String| {
             let default = LiveRules
                 .metas()
                 .iter()
+                .chain([&&al010::META])
                 .find(|m| m.id == id)
                 .map_or(Severity::Error, |m| m.severity);
             let Some(severity) = enabled(id, default) else {
@@ -213,214 +272,22 @@ fn check(
                 false,
             ));
         };
-        let spec = pod_spec_of(spec_node);
-
-        // AL102: keys no node has.
-        let mut required_keys: Vec<(&Node, String)> = spec_node
-            .get("nodeSelector")
-            .map(Node::entries)
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|(k, _)| Some((k, k.as_str()?.to_string())))
-            .collect();
-        if let Some((_, terms)) = crate::affinity::required_terms(spec_node) {
-            for term in terms {
-                for req in crate::affinity::requirements(term) {
-                    if matches!(req.op.as_str(), "In" | "Exists" | "Gt" | "Lt") {
-                        required_keys.push((req.node, req.key.clone()));
-                    }
-                }
-            }
-        }
-        let mut typo = false;
-        for (at, key) in &required_keys {
-            if !all_keys.contains(key.as_str()) {
-                typo = true;
-                let hint = nearest_key(key, all_keys.iter().copied())
-                    .map(|k| format!("; did you mean {k}?"))
-                    .unwrap_or_default();
-                push(
-                    "AL102",
-                    at,
-                    format!("no node has the label key {key}{hint}"),
-                );
-            }
-        }
-
-        // AL101: no candidate.
-        let candidates = affinity_candidates(&spec, nodes);
-        let anchor = crate::affinity::in_affinity(spec_node, &["nodeAffinity"])
-            .or_else(|| spec_node.get("nodeSelector"))
-            .unwrap_or(spec_node);
-        let constrained = spec.node_selector.is_some()
-            || spec
-                .affinity
-                .as_ref()
-                .and_then(|a| a.node_affinity.as_ref())
-                .is_some();
-        if constrained && candidates.is_empty() {
-            if !typo {
-                push(
-                    "AL101",
-                    anchor,
-                    format!(
-                        "no node of {} satisfies the nodeSelector and required node affinity: replicas stay Pending (didn't match Pod's node affinity){}",
-                        nodes.len(),
-                        why_no_candidate(&spec, nodes)
-                            .map(|why| format!("; {why}"))
-                            .unwrap_or_default()
-                    ),
-                );
-            }
-            continue;
-        }
-
-        // AL103: every candidate has an untolerated taint.
-        let tolerations = spec.tolerations.clone().unwrap_or_default();
-        let (tolerated, tainted): (Vec<&NodeInfo>, Vec<&NodeInfo>) =
-            candidates.iter().partition(|n| {
-                untolerated_taints(&tolerations, &n.taints, SCHEDULING_EFFECTS).is_empty()
-            });
-        if !candidates.is_empty() && tolerated.is_empty() {
-            let first = untolerated_taints(&tolerations, &tainted[0].taints, SCHEDULING_EFFECTS)[0]
-                .to_string();
-            push(
-                "AL103",
-                spec_node.get("tolerations").unwrap_or(anchor),
-                format!(
-                    "every candidate node ({}) has a taint the pod does not tolerate (e.g. {first}): replicas stay Pending",
-                    names(&tainted)
-                ),
-            );
-            continue;
-        }
-
-        let replicas = match object.kind.as_str() {
-            "Pod" => 1,
-            _ => object
-                .root
-                .path(&["spec", "replicas"])
-                .and_then(Node::as_i64)
-                .unwrap_or(1),
-        } as i128;
-
-        // AL104: GPUs.
-        let mut short = false;
-        for (resource, per_pod) in extended_requests(&spec) {
-            let free = free_on(&tolerated, &resource);
-            if per_pod * replicas > free {
-                short = true;
-                push(
-                    "AL104",
-                    spec_node.get("containers").unwrap_or(spec_node),
-                    format!(
-                        "{replicas} replicas x {} {resource} = {} but the {} candidate node(s) have {} free: some replicas will stay Pending (Insufficient {resource})",
-                        format_milli(per_pod),
-                        format_milli(per_pod * replicas),
-                        tolerated.len(),
-                        format_milli(free)
-                    ),
-                );
-            }
-        }
-
-        // AL010: a rollout that needs free accelerators the candidates do not have.
-        if let Some(need) = al010::headroom(object).filter(|_| !short && object.view == 0) {
-            let free = free_on(&tolerated, need.resource);
-            let needed = i128::from(need.needed) * 1000;
-            if free < needed {
-                push(
-                    "AL010",
-                    need.anchor,
-                    format!(
-                        "a rollout of this Deployment needs {} free {} before any old pod stops ({}), but the {} candidate node(s) have {}: the new pods stay Pending and the rollout stalls",
-                        need.needed,
-                        need.resource,
-                        need.why,
-                        tolerated.len(),
-                        format_milli(free)
-                    ),
-                );
-            }
-        }
-
-        // AL105: spread constraints.
-        for c in spec_node
-            .get("topologySpreadConstraints")
-            .map(Node::items)
-            .unwrap_or_default()
+        let workload = Workload::new(object, spec_node, nodes, &all_keys);
+        // A key no node has (AL102) explains an empty candidate set better than AL101.
+        let typo = super::al102::check(&workload, &mut push);
+        // Without a candidate, or with every candidate tainted, nothing else can be judged.
+        if super::al101::check(&workload, typo, &mut push)
+            || super::al103::check(&workload, &mut push)
         {
-            let key = c
-                .get("topologyKey")
-                .and_then(Node::as_str)
-                .unwrap_or_default();
-            let hard = c
-                .get("whenUnsatisfiable")
-                .and_then(Node::as_str)
-                .unwrap_or("DoNotSchedule")
-                == "DoNotSchedule";
-            let missing: Vec<&NodeInfo> = tolerated
-                .iter()
-                .copied()
-                .filter(|n| !n.labels.contains_key(key))
-                .collect();
-            if !missing.is_empty() {
-                push(
-                    "AL105",
-                    c,
-                    if hard {
-                        format!(
-                            "candidate node(s) {} have no {key} label: with whenUnsatisfiable DoNotSchedule the scheduler places no replica there (didn't match pod topology spread constraints (missing required label))",
-                            names(&missing)
-                        )
-                    } else {
-                        format!(
-                            "candidate node(s) {} have no {key} label: the spread constraint ignores them",
-                            names(&missing)
-                        )
-                    },
-                );
-            }
-            // A hostname spread caps each node at maxSkew matching pods above the emptiest
-            // counted node. The candidates a replica cannot use (an untolerated taint) still
-            // count as nodes under the default nodeTaintsPolicy Ignore, and so do missing
-            // domains below minDomains: the minimum stays 0 and the usable nodes take at most
-            // maxSkew replicas each. Without such a node the replicas simply spread.
-            if hard && key == "kubernetes.io/hostname" {
-                let max_skew = c.get("maxSkew").and_then(Node::as_i64).unwrap_or(1).max(1);
-                let honours_taints =
-                    c.get("nodeTaintsPolicy").and_then(Node::as_str) == Some("Honor");
-                let counted = if honours_taints {
-                    tolerated.len()
-                } else {
-                    candidates.len()
-                };
-                let min_domains = c.get("minDomains").and_then(Node::as_i64).unwrap_or(1);
-                let pinned_at_zero = (!honours_taints && !tainted.is_empty())
-                    || usize::try_from(min_domains).is_ok_and(|m| m > counted);
-                let room = i128::from(max_skew) * tolerated.len() as i128;
-                if pinned_at_zero && replicas > room {
-                    let why = if !honours_taints && !tainted.is_empty() {
-                        format!(
-                            "the candidate node(s) the pods cannot use ({}) still count as empty nodes",
-                            names(&tainted)
-                        )
-                    } else {
-                        format!(
-                            "minDomains {min_domains} is more than the {counted} node(s) the spread counts"
-                        )
-                    };
-                    push(
-                        "AL105",
-                        c,
-                        format!(
-                            "{replicas} replicas with a DoNotSchedule hostname spread (maxSkew {max_skew}) but at most {room} can be placed: {why}, so each of the {} usable node(s) takes at most {max_skew}",
-                            tolerated.len()
-                        ),
-                    );
-                }
-            }
+            continue;
         }
+        let short = super::al104::check(&workload, &mut push);
+        // A Deployment short of accelerators for its replicas is not judged again for its
+        // rollout's surge.
+        if !short {
+            al010::check_live(&workload, &mut push);
+        }
+        super::al105::check(&workload, &mut push);
     }
     out
 }
