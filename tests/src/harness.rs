@@ -101,13 +101,6 @@ fn kubectl_on_path() -> bool {
 impl Harness {
     /// Starts a cluster with `fixture` and installs `binary` as the plugin `plugin` (e.g.
     /// "nodelabel" for `kubectl-nodelabel`): the test API server, or, with
-    /// `PLACEKIT_E2E_KUBECONFIG`, the real cluster behind the fault-injecting proxy. The
-    /// `Option` is kept for callers written when real clusters skipped hook tests; it is
-    /// always `Some`.
-    pub async fn start(plugin: &str, binary: &Path, fixture: &str) -> Option<Self> {
-        Some(Self::start_any(plugin, binary, fixture).await)
-    }
-
     /// Like [`Harness::start`] with a full server configuration: always the test API server
     /// (generated clusters of any size, users of its own table).
     pub async fn local(plugin: &str, binary: &Path, config: ServerConfig) -> Self {
@@ -120,8 +113,9 @@ impl Harness {
         Self::finish(Some(server), dir, kubeconfig, client, plugin, binary, None)
     }
 
-    /// Against `PLACEKIT_E2E_KUBECONFIG` when set, else against a test API server.
-    pub async fn start_any(plugin: &str, binary: &Path, fixture: &str) -> Self {
+    /// Against `PLACEKIT_E2E_KUBECONFIG` when set (the real cluster behind the
+    /// fault-injecting proxy), else against a test API server.
+    pub async fn start(plugin: &str, binary: &Path, fixture: &str) -> Self {
         let Some(path) = std::env::var_os(E2E_KUBECONFIG) else {
             return Self::local(
                 plugin,
@@ -155,7 +149,7 @@ impl Harness {
 
     /// A cluster with `fixture` and no plugin installed, for tests of kubectl itself.
     pub async fn cluster(fixture: &str) -> Self {
-        Self::start_any("", Path::new(""), fixture).await
+        Self::start("", Path::new(""), fixture).await
     }
 
     /// Another cluster holding `fixture`, for the commands that read several: with

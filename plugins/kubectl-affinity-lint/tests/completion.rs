@@ -25,7 +25,7 @@ status: {phase: Pending}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_completes_rules_files_and_pods() {
-    let h = Harness::start_any("affinity-lint", binary(), FIXTURE).await;
+    let h = Harness::start("affinity-lint", binary(), FIXTURE).await;
     let env = [("KUBECONFIG", h.kubeconfig.as_path())];
     let complete = |words: &[&str]| {
         tokio::task::block_in_place(|| kubectl_complete(binary(), "affinity-lint", words, &env))

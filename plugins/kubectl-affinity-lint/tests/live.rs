@@ -20,7 +20,7 @@ fn manifests() -> String {
         .to_string()
 }
 
-async fn harness() -> Option<Harness> {
+async fn harness() -> Harness {
     Harness::start("affinity-lint", binary(), CLUSTER).await
 }
 
@@ -30,7 +30,7 @@ fn assert_code(run: &Run, code: i32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_rules_find_exactly_the_expected_problems() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let run = h
         .run(&["-f", &manifests(), "--cluster", "-o", "json"])
         .await;
@@ -144,7 +144,7 @@ async fn pending(h: &Harness, pod: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn why_pending_gives_the_runbooks_verdicts() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let affinity = pending(&h, "pending-affinity").await;
     assert_eq!(affinity["kind"], "PendingReport");
     assert_eq!(
@@ -225,7 +225,7 @@ fn drift_pod(i: usize, node: &str) -> Value {
 async fn drift_finds_pods_whose_node_changed_in_a_constant_number_of_requests() {
     let mut requests = Vec::new();
     for pods in [100, 10_000] {
-        let Some(h) = harness().await else { return };
+        let h = harness().await;
         h.create_all(
             (0..pods)
                 .map(|i| drift_pod(i, if i % 2 == 0 { "a100-free" } else { "a100-full" }))
@@ -302,7 +302,7 @@ async fn without_permission_to_list_nodes_the_missing_permission_is_named() {
 /// errors in placekit's own words.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_says_what_happens_to_each_kind_of_drifted_pod() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let mut gone = drift_pod(3, "gpu-deleted-1");
     gone["metadata"]["name"] = json!("llm-on-deleted-node");
     h.create_all(vec![
@@ -407,7 +407,7 @@ fn extended_pod(name: &str, gpus: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn why_pending_explains_claims_the_devices_cannot_serve_as_the_scheduler_does() {
-    let h = Harness::start_any("affinity-lint", binary(), ACCELERATORS).await;
+    let h = Harness::start("affinity-lint", binary(), ACCELERATORS).await;
     // Two devices wanted; gpu-dra-1 has none free, gpu-dra-2 one.
     h.create(claim("needs-two-gpus", 2)).await;
     h.create(claiming_pod("needs-two", "needs-two-gpus")).await;
@@ -480,7 +480,7 @@ async fn why_pending_explains_claims_the_devices_cannot_serve_as_the_scheduler_d
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn why_pending_names_the_mig_profiles_of_nodes_without_whole_gpus() {
-    let h = Harness::start_any("affinity-lint", binary(), ACCELERATORS).await;
+    let h = Harness::start("affinity-lint", binary(), ACCELERATORS).await;
     h.create(json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "whole-gpu", "namespace": "ml"},
@@ -509,7 +509,7 @@ async fn why_pending_names_the_mig_profiles_of_nodes_without_whole_gpus() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn al104_counts_an_extended_resource_a_device_class_serves_as_its_free_devices() {
-    let h = Harness::start_any("affinity-lint", binary(), ACCELERATORS).await;
+    let h = Harness::start("affinity-lint", binary(), ACCELERATORS).await;
     let dir = tempfile::tempdir().unwrap();
     let deployment = |name: &str, replicas: u32, resource: &str| {
         format!(
@@ -623,7 +623,7 @@ async fn why_pending_without_permission_to_list_claims_does_not_call_them_missin
 /// terminal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn why_pending_matches_events_by_uid_and_escapes_them() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let event = |name: &str, uid: &str, message: &str| {
         json!({"apiVersion": "v1", "kind": "Event",
             "metadata": {"name": name, "namespace": "ml"},
@@ -668,7 +668,7 @@ async fn why_pending_matches_events_by_uid_and_escapes_them() {
 async fn al004_says_what_the_api_server_answers() {
     use k8s_openapi::api::core::v1::Pod;
     use kube::api::{Api, PostParams};
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let table: &[(&str, &str)] = &[
         (
             "tolerations: [{key: k, operator: Exists, value: v}]",
@@ -804,7 +804,7 @@ async fn al004_says_what_the_api_server_answers() {
 /// scheduling gates (Kueue's admission gate) is said to be held, not to fit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn why_pending_without_a_pod_summarises_every_pending_pod() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let run = h.run(&["why-pending", "-n", "ml", "-o", "json"]).await;
     assert_code(&run, 1);
     let report = run.json();

@@ -34,7 +34,7 @@ status:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_completes_nodes_taints_and_resources() {
-    let h = Harness::start_any("gpu-taint", binary(), FIXTURE).await;
+    let h = Harness::start("gpu-taint", binary(), FIXTURE).await;
     let env = [("KUBECONFIG", h.kubeconfig.as_path())];
     let complete = |words: &[&str]| {
         tokio::task::block_in_place(|| kubectl_complete(binary(), "gpu-taint", words, &env))

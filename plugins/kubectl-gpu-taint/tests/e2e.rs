@@ -15,7 +15,7 @@ fn binary() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
 }
 
-async fn harness() -> Option<Harness> {
+async fn harness() -> Harness {
     Harness::start("gpu-taint", binary(), FIXTURE).await
 }
 
@@ -25,7 +25,7 @@ fn assert_code(run: &Run, code: i32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runbook_scenario_dedicates_in_one_write_and_rollback_removes_exactly_that() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let before = h.node("gpu-a100-1").await;
     let run = h
         .run(&[
@@ -77,7 +77,7 @@ async fn runbook_scenario_dedicates_in_one_write_and_rollback_removes_exactly_th
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_without_the_gpu_resource_is_refused_unless_allowed() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let run = h
         .run(&[
             "dedicate",
@@ -110,7 +110,7 @@ async fn a_node_without_the_gpu_resource_is_refused_unless_allowed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_execute_lists_the_pods_it_would_evict_and_needs_explicit_confirmation() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let refused = h
         .run(&[
             "dedicate",
@@ -169,7 +169,7 @@ async fn no_execute_lists_the_pods_it_would_evict_and_needs_explicit_confirmatio
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_never_removes_a_taint_with_another_value() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let run = h
         .run(&[
             "release",
@@ -211,7 +211,7 @@ async fn release_never_removes_a_taint_with_another_value() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_taint_removal_would_have_removed_the_other_value() {
     // The contrast for the test above: kubectl ignores the value on removal.
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let kubeconfig = h.kubeconfig.clone();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new("kubectl")
@@ -247,7 +247,7 @@ async fn kubectl_taint_removal_would_have_removed_the_other_value() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_prints_the_known_figures() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let run = h.run(&["status"]).await;
     assert_code(&run, 0);
     let lines: Vec<&str> = run.stdout.lines().collect();
@@ -355,7 +355,7 @@ async fn status_prints_the_known_figures() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_concurrent_taint_change_is_a_conflict_and_nothing_is_lost() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     h.server().concurrent_write(ConcurrentWrite::new(
         "nodes",
         "gpu-a100-1",
@@ -385,7 +385,7 @@ async fn a_concurrent_taint_change_is_a_conflict_and_nothing_is_lost() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_taint_specs_are_exit_2() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     for (args, expected) in [
         (
             vec![
@@ -475,9 +475,7 @@ async fn status_on_a_generated_cluster_uses_a_few_list_calls() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_stdout_exits_quietly() {
-    let Some(h) = Harness::start("gpu-taint", binary(), FIXTURE).await else {
-        return;
-    };
+    let h = Harness::start("gpu-taint", binary(), FIXTURE).await;
     let mut child = std::process::Command::new(binary())
         .args(["status"])
         .env("KUBECONFIG", &h.kubeconfig)
@@ -510,7 +508,7 @@ fn batch_deployment() -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_and_dedicate_check_the_dependents_of_pool_labels_like_nodelabel() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     h.create(batch_deployment()).await;
     let release = [
         "release",
@@ -561,7 +559,7 @@ async fn release_and_dedicate_check_the_dependents_of_pool_labels_like_nodelabel
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_taint_whose_answer_was_lost_is_applied_and_rolled_back() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     h.server()
         .inject(Fault::new("patch", "nodes", 1, FaultAction::LoseAnswer));
     h.server().inject(Fault {
@@ -613,7 +611,7 @@ fn status_row(run: &Run, node: &str, resource: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_shows_mig_time_sliced_and_dra_accelerators() {
-    let h = Harness::start_any("gpu-taint", binary(), ACCELERATORS).await;
+    let h = Harness::start("gpu-taint", binary(), ACCELERATORS).await;
     let run = h.run(&["status"]).await;
     assert_code(&run, 0);
     assert_eq!(
@@ -720,7 +718,7 @@ async fn status_shows_mig_time_sliced_and_dra_accelerators() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_of_an_extended_resource_served_by_dra_counts_its_devices() {
-    let h = Harness::start_any("gpu-taint", binary(), ACCELERATORS).await;
+    let h = Harness::start("gpu-taint", binary(), ACCELERATORS).await;
     let run = h
         .run(&["status", "--resource", "example.com/gpu", "-o", "json"])
         .await;
@@ -765,7 +763,7 @@ async fn status_of_an_extended_resource_served_by_dra_counts_its_devices() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_by_namespace_and_pod_breaks_requests_down() {
-    let h = Harness::start_any("gpu-taint", binary(), ACCELERATORS).await;
+    let h = Harness::start("gpu-taint", binary(), ACCELERATORS).await;
     let by_ns = h.run(&["status", "--by", "namespace"]).await;
     assert_code(&by_ns, 0);
     let lines: Vec<&str> = by_ns.stdout.lines().collect();
@@ -858,7 +856,7 @@ async fn status_by_namespace_and_pod_breaks_requests_down() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dedicate_accepts_mig_time_sliced_and_dra_nodes_and_refuses_a_node_without_any() {
-    let h = Harness::start_any("gpu-taint", binary(), ACCELERATORS).await;
+    let h = Harness::start("gpu-taint", binary(), ACCELERATORS).await;
     let run = h
         .run(&[
             "dedicate",
@@ -961,7 +959,7 @@ async fn status_without_permission_to_list_dra_objects_says_so_once_and_goes_on(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_taint_that_takes_a_workloads_last_node_blocks_and_says_did_you_mean() {
-    let h = Harness::start_any("gpu-taint", binary(), FIXTURE).await;
+    let h = Harness::start("gpu-taint", binary(), FIXTURE).await;
     // Only gpu-a100-1 is in zone-a: the Deployment's one candidate. It tolerates
     // dedicated=llm-online:NoSchedule.
     h.create(json!({
@@ -1031,7 +1029,7 @@ async fn a_taint_that_takes_a_workloads_last_node_blocks_and_says_did_you_mean()
 /// it, instead of silently undoing an older nodelabel change.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollback_last_never_skips_the_other_plugins_newer_change() {
-    let h = Harness::start_any("gpu-taint", binary(), FIXTURE).await;
+    let h = Harness::start("gpu-taint", binary(), FIXTURE).await;
     h.install_plugin(
         "nodelabel",
         &binary().with_file_name(format!("kubectl-nodelabel{}", std::env::consts::EXE_SUFFIX)),
@@ -1098,7 +1096,7 @@ fn serving_pod(name: &str, app: &str, node: &str) -> serde_json::Value {
 /// budget that allows the eviction does not block.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_execute_respects_pod_disruption_budgets() {
-    let h = Harness::start_any("gpu-taint", binary(), FIXTURE).await;
+    let h = Harness::start("gpu-taint", binary(), FIXTURE).await;
     h.create(serving_pod("llm-0", "llm", "gpu-a100-1")).await;
     h.create(serving_pod("llm-1", "llm", "gpu-a100-2")).await;
     h.create(

@@ -47,7 +47,7 @@ struct Fleet {
 /// server with a token it refuses), in the harness's kubeconfig; the three plugins
 /// installed.
 async fn fleet() -> Fleet {
-    let h = Harness::start_any("gpu-taint", binary(), EAST).await;
+    let h = Harness::start("gpu-taint", binary(), EAST).await;
     h.install_plugin("nodelabel", &sibling("kubectl-nodelabel"));
     h.install_plugin("affinity-lint", &sibling("kubectl-affinity_lint"));
     let west = h.other_cluster(WEST).await;

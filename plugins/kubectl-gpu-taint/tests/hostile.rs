@@ -129,9 +129,7 @@ fn serve(stream: std::net::TcpStream, mode: Hostile) {
 
 /// The harness's cluster as `east`, and hostile servers as the other contexts.
 async fn with_hostile(contexts: &[(&str, Hostile)]) -> Harness {
-    let h = Harness::start("gpu-taint", binary(), EAST)
-        .await
-        .expect("the test server starts");
+    let h = Harness::start("gpu-taint", binary(), EAST).await;
     let east = h.dir.path().join("east.kubeconfig");
     std::fs::copy(&h.kubeconfig, &east).expect("copy");
     let mut entries = vec![("east", east.as_path())];
@@ -224,8 +222,7 @@ async fn no_raw_control_byte_reaches_the_terminal_from_any_command() {
         binary(),
         include_str!("fixtures/hostile-strings.yaml"),
     )
-    .await
-    .expect("the test server starts");
+    .await;
     let sibling =
         |name: &str| binary().with_file_name(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     h.install_plugin("nodelabel", &sibling("kubectl-nodelabel"));

@@ -24,7 +24,7 @@ fn expect(run: &Run, code: i32, texts: &[&str]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn first_hour_messages() {
-    let h = Harness::start_any("gpu-taint", binary(), FIXTURE).await;
+    let h = Harness::start("gpu-taint", binary(), FIXTURE).await;
 
     // No --all here: the message does not suggest one (clap would then offer --allow-no-gpu).
     let run = h.run(&["dedicate", "--taint", "a=b:NoSchedule"]).await;
@@ -158,7 +158,7 @@ fn examples_fit_an_80_column_terminal() {
 /// mistyped resource in `dedicate`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn taints_and_resources_as_users_type_them() {
-    let h = Harness::start_any("gpu-taint", binary(), FIXTURE).await;
+    let h = Harness::start("gpu-taint", binary(), FIXTURE).await;
     let run = h
         .run(&["release", "gpu-a100-2", "--taint", "dedicated=batch", "-y"])
         .await;

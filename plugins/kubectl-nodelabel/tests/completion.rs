@@ -17,7 +17,7 @@ fn binary() -> &'static Path {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_completes_nodes_keys_contexts_and_snapshots() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     let env = [
         ("KUBECONFIG", h.kubeconfig.as_path()),
         ("PLACEKIT_STATE_DIR", h.state_dir.as_path()),
@@ -319,7 +319,7 @@ fn in_shell(shell: &str, h: &Harness, script: &str) -> Option<String> {
 /// still gets the completion kubectl had before the script.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shell_scripts_complete_the_kubectl_form() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     let bash = r#"
 _previous() { COMPREPLY=(from-kubectl); }
 complete -o default -F _previous kubectl

@@ -14,7 +14,7 @@ fn binary() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"))
 }
 
-async fn harness() -> Option<Harness> {
+async fn harness() -> Harness {
     Harness::start("nodelabel", binary(), FIXTURE).await
 }
 
@@ -33,7 +33,7 @@ fn undo_path(run: &Run) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_with_selector_snapshots_all_three_and_the_printed_undo_works() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     let backup = h.dir.path().join("before.jsonl");
     let backup_arg = format!("--backup={}", backup.display());
     let run = h
@@ -90,7 +90,7 @@ async fn set_with_selector_snapshots_all_three_and_the_printed_undo_works() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_overwrite_nothing_changes_and_every_blocker_is_named() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let run = h
         .run(&["set", "-l", "pool=online", &format!("{FAMILY}=a100"), "-y"])
         .await;
@@ -123,7 +123,7 @@ async fn without_overwrite_nothing_changes_and_every_blocker_is_named() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_concurrent_writer_makes_one_node_a_conflict_and_keeps_its_value() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     h.server().concurrent_write(ConcurrentWrite::new(
         "nodes",
         "gpu-a100-2",
@@ -161,7 +161,7 @@ async fn a_concurrent_writer_makes_one_node_a_conflict_and_keeps_its_value() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollback_last_is_exact_reports_conflicts_and_can_be_rolled_back() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     assert_code(
         &h.run(&[
             "set",
@@ -227,7 +227,7 @@ async fn rollback_last_is_exact_reports_conflicts_and_can_be_rolled_back() {
     );
 }
 
-async fn ten_nodes() -> Option<Harness> {
+async fn ten_nodes() -> Harness {
     let fixture: String = (0..10)
         .map(|i| format!("---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n{i:02}\n  labels: {{pool: online, {FAMILY}: v100}}\nspec: {{}}\n"))
         .collect();
@@ -236,7 +236,7 @@ async fn ten_nodes() -> Option<Harness> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fault_on_the_third_of_ten_writes_fails_only_that_node_and_rollback_restores_the_nine() {
-    let Some(h) = ten_nodes().await else { return };
+    let h = ten_nodes().await;
     // Writes in order (--concurrency 1): the 3rd answers 500, then its retries lose the connection.
     h.server().inject(Fault::new(
         "patch",
@@ -298,7 +298,7 @@ async fn a_fault_on_the_third_of_ten_writes_fails_only_that_node_and_rollback_re
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transient_fault_is_retried_and_two_lists_plus_one_write_per_node_is_all_it_takes() {
-    let Some(h) = ten_nodes().await else { return };
+    let h = ten_nodes().await;
     h.server().inject(Fault::new(
         "patch",
         "nodes",
@@ -333,7 +333,7 @@ async fn a_transient_fault_is_retried_and_two_lists_plus_one_write_per_node_is_a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removing_a_key_a_required_constraint_needs_requires_force_and_dependents_lists_it() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     // gpu-a100-2 (v100) was never a candidate of llm-inference (it requires a100): its
     // family label is nobody's dependency.
     let not_a_candidate = h
@@ -462,7 +462,7 @@ fn owned_pod(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_of_custom_resources_are_dependents_under_their_owner() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     // Three workers of one RayCluster on gpu-h100-1 (family h100), one PyTorchJob replica.
     for i in 0..3 {
         h.create(owned_pod(
@@ -537,7 +537,7 @@ fn template_requiring(family: &str) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_resource_templates_are_dependents_even_scaled_to_zero() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     h.install_crds().await;
     // A RayCluster whose h100 worker group is scaled to zero: no pod, yet its next worker
     // depends on the label. A JobSet and a PyTorchJob whose templates require h100; the
@@ -639,7 +639,7 @@ async fn custom_resource_templates_are_dependents_even_scaled_to_zero() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn import_follows_the_runbook_hook_scenario_and_prunes_only_its_own_labels() {
     use std::os::unix::fs::PermissionsExt;
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let hook = h.dir.path().join("my-script");
     let write_hook = |body: &str| {
         std::fs::write(&hook, format!("#!/bin/sh\n{body}")).unwrap();
@@ -717,7 +717,7 @@ async fn import_follows_the_runbook_hook_scenario_and_prunes_only_its_own_labels
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn import_from_a_directory_of_node_files() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let dir = h.dir.path().join("features");
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("gpu-a100-1.features"), "# cpu\ncpu-avx2\n").unwrap();
@@ -759,7 +759,7 @@ async fn import_from_a_directory_of_node_files() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_dry_run_changes_nothing_and_shows_the_same_diff() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let args = [
         "set",
         "gpu-a100-1",
@@ -809,7 +809,7 @@ async fn server_dry_run_changes_nothing_and_shows_the_same_diff() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_user_gets_a_permission_error_before_any_write() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let viewer = h.kubeconfig_for("viewer");
     let run = h
         .run_with(&["set", "gpu-a100-1", "x=y", "-y"], &viewer)
@@ -822,7 +822,7 @@ async fn a_read_only_user_gets_a_permission_error_before_any_write() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_is_exit_2_with_no_write() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let cases: &[(&[&str], &str)] = &[
         (
             &["set", "gpu-a100-1", "bad key=x", "-y"],
@@ -868,7 +868,7 @@ async fn bad_input_is_exit_2_with_no_write() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_terminal_or_yes_it_refuses() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let run = h.run(&["set", "gpu-a100-1", "k=v"]).await;
     assert_code(&run, 2);
     assert!(
@@ -882,7 +882,7 @@ async fn without_a_terminal_or_yes_it_refuses() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_report_follows_the_schema() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let run = h
         .run(&[
             "set",
@@ -955,7 +955,7 @@ fn run_on_tty(h: &Harness, args: &str, answer: &str) -> Option<(i32, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_terminal_it_asks_and_respects_the_answer() {
-    let Some(h) = harness().await else { return };
+    let h = harness().await;
     let h = std::sync::Arc::new(h);
     let h2 = h.clone();
     let Some((code, screen)) =
@@ -985,7 +985,7 @@ async fn on_a_terminal_it_asks_and_respects_the_answer() {
 /// value that is no typo of another (a new GPU family) is set without a word.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_says_did_you_mean_for_near_keys_and_values() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     let typo = "accelerator.example.com/gpu-famliy";
     // Without --yes and a terminal: refused, and the hint is already on screen.
     let asked = h.run(&["set", "gpu-a100-1", &format!("{typo}=a100")]).await;

@@ -16,7 +16,7 @@ fn binary() -> &'static Path {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hooks_files_and_snapshot_names_as_users_write_them() {
     use std::os::unix::fs::PermissionsExt;
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     let dir = h.dir.path().join("work");
     std::fs::create_dir_all(&dir).unwrap();
     let hook = dir.join("my-script");
@@ -91,7 +91,7 @@ fn examples_fit_an_80_column_terminal() {
 /// namespaces `dependents` cannot match are input errors, not "no workload depends".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typos_are_named_with_what_was_meant() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     let run = h
         .run(&[
             "remove",
@@ -138,7 +138,7 @@ async fn typos_are_named_with_what_was_meant() {
 /// and an isolation key a node may set on itself is said to be one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reserved_prefix_warnings_follow_node_restriction() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     let warned = |run: &placekit_testserver::harness::Run| -> Vec<String> {
         run.stderr
             .lines()
@@ -194,7 +194,7 @@ async fn reserved_prefix_warnings_follow_node_restriction() {
 /// off the screen) and kept whole in `-o wide` and JSON.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_shortens_long_commands_in_the_table_only() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     let labels: Vec<String> = (0..12)
         .map(|i| format!("ops.example.com/feature-{i:02}=enabled-with-a-long-value"))
         .collect();
@@ -223,7 +223,7 @@ async fn history_shortens_long_commands_in_the_table_only() {
 /// every namespace): kubectl ignores it silently, placekit says so; `dependents` uses it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_on_a_node_command_is_said_to_be_ignored() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     let run = h
         .run(&[
             "set",

@@ -19,7 +19,7 @@ fn binary() -> &'static Path {
 }
 
 async fn harness() -> Harness {
-    Harness::start_any("nodelabel", binary(), FIXTURE).await
+    Harness::start("nodelabel", binary(), FIXTURE).await
 }
 
 fn assert_code(run: &Run, code: i32) {

@@ -153,7 +153,7 @@ fn with_proxy_url(h: &Harness, proxy: &str) -> std::path::PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proxy_with_credentials_in_the_kubeconfig() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     let (port, tunnels) = connect_proxy().await;
 
     let kubeconfig = with_proxy_url(&h, &format!("http://{USER}:{PASSWORD}@127.0.0.1:{port}"));
@@ -179,7 +179,7 @@ async fn a_proxy_with_credentials_in_the_kubeconfig() {
 async fn https_proxy_and_no_proxy_as_go_reads_them() {
     const SHORT_USER: &str = "al";
     const SHORT_PASSWORD: &str = "pw";
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     let (kubeconfig, server) = by_proxied_name(&h);
     let (port, tunnels) = connect_proxy_at("127.0.0.2", SHORT_USER, SHORT_PASSWORD, server).await;
     let schemeless = format!("{SHORT_USER}:{SHORT_PASSWORD}@127.0.0.2:{port}");

@@ -26,7 +26,7 @@ fn chmod(path: &Path, mode: u32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_state_directory_others_can_write_is_refused_before_any_write() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     assert_code(&h.run(&["set", "cpu-1", "team=ml", "-y"]).await, 0);
     chmod(&h.state_dir, 0o777);
 
@@ -55,7 +55,7 @@ async fn a_state_directory_others_can_write_is_refused_before_any_write() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_others_can_write_or_a_fifo_is_never_taken() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     assert_code(&h.run(&["set", "cpu-1", "team=ml", "-y"]).await, 0);
     let mine = h.snapshots().last().unwrap().clone();
     // A planted copy with the newest name, writable by everyone, that would remove the
@@ -104,7 +104,7 @@ async fn a_snapshot_others_can_write_or_a_fifo_is_never_taken() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_names_in_a_snapshot_are_checked_before_any_request() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     assert_code(&h.run(&["set", "cpu-1", "team=ml", "-y"]).await, 0);
     let path = h.snapshots().last().unwrap().clone();
     let text = std::fs::read_to_string(&path).unwrap();
@@ -131,7 +131,7 @@ async fn node_names_in_a_snapshot_are_checked_before_any_request() {
 /// keeps the kubelet from touching) is reported as tampered and never pruned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prune_ignores_claims_no_import_could_have_made() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     let hook = h.dir.path().join("x");
     std::fs::write(&hook, "#!/bin/sh\necho /gpu.ok=true\n").unwrap();
     chmod(&hook, 0o755);
@@ -173,7 +173,7 @@ async fn prune_ignores_claims_no_import_could_have_made() {
 /// escape their control characters instead of sending them to the terminal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_and_show_escape_control_characters_from_snapshots() {
-    let h = Harness::start_any("nodelabel", binary(), FIXTURE).await;
+    let h = Harness::start("nodelabel", binary(), FIXTURE).await;
     assert_code(&h.run(&["set", "cpu-1", "team=ml", "-y"]).await, 0);
     let path = h.snapshots().last().unwrap().clone();
     let text = std::fs::read_to_string(&path).unwrap();
