@@ -38,6 +38,12 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// Fails the test unless `run` exited with `code`, showing everything it printed.
+#[track_caller]
+pub fn assert_code(run: &Run, code: i32) {
+    assert_eq!(run.code, code, "{}", run.all());
+}
+
 impl Run {
     pub fn from(output: Output) -> Self {
         Run {

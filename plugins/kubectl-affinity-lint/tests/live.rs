@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use placekit_testserver::harness::{Harness, Run};
+use placekit_testserver::harness::{Harness, assert_code};
 use placekit_testserver::{Rule, ServerConfig, User};
 use serde_json::{Value, json};
 
@@ -22,10 +22,6 @@ fn manifests() -> String {
 
 async fn harness() -> Harness {
     Harness::start("affinity-lint", binary(), CLUSTER).await
-}
-
-fn assert_code(run: &Run, code: i32) {
-    assert_eq!(run.code, code, "{}", run.all());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use placekit_testserver::harness::{Harness, Run};
+use placekit_testserver::harness::{Harness, Run, assert_code};
 use placekit_testserver::process::Bounded as _;
 use placekit_testserver::{ConcurrentWrite, Fault, FaultAction, ServerConfig};
 use serde_json::json;
@@ -17,10 +17,6 @@ fn binary() -> &'static Path {
 
 async fn harness() -> Harness {
     Harness::start("gpu-taint", binary(), FIXTURE).await
-}
-
-fn assert_code(run: &Run, code: i32) {
-    assert_eq!(run.code, code, "{}", run.all());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use placekit_testserver::harness::{Harness, OtherCluster, Run, merge_kubeconfigs};
+use placekit_testserver::harness::{Harness, OtherCluster, Run, assert_code, merge_kubeconfigs};
 use serde_json::Value;
 
 const EAST: &str = include_str!("fixtures/fleet-east.yaml");
@@ -19,10 +19,6 @@ fn binary() -> &'static Path {
 
 fn sibling(name: &str) -> PathBuf {
     binary().with_file_name(format!("{name}{}", std::env::consts::EXE_SUFFIX))
-}
-
-fn assert_code(run: &Run, code: i32) {
-    assert_eq!(run.code, code, "{}", run.all());
 }
 
 /// A server that accepts connections and never answers: a cluster behind a hung VPN.

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use placekit_testserver::harness::{Harness, Run, merge_kubeconfigs};
+use placekit_testserver::harness::{Harness, assert_code, merge_kubeconfigs};
 use serde_json::Value;
 
 const EAST: &str = include_str!("fixtures/fleet-east.yaml");
@@ -142,10 +142,6 @@ async fn with_hostile(contexts: &[(&str, Hostile)]) -> Harness {
     }
     std::fs::write(&h.kubeconfig, serde_yaml::to_string(&merged).expect("yaml")).expect("write");
     h
-}
-
-fn assert_code(run: &Run, code: i32) {
-    assert_eq!(run.code, code, "{}", run.all());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

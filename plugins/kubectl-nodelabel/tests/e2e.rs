@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use placekit_testserver::harness::{Harness, Run};
+use placekit_testserver::harness::{Harness, Run, assert_code};
 use placekit_testserver::{ConcurrentWrite, Fault, FaultAction};
 use serde_json::json;
 
@@ -16,10 +16,6 @@ fn binary() -> &'static Path {
 
 async fn harness() -> Harness {
     Harness::start("nodelabel", binary(), FIXTURE).await
-}
-
-fn assert_code(run: &Run, code: i32) {
-    assert_eq!(run.code, code, "{}", run.all());
 }
 
 /// The snapshot path printed after "undo with: kubectl nodelabel rollback ".

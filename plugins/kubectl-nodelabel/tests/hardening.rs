@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use placekit_testserver::harness::{Harness, Run};
+use placekit_testserver::harness::{Harness, assert_code};
 use placekit_testserver::process::Bounded as _;
 use placekit_testserver::{Fault, FaultAction};
 use serde_json::Value;
@@ -37,10 +37,6 @@ fn binary() -> &'static Path {
 
 async fn harness() -> Harness {
     Harness::start("nodelabel", binary(), FIXTURE).await
-}
-
-fn assert_code(run: &Run, code: i32) {
-    assert_eq!(run.code, code, "{}", run.all());
 }
 
 fn outcomes(report: &Value) -> Vec<(String, String)> {

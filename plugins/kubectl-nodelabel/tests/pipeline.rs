@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use placekit_testserver::harness::{Harness, Run};
+use placekit_testserver::harness::{Harness, Run, assert_code};
 use placekit_testserver::{ConcurrentWrite, Fault, FaultAction, ServerConfig};
 use serde_json::json;
 
@@ -20,10 +20,6 @@ fn binary() -> &'static Path {
 
 async fn harness() -> Harness {
     Harness::start("nodelabel", binary(), FIXTURE).await
-}
-
-fn assert_code(run: &Run, code: i32) {
-    assert_eq!(run.code, code, "{}", run.all());
 }
 
 fn assert_has(run: &Run, text: &str) {

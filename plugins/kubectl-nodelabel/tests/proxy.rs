@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use placekit_testserver::harness::{Harness, Run};
+use placekit_testserver::harness::{Harness, Run, assert_code};
 use placekit_testserver::process::Bounded as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -23,10 +23,6 @@ const PASSWORD: &str = "pr0xy-s3cret-pass";
 
 fn binary() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"))
-}
-
-fn assert_code(run: &Run, code: i32) {
-    assert_eq!(run.code, code, "{}", run.all());
 }
 
 /// The name of the API server that only the proxy resolves.

@@ -7,17 +7,13 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use placekit_testserver::harness::{Harness, Run};
+use placekit_testserver::harness::{Harness, assert_code};
 use placekit_testserver::process::Bounded as _;
 
 const FIXTURE: &str = include_str!("fixtures/cluster.yaml");
 
 fn binary() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"))
-}
-
-fn assert_code(run: &Run, code: i32) {
-    assert_eq!(run.code, code, "{}", run.all());
 }
 
 fn chmod(path: &Path, mode: u32) {
