@@ -15,7 +15,13 @@ impl From<crate::complete::HelperError> for CommandError {
 pub fn run_to_exit_code(
     work: impl Future<Output = Result<u8, CommandError>>,
 ) -> std::process::ExitCode {
-    match block_on(work) {
+    exit_code(block_on(work))
+}
+
+/// The fixed exit code of a command's result, printing the error, if any; a command that
+/// succeeded but drew server warnings under `--warnings-as-errors` exits 1.
+pub fn exit_code(result: Result<u8, CommandError>) -> std::process::ExitCode {
+    match result {
         Ok(code) => match crate::ui::failing_warnings() {
             Some(n) if code == crate::exit::SUCCESS => {
                 eprintln!(

@@ -69,6 +69,9 @@ pub enum FaultAction {
     /// Wait, then serve the request normally.
     #[serde(rename_all = "camelCase")]
     Delay { millis: u64 },
+    /// Serve the request normally, with this `Warning` header on the answer (a deprecation,
+    /// an admission policy in Warn mode).
+    Warn { text: String },
 }
 
 /// Fire `action` on the `nth` (1-based) request matching `verb` and `resource`, and on the

@@ -95,7 +95,8 @@ pub(crate) async fn forward(
                 tokio::time::sleep(Duration::from_millis(millis)).await
             }
             Some(FaultAction::LoseAnswer) => lose_answer = true,
-            None => {}
+            // Warnings are the real server's own behind the proxy.
+            Some(FaultAction::Warn { .. }) | None => {}
         }
     } else if req.method() == Method::GET {
         state.count("get", "discovery");

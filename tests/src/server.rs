@@ -535,7 +535,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         Some(FaultAction::Delay { millis }) => {
             tokio::time::sleep(Duration::from_millis(millis)).await
         }
-        Some(FaultAction::LoseAnswer) | None => {}
+        Some(FaultAction::LoseAnswer | FaultAction::Warn { .. }) | None => {}
     }
 
     if let Some(u) = user
@@ -813,7 +813,12 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     if lose_answer {
         return Err(Failure::Drop);
     }
-    answer
+    match action {
+        Some(FaultAction::Warn { text }) => {
+            answer.map(|r| with_warnings(r, std::slice::from_ref(&text)))
+        }
+        _ => answer,
+    }
 }
 
 /// Test-control endpoints under `/placekit-test/` (no authentication; loopback only):

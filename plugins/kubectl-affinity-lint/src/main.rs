@@ -28,10 +28,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    match dispatch(&cli) {
-        Ok(code) => ExitCode::from(code),
-        Err(e) => error::report(&e),
-    }
+    error::exit_code(dispatch(&cli))
 }
 
 /// Runs what the flags ask for; the exit code, or why the command stopped. Only the

@@ -863,3 +863,46 @@ async fn why_pending_without_a_pod_summarises_every_pending_pod() {
     let both = h.run(&["why-pending", "gated-trainer", "-A"]).await;
     assert_code(&both, 2);
 }
+
+/// A server's warnings are said on affinity-lint's live commands as on the other plugins',
+/// and `--warnings-as-errors` turns a clean answer into exit 1 (it was accepted and ignored
+/// here). The test API server, which can add a `Warning` header to any answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warnings_as_errors_holds_for_drift_and_why_pending() {
+    use placekit_testserver::{Fault, FaultAction};
+    let h = Harness::local(
+        "affinity-lint",
+        binary(),
+        ServerConfig::default().with_fixture_yaml(CLUSTER),
+    )
+    .await;
+    h.server().inject(Fault {
+        times: 1000,
+        ..Fault::new(
+            "list",
+            "nodes",
+            1,
+            FaultAction::Warn {
+                text: "nodes are read by an admission policy in Warn mode".into(),
+            },
+        )
+    });
+    let said = "Warning: nodes are read by an admission policy in Warn mode";
+    for args in [
+        vec!["drift", "-A", "-l", "app=none"],
+        vec!["why-pending", "-n", "default"],
+    ] {
+        let run = h.run(&args).await;
+        assert_code(&run, 0);
+        assert!(run.stderr.contains(said), "{}", run.all());
+        let mut strict = args.clone();
+        strict.push("--warnings-as-errors");
+        let run = h.run(&strict).await;
+        assert_code(&run, 1);
+        assert!(
+            run.stderr.contains("(--warnings-as-errors)"),
+            "{}",
+            run.all()
+        );
+    }
+}

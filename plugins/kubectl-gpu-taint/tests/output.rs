@@ -289,3 +289,25 @@ async fn k9s_plugins_run_the_commands_they_promise() {
         "{shown:#?}"
     );
 }
+
+/// A selector that matches no node is an empty report in JSON, as `kubectl get nodes -l …
+/// -o json` prints an empty List, so a script reads "no nodes" rather than nothing; the
+/// table says it on stderr.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_matching_node_is_an_empty_report() {
+    let (_server, _dir, kubeconfig) = demo().await;
+    let (code, out, err) =
+        tokio::task::block_in_place(|| status(&kubeconfig, &["-l", "pool=nope", "-o", "json"]));
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["kind"], "GpuInventory");
+    assert_eq!(report["nodes"], serde_json::json!([]));
+    assert_eq!(report["totals"]["nodes"], 0);
+    let (code, out, err) =
+        tokio::task::block_in_place(|| status(&kubeconfig, &["-l", "pool=nope"]));
+    assert_eq!((code, out.as_str()), (0, ""));
+    assert!(
+        err.contains("No nodes found matching -l pool=nope"),
+        "{err}"
+    );
+}

@@ -25,7 +25,20 @@ pub fn print_status(ui: &Ui, targets: &Targets, options: &StatusOptions, view: &
                 }
             );
         }
-        StatusView::NoNodes => {}
+        // An empty report, as `kubectl get nodes -l ... -o json` prints an empty List: a
+        // script reads "no nodes", not nothing.
+        StatusView::NoNodes => {
+            let mut totals =
+                serde_json::to_value(gpu::GpuTotals::default()).expect("totals serialise");
+            totals["byResource"] = serde_json::json!([]);
+            ui.print_structured(&serde_json::json!({
+                "apiVersion": REPORT_API_VERSION,
+                "kind": "GpuInventory",
+                "resource": options.resource.clone().unwrap_or_else(|| gpu::DEFAULT_RESOURCE.to_string()),
+                "nodes": [],
+                "totals": totals,
+            }))
+        }
         StatusView::Breakdown(rows) => {
             print_breakdown(ui, options.by.unwrap_or(By::Namespace), rows, options)
         }
