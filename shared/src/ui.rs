@@ -525,7 +525,8 @@ fn item_name(report: &serde_json::Value, item: &serde_json::Value) -> Option<Str
         // change and GPU reports.
         return Some(match text(report, "kind").as_deref() {
             Some("PendingSummary" | "DriftReport") => format!("pod/{name}"),
-            Some("ClusterCheck") | None => name,
+            // A snapshot is a file in the state directory, named as `show NAME` takes it.
+            Some("ClusterCheck" | "SnapshotHistory") | None => name,
             Some(_) => format!("node/{name}"),
         });
     }

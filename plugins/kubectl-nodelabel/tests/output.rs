@@ -90,6 +90,9 @@ async fn reads_print_what_scripts_ask_for() {
         "{name}"
     );
     assert!(out.contains(&name), "{out}");
+    // The JSON carries the same name for scripts.
+    let (_, by_path, _) = run(&["history", "-o", "jsonpath={.items[0].name}"]);
+    assert_eq!(by_path, name);
     let (_, wide, _) = run(&["history", "-o", "wide"]);
     assert!(
         wide.contains(&state.join(&name).display().to_string()),

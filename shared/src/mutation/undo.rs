@@ -450,6 +450,8 @@ pub struct HistoryEntry {
     /// What the newest rollback left alone because someone changed it since.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub left_alone: Vec<String>,
+    /// The snapshot's name, which `show NAME` and `rollback NAME` take (`-o name` prints it).
+    pub name: String,
     pub path: std::path::PathBuf,
 }
 
@@ -517,6 +519,11 @@ pub fn history(tool: &str, fleet: &crate::fleet::FleetArgs) -> Result<History, C
             .into(),
             rolled_back_by: s.rolled_back_by().iter().map(|p| p.to_string()).collect(),
             left_alone: s.left_alone().to_vec(),
+            name: s
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| s.path.display().to_string()),
             path: s.path.clone(),
         })
         .collect();
@@ -577,10 +584,7 @@ pub fn print_history(ui: &Ui, history: &History) {
                 if wide {
                     e.path.display().to_string()
                 } else {
-                    e.path
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_else(|| e.path.display().to_string())
+                    e.name.clone()
                 },
             ]);
             row
