@@ -78,12 +78,15 @@ pub async fn watch_status(
             let _ = aligned_rows(&printed, &mut watched.widths);
             watched.printed.insert(row.primary.name.clone(), printed);
         }
-        // The totals' first cell (`TOTAL (12 nodes)`) can be the widest.
-        let totals: Vec<Vec<String>> = by_resource
-            .iter()
-            .map(|t| vec![format!("TOTAL ({})", crate::ui::count(t.nodes, "node"))])
-            .collect();
-        let _ = aligned_rows(&totals, &mut watched.widths);
+        // The totals' first cell (`TOTAL (12 nodes)`) can be the widest; `--no-headers`
+        // prints one row per node and no totals, so they do not widen it there.
+        if !ui.no_headers {
+            let totals: Vec<Vec<String>> = by_resource
+                .iter()
+                .map(|t| vec![format!("TOTAL ({})", crate::ui::count(t.nodes, "node"))])
+                .collect();
+            let _ = aligned_rows(&totals, &mut watched.widths);
+        }
     }
     print_status(ui, targets, options, &view);
     let label_selector = match targets {
