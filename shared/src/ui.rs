@@ -567,13 +567,17 @@ impl StderrObserver {
             9 => Some(10240),
             _ => None,
         };
-        let text = String::from_utf8_lossy(start);
+        // Redacted before it is cut: a secret across the cut is never printed in part.
+        let text = crate::secrets::redact(&String::from_utf8_lossy(start));
         let kept: String = match limit {
             Some(limit) => text.chars().take(limit).collect(),
-            None => text.into_owned(),
+            None => text,
         };
-        let cut = length.saturating_sub(kept.len());
-        let shown = escaped(&crate::secrets::redact(&kept)).into_owned();
+        let cut = match limit {
+            Some(limit) if length > limit => length - limit,
+            _ => 0,
+        };
+        let shown = escaped(&kept).into_owned();
         if cut > 0 {
             format!("{shown} [truncated {cut} chars]")
         } else {

@@ -256,10 +256,16 @@ impl std::fmt::Debug for Connection {
 /// it, for `-v=7`: the credentials' scheme (never their value) and impersonation.
 fn added_headers(auth: &kube::config::AuthInfo) -> Vec<(String, String)> {
     let mut added = Vec::new();
-    if auth.token.is_some() || auth.token_file.is_some() {
-        added.push(("authorization".to_string(), "Bearer <masked>".to_string()));
-    } else if auth.username.is_some() && auth.password.is_some() {
+    // In kube's order: basic credentials win over a token; an exec plugin or an auth
+    // provider gives a bearer token (or a client certificate, which no header shows).
+    if auth.username.is_some() && auth.password.is_some() {
         added.push(("authorization".to_string(), "Basic <masked>".to_string()));
+    } else if auth.token.is_some()
+        || auth.token_file.is_some()
+        || auth.exec.is_some()
+        || auth.auth_provider.is_some()
+    {
+        added.push(("authorization".to_string(), "Bearer <masked>".to_string()));
     }
     if let Some(user) = &auth.impersonate {
         added.push(("impersonate-user".to_string(), user.clone()));
@@ -763,10 +769,12 @@ impl ConnectionArgs {
         let mut config = kube_config(kubeconfig, &self.options())?;
         // kubectl's limit is on the whole request (Go's `http.Client.Timeout`): the
         // `Deadline` layer below holds each request to it, up to its answer's last byte. A
-        // connection that cannot even be opened in that time fails as early.
-        config.connect_timeout = timeout;
-        config.read_timeout = None;
-        config.write_timeout = None;
+        // connection that cannot even be opened (TLS included) in that time fails as early;
+        // kube's own connect, read and write limits stay otherwise (a server that accepts
+        // and never answers TLS still fails after 30 s without --request-timeout).
+        if let Some(t) = timeout {
+            config.connect_timeout = Some(config.connect_timeout.map_or(t, |c| c.min(t)));
+        }
         if let Some(ns) = &self.namespace {
             config.default_namespace = ns.clone();
         }

@@ -47,8 +47,8 @@ pub trait Observer: std::fmt::Debug + Send + Sync {
         Detail::Summary
     }
     fn exchange(&self, exchange: &Exchange);
-    /// From [`Detail::Bodies`], once an answer's body has been read: its first `limit`
-    /// bytes and its whole length.
+    /// From [`Detail::Bodies`], once an answer's body has been read: its start (`limit`
+    /// bytes and a margin, so the observer redacts before it cuts) and its whole length.
     fn response_body(&self, _exchange: &Exchange, _start: &[u8], _length: usize) {}
     /// A `Warning` header's text, as the server wrote it (`299 - "…"` unquoted).
     fn warning(&self, text: &str);
@@ -206,12 +206,14 @@ where
             };
             result.map(|response| {
                 response.map(|body| match limit {
+                    // A margin past the limit, so a secret the cut would split is still
+                    // whole when the observer redacts, before it cuts.
                     Some(limit) => ObservedBody {
                         inner: Box::pin(body),
                         kept: Some(Kept {
                             observer,
                             exchange,
-                            limit,
+                            limit: limit.map(|l| l + KEPT_PAST_LIMIT),
                             start: Vec::new(),
                             length: 0,
                         }),
@@ -222,6 +224,9 @@ where
         })
     }
 }
+
+/// Bytes kept past an observer's limit: longer than any credential placekit redacts.
+const KEPT_PAST_LIMIT: usize = 16 * 1024;
 
 /// What an answer's body has shown so far, for [`Observer::response_body`].
 struct Kept {

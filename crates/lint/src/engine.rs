@@ -657,13 +657,16 @@ fn put_in_order(
             if !file.complete() {
                 break;
             }
-            emit(file_report(std::mem::take(file), whole[index]));
+            let mut report = file_report(std::mem::take(file), whole[index]);
+            // The group's judgements follow its last file, in file order: a one-file group
+            // (stdin, a lone file) keeps its findings by line.
             if let Some(findings) = group_findings.remove(&index) {
-                emit(FileReport {
-                    findings,
-                    ..FileReport::default()
+                report.findings.extend(findings);
+                report.findings.sort_by(|a, b| {
+                    (&a.file, a.line, a.column, &a.rule).cmp(&(&b.file, b.line, b.column, &b.rule))
                 });
             }
+            emit(report);
             next += 1;
         }
     }

@@ -570,8 +570,6 @@ fn comment_start(line: &str) -> Option<usize> {
         .find(|&i| i == 0 || line[..i].ends_with([' ', '\t']))
 }
 
-/// A Kubernetes object found in the input, seen through one of its pod specs: an object
-/// with several (a RayCluster's head and workers) is linted once per pod spec.
 /// Labels an operator puts on every pod of the object with the object's own name as the
 /// value, by the object's kind. The Kubeflow training operator sets the short `job-name` too
 /// (its older label, still on the pods and still copied into selectors).
@@ -593,6 +591,8 @@ const OPERATOR_NAME_LABELS: &[(&[&str], &[&str])] = &[
     (&["LeaderWorkerSet"], &["leaderworkerset.sigs.k8s.io/name"]),
 ];
 
+/// A Kubernetes object found in the input, seen through one of its pod specs: an object
+/// with several (a RayCluster's head and workers) is linted once per pod spec.
 #[derive(Debug, Clone)]
 pub struct Object<'a> {
     pub file: &'a str,

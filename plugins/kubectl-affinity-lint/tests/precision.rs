@@ -347,6 +347,17 @@ fn an_anti_affinity_aimed_at_a_sibling_in_the_same_directory_is_not_a_typo() {
     write("c/both.yaml", &both);
     let (_, json) = lint(&["-f", dir.path().join("c/both.yaml").to_str().unwrap()]);
     assert_eq!(findings(&json), []);
+    // A finding judged with its group keeps its place in the file's order.
+    let spread = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 3\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      topologySpreadConstraints:\n      - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: wbe}}}\n      containers: [{name: c, image: x}]\n";
+    let mixed = format!(
+        "{}---\n{spread}",
+        deployment("pod-affinity-3", Some("pod-affinity-1"))
+    );
+    write("d/mixed.yaml", &mixed);
+    let (_, json) = lint(&["-f", dir.path().join("d/mixed.yaml").to_str().unwrap()]);
+    let lines: Vec<u64> = findings(&json).into_iter().map(|(_, line)| line).collect();
+    assert_eq!(lines.len(), 2, "{json}");
+    assert!(lines[0] < lines[1], "in file order: {lines:?}");
 }
 
 #[test]

@@ -187,12 +187,14 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 ("--sort-by", options.sort_by.is_some()),
                 ("--free-only", options.free_only),
                 ("--group-by", options.group_by.is_some()),
+                ("-L/--label-columns", !options.label_columns.is_empty()),
+                ("-o wide", ui.output == placekit::ui::OutputFormat::Wide),
             ];
             if let (Some(_), Some((flag, _))) =
                 (options.by, table_only.iter().find(|(_, given)| *given))
             {
                 return Err(input(format!(
-                    "{flag} orders or filters the node table: it cannot be combined with --by or -n"
+                    "{flag} shapes the node table: it cannot be combined with --by or -n, which print a table of namespaces or pods"
                 )));
             }
             let targets = targets(&selection, true)?;

@@ -196,6 +196,15 @@ async fn status_sorts_filters_and_groups_nodes() {
     let (code, _, err) = run(&["--by", "namespace", "--group-by", "pool"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--group-by"), "{err}");
+    // Columns of the node table are refused, not ignored, on the namespace and pod tables.
+    for (args, flag) in [
+        (&["-n", "ml", "-L", "pool"][..], "-L/--label-columns"),
+        (&["--by", "namespace", "-o", "wide"][..], "-o wide"),
+    ] {
+        let (code, _, err) = run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(flag), "{err}");
+    }
 }
 
 /// The k9s plugins file (`examples/k9s/plugins.yaml`): each entry has what k9s requires, and
