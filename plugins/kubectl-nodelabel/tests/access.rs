@@ -15,7 +15,29 @@ use placekit_testserver::{
 
 /// Runs `kubectl-nodelabel` with only `env` of the caller's environment beyond `PATH`.
 fn run(home: &Path, env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"));
+    run_plugin(
+        Path::new(env!("CARGO_BIN_EXE_kubectl-nodelabel")),
+        home,
+        env,
+        args,
+    )
+}
+
+/// The real control plane's kubeconfig, when `suite` runs here (kubectl on PATH too).
+fn real_control_plane(suite: &str) -> Option<std::path::PathBuf> {
+    use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
+    let kubeconfig = real_cluster_for(suite, E2E_KUBECONFIG)?;
+    placekit_testserver::require::kubectl(suite).then_some(kubeconfig)
+}
+
+/// Runs the plugin `binary` as [`run`] does.
+fn run_plugin(
+    binary: &Path,
+    home: &Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> (i32, String, String) {
+    let mut command = Command::new(binary);
     command
         .args(args)
         .env_clear()
@@ -322,14 +344,10 @@ metadata: {name: placekit-warn-node}
 /// makes the command exit 1 after the change (which the server made).
 #[test]
 fn server_warnings_are_shown_and_can_fail_the_command() {
-    use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
     let suite = "server warnings on the real control plane";
-    let Some(kubeconfig) = real_cluster_for(suite, E2E_KUBECONFIG) else {
+    let Some(kubeconfig) = real_control_plane(suite) else {
         return;
     };
-    if !placekit_testserver::require::kubectl(suite) {
-        return;
-    }
     let home = tempfile::tempdir().unwrap();
     let manifest = home.path().join("policy.yaml");
     std::fs::write(&manifest, WARN_POLICY).unwrap();
@@ -540,14 +558,10 @@ spec:
 /// default) answers for the namespace it may read and says that is all it read.
 #[test]
 fn a_cronjob_with_a_namespaced_service_account_gets_answers() {
-    use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
     let suite = "a CronJob-shaped run on the real control plane";
-    let Some(kubeconfig) = real_cluster_for(suite, E2E_KUBECONFIG) else {
+    let Some(kubeconfig) = real_control_plane(suite) else {
         return;
     };
-    if !placekit_testserver::require::kubectl(suite) {
-        return;
-    }
     let lint =
         Path::new(env!("CARGO_BIN_EXE_kubectl-nodelabel")).with_file_name("kubectl-affinity_lint");
     if !lint.is_file() {
@@ -622,31 +636,8 @@ fn a_cronjob_with_a_namespaced_service_account_gets_answers() {
         ("PLACEKIT_TEST_SERVICEACCOUNT_DIR", account_dir.as_str()),
     ];
 
-    let drift = Command::new(&lint)
-        .arg("drift")
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("NO_COLOR", "1")
-        .envs(env)
-        .bounded_output()
-        .unwrap();
-    let (code, out, err) = (
-        drift.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&drift.stdout).into_owned(),
-        String::from_utf8_lossy(&drift.stderr).into_owned(),
-    );
-    let drift_all = Command::new(&lint)
-        .args(["drift", "-A"])
-        .env_clear()
-        .env("HOME", home.path())
-        .envs(env)
-        .bounded_output()
-        .unwrap();
-    let (code_all, err_all) = (
-        drift_all.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&drift_all.stderr).into_owned(),
-    );
+    let (code, out, err) = run_plugin(&lint, home.path(), &env, &["drift"]);
+    let (code_all, _, err_all) = run_plugin(&lint, home.path(), &env, &["drift", "-A"]);
     let (dep_code, dep_out, dep_err) = run(home.path(), &env, &["dependents", "pk-cron/pool"]);
     kubectl.run(&[
         "delete",

@@ -24,8 +24,8 @@ fn run(kubeconfig: &Path, state: &Path, args: &[&str]) -> (i32, String, String) 
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reads_print_what_scripts_ask_for() {
+/// The demo cluster, and a scratch directory holding its kubeconfig.
+async fn demo() -> (TestServer, tempfile::TempDir, std::path::PathBuf) {
     let server = TestServer::start(ServerConfig::default().with_fixture_yaml(DEMO_FIXTURE))
         .await
         .unwrap();
@@ -33,6 +33,12 @@ async fn reads_print_what_scripts_ask_for() {
     let kubeconfig = server
         .write_kubeconfig(&dir.path().join("kubeconfig"), ADMIN_TOKEN)
         .unwrap();
+    (server, dir, kubeconfig)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_print_what_scripts_ask_for() {
+    let (_server, dir, kubeconfig) = demo().await;
     let state = dir.path().join("state");
     let run = |args: &[&str]| tokio::task::block_in_place(|| run(&kubeconfig, &state, args));
     let key = "accelerator.example.com/gpu-family";
@@ -112,13 +118,7 @@ async fn reads_print_what_scripts_ask_for() {
 /// `--color never`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn colour_follows_clicolor_force_and_no_color() {
-    let server = TestServer::start(ServerConfig::default().with_fixture_yaml(DEMO_FIXTURE))
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = server
-        .write_kubeconfig(&dir.path().join("kubeconfig"), ADMIN_TOKEN)
-        .unwrap();
+    let (_server, dir, kubeconfig) = demo().await;
     let plan = |env: &[(&str, &str)], extra: &[&str]| {
         tokio::task::block_in_place(|| {
             let out = Command::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"))
