@@ -552,6 +552,11 @@ static WARNINGS_AS_ERRORS: std::sync::atomic::AtomicBool =
 /// How many distinct warnings the server sent this process.
 static WARNINGS_SEEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// Whether `--warnings-as-errors` was given.
+pub fn warnings_are_errors() -> bool {
+    WARNINGS_AS_ERRORS.load(Ordering::Relaxed)
+}
+
 /// With `--warnings-as-errors`, how many warnings make the command fail (none: `None`).
 pub fn failing_warnings() -> Option<usize> {
     let seen = WARNINGS_SEEN.load(Ordering::Relaxed);

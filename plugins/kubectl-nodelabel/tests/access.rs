@@ -341,7 +341,8 @@ metadata: {name: placekit-warn-node}
 
 /// An admission policy in Warn mode answers a label change with a `Warning` header:
 /// placekit says it on stderr as kubectl does (`Warning: …`), and `--warnings-as-errors`
-/// makes the command exit 1 after the change (which the server made).
+/// makes the command exit 1 before anything is written: the patches go to the server with
+/// `dryRun=All` first, and its warning stops them there.
 #[test]
 fn server_warnings_are_shown_and_can_fail_the_command() {
     let suite = "server warnings on the real control plane";
@@ -411,10 +412,11 @@ fn server_warnings_are_shown_and_can_fail_the_command() {
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("placekit-warn is watched"), "{err}");
     assert!(err.contains("--warnings-as-errors"), "{err}");
+    assert!(err.contains("nothing was written"), "{err}");
     assert_eq!(
         String::from_utf8_lossy(&node.stdout),
-        format!("v{}", warned + 100),
-        "the change itself was made"
+        format!("v{warned}"),
+        "the server's dry run drew the warning, so the change was not made"
     );
 }
 

@@ -373,6 +373,16 @@ pub async fn apply(
 
     api::check_permission(&conn.client, "patch", "nodes", "").await?;
     confirm(ui, &mutation, &findings, changing.len())?;
+    let writer = KubeNodeWriter::new(conn.client.clone(), mutation.args.field_manager.clone());
+    let items: Vec<WriteItem> = changing.iter().map(WriteItem::from_plan).collect();
+    let config = ExecutorConfig {
+        concurrency: usize::from(mutation.args.concurrency),
+        dry_run: dry_run == DryRun::Server,
+        ..ExecutorConfig::default()
+    };
+    if dry_run == DryRun::None && crate::ui::warnings_are_errors() {
+        preflight_warnings(&writer, &items, &config).await?;
+    }
 
     let cluster = match (&mutation.cluster, dry_run) {
         (Some(c), _) => Some(c.clone()),
@@ -414,13 +424,6 @@ pub async fn apply(
         journal = Some(j);
     }
 
-    let writer = KubeNodeWriter::new(conn.client.clone(), mutation.args.field_manager.clone());
-    let items: Vec<WriteItem> = changing.iter().map(WriteItem::from_plan).collect();
-    let config = ExecutorConfig {
-        concurrency: usize::from(mutation.args.concurrency),
-        dry_run: dry_run == DryRun::Server,
-        ..ExecutorConfig::default()
-    };
     let bar = ui.progress_bar(items.len() as u64, mutation.operation);
     let execution = execute(
         &writer,
@@ -607,5 +610,37 @@ fn confirm(
         Ok(())
     } else {
         Err(CommandError::Declined)
+    }
+}
+
+/// `--warnings-as-errors` on a write: the same patches sent with `dryRun=All` first, so a
+/// warning the server gives the change (an admission policy in Warn mode) stops the
+/// command before anything is written, not after.
+async fn preflight_warnings(
+    writer: &KubeNodeWriter,
+    items: &[WriteItem],
+    config: &ExecutorConfig,
+) -> Result<(), CommandError> {
+    let config = ExecutorConfig {
+        dry_run: true,
+        ..config.clone()
+    };
+    // Not interruptible beyond Ctrl-C's default: nothing is written here.
+    let interrupt = Interrupt::default();
+    execute(
+        writer,
+        items,
+        &config,
+        None,
+        &interrupt,
+        |_: &NodeOutcome| {},
+    )
+    .await;
+    match crate::ui::failing_warnings() {
+        Some(n) => Err(CommandError::Blocked(format!(
+            "the API server sent {} about this change (--warnings-as-errors); nothing was written",
+            crate::text::count(n, "warning")
+        ))),
+        None => Ok(()),
     }
 }
