@@ -641,6 +641,9 @@ fn a_cronjob_with_a_namespaced_service_account_gets_answers() {
     let (code, out, err) = run_plugin(&lint, home.path(), &env, &["drift"]);
     let (code_all, _, err_all) = run_plugin(&lint, home.path(), &env, &["drift", "-A"]);
     let (dep_code, dep_out, dep_err) = run(home.path(), &env, &["dependents", "pk-cron/pool"]);
+    // -v=6 on the real control plane: each request's verb, URL, status and time, no token.
+    let (_, _, logged) = run(home.path(), &env, &["dependents", "pk-cron/pool", "-v=6"]);
+    let requests: Vec<&str> = logged.lines().filter(|l| l.starts_with("I GET ")).collect();
     kubectl.run(&[
         "delete",
         "-f",
@@ -660,6 +663,20 @@ fn a_cronjob_with_a_namespaced_service_account_gets_answers() {
     assert_eq!(code_all, 3, "{err_all}");
     assert!(err_all.contains("forbidden"), "{err_all}");
 
+    assert!(
+        requests.len() >= 3
+            && requests
+                .iter()
+                .all(|l| l.contains(server.trim()) && l.ends_with(" milliseconds")),
+        "{logged}"
+    );
+    assert!(
+        requests
+            .iter()
+            .any(|l| l.contains("/namespaces/pk-cron/pods") && l.contains(" 200 in ")),
+        "{logged}"
+    );
+    assert!(!logged.contains(token.trim()), "{logged}");
     assert_eq!(dep_code, 0, "{dep_out}{dep_err}");
     assert!(
         dep_out.contains("model") && dep_out.contains("drifted"),
