@@ -18,6 +18,7 @@ use kube::config::Kubeconfig;
 use crate::connect::{Connection, ConnectionArgs, parse_request_timeout};
 use crate::error::{CommandError, Unreachable};
 use crate::exit;
+use crate::output::v1::{ContextRead, Item, Origin};
 use crate::snapshot::ClusterIdentity;
 use crate::ui::Ui;
 
@@ -653,73 +654,37 @@ pub fn warn_failures<T>(ui: &Ui, reads: &[ClusterRead<T>]) {
 }
 
 /// Every cluster read, for a JSON/YAML report: `[{context, contexts, server, error?}]`.
+pub fn contexts<T>(reads: &[ClusterRead<T>]) -> Vec<ContextRead<'_>> {
+    reads
+        .iter()
+        .map(|r| ContextRead {
+            context: r.contexts.first().map(String::as_str),
+            contexts: &r.contexts,
+            server: &r.server,
+            error: r.outcome.as_ref().err().map(|f| f.reason.as_str()),
+            ..ContextRead::default()
+        })
+        .collect()
+}
+
+/// [`contexts`] as JSON, for the linter's report (which is written as it goes).
 pub fn contexts_json<T>(reads: &[ClusterRead<T>]) -> serde_json::Value {
-    serde_json::Value::Array(
-        reads
-            .iter()
-            .map(|r| {
-                let mut entry = serde_json::json!({
-                    "context": r.contexts.first(),
-                    "contexts": r.contexts,
-                    "server": r.server,
-                });
-                if let Err(f) = &r.outcome {
-                    entry["error"] = serde_json::json!(f.reason);
-                }
-                entry
-            })
-            .collect(),
-    )
+    serde_json::to_value(contexts(reads)).expect("contexts serialise")
 }
 
-/// One item of a cluster's part of a JSON/YAML report, with where it comes from: `context`,
-/// `contexts` (every name of the cluster) and `server`, then the item's own fields.
-/// Serialised as it goes (no JSON tree per item: a fleet report can hold many thousands).
-#[derive(Debug, serde::Serialize)]
-pub struct Tagged<'a, T: serde::Serialize> {
-    pub context: &'a str,
-    pub contexts: &'a [String],
-    pub server: &'a str,
-    #[serde(flatten)]
-    pub item: &'a T,
-}
-
-/// `items` of one cluster, each [`Tagged`] with its context and server.
-pub fn tagged<'a, T: serde::Serialize, U>(
+/// `items` of one cluster, each an [`Item`] with its context and server.
+pub fn tagged<'a, T, U>(
     read: &'a ClusterRead<U>,
     items: &'a [T],
-) -> impl Iterator<Item = Tagged<'a, T>> + 'a {
-    items.iter().map(move |item| Tagged {
-        context: read.contexts.first().map_or("", String::as_str),
-        contexts: read.contexts.as_slice(),
-        server: &read.server,
+) -> impl Iterator<Item = Item<'a, T>> + 'a {
+    items.iter().map(move |item| Item {
+        origin: Some(Origin {
+            context: read.contexts.first().map_or("", String::as_str),
+            contexts: read.contexts.as_slice(),
+            server: &read.server,
+        }),
         item,
     })
-}
-
-/// A JSON/YAML report of several clusters: the fields of `head` (a JSON object: kind,
-/// totals, `contexts`…), then `lists` (`items`, `nodes`…) of [`Tagged`] items, serialised
-/// as they go.
-#[derive(Debug)]
-pub struct Report<'a, T: serde::Serialize> {
-    pub head: serde_json::Value,
-    pub lists: Vec<(&'static str, Vec<Tagged<'a, T>>)>,
-}
-
-impl<T: serde::Serialize> serde::Serialize for Report<'_, T> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let head = self.head.as_object();
-        let mut map =
-            serializer.serialize_map(Some(head.map_or(0, |h| h.len()) + self.lists.len()))?;
-        for (key, value) in head.into_iter().flatten() {
-            map.serialize_entry(key, value)?;
-        }
-        for (key, items) in &self.lists {
-            map.serialize_entry(key, items)?;
-        }
-        map.end()
-    }
 }
 
 /// A table with a leading CONTEXT column: each cluster's rows under its label, in order.

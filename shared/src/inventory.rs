@@ -14,8 +14,8 @@ use crate::targets::Targets;
 use crate::ui::Ui;
 
 pub use read::{
-    By, DraRead, Reading, RequestRow, Status, StatusOptions, StatusView, node_view, read_dra,
-    read_status, resources_for,
+    By, DraRead, NodeGroup, Reading, RequestRow, Status, StatusOptions, StatusView, node_view,
+    read_dra, read_status, resources_for,
 };
 pub use render::{describe_accelerators, print_fleet_status, print_status};
 pub use watch::watch_status;

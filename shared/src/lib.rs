@@ -2,7 +2,7 @@
 //! person ([`ui`]: output formats, colour, prompts, progress, connection notices), shell
 //! completion ([`complete`]), the one pipeline every node change goes through
 //! ([`mutation`]), the GPU inventory ([`inventory`]), reads across kubeconfig contexts
-//! ([`fleet`]), the policy overrides ([`overrides`]) and how a command's error becomes its
+//! ([`fleet`]), the published reports' types and schemas ([`output`]), the policy overrides ([`overrides`]) and how a command's error becomes its
 //! exit code ([`error`]). Each plugin's commands live in that plugin.
 //!
 //! The layers below it are their own crates (docs/design.md draws them):
@@ -20,6 +20,7 @@ pub mod error;
 pub mod fleet;
 pub mod inventory;
 pub mod mutation;
+pub mod output;
 pub mod overrides;
 pub mod ui;
 

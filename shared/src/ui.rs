@@ -18,9 +18,6 @@ pub enum ColorChoice {
     Never,
 }
 
-/// The version of the report schema printed by `-o json|yaml`, by every command.
-pub const REPORT_API_VERSION: &str = "placekit.dev/v1";
-
 /// `-o/--output` for reports: what a report becomes on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OutputFormat {
@@ -403,7 +400,13 @@ impl Ui {
         bar
     }
 
-    /// Prints a serialisable report as `-o` asks: JSON, YAML, its items' names, a jsonpath
+    /// Prints a published report (`apiVersion: placekit.dev/v1` and its `kind`, see
+    /// [`crate::output::v1`]) as [`Ui::print_structured`] does.
+    pub fn print_report<T: crate::output::v1::Published>(&self, report: &T) {
+        self.print_structured(&crate::output::v1::envelope(report));
+    }
+
+    /// Prints a serialisable value as `-o` asks: JSON, YAML, its items' names, a jsonpath
     /// template or custom columns over it.
     pub fn print_structured<T: Serialize>(&self, value: &T) {
         print!("{}", self.render_structured(value));

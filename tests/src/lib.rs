@@ -33,6 +33,8 @@
 //! - What tests need from outside: [`require`] (one mechanism: a suite that cannot run says
 //!   so by name, and fails when `PLACEKIT_REQUIRE` says it must run) and [`process`] (every
 //!   subprocess under a time limit).
+//! - The published reports: [`schemas`] checks every report a plugin run prints against its
+//!   JSON Schema in `docs/schemas/`.
 
 /// What the server answers with: a whole body, or a watch's stream of events (the HTTP
 /// front, the proxy and the watches share it).
@@ -53,6 +55,7 @@ pub mod proxy;
 pub mod real_cluster;
 pub mod require;
 pub mod resources;
+pub mod schemas;
 pub mod server;
 pub mod state;
 pub mod status;

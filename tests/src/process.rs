@@ -115,11 +115,15 @@ fn wait_output_within(mut child: Child, what: &str, limit: Duration) -> Output {
             None => std::thread::sleep(Duration::from_millis(5)),
         }
     };
-    Output {
+    let output = Output {
         status,
         stdout: stdout.join().expect("stdout reader"),
         stderr: stderr.join().expect("stderr reader"),
-    }
+    };
+    // Every plugin run of every suite goes through here: a report it printed must match
+    // its published schema.
+    crate::schemas::check_reports(&String::from_utf8_lossy(&output.stdout));
+    output
 }
 
 /// The child leads a process group of its own, so that a kill reaches what it started

@@ -45,7 +45,7 @@ pub fn is_accelerator(resource: &str) -> bool {
 }
 
 /// How an accelerator row's devices are exposed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Form {
     /// Whole devices through a device plugin.
@@ -89,7 +89,7 @@ impl Form {
 }
 
 /// The four figures of a row or a total, in thousandths (serialised in units).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Figures {
     #[serde(serialize_with = "crate::model::quantity::optional_units")]
     pub capacity: Option<i128>,
@@ -126,7 +126,7 @@ impl Figures {
 }
 
 /// One kind of accelerator on one node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Accelerator {
     /// The extended resource, or the DRA driver's name.
@@ -193,7 +193,7 @@ impl Accelerator {
 
 /// A node's row group: the legacy one-resource figures (flattened, as `-o json` always had
 /// them) and every accelerator the node has.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeInventory {
     #[serde(flatten)]
@@ -495,7 +495,7 @@ pub fn node_inventory(
 }
 
 /// Totals of one resource (or DRA driver) over the nodes that have it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceTotal {
     pub resource: String,

@@ -703,7 +703,7 @@ pub enum DraFailure {
 }
 
 /// One claim of a pod, as why-pending reports it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClaimState {
     /// The pod's name for it (`spec.resourceClaims[].name`), or the extended resource.

@@ -16,7 +16,7 @@ use crate::syntax::{Taint, TaintEffect};
 pub const DEFAULT_RESOURCE: &str = "nvidia.com/gpu";
 
 /// One row of `gpu-taint status`. Quantities are kept in thousandths and serialised in units.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeGpu {
     pub name: String,
@@ -39,7 +39,7 @@ pub struct NodeGpu {
 }
 
 /// Totals of a status table.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GpuTotals {
     pub nodes: usize,

@@ -359,7 +359,7 @@ pub fn mig_reconfiguration(labels: &BTreeMap<String, String>) -> Option<String> 
 }
 
 /// One label of a node: who wrote it, who owns it, what acts on it (`nodelabel show`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LabelProvenance {
     pub node: String,

@@ -110,7 +110,7 @@ pub struct ChangeRequest {
 }
 
 /// One label key's change on one node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LabelDelta {
     pub key: String,

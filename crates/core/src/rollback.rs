@@ -25,7 +25,7 @@ use crate::snapshot::{OutcomeKind, SnapshotNode};
 use crate::syntax::Taint;
 
 /// A key or taint that someone changed after the command.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RollbackConflict {
     /// `label <key>` or `taint <key>:<effect>`.

@@ -51,7 +51,7 @@ impl Workload {
 }
 
 /// How a workload depends on a key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Constraint {
     /// `spec.nodeSelector`: required.
@@ -78,7 +78,7 @@ impl Constraint {
 }
 
 /// One workload's dependency on one key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Dependent {
     pub kind: String,

@@ -8,7 +8,9 @@ use super::source::Object;
 use super::yaml::Node;
 
 /// How bad a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -177,7 +179,7 @@ impl RawFinding {
 }
 
 /// The object a finding is about.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ObjectRef {
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -186,7 +188,7 @@ pub struct ObjectRef {
 }
 
 /// A finding with everything a report needs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Finding {
     pub rule: String,
@@ -224,7 +226,7 @@ pub struct Finding {
 }
 
 /// What `--fix` can do about a finding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Fixable {
     Safe,

@@ -13,7 +13,7 @@ use super::yaml::{DuplicateKey, Node, NodeKind, parse_document_with_duplicates};
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A problem reading or parsing input: always with the file and, where known, a position.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InputError {
     pub file: String,

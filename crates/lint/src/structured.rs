@@ -140,16 +140,7 @@ impl<W: Write> StructuredWriter<W> {
         };
         match self.format {
             Structured::Json => {
-                let s = &self.summary;
-                let summary = json!({
-                    "errors": s.errors,
-                    "warnings": s.warnings,
-                    "infos": s.infos,
-                    "inputErrors": s.input_errors,
-                    "files": s.files,
-                    "documents": s.documents,
-                    "objects": s.objects,
-                });
+                let summary = serde_json::to_value(self.summary).expect("summary serialises");
                 let errors = serde_json::to_value(&self.errors).expect("errors serialize");
                 write!(
                     self.out,
@@ -179,6 +170,22 @@ impl<W: Write> StructuredWriter<W> {
         self.out.flush()?;
         Ok(self.summary)
     }
+}
+
+/// The shape of `-o json` (`version: placekit.dev/affinity-lint/v1`), which
+/// [`StructuredWriter`] writes as the findings come rather than building it: the type its
+/// published JSON Schema is generated from (`docs/schemas/affinity-lint/v1.json`).
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JsonReport {
+    /// With `--cluster` over several contexts: every cluster read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contexts: Option<Vec<Value>>,
+    pub findings: Vec<Finding>,
+    pub input_errors: Vec<InputError>,
+    pub summary: Summary,
+    /// Always `placekit.dev/affinity-lint/v1`.
+    pub version: String,
 }
 
 /// The SARIF rule metadata of every rule.

@@ -19,11 +19,14 @@ use placekit::exit;
 use placekit::fleet::{self, Fleet};
 use placekit::lint::engine::LiveCluster;
 use placekit::model::{Node, Pod, PodPlacement};
+use placekit::output::v1::{
+    self, DriftReport, Item, KueueWorkload, NodeFit, PendingEvent, PendingItem, PendingPodRef,
+    PendingReport, PendingSummary, PodOnMissingNode,
+};
 use placekit::scheduler::{self, Drift, DriftKind, FilterFailure, NodeInfo};
 use placekit::syntax::LabelSelector;
-use placekit::ui::REPORT_API_VERSION;
 use placekit::ui::Ui;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Page size for node and pod lists.
 const PAGE: u32 = 5_000;
@@ -216,7 +219,7 @@ pub struct DriftFound {
     drifted: Vec<Drift>,
     checked: usize,
     /// Running pods bound to a node that is gone: nothing to check them against.
-    orphans: Vec<Value>,
+    orphans: Vec<PodOnMissingNode>,
     requests: usize,
 }
 
@@ -230,14 +233,13 @@ pub async fn drift(
     check_selector(selector)?;
     let found = read_drift(conn, namespace, selector, true).await?;
     if ui.output.is_structured() {
-        ui.print_structured(&json!({
-            "apiVersion": REPORT_API_VERSION,
-            "kind": "DriftReport",
-            "podsChecked": found.checked,
-            "listRequests": found.requests,
-            "items": found.drifted,
-            "podsOnMissingNodes": found.orphans,
-        }));
+        ui.print_report(&DriftReport {
+            pods_checked: found.checked,
+            list_requests: found.requests,
+            items: Item::all_local(&found.drifted),
+            pods_on_missing_nodes: Item::all_local(&found.orphans),
+            contexts: None,
+        });
     } else {
         print_drift(&found.drifted, found.checked, &found.orphans, ui);
     }
@@ -286,29 +288,23 @@ pub async fn drift_fleet(
             .filter_map(|r| r.outcome.as_ref().ok().map(|f| (r, f)))
     };
     if ui.output.is_structured() {
-        let mut contexts = fleet::contexts_json(&reads);
-        for (entry, r) in contexts.as_array_mut().into_iter().flatten().zip(&reads) {
+        let mut contexts = fleet::contexts(&reads);
+        for (entry, r) in contexts.iter_mut().zip(&reads) {
             if let Ok(f) = &r.outcome {
-                entry["podsChecked"] = json!(f.checked);
-                entry["drifted"] = json!(f.drifted.len());
+                entry.pods_checked = Some(f.checked);
+                entry.drifted = Some(f.drifted.len());
             }
         }
-        let items: Vec<fleet::Tagged<Drift>> = ok()
-            .flat_map(|(r, f)| fleet::tagged(r, &f.drifted))
-            .collect();
-        let orphans: Vec<fleet::Tagged<Value>> = ok()
-            .flat_map(|(r, f)| fleet::tagged(r, &f.orphans))
-            .collect();
-        ui.print_structured(&fleet::Report {
-            head: json!({
-                "apiVersion": REPORT_API_VERSION,
-                "kind": "DriftReport",
-                "podsChecked": ok().map(|(_, f)| f.checked).sum::<usize>(),
-                "listRequests": ok().map(|(_, f)| f.requests).sum::<usize>(),
-                "podsOnMissingNodes": orphans,
-                "contexts": contexts,
-            }),
-            lists: vec![("items", items)],
+        ui.print_report(&DriftReport {
+            pods_checked: ok().map(|(_, f)| f.checked).sum::<usize>(),
+            list_requests: ok().map(|(_, f)| f.requests).sum::<usize>(),
+            items: ok()
+                .flat_map(|(r, f)| fleet::tagged(r, &f.drifted))
+                .collect(),
+            pods_on_missing_nodes: ok()
+                .flat_map(|(r, f)| fleet::tagged(r, &f.orphans))
+                .collect(),
+            contexts: Some(contexts),
         });
     } else {
         let parts: Vec<(String, Vec<Vec<String>>)> = ok()
@@ -367,9 +363,11 @@ async fn read_drift(
                     continue;
                 };
                 let Some(node) = by_name.get(name) else {
-                    found.orphans.push(json!({
-                        "namespace": pod.metadata.namespace, "pod": pod.metadata.name, "node": name
-                    }));
+                    found.orphans.push(PodOnMissingNode {
+                        namespace: pod.metadata.namespace.clone(),
+                        pod: pod.metadata.name.clone(),
+                        node: name.to_string(),
+                    });
                     continue;
                 };
                 found.checked += 1;
@@ -410,16 +408,14 @@ fn drift_rows(drifted: &[Drift]) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn orphan_message(o: &Value) -> String {
+fn orphan_message(o: &PodOnMissingNode) -> String {
     format!(
         "pod {}/{} is Running on node {}, which no longer exists: not checked",
-        o["namespace"].as_str().unwrap_or_default(),
-        o["pod"].as_str().unwrap_or_default(),
-        o["node"].as_str().unwrap_or_default()
+        o.namespace, o.pod, o.node
     )
 }
 
-fn print_drift(drifted: &[Drift], checked: usize, orphans: &[Value], ui: &Ui) {
+fn print_drift(drifted: &[Drift], checked: usize, orphans: &[PodOnMissingNode], ui: &Ui) {
     let pods = |n: usize| placekit::ui::count(n, "running pod");
     if drifted.is_empty() {
         match checked {
@@ -495,10 +491,20 @@ pub async fn why_pending(
     let pod: Pod = serde_json::from_value(raw.clone())
         .map_err(|e| CommandError::Cluster(format!("unreadable pod: {e}")))?;
     let phase = pod.status.phase.clone().unwrap_or_default();
+    let pod_ref = |node| PendingPodRef {
+        namespace,
+        name,
+        phase: &phase,
+        node,
+    };
     if phase != "Pending" {
         let node = pod.spec.node_name.clone().unwrap_or_default();
         if ui.output.is_structured() {
-            ui.print_structured(&json!({"apiVersion": REPORT_API_VERSION, "kind": "PendingReport", "pod": {"namespace": namespace, "name": name, "phase": phase, "node": node}, "pending": false}));
+            ui.print_report(&PendingReport {
+                pod: Some(pod_ref(Some(&node))),
+                pending: false,
+                ..PendingReport::default()
+            });
         } else {
             say!("pod {namespace}/{name} is {phase} on node {node}: it is not Pending");
         }
@@ -508,7 +514,13 @@ pub async fn why_pending(
     // count the pod against its own node.
     if let Some(node) = pod.spec.node_name.clone().filter(|n| !n.is_empty()) {
         if ui.output.is_structured() {
-            ui.print_structured(&json!({"apiVersion": REPORT_API_VERSION, "kind": "PendingReport", "pod": {"namespace": namespace, "name": name, "phase": phase, "node": node}, "pending": true, "scheduled": true, "conditions": raw["status"]["conditions"]}));
+            ui.print_report(&PendingReport {
+                pod: Some(pod_ref(Some(&node))),
+                pending: true,
+                scheduled: Some(true),
+                conditions: Some(&raw["status"]["conditions"]),
+                ..PendingReport::default()
+            });
         } else {
             say!(
                 "pod {namespace}/{name} is Pending but already scheduled to node {node}: it waits for that node's kubelet (image pulls, volumes, init containers), not for the scheduler"
@@ -539,17 +551,25 @@ pub async fn why_pending(
         };
         let admission = workload.as_ref().map(scheduler::verdict::kueue_admission);
         if ui.output.is_structured() {
-            let mut report = json!({"apiVersion": REPORT_API_VERSION, "kind": "PendingReport", "pod": {"namespace": namespace, "name": name, "phase": phase}, "pending": true, "scheduled": false, "schedulingGates": gates, "placeable": false, "verdict": verdict});
-            if let (Some(w), Some(admission)) = (&workload, &admission) {
-                report["workload"] = json!({
-                    "name": w["metadata"]["name"],
-                    "queueName": w["spec"]["queueName"],
-                    "clusterQueue": w["status"]["admission"]["clusterQueue"],
-                    "conditions": w["status"]["conditions"],
-                    "admission": admission,
-                });
-            }
-            ui.print_structured(&report);
+            ui.print_report(&PendingReport {
+                pod: Some(pod_ref(None)),
+                pending: true,
+                scheduled: Some(false),
+                scheduling_gates: Some(gates.clone()),
+                placeable: Some(false),
+                verdict: Some(Some(&verdict)),
+                workload: workload
+                    .as_ref()
+                    .zip(admission.as_deref())
+                    .map(|(w, admission)| KueueWorkload {
+                        name: &w["metadata"]["name"],
+                        queue_name: &w["spec"]["queueName"],
+                        cluster_queue: &w["status"]["admission"]["clusterQueue"],
+                        conditions: &w["status"]["conditions"],
+                        admission,
+                    }),
+                ..PendingReport::default()
+            });
         } else {
             say!("pod {namespace}/{name} is Pending and not scheduled");
             say!("evidence: {}", verdict.evidence);
@@ -649,39 +669,73 @@ pub async fn why_pending(
     let placeable =
         missing.is_empty() && unmodelled.is_empty() && checked.iter().any(Result::is_ok);
     let mig_hint = mig_hint(&requests, &nodes, &fitting, &filters);
-    let report = json!({
-        "apiVersion": REPORT_API_VERSION,
-        "kind": "PendingReport",
-        "pod": {"namespace": namespace, "name": name, "phase": phase},
-        "pending": true,
-        "scheduled": false,
-        "conditions": raw["status"]["conditions"],
-        "affinity": raw["spec"]["affinity"],
-        "nodeSelector": raw["spec"]["nodeSelector"],
-        "tolerations": raw["spec"]["tolerations"],
-        "topologySpreadConstraints": raw["spec"]["topologySpreadConstraints"],
-        "requests": requests.iter().map(|(k, v)| (k.clone(), placekit::model::quantity::format_quantity(k, *v))).collect::<BTreeMap<_, _>>(),
-        "claims": claim_states,
-        "notModelled": unmodelled,
-        "migHint": mig_hint,
-        "placeable": placeable,
-        "events": events.iter().map(|e| json!({"type": e["type"], "reason": e["reason"], "message": e["message"], "count": e["count"]})).collect::<Vec<_>>(),
-        "nodes": results.iter().zip(&checked).map(|((n, r), all)| match r {
-            Ok(()) => json!({"name": n, "fits": true}),
-            Err(f) => json!({
-                "name": n,
-                "fits": false,
-                "failure": f,
-                "reason": f.to_string(),
-                "schedulerReasons": all.as_ref().err().into_iter().flatten().map(FilterFailure::scheduler_reason).collect::<Vec<_>>(),
-            }),
-        }).collect::<Vec<_>>(),
-        "fittingNodes": fitting,
-        "predictedMessage": predicted,
-        "verdict": verdict,
-    });
+    let requests: BTreeMap<String, String> = requests
+        .iter()
+        .map(|(k, v)| (k.clone(), placekit::model::quantity::format_quantity(k, *v)))
+        .collect();
+    let nodes_judged: Vec<NodeFit> = results
+        .iter()
+        .zip(&checked)
+        .map(|((n, r), all)| match r {
+            Ok(()) => NodeFit {
+                name: n,
+                fits: true,
+                failure: None,
+                reason: None,
+                scheduler_reasons: None,
+            },
+            Err(f) => NodeFit {
+                name: n,
+                fits: false,
+                failure: Some(f),
+                reason: Some(f.to_string()),
+                scheduler_reasons: Some(
+                    all.as_ref()
+                        .err()
+                        .into_iter()
+                        .flatten()
+                        .map(FilterFailure::scheduler_reason)
+                        .collect(),
+                ),
+            },
+        })
+        .collect();
+    let typed = PendingReport {
+        pod: Some(pod_ref(None)),
+        pending: true,
+        scheduled: Some(false),
+        scheduling_gates: None,
+        conditions: Some(&raw["status"]["conditions"]),
+        affinity: Some(&raw["spec"]["affinity"]),
+        node_selector: Some(&raw["spec"]["nodeSelector"]),
+        tolerations: Some(&raw["spec"]["tolerations"]),
+        topology_spread_constraints: Some(&raw["spec"]["topologySpreadConstraints"]),
+        requests: Some(requests),
+        claims: Some(&claim_states),
+        not_modelled: Some(&unmodelled),
+        mig_hint: Some(mig_hint),
+        placeable: Some(placeable),
+        events: Some(
+            events
+                .iter()
+                .map(|e| PendingEvent {
+                    type_: &e["type"],
+                    reason: &e["reason"],
+                    message: &e["message"],
+                    count: &e["count"],
+                })
+                .collect(),
+        ),
+        nodes: Some(nodes_judged),
+        fitting_nodes: Some(&fitting),
+        predicted_message: Some(predicted.as_deref()),
+        verdict: Some(verdict.as_ref()),
+        workload: None,
+    };
+    // The text below reads the report as printed, so both say the same.
+    let report = serde_json::to_value(v1::envelope(&typed)).expect("reports serialise");
     if ui.output.is_structured() {
-        ui.print_structured(&report);
+        ui.print_report(&typed);
     } else {
         print_text(
             ui,
@@ -881,23 +935,6 @@ impl PodProgress {
     }
 }
 
-/// One pending pod as the summary judges it.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct PendingPod {
-    namespace: String,
-    name: String,
-    scheduling_gates: Vec<String>,
-    /// Some node passes every filter placekit models, and nothing it cannot model is asked.
-    placeable: bool,
-    fitting_nodes: usize,
-    predicted_message: Option<String>,
-    verdict: Option<scheduler::verdict::Verdict>,
-    /// For a pod Kueue gates: what its Workload says of its admission.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    kueue_admission: Option<String>,
-}
-
 /// `why-pending` without a pod: every pending pod the scheduler has not bound (in the
 /// namespace, or every namespace with `-A`; `-l` filters), judged against one read of the
 /// nodes, pods and DRA objects, grouped by verdict. Exit 1 when any cannot be placed now.
@@ -949,7 +986,7 @@ pub async fn why_pending_all(
     } else {
         api::kueue_workloads_of_pods(&conn.client, namespace, &kueue_gated).await?
     };
-    let mut judged: Vec<PendingPod> = pending
+    let mut judged: Vec<PendingItem> = pending
         .iter()
         .map(|pod| {
             let mut judged = judge_pending(pod, &nodes, dra.as_ref());
@@ -960,7 +997,7 @@ pub async fn why_pending_all(
         })
         .collect();
     // Grouped by verdict, then by namespace and name.
-    let evidence = |p: &PendingPod| {
+    let evidence = |p: &PendingItem| {
         p.verdict
             .as_ref()
             .map(|v| v.evidence.clone())
@@ -976,11 +1013,7 @@ pub async fn why_pending_all(
     });
     let stuck = judged.iter().filter(|p| !p.placeable).count();
     if ui.output.is_structured() {
-        ui.print_structured(&json!({
-            "apiVersion": REPORT_API_VERSION,
-            "kind": "PendingSummary",
-            "items": judged,
-        }));
+        ui.print_report(&PendingSummary { items: &judged });
     } else if judged.is_empty() {
         say!("no pending pods");
     } else {
@@ -1041,14 +1074,14 @@ fn judge_pending(
     pod: &Pod,
     nodes: &[NodeInfo],
     dra: Option<&placekit::inventory::DraRead>,
-) -> PendingPod {
+) -> PendingItem {
     let gates: Vec<String> = pod
         .spec
         .scheduling_gates
         .iter()
         .map(|g| g.name.clone())
         .collect();
-    let base = |placeable, fitting_nodes, predicted_message, verdict| PendingPod {
+    let base = |placeable, fitting_nodes, predicted_message, verdict| PendingItem {
         namespace: pod.metadata.namespace.clone(),
         name: pod.metadata.name.clone(),
         scheduling_gates: gates.clone(),

@@ -20,7 +20,7 @@ use placekit::ui::{MutationArgs, Ui};
 
 use placekit::mutation::pipeline::{self, Mutation};
 use placekit::mutation::report::print_report;
-use placekit::ui::REPORT_API_VERSION;
+use placekit::output::v1::{Item, LabelDependents, NodeLabels};
 
 /// `kubectl nodelabel`'s name in snapshots and in printed commands.
 pub const TOOL: &str = "kubectl-nodelabel";
@@ -576,17 +576,14 @@ fn print_fleet_dependents(
         }
     }
     if ui.output.is_structured() {
-        let items: Vec<fleet::Tagged<Dependent>> = reads
+        let items: Vec<Item<Dependent>> = reads
             .iter()
             .filter_map(|r| r.outcome.as_ref().ok().map(|(found, _)| (r, found)))
             .flat_map(|(r, found)| fleet::tagged(r, found))
             .collect();
-        ui.print_structured(&fleet::Report {
-            head: serde_json::json!({
-                "apiVersion": REPORT_API_VERSION, "kind": "LabelDependents",
-                "contexts": fleet::contexts_json(reads),
-            }),
-            lists: vec![("items", items)],
+        ui.print_report(&LabelDependents {
+            items,
+            contexts: Some(fleet::contexts(reads)),
         });
     } else {
         let parts: Vec<(String, Vec<Vec<String>>)> = reads
@@ -643,9 +640,10 @@ fn dependents_rows(found: &[Dependent]) -> Vec<Vec<String>> {
 
 fn print_dependents(ui: &Ui, found: &[Dependent], keys: usize) {
     if ui.output.is_structured() {
-        ui.print_structured(&serde_json::json!({
-            "apiVersion": REPORT_API_VERSION, "kind": "LabelDependents", "items": found
-        }));
+        ui.print_report(&LabelDependents {
+            items: Item::all_local(found),
+            contexts: None,
+        });
         return;
     }
     if found.is_empty() {
@@ -698,9 +696,7 @@ pub async fn show_labels(
         .flat_map(|n| label_provenance(n, &operator))
         .collect();
     if ui.output.is_structured() {
-        ui.print_structured(&serde_json::json!({
-            "apiVersion": REPORT_API_VERSION, "kind": "NodeLabels", "items": rows
-        }));
+        ui.print_report(&NodeLabels { items: &rows });
         return Ok(exit::SUCCESS);
     }
     let wide = ui.output == placekit::ui::OutputFormat::Wide;

@@ -213,7 +213,7 @@ pub fn node_view(node: &k8s_openapi::api::core::v1::Node) -> Result<Node, Comman
 }
 
 /// One line of `--by namespace|pod`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestRow {
     pub namespace: String,
@@ -264,7 +264,7 @@ pub enum StatusView {
 }
 
 /// One `--group-by` group: the nodes whose label has one value (or lacks it).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeGroup {
     /// The label's value; `None` for the nodes without the label.

@@ -6,8 +6,8 @@ use crate::exit;
 use crate::fleet::{self, ClusterRead};
 use crate::gpu;
 use crate::model::quantity::format_milli;
+use crate::output::v1::{GpuInventory, GpuRequests, InventoryTotals, Item, RequestsBy};
 use crate::targets::Targets;
-use crate::ui::REPORT_API_VERSION;
 use crate::ui::{OutputFormat, Ui};
 
 use super::read::{By, NodeGroup, RequestRow, Status, StatusOptions, StatusView};
@@ -27,18 +27,17 @@ pub fn print_status(ui: &Ui, targets: &Targets, options: &StatusOptions, view: &
         }
         // An empty report, as `kubectl get nodes -l ... -o json` prints an empty List: a
         // script reads "no nodes", not nothing.
-        StatusView::NoNodes => {
-            let mut totals =
-                serde_json::to_value(gpu::GpuTotals::default()).expect("totals serialise");
-            totals["byResource"] = serde_json::json!([]);
-            ui.print_structured(&serde_json::json!({
-                "apiVersion": REPORT_API_VERSION,
-                "kind": "GpuInventory",
-                "resource": options.resource.clone().unwrap_or_else(|| gpu::DEFAULT_RESOURCE.to_string()),
-                "nodes": [],
-                "totals": totals,
-            }))
-        }
+        StatusView::NoNodes => ui.print_report(&GpuInventory {
+            resource: options.resource.as_deref().unwrap_or(gpu::DEFAULT_RESOURCE),
+            nodes: Vec::new(),
+            totals: InventoryTotals {
+                totals: gpu::GpuTotals::default(),
+                by_resource: &[],
+            },
+            group_by: None,
+            groups: None,
+            contexts: None,
+        }),
         StatusView::Breakdown(rows) => {
             print_breakdown(ui, options.by.unwrap_or(By::Namespace), rows, options)
         }
@@ -50,20 +49,17 @@ pub fn print_status(ui: &Ui, targets: &Targets, options: &StatusOptions, view: &
             groups,
         } => {
             if ui.output.is_structured() {
-                let mut totals = serde_json::to_value(totals).expect("totals serialise");
-                totals["byResource"] = serde_json::to_value(by_resource).expect("totals serialise");
-                let mut report = serde_json::json!({
-                    "apiVersion": REPORT_API_VERSION,
-                    "kind": "GpuInventory",
-                    "resource": primary,
-                    "nodes": rows,
-                    "totals": totals,
+                ui.print_report(&GpuInventory {
+                    resource: primary,
+                    nodes: Item::all_local(rows),
+                    totals: InventoryTotals {
+                        totals: totals.clone(),
+                        by_resource,
+                    },
+                    group_by: options.group_by.as_deref(),
+                    groups: options.group_by.as_ref().map(|_| groups.as_slice()),
+                    contexts: None,
                 });
-                if let Some(key) = &options.group_by {
-                    report["groupBy"] = serde_json::json!(key);
-                    report["groups"] = serde_json::to_value(groups).expect("groups serialise");
-                }
-                ui.print_structured(&report);
                 return;
             }
             let header = inventory_header(ui, options);
@@ -100,34 +96,30 @@ pub fn print_fleet_status(ui: &Ui, options: &StatusOptions, reads: &[ClusterRead
         .unwrap_or_else(|| gpu::DEFAULT_RESOURCE.to_string());
     if ui.output.is_structured() {
         // Every cluster read, with its totals and warnings.
-        let mut contexts = fleet::contexts_json(reads);
-        for (entry, r) in contexts.as_array_mut().into_iter().flatten().zip(reads) {
+        let mut contexts = fleet::contexts(reads);
+        for (entry, r) in contexts.iter_mut().zip(reads) {
             if let Ok(found) = &r.outcome {
                 if let StatusView::Nodes { totals, .. } = &found.view {
-                    entry["totals"] = serde_json::to_value(totals).expect("totals serialise");
+                    entry.totals = Some(totals);
                 }
                 if !found.notes.is_empty() {
-                    entry["warnings"] = serde_json::json!(found.notes);
+                    entry.warnings = Some(&found.notes);
                 }
             }
         }
         match options.by {
             Some(by) => {
-                let items: Vec<fleet::Tagged<RequestRow>> = ok()
+                let items: Vec<Item<RequestRow>> = ok()
                     .flat_map(|(r, view)| match view {
                         StatusView::Breakdown(rows) => fleet::tagged(r, rows).collect(),
                         _ => Vec::new(),
                     })
                     .collect();
-                ui.print_structured(&fleet::Report {
-                    head: serde_json::json!({
-                        "apiVersion": REPORT_API_VERSION,
-                        "kind": "GpuRequests",
-                        "by": match by { By::Namespace => "namespace", By::Pod => "pod" },
-                        "namespace": options.namespace,
-                        "contexts": contexts,
-                    }),
-                    lists: vec![("items", items)],
+                ui.print_report(&GpuRequests {
+                    by: requests_by(by),
+                    namespace: options.namespace.as_deref(),
+                    items,
+                    contexts: Some(contexts),
                 });
             }
             None => {
@@ -147,20 +139,17 @@ pub fn print_fleet_status(ui: &Ui, options: &StatusOptions, reads: &[ClusterRead
                         per_cluster.push(by_resource.as_slice());
                     }
                 }
-                let mut totals =
-                    serde_json::to_value(gpu::GpuTotals::sum(legacy)).expect("totals serialise");
-                totals["byResource"] =
-                    serde_json::to_value(accelerators::merge_totals(per_cluster))
-                        .expect("totals serialise");
-                ui.print_structured(&fleet::Report {
-                    head: serde_json::json!({
-                        "apiVersion": REPORT_API_VERSION,
-                        "kind": "GpuInventory",
-                        "resource": primary,
-                        "totals": totals,
-                        "contexts": contexts,
-                    }),
-                    lists: vec![("nodes", nodes)],
+                let by_resource = accelerators::merge_totals(per_cluster);
+                ui.print_report(&GpuInventory {
+                    resource: &primary,
+                    nodes,
+                    totals: InventoryTotals {
+                        totals: gpu::GpuTotals::sum(legacy),
+                        by_resource: &by_resource,
+                    },
+                    group_by: None,
+                    groups: None,
+                    contexts: Some(contexts),
                 });
             }
         }
@@ -224,15 +213,21 @@ pub fn print_fleet_status(ui: &Ui, options: &StatusOptions, reads: &[ClusterRead
     fleet::exit_code(reads, |_| exit::SUCCESS)
 }
 
+fn requests_by(by: By) -> RequestsBy {
+    match by {
+        By::Namespace => RequestsBy::Namespace,
+        By::Pod => RequestsBy::Pod,
+    }
+}
+
 fn print_breakdown(ui: &Ui, by: By, rows: &[RequestRow], options: &StatusOptions) {
     if ui.output.is_structured() {
-        ui.print_structured(&serde_json::json!({
-            "apiVersion": REPORT_API_VERSION,
-            "kind": "GpuRequests",
-            "by": match by { By::Namespace => "namespace", By::Pod => "pod" },
-            "namespace": options.namespace,
-            "items": rows,
-        }));
+        ui.print_report(&GpuRequests {
+            by: requests_by(by),
+            namespace: options.namespace.as_deref(),
+            items: Item::all_local(rows),
+            contexts: None,
+        });
         return;
     }
     if rows.is_empty() {

@@ -18,7 +18,6 @@ use crate::ui::{DryRun, MutationArgs, Ui, shell_quote};
 
 use super::checks::{self, Findings};
 use super::report::{NodeReport, Outcome, Report, render_plan};
-use crate::ui::REPORT_API_VERSION;
 
 /// What a mutating command is, besides its plans.
 #[derive(Debug, Clone)]
@@ -315,8 +314,6 @@ pub async fn apply(
 
     let dry_run = mutation.args.dry_run;
     let mut report = Report {
-        api_version: REPORT_API_VERSION.into(),
-        kind: "ChangeReport".into(),
         operation: mutation.operation.into(),
         dry_run: dry_run_name(dry_run).into(),
         snapshot: None,
@@ -543,9 +540,7 @@ fn blocked_report_with(
     warnings: Vec<String>,
 ) -> Result<Report, CommandError> {
     if ui.output.is_structured() {
-        ui.print_structured(&Report {
-            api_version: REPORT_API_VERSION.into(),
-            kind: "ChangeReport".into(),
+        ui.print_report(&Report {
             operation: mutation.operation.into(),
             dry_run: dry_run_name(mutation.args.dry_run).into(),
             snapshot: None,

@@ -17,7 +17,7 @@ use crate::ui::{Color, Ui};
 const DIFFS_SHOWN: usize = 10;
 
 /// What happened to one node, as reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Outcome {
     Applied,
@@ -87,7 +87,7 @@ impl From<OutcomeKind> for Outcome {
 }
 
 /// One node in a report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeReport {
     pub name: String,
@@ -134,11 +134,9 @@ impl NodeReport {
 }
 
 /// What a mutating command did: the `-o json|yaml` output (`kind: ChangeReport`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
-    pub api_version: String,
-    pub kind: String,
     pub operation: String,
     /// none, client or server.
     pub dry_run: String,
@@ -219,7 +217,7 @@ const NAMES_SHOWN: usize = 3;
 /// Prints a report as text (or JSON/YAML) and returns the exit code.
 pub fn print_report(ui: &Ui, report: &Report) -> u8 {
     if ui.output.is_structured() {
-        ui.print_structured(report);
+        ui.print_report(report);
         return report.exit_code();
     }
     // Hundreds of nodes an interruption left alone are one line, as kubectl shortens long

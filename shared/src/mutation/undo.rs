@@ -27,9 +27,9 @@ use crate::ui::{MutationArgs, Ui};
 use super::checks::Findings;
 use super::pipeline::{self, Mutation};
 use super::report::{NodeReport, Outcome, Report};
+use crate::output::v1::{SnapshotHistory, SnapshotPage};
 use crate::overrides::{RollbackOverrides, RollbackSettings};
 use crate::targets::Targets;
-use crate::ui::REPORT_API_VERSION;
 use crate::ui::shell_quote;
 
 /// Which snapshot a `rollback` or `show` names.
@@ -434,7 +434,7 @@ pub async fn show(
 }
 
 /// One row of `history`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryEntry {
     pub created_at: String,
@@ -537,10 +537,10 @@ pub fn history(tool: &str, fleet: &crate::fleet::FleetArgs) -> Result<History, C
 pub fn print_history(ui: &Ui, history: &History) {
     let entries = &history.entries;
     if ui.output.is_structured() {
-        ui.print_structured(&serde_json::json!({
-            "apiVersion": REPORT_API_VERSION, "kind": "SnapshotHistory", "items": entries,
-            "unreadable": history.unreadable,
-        }));
+        ui.print_report(&SnapshotHistory {
+            items: entries,
+            unreadable: &history.unreadable,
+        });
         return;
     }
     for u in &history.unreadable {
@@ -634,9 +634,10 @@ fn shorten(text: &str, width: usize) -> String {
 /// Prints one snapshot (`show`).
 pub fn print_snapshot(ui: &Ui, snapshot: &Snapshot) {
     if ui.output.is_structured() {
-        ui.print_structured(
-            &serde_json::json!({"header": snapshot.header, "records": snapshot.records}),
-        );
+        ui.print_report(&SnapshotPage {
+            header: &snapshot.header,
+            records: &snapshot.records,
+        });
         return;
     }
     let h = &snapshot.header;

@@ -11,7 +11,7 @@ use crate::scheduling::{
 use crate::syntax::TaintEffect;
 
 /// A running pod whose node no longer satisfies its constraints.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Drift {
     pub namespace: String,
@@ -25,7 +25,7 @@ pub struct Drift {
 }
 
 /// Why a pod drifted, which decides what happens to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum DriftKind {
     /// nodeSelector or required node affinity: IgnoredDuringExecution, it keeps running.

@@ -19,7 +19,7 @@ use crate::syntax::{Taint, TaintEffect};
 
 /// Why a node is not feasible for a pod: one reason of the scheduler's first failing filter
 /// (the NodeResourcesFit filter can give several, one per missing resource).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "filter", rename_all = "camelCase")]
 pub enum FilterFailure {
     /// NodeAffinity's PreFilter: every required term names its nodes (`matchFields`

@@ -9,7 +9,7 @@ use super::filters::{FilterFailure, PodFilters, affinity_detail};
 use super::node_info::NodeInfo;
 
 /// A verdict of the pending-pod runbook's table for a Pending pod.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Verdict {
     /// The scheduler's evidence: didn't match node affinity, untolerated taint, Insufficient X, Too many pods.

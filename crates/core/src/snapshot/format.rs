@@ -70,7 +70,7 @@ pub(super) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> SnapshotErro
 }
 
 /// One node in a snapshot: full before-state and the planned change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SnapshotNode {
     pub name: String,
@@ -109,7 +109,7 @@ impl From<&NodePlan> for SnapshotNode {
 
 /// Which cluster a snapshot was taken on: context names are not unique (every kind cluster
 /// is `kind-kind`), so `rollback --last` and the cross-cluster guard compare these instead.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterIdentity {
     /// The API server URL, without userinfo.
@@ -165,7 +165,7 @@ pub fn normalize_server(server: &str) -> String {
 }
 
 /// The first line of a snapshot file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SnapshotHeader {
     pub api_version: String,
@@ -251,7 +251,7 @@ impl SnapshotHeader {
 }
 
 /// What happened to one node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum OutcomeKind {
     /// The write was accepted.
@@ -284,7 +284,7 @@ impl OutcomeKind {
 }
 
 /// A journal line after the header.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind")]
 pub enum JournalRecord {
     #[serde(rename_all = "camelCase")]

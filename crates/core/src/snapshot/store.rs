@@ -21,7 +21,7 @@ pub struct SnapshotSummary {
 }
 
 /// A snapshot file `history` could not read.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Unreadable {
     pub path: PathBuf,
     pub reason: String,

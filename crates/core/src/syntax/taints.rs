@@ -10,7 +10,19 @@ use super::SyntaxError;
 use crate::validation::{label_value_errors, qualified_name_errors};
 
 /// The three taint effects the API server accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 pub enum TaintEffect {
     NoSchedule,
     PreferNoSchedule,
@@ -50,7 +62,7 @@ impl FromStr for TaintEffect {
 /// `value` and `time_added` are kept verbatim (absent stays absent) because plans assert the
 /// current taint list with a JSON Patch `test`, which compares JSON structurally: a taint
 /// re-serialised with `"value": ""` or a reformatted timestamp would never match.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Taint {
     pub key: String,

@@ -1,0 +1,416 @@
+//! The reports of `apiVersion: placekit.dev/v1`, as types: what `-o json|yaml` (and
+//! `jsonpath`, `custom-columns`, `name`) print. The JSON Schema of each kind is generated
+//! from these types and published in `docs/schemas/v1/`; `published_schemas_are_current`
+//! fails when the types and the published files differ, and refuses a change that is not
+//! additive (a field removed, renamed or retyped, a value of an enumeration dropped): a
+//! script written against `v1` keeps working, and a breaking change is a new module, `v2`.
+//!
+//! The rows inside a report (a node's accelerators, a drifted pod, a finding) are the model's
+//! own `Serialize` types, reached from here; they are part of `v1` too.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::accelerators::{NodeInventory, ResourceTotal};
+use crate::dependents::Dependent;
+use crate::dra::ClaimState;
+use crate::gpu::GpuTotals;
+use crate::inventory::{NodeGroup, RequestRow};
+use crate::label_controllers::LabelProvenance;
+use crate::mutation::report::Report as ChangeReport;
+use crate::mutation::undo::HistoryEntry;
+use crate::scheduler::drift::Drift;
+use crate::scheduler::filters::FilterFailure;
+use crate::scheduler::verdict::Verdict;
+use crate::snapshot::{JournalRecord, SnapshotHeader, Unreadable};
+
+/// The `apiVersion` of every report.
+pub const API_VERSION: &str = "placekit.dev/v1";
+
+/// A report kind: its fields, and the `kind` it is printed with.
+pub trait Published: Serialize + JsonSchema {
+    const KIND: &'static str;
+}
+
+/// A report as printed: `apiVersion` and `kind`, then the report's own fields.
+#[derive(Debug, Serialize)]
+pub struct Envelope<'a, T> {
+    #[serde(rename = "apiVersion")]
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    #[serde(flatten)]
+    pub report: &'a T,
+}
+
+/// `report` with its `apiVersion` and `kind`.
+pub fn envelope<T: Published>(report: &T) -> Envelope<'_, T> {
+    Envelope {
+        api_version: API_VERSION,
+        kind: T::KIND,
+        report,
+    }
+}
+
+/// The JSON Schema of `T` as printed: its fields, with `apiVersion` and `kind` fixed and
+/// required. Objects admit no field the types do not declare, so a report that grows a
+/// field without its type growing fails validation.
+pub fn schema_of<T: Published>() -> Value {
+    let mut schema = super::schema_for::<T>(&format!("v1/{}.json", T::KIND));
+    let properties = schema["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let mut head = serde_json::Map::new();
+    head.insert(
+        "apiVersion".into(),
+        serde_json::json!({"const": API_VERSION}),
+    );
+    head.insert("kind".into(), serde_json::json!({"const": T::KIND}));
+    head.extend(properties);
+    schema["properties"] = Value::Object(head);
+    let mut required = vec![Value::from("apiVersion"), Value::from("kind")];
+    required.extend(schema["required"].as_array().cloned().unwrap_or_default());
+    schema["required"] = Value::Array(required);
+    schema
+}
+
+/// Every published kind and its schema, in the order the docs list them.
+pub fn schemas() -> Vec<(&'static str, Value)> {
+    fn entry<T: Published>() -> (&'static str, Value) {
+        (T::KIND, schema_of::<T>())
+    }
+    vec![
+        entry::<ChangeReport>(),
+        entry::<SnapshotHistory>(),
+        entry::<SnapshotPage>(),
+        entry::<LabelDependents>(),
+        entry::<NodeLabels>(),
+        entry::<GpuInventory>(),
+        entry::<GpuRequests>(),
+        entry::<DriftReport>(),
+        entry::<PendingReport>(),
+        entry::<PendingSummary>(),
+    ]
+}
+
+impl Published for ChangeReport {
+    const KIND: &'static str = "ChangeReport";
+}
+
+/// Where an item of a report over several clusters (`--contexts`) comes from; absent from a
+/// report over one cluster.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Origin<'a> {
+    /// The first kubeconfig context that reaches the cluster.
+    pub context: &'a str,
+    /// Every context that reaches it.
+    pub contexts: &'a [String],
+    /// The API server's URL.
+    pub server: &'a str,
+}
+
+/// One item of a report, with its cluster when the report spans several.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Item<'a, T> {
+    #[serde(flatten)]
+    pub origin: Option<Origin<'a>>,
+    #[serde(flatten)]
+    pub item: &'a T,
+}
+
+impl<'a, T> Item<'a, T> {
+    /// An item of a report over one cluster.
+    pub fn local(item: &'a T) -> Self {
+        Item { origin: None, item }
+    }
+
+    /// Each of `items`, of a report over one cluster.
+    pub fn all_local(items: &'a [T]) -> Vec<Self> {
+        items.iter().map(Item::local).collect()
+    }
+}
+
+/// One cluster a report over several clusters (`--contexts`) read, or failed to.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextRead<'a> {
+    /// The first kubeconfig context that reaches the cluster (`null` if none).
+    pub context: Option<&'a str>,
+    pub contexts: &'a [String],
+    pub server: &'a str,
+    /// Why the cluster could not be read; the report holds nothing of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a str>,
+    /// `status`: the cluster's totals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub totals: Option<&'a GpuTotals>,
+    /// What the read could not see (a kind it may not list).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<&'a [String]>,
+    /// `drift`: the running pods checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pods_checked: Option<usize>,
+    /// `drift`: how many of them drifted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drifted: Option<usize>,
+}
+
+/// `history`: the snapshots, oldest first, and the files that could not be read.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SnapshotHistory<'a> {
+    pub items: &'a [HistoryEntry],
+    pub unreadable: &'a [Unreadable],
+}
+
+impl Published for SnapshotHistory<'_> {
+    const KIND: &'static str = "SnapshotHistory";
+}
+
+/// `show SNAPSHOT`: the snapshot file's header and records, as stored (the file's own
+/// `apiVersion` is the header's).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SnapshotPage<'a> {
+    pub header: &'a SnapshotHeader,
+    pub records: &'a [JournalRecord],
+}
+
+impl Published for SnapshotPage<'_> {
+    const KIND: &'static str = "SnapshotPage";
+}
+
+/// `nodelabel dependents`: the workloads (and objects outside pods) whose node constraints
+/// mention the keys.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LabelDependents<'a> {
+    pub items: Vec<Item<'a, Dependent>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contexts: Option<Vec<ContextRead<'a>>>,
+}
+
+impl Published for LabelDependents<'_> {
+    const KIND: &'static str = "LabelDependents";
+}
+
+/// `nodelabel show NODE`: every label with who wrote it and who owns it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct NodeLabels<'a> {
+    pub items: &'a [LabelProvenance],
+}
+
+impl Published for NodeLabels<'_> {
+    const KIND: &'static str = "NodeLabels";
+}
+
+/// `gpu-taint status`: a row per node with its accelerators, and the totals.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuInventory<'a> {
+    /// The resource the flat fields of a node and of the totals count.
+    pub resource: &'a str,
+    pub nodes: Vec<Item<'a, NodeInventory>>,
+    pub totals: InventoryTotals<'a>,
+    /// `--group-by`: the label key, and its groups in the order of `nodes`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_by: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<&'a [NodeGroup]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contexts: Option<Vec<ContextRead<'a>>>,
+}
+
+impl Published for GpuInventory<'_> {
+    const KIND: &'static str = "GpuInventory";
+}
+
+/// The totals of `status`: the flat fields count the report's `resource`; `byResource` every
+/// accelerator resource.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InventoryTotals<'a> {
+    #[serde(flatten)]
+    pub totals: GpuTotals,
+    pub by_resource: &'a [ResourceTotal],
+}
+
+/// How `status --by` sums requests.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum RequestsBy {
+    Namespace,
+    Pod,
+}
+
+/// `gpu-taint status --by namespace|pod`: accelerator requests, summed.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GpuRequests<'a> {
+    pub by: RequestsBy,
+    /// `-n`: the namespace read (`null`: every namespace).
+    pub namespace: Option<&'a str>,
+    pub items: Vec<Item<'a, RequestRow>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contexts: Option<Vec<ContextRead<'a>>>,
+}
+
+impl Published for GpuRequests<'_> {
+    const KIND: &'static str = "GpuRequests";
+}
+
+/// `affinity-lint drift`: running pods whose node no longer satisfies them.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftReport<'a> {
+    pub pods_checked: usize,
+    pub list_requests: usize,
+    pub items: Vec<Item<'a, Drift>>,
+    /// Running pods bound to a node that is gone (`namespace`, `pod`, `node`).
+    pub pods_on_missing_nodes: Vec<Item<'a, PodOnMissingNode>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contexts: Option<Vec<ContextRead<'a>>>,
+}
+
+impl Published for DriftReport<'_> {
+    const KIND: &'static str = "DriftReport";
+}
+
+/// A running pod bound to a node that no longer exists.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PodOnMissingNode {
+    pub namespace: String,
+    pub pod: String,
+    pub node: String,
+}
+
+/// The pod `why-pending POD` judged.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PendingPodRef<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub phase: &'a str,
+    /// The node it is bound to, when it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<&'a str>,
+}
+
+/// `affinity-lint why-pending POD`. A pod that is not Pending has `pending: false` and
+/// nothing more; one bound to a node has `scheduled: true` and its conditions; one held by
+/// scheduling gates has them and the verdict; otherwise every field says what the scheduler
+/// sees. Fields that quote the pod (`affinity`, `nodeSelector`, `tolerations`,
+/// `topologySpreadConstraints`, `conditions`) are as the API server returned them, `null`
+/// when the pod has none.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingReport<'a> {
+    pub pod: Option<PendingPodRef<'a>>,
+    pub pending: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduling_gates: Option<Vec<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology_spread_constraints: Option<&'a Value>,
+    /// The pod's effective requests, as quantities.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claims: Option<&'a [ClaimState]>,
+    /// What placekit cannot model for this pod (it then does not say the pod fits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_modelled: Option<&'a [String]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mig_hint: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placeable: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<PendingEvent<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<NodeFit<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fitting_nodes: Option<&'a [&'a str]>,
+    /// The FailedScheduling message the scheduler would give now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_message: Option<Option<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Option<&'a Verdict>>,
+    /// A pod Kueue gates: its Workload and what it says of admission.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<KueueWorkload<'a>>,
+}
+
+impl Published for PendingReport<'_> {
+    const KIND: &'static str = "PendingReport";
+}
+
+/// An event of the pod, as the API server returned its fields.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PendingEvent<'a> {
+    #[serde(rename = "type")]
+    pub type_: &'a Value,
+    pub reason: &'a Value,
+    pub message: &'a Value,
+    pub count: &'a Value,
+}
+
+/// One node judged for the pod: it fits, or the scheduler's first failing filter.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeFit<'a> {
+    pub name: &'a str,
+    pub fits: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<&'a FilterFailure>,
+    /// The failure in the scheduler's event wording, with placekit's detail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Every failing filter's reason, as the scheduler counts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler_reasons: Option<Vec<String>>,
+}
+
+/// The Kueue Workload of a gated pod, its fields as the API server returned them.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KueueWorkload<'a> {
+    pub name: &'a Value,
+    pub queue_name: &'a Value,
+    pub cluster_queue: &'a Value,
+    pub conditions: &'a Value,
+    pub admission: &'a str,
+}
+
+/// `affinity-lint why-pending` without a pod: every pending pod, judged.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PendingSummary<'a> {
+    pub items: &'a [PendingItem],
+}
+
+impl Published for PendingSummary<'_> {
+    const KIND: &'static str = "PendingSummary";
+}
+
+/// One pending pod as `why-pending` without a pod judges it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingItem {
+    pub namespace: String,
+    pub name: String,
+    pub scheduling_gates: Vec<String>,
+    /// Some node passes every filter placekit models, and nothing it cannot model is asked.
+    pub placeable: bool,
+    pub fitting_nodes: usize,
+    pub predicted_message: Option<String>,
+    pub verdict: Option<Verdict>,
+    /// For a pod Kueue gates: what its Workload says of its admission.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kueue_admission: Option<String>,
+}
