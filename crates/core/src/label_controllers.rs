@@ -1,6 +1,6 @@
 //! Who acts on, owns or loses a node label besides the pods that select it: the controllers
 //! of a GPU cluster, as pure functions over what the cluster says. The checks of a change
-//! (`placekit::mutation::checks`) judge every label change against this model.
+//! (`placekit_lint::checks`) judge every label change against this model.
 //!
 //! | Controller | Keys | When the key is set, changed or removed | In the user's words |
 //! |---|---|---|---|

@@ -14,7 +14,9 @@
 //! [`undo`] is rollback, history and show. The two plugins' commands on top of the pipeline
 //! live in their plugins (`kubectl-nodelabel/src/commands.rs`, `kubectl-gpu-taint/src/commands.rs`).
 
-pub mod checks;
+/// The policy checks, pure over a view of the cluster, live with the workload model in
+/// `placekit-lint`; the pipeline gathers their view.
+pub use placekit_lint::checks;
 pub mod pipeline;
 pub mod report;
 pub mod undo;

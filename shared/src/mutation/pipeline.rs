@@ -16,7 +16,7 @@ use crate::plan::NodePlan;
 use crate::snapshot::{ClusterIdentity, SnapshotHeader, SnapshotStore};
 use crate::ui::{DryRun, MutationArgs, Ui, shell_quote};
 
-use super::checks::{self, Findings};
+use super::checks::{self, ChangeView, Findings};
 use super::report::{NodeReport, Outcome, Report, render_plan};
 
 /// What a mutating command is, besides its plans.
@@ -77,85 +77,48 @@ impl<'a> Mutation<'a> {
     }
 }
 
-/// Runs the policy checks that need the cluster: workloads when a label is added, removed
-/// or given a new value, pods when a restrictive taint is added.
-async fn policy(conn: &Connection, plans: &[NodePlan]) -> Result<Findings, CommandError> {
-    let mut findings = Findings {
-        warnings: checks::key_warnings(plans),
-        ..Findings::default()
-    };
-    let added = checks::added_restrictive_taints(plans);
-    // The workloads are listed once, for the label check and the taint check alike.
-    let workloads = if checks::changes_labels(plans) || !added.is_empty() {
+/// Reads what the policy checks of `plans` need from the cluster, once, before any of them
+/// judges: the workloads when a label changes or a restrictive taint is added; the active
+/// pods of the nodes a taint or a GPU-operator key changes; the GPU operator's objects for
+/// its keys; every node for an added taint; the disruption budgets (and their namespaces'
+/// pods) for a NoExecute eviction. What cannot be read and is not needed to decide is a
+/// warning in the view.
+async fn gather(conn: &Connection, plans: &[NodePlan]) -> Result<ChangeView, CommandError> {
+    let needs = checks::ViewNeeds::of(plans);
+    let mut view = ChangeView::default();
+    if needs.workloads {
         let changed: Vec<String> = plans.iter().map(|p| p.node().to_string()).collect();
         let (workloads, unreadable) =
             api::list_workloads(&conn.client, None, Some(&changed)).await?;
-        findings.warnings.extend(unreadable);
-        workloads
-    } else {
-        Vec::new()
-    };
-    if checks::changes_labels(plans) {
-        findings.extend(checks::dependents(plans, &workloads));
+        view.workloads = workloads;
+        view.unreadable.extend(unreadable);
     }
-    findings.extend(checks::controllers::owners(plans));
-    // The GPU operator's objects are read only when a change touches one of its keys.
-    let operator_nodes: Vec<String> = plans
-        .iter()
-        .filter(|p| {
-            p.label_changes
-                .iter()
-                .any(|c| crate::label_controllers::is_gpu_operator_key(&c.key))
-        })
-        .map(|p| p.node().to_string())
-        .collect();
-    // The pods of the changed nodes, listed once for the operator's and the taints' checks.
-    let mut pod_nodes: Vec<String> = added.iter().map(|(n, _)| n.clone()).collect();
-    pod_nodes.extend(operator_nodes.iter().cloned());
-    pod_nodes.sort_unstable();
-    pod_nodes.dedup();
-    let pods = if pod_nodes.is_empty() {
-        Vec::new()
-    } else {
-        api::active_pods_on(&conn.client, &pod_nodes).await?
-    };
-    if !operator_nodes.is_empty() {
+    if !needs.pods_on.is_empty() {
+        view.pods = api::active_pods_on(&conn.client, &needs.pods_on).await?;
+    }
+    if needs.gpu_operator {
         let (operator, unreadable) = api::gpu_operator_view(&conn.client).await?;
-        findings.warnings.extend(unreadable);
-        findings.extend(checks::controllers::gpu_operator(plans, &operator, &pods));
+        view.gpu_operator = operator;
+        view.unreadable.extend(unreadable);
     }
-    if !added.is_empty() {
-        findings.extend(checks::evictions(&added, &pods));
-        // Which workloads lose the nodes, and whether any loses its last: every node's
-        // labels and taints (one paged list) against the workloads' templates.
-        let all_nodes = api::fetch_nodes(&conn.client, &crate::targets::Targets::All).await?;
-        findings.extend(checks::taint_losses(&added, &workloads, &all_nodes));
-        if added.iter().any(|(_, t)| crate::gpu::evicts(t)) {
-            findings.extend(disruption_budgets(conn, &added, &pods).await?);
-        }
+    if needs.all_nodes {
+        view.all_nodes = api::fetch_nodes(&conn.client, &crate::targets::Targets::All).await?;
     }
-    Ok(findings)
+    let evicted_namespaces = needs.evicted_namespaces(&view.pods);
+    if !evicted_namespaces.is_empty() {
+        view.budgets = disruption_budgets(conn, &evicted_namespaces).await?;
+    }
+    Ok(view)
 }
 
-/// The PodDisruptionBudgets that the evictions of added NoExecute taints would break: one
-/// paged list of budgets, then one of the active pods of each namespace where a budget
-/// selects an evicted pod (to judge a budget the disruption controller has not processed).
+/// The PodDisruptionBudgets of `namespaces` (one paged list), with the active pods of each
+/// namespace where one is (to judge a budget the disruption controller has not processed);
+/// `Unreadable` when the budgets may not be listed.
 async fn disruption_budgets(
     conn: &Connection,
-    added: &[(String, crate::syntax::Taint)],
-    on_nodes: &[crate::model::Pod],
-) -> Result<Findings, CommandError> {
+    namespaces: &[String],
+) -> Result<checks::Budgets, CommandError> {
     use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-    let mut namespaces: Vec<&str> = added
-        .iter()
-        .flat_map(|(node, taint)| crate::gpu::evicted_pods(on_nodes, node, taint))
-        .map(|p| p.metadata.namespace.as_str())
-        .collect();
-    namespaces.sort_unstable();
-    namespaces.dedup();
-    if namespaces.is_empty() {
-        return Ok(Findings::default());
-    }
     let budgets = match api::list_all(
         &kube::Api::<PodDisruptionBudget>::all(conn.client.clone()),
         None,
@@ -164,20 +127,16 @@ async fn disruption_budgets(
     .await
     {
         Ok(b) => b,
-        Err(e) if e.is_forbidden() => {
-            let m = e.to_string();
-            return Ok(Findings {
-                warnings: vec![format!(
-                    "cannot list poddisruptionbudgets ({m}): the evictions are not checked against them"
-                )],
-                ..Findings::default()
-            });
-        }
+        Err(e) if e.is_forbidden() => return Ok(checks::Budgets::Unreadable(e.to_string())),
         Err(e) => return Err(e),
     };
     let budgets: Vec<PodDisruptionBudget> = budgets
         .into_iter()
-        .filter(|b| namespaces.contains(&b.metadata.namespace.as_deref().unwrap_or_default()))
+        .filter(|b| {
+            namespaces
+                .iter()
+                .any(|n| Some(n.as_str()) == b.metadata.namespace.as_deref())
+        })
         .collect();
     let mut pods = Vec::new();
     let mut listed: Vec<&str> = Vec::new();
@@ -197,7 +156,7 @@ async fn disruption_budgets(
         )
         .await?;
     }
-    Ok(checks::disruption_budget_blocks(added, &pods, &budgets))
+    Ok(checks::Budgets::Read { budgets, pods })
 }
 
 fn dry_run_name(dry_run: DryRun) -> &'static str {
@@ -238,7 +197,9 @@ pub async fn apply(
         plans.into_iter().partition(|p| !p.is_noop());
 
     let mut findings = std::mem::take(&mut mutation.findings);
-    findings.extend(policy(conn, &changing).await?);
+    // Everything the checks need is read first; then they judge, without the cluster.
+    let view = gather(conn, &changing).await?;
+    findings.extend(checks::judge(&changing, &view));
     // Every plan, for the report of a stopped change (copied only then).
     let all = || -> Vec<NodePlan> { changing.iter().chain(&unchanged).cloned().collect() };
     // What no override allows stops here, like a plan's own blockers.

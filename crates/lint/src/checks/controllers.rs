@@ -1,18 +1,18 @@
 //! The checks of what the controllers of a GPU cluster do with a changed label (the model is
-//! [`crate::label_controllers`]): the GPU operator's MIG manager and operand
+//! [`placekit_core::label_controllers`]): the GPU operator's MIG manager and operand
 //! switches, the device plugin's config, and the owners that re-apply or lose a hand-set
 //! label (nfd-master, Karpenter, managed node pools, the kubelet).
 
 use std::collections::BTreeMap;
 
-use crate::label_controllers::{
+use placekit_core::label_controllers::{
     DEVICE_PLUGIN_CONFIG, DevicePluginConfigs, GpuOperatorEffect, GpuOperatorView, LabelOwner,
     gpu_operator_effect, label_owner, replaced_by,
 };
 
 use super::{Findings, node_list};
-use crate::model::Pod;
-use crate::plan::NodePlan;
+use placekit_core::model::Pod;
+use placekit_core::plan::NodePlan;
 
 /// Whether a pod uses a GPU or a MIG device of the node (an NVIDIA extended resource).
 pub fn uses_nvidia_gpus(pod: &Pod) -> bool {
@@ -20,7 +20,7 @@ pub fn uses_nvidia_gpus(pod: &Pod) -> bool {
         && pod.requests().iter().any(|(resource, quantity)| {
             *quantity > 0
                 && resource.starts_with("nvidia.com/")
-                && crate::accelerators::is_accelerator(resource)
+                && placekit_core::accelerators::is_accelerator(resource)
         })
 }
 
@@ -147,9 +147,9 @@ fn shown(items: &[String]) -> String {
 mod tests {
     use super::super::tests::node;
     use super::*;
-    use crate::label_controllers::{MIG_CONFIG, MIG_CONFIG_STATE};
-    use crate::plan::{ChangeRequest, NodeState, plan_node};
-    use crate::syntax::LabelChange;
+    use placekit_core::label_controllers::{MIG_CONFIG, MIG_CONFIG_STATE};
+    use placekit_core::plan::{ChangeRequest, NodeState, plan_node};
+    use placekit_core::syntax::LabelChange;
 
     fn set(state: &NodeState, key: &str, value: &str) -> NodePlan {
         plan_node(

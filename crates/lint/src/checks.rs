@@ -29,20 +29,21 @@
 //! - **Disruption budgets**: judged as the eviction API does (see
 //!   [`disruption_budget_blocks`]), since `kubectl drain` waits for what it refuses.
 //!
-//! All of them are pure functions over plans and minimal views, so they are unit-tested
-//! without a server; [`crate::mutation::pipeline`] gathers the workloads and pods they need.
+//! All of them are pure functions over plans and one [`ChangeView`] of the cluster, so they
+//! are unit-tested without a server: the `placekit` crate's `mutation::pipeline` reads the view ([`ViewNeeds`]
+//! says what), then [`judge`] runs every check over it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::dependents::{Constraint, KeyQuery, Workload, find_dependents};
-use crate::gpu::{AffectedPod, evicts, untolerating_pods};
-use crate::model::Pod;
-use crate::plan::{NodePlan, NodeState};
-use crate::scheduling::{
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use placekit_core::gpu::{AffectedPod, evicts, untolerating_pods};
+use placekit_core::model::Pod;
+use placekit_core::plan::{NodePlan, NodeState};
+use placekit_core::scheduling::{
     NodeFacts, SCHEDULING_EFFECTS, pod_fits_node_affinity, terms_match, untolerated_taints,
 };
-use crate::syntax::{LabelChange, Taint, TaintEffect};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use placekit_core::syntax::{LabelChange, Taint, TaintEffect};
 
 /// What the checks found: blocking problems stop the command before anything is written
 /// (unless forced), warnings are shown with the plan, and `confirm` must be confirmed
@@ -80,6 +81,136 @@ impl Findings {
     }
 }
 
+/// What the checks of a change read from the cluster, gathered once before they judge
+/// ([`ViewNeeds`] says what to read; `mutation::pipeline` reads it).
+#[derive(Debug, Default)]
+pub struct ChangeView {
+    /// Every workload (templates, custom resources' pods, bare pods).
+    pub workloads: Vec<Workload>,
+    /// The active pods of the nodes that gain a restrictive taint or change a GPU-operator
+    /// key.
+    pub pods: Vec<Pod>,
+    /// The GPU operator's objects, when a change touches one of its keys.
+    pub gpu_operator: placekit_core::label_controllers::GpuOperatorView,
+    /// Every node of the cluster, when a taint is added (a workload's last candidate may be
+    /// the node changed).
+    pub all_nodes: Vec<NodeState>,
+    /// The disruption budgets, when a NoExecute taint evicts pods.
+    pub budgets: Budgets,
+    /// What could not be read (a kind placekit may not list): said as a warning.
+    pub unreadable: Vec<String>,
+}
+
+/// The PodDisruptionBudgets an eviction is judged against.
+#[derive(Debug, Default)]
+pub enum Budgets {
+    /// Nothing is evicted: none were read.
+    #[default]
+    NotNeeded,
+    /// The budgets of the namespaces of evicted pods, and those namespaces' active pods.
+    Read {
+        budgets: Vec<PodDisruptionBudget>,
+        pods: Vec<Pod>,
+    },
+    /// The budgets may not be listed (the reason).
+    Unreadable(String),
+}
+
+/// What a change's checks need read, decided from its plans alone.
+#[derive(Debug, Default)]
+pub struct ViewNeeds {
+    pub workloads: bool,
+    /// The nodes whose active pods are needed, sorted.
+    pub pods_on: Vec<String>,
+    pub gpu_operator: bool,
+    pub all_nodes: bool,
+    added: Vec<(String, Taint)>,
+}
+
+impl ViewNeeds {
+    pub fn of(plans: &[NodePlan]) -> Self {
+        let added = added_restrictive_taints(plans);
+        let operator_nodes: Vec<String> = gpu_operator_nodes(plans);
+        let mut pods_on: Vec<String> = added.iter().map(|(n, _)| n.clone()).collect();
+        pods_on.extend(operator_nodes.iter().cloned());
+        pods_on.sort_unstable();
+        pods_on.dedup();
+        ViewNeeds {
+            // The workloads are listed once, for the label check and the taint check alike.
+            workloads: changes_labels(plans) || !added.is_empty(),
+            pods_on,
+            gpu_operator: !operator_nodes.is_empty(),
+            all_nodes: !added.is_empty(),
+            added,
+        }
+    }
+
+    /// The namespaces of the pods an added NoExecute taint evicts, once `pods` are read:
+    /// their budgets are needed.
+    pub fn evicted_namespaces(&self, pods: &[Pod]) -> Vec<String> {
+        let mut namespaces: Vec<String> = self
+            .added
+            .iter()
+            .filter(|(_, t)| evicts(t))
+            .flat_map(|(node, taint)| placekit_core::gpu::evicted_pods(pods, node, taint))
+            .map(|p| p.metadata.namespace.clone())
+            .collect();
+        namespaces.sort_unstable();
+        namespaces.dedup();
+        namespaces
+    }
+}
+
+/// The nodes whose plans change a key the GPU operator acts on.
+fn gpu_operator_nodes(plans: &[NodePlan]) -> Vec<String> {
+    plans
+        .iter()
+        .filter(|p| {
+            p.label_changes
+                .iter()
+                .any(|c| placekit_core::label_controllers::is_gpu_operator_key(&c.key))
+        })
+        .map(|p| p.node().to_string())
+        .collect()
+}
+
+/// Every policy check of a change, over what was read for it: the keys set, the dependents
+/// of changed labels, the label owners, the GPU operator's reactions, and for an added
+/// restrictive taint the evictions, the workloads that lose nodes and the budgets.
+pub fn judge(plans: &[NodePlan], view: &ChangeView) -> Findings {
+    let mut findings = Findings {
+        warnings: key_warnings(plans),
+        ..Findings::default()
+    };
+    findings.warnings.extend(view.unreadable.iter().cloned());
+    if changes_labels(plans) {
+        findings.extend(dependents(plans, &view.workloads));
+    }
+    findings.extend(controllers::owners(plans));
+    if !gpu_operator_nodes(plans).is_empty() {
+        findings.extend(controllers::gpu_operator(
+            plans,
+            &view.gpu_operator,
+            &view.pods,
+        ));
+    }
+    let added = added_restrictive_taints(plans);
+    if !added.is_empty() {
+        findings.extend(evictions(&added, &view.pods));
+        findings.extend(taint_losses(&added, &view.workloads, &view.all_nodes));
+    }
+    match &view.budgets {
+        Budgets::NotNeeded => {}
+        Budgets::Read { budgets, pods } => {
+            findings.extend(disruption_budget_blocks(&added, pods, budgets));
+        }
+        Budgets::Unreadable(reason) => findings.warnings.push(format!(
+            "cannot list poddisruptionbudgets ({reason}): the evictions are not checked against them"
+        )),
+    }
+    findings
+}
+
 /// Whether any plan changes a label: a removal or a new value can take a node away from a
 /// required constraint, and so can an added key (`NotIn`, `DoesNotExist`).
 pub fn changes_labels(plans: &[NodePlan]) -> bool {
@@ -113,12 +244,12 @@ pub fn absent_removals(changes: &[LabelChange], nodes: &[NodeState]) -> Vec<Stri
             _ => None,
         })
         .map(|key| {
-            let hint = crate::suggest::nearest_key(key, present.iter().copied())
+            let hint = placekit_core::suggest::nearest_key(key, present.iter().copied())
                 .map(|near| format!(" (did you mean {near}?)"))
                 .unwrap_or_default();
             format!(
                 "label {key} is on none of the {} targeted: nothing to remove{hint}",
-                crate::ui::count(nodes.len(), "node")
+                placekit_core::text::count(nodes.len(), "node")
             )
         })
         .collect()
@@ -140,7 +271,7 @@ fn looks_like_typo(typed: &str, known: &str) -> bool {
         5..=7 => 1,
         _ => 2,
     };
-    crate::suggest::edit_distance(typed, known) <= allowed
+    placekit_core::suggest::edit_distance(typed, known) <= allowed
 }
 
 /// Keys `set` adds that none of the target nodes has while a near key is there: probably
@@ -167,7 +298,7 @@ pub fn near_keys(changes: &[LabelChange], nodes: &[NodeState]) -> Vec<String> {
             (!near.is_empty()).then(|| {
                 format!(
                     "label {key} is on none of the {} targeted, which have {}: did you mean {}? (set adds it as a new key)",
-                    crate::ui::count(nodes.len(), "node"),
+                    placekit_core::text::count(nodes.len(), "node"),
                     near.join(", "),
                     near.join(" or ")
                 )
@@ -221,7 +352,7 @@ pub fn key_warnings(plans: &[NodePlan]) -> Vec<String> {
     keys.sort_unstable();
     keys.dedup();
     keys.into_iter()
-        .flat_map(crate::policy::label_warnings)
+        .flat_map(placekit_core::policy::label_warnings)
         .collect()
 }
 
@@ -274,7 +405,7 @@ pub fn dependents(plans: &[NodePlan], workloads: &[Workload]) -> Findings {
     for w in workloads {
         let spec = &w.pod_spec;
         let has_required = spec.node_selector.as_ref().is_some_and(|s| !s.is_empty())
-            || crate::scheduling::required_node_terms(spec).is_some();
+            || placekit_core::scheduling::required_node_terms(spec).is_some();
         let preferred: Vec<_> = spec
             .affinity
             .as_ref()
@@ -422,7 +553,7 @@ pub fn taint_losses(
                 SCHEDULING_EFFECTS.contains(&t.effect)
                     && !tolerations
                         .iter()
-                        .any(|x| crate::scheduling::tolerates(x, t))
+                        .any(|x| placekit_core::scheduling::tolerates(x, t))
             });
             if let Some(t) = untolerated {
                 lost.push((n.name.as_str(), t));
@@ -536,7 +667,7 @@ pub fn disruption_budget_blocks(
     let mut findings = Findings::default();
     let mut evicted: Vec<(&str, &Pod)> = Vec::new();
     for (node, taint) in added {
-        for p in crate::gpu::evicted_pods(pods, node, taint) {
+        for p in placekit_core::gpu::evicted_pods(pods, node, taint) {
             if !evicted.iter().any(|(_, e)| std::ptr::eq(*e, p)) {
                 evicted.push((node.as_str(), p));
             }
@@ -547,7 +678,7 @@ pub fn disruption_budget_blocks(
         let Some(spec) = &pdb.spec else { continue };
         let selects = |p: &Pod| {
             p.metadata.namespace == namespace
-                && crate::scheduling::label_selector_matches(
+                && placekit_core::scheduling::label_selector_matches(
                     spec.selector.as_ref(),
                     &p.metadata.labels,
                 )
@@ -630,7 +761,7 @@ fn near_tolerations<'a>(
             }
             let taint_value = t.value.clone().unwrap_or_default();
             let value_near = value != taint_value
-                && crate::suggest::nearest_key(&taint_value, [value.as_str()]).is_some();
+                && placekit_core::suggest::nearest_key(&taint_value, [value.as_str()]).is_some();
             let effect_differs = !effect.is_empty() && effect != t.effect.to_string();
             if value_near || (value == taint_value && effect_differs) {
                 let shown_effect = if effect.is_empty() {

@@ -1,8 +1,8 @@
 //! Unit tests of the parent module.
 
 use super::*;
-use crate::plan::{ChangeRequest, NodeState, plan_node};
-use crate::syntax::parse_label_changes;
+use placekit_core::plan::{ChangeRequest, NodeState, plan_node};
+use placekit_core::syntax::parse_label_changes;
 use serde_json::json;
 
 pub(super) fn node(name: &str, labels: &[(&str, &str)]) -> NodeState {
@@ -156,7 +156,7 @@ fn typos_on_set_are_said_and_new_values_are_not() {
 
 #[test]
 fn disruption_budgets_are_judged_like_the_eviction_api() {
-    let taint = crate::syntax::parse_taint("dedicated=llm:NoExecute").unwrap();
+    let taint = placekit_core::syntax::parse_taint("dedicated=llm:NoExecute").unwrap();
     let added = [("n".to_string(), taint)];
     let pod = |name: &str, node: &str, ready: bool| -> Pod {
         serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml", "labels": {"app": "llm"}},
@@ -230,7 +230,7 @@ fn disruption_budgets_are_judged_like_the_eviction_api() {
 
 #[test]
 fn no_execute_lists_daemonset_pods_and_asks() {
-    let taint = crate::syntax::parse_taint("dedicated=llm:NoExecute").unwrap();
+    let taint = placekit_core::syntax::parse_taint("dedicated=llm:NoExecute").unwrap();
     let pods: Vec<Pod> = vec![
             serde_json::from_value(json!({"metadata": {"name": "plugin", "namespace": "gpu-operator", "ownerReferences": [{"kind": "DaemonSet", "controller": true}]},
                 "spec": {"nodeName": "n", "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}})).unwrap(),
@@ -241,5 +241,47 @@ fn no_execute_lists_daemonset_pods_and_asks() {
         Some(
             "dedicated=llm:NoExecute is NoExecute: 1 running pod that does not tolerate it will be EVICTED: gpu-operator/plugin on node/n (DaemonSet pod)"
         )
+    );
+}
+
+#[test]
+fn a_label_change_reads_the_workloads_and_nothing_else() {
+    let a100 = node("gpu-a100-1", &[(FAMILY, "a100")]);
+    let needs = ViewNeeds::of(&[plan(&a100, &[&format!("{FAMILY}-")])]);
+    assert!(needs.workloads);
+    assert!(needs.pods_on.is_empty() && !needs.gpu_operator && !needs.all_nodes);
+    assert!(needs.evicted_namespaces(&[]).is_empty());
+}
+
+#[test]
+fn judge_runs_every_check_over_one_view() {
+    let a100 = node("gpu-a100-1", &[(FAMILY, "a100")]);
+    let view = ChangeView {
+        workloads: vec![workload("Deployment", "llm-serving", requires_a100())],
+        unreadable: vec!["cannot list rayclusters.ray.io: forbidden".into()],
+        ..ChangeView::default()
+    };
+    let found = judge(&[plan(&a100, &[&format!("{FAMILY}-")])], &view);
+    assert_eq!(found.blocking.len(), 1, "{found:?}");
+    assert!(
+        found.blocking[0].starts_with("Deployment ml/llm-serving requires"),
+        "{found:?}"
+    );
+    assert!(
+        found.warnings.iter().any(|w| w.contains("rayclusters")),
+        "what could not be read is said: {found:?}"
+    );
+    // Budgets the checks could not list are said, not silently skipped.
+    let view = ChangeView {
+        budgets: Budgets::Unreadable("forbidden".into()),
+        ..ChangeView::default()
+    };
+    let found = judge(&[plan(&a100, &["pool=online"])], &view);
+    assert!(
+        found
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("cannot list poddisruptionbudgets (forbidden)")),
+        "{found:?}"
     );
 }
