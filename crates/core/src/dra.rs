@@ -679,7 +679,7 @@ pub struct ClaimNeeds {
     /// devices on a node whose allocatable lacks the resource.
     extended: Vec<(String, String, i64)>,
     /// Claims the pod names that do not exist (yet).
-    pub missing: Vec<String>,
+    pub missing: Vec<MissingClaim>,
     /// Claims or requests placekit cannot model, with why.
     pub unmodelled: Vec<String>,
 }
@@ -691,6 +691,55 @@ struct Need {
     class: String,
     count: Option<i64>,
     tolerations: Vec<DeviceToleration>,
+}
+
+/// A claim the pod names that placekit did not find.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingClaim {
+    /// The pod's name for it (`spec.resourceClaims[].name`).
+    pub name: String,
+    pub why: ClaimAbsence,
+}
+
+/// Why a pod's claim was not found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimAbsence {
+    /// The ResourceClaim `namespace/object` is not in the list read.
+    NotFound { namespace: String, object: String },
+    /// Its template has not been turned into a ResourceClaim yet.
+    NotGenerated { template: String },
+    /// The pod's entry names neither a claim nor a template.
+    Unnamed,
+}
+
+impl MissingClaim {
+    /// Whether the claim may exist unseen because placekit may not list ResourceClaims:
+    /// then the scheduler, not placekit, knows whether it can be allocated.
+    pub fn unreadable_text(&self) -> String {
+        match &self.why {
+            ClaimAbsence::NotFound { namespace, object } => format!(
+                "{}: ResourceClaim {namespace}/{object} could not be read (placekit may not list ResourceClaims)",
+                self.name
+            ),
+            _ => format!("{self} (placekit may not list ResourceClaims)"),
+        }
+    }
+}
+
+impl std::fmt::Display for MissingClaim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: ", self.name)?;
+        match &self.why {
+            ClaimAbsence::NotFound { namespace, object } => {
+                write!(f, "ResourceClaim {namespace}/{object} does not exist")
+            }
+            ClaimAbsence::NotGenerated { template } => write!(
+                f,
+                "no ResourceClaim has been generated from template {template} yet (the resourceclaim controller of kube-controller-manager creates it)"
+            ),
+            ClaimAbsence::Unnamed => f.write_str("names no claim"),
+        }
+    }
 }
 
 /// Why DRA's filter rejects a node, in the scheduler's words.
@@ -753,14 +802,20 @@ impl ClaimNeeds {
                     .find(|c| c.metadata.namespace == namespace && c.metadata.name == o)
             });
             let Some(claim) = found else {
-                let what = match (&object, &r.resource_claim_template_name) {
-                    (Some(o), _) => format!("ResourceClaim {namespace}/{o} does not exist"),
-                    (None, Some(t)) => format!(
-                        "no ResourceClaim has been generated from template {t} yet (the resourceclaim controller of kube-controller-manager creates it)"
-                    ),
-                    (None, None) => "names no claim".to_string(),
+                let why = match (&object, &r.resource_claim_template_name) {
+                    (Some(o), _) => ClaimAbsence::NotFound {
+                        namespace: namespace.to_string(),
+                        object: o.clone(),
+                    },
+                    (None, Some(t)) => ClaimAbsence::NotGenerated {
+                        template: t.clone(),
+                    },
+                    (None, None) => ClaimAbsence::Unnamed,
                 };
-                needs.missing.push(format!("{}: {what}", r.name));
+                needs.missing.push(MissingClaim {
+                    name: r.name.clone(),
+                    why,
+                });
                 states.push(ClaimState {
                     name: r.name.clone(),
                     claim: object,

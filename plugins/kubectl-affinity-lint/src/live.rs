@@ -622,12 +622,7 @@ pub async fn why_pending(
         let unreadable: Vec<String> = needs
             .missing
             .drain(..)
-            .map(|m| {
-                format!(
-                    "{} (placekit may not list ResourceClaims)",
-                    m.replace(" does not exist", " could not be read")
-                )
-            })
+            .map(|m| m.unreadable_text())
             .collect();
         needs.unmodelled.extend(unreadable);
         for state in claim_states.iter_mut().filter(|c| c.state == "missing") {
@@ -1109,7 +1104,8 @@ fn judge_pending(
         unmodelled = needs.unmodelled.clone();
         missing = needs.missing.clone();
         if dra.claims_forbidden {
-            unmodelled.append(&mut missing);
+            // Not missing: unreadable, as in the one pod's report.
+            unmodelled.extend(missing.drain(..).map(|m| m.unreadable_text()));
         }
         if !needs.is_empty() {
             filters = filters.with_dra(needs, &dra.inventory);

@@ -282,9 +282,31 @@ fn claim_needs_check_devices_allocations_and_say_what_they_cannot_model() {
     }];
     let (missing, states) = ClaimNeeds::of("ml", &template, &[], &BTreeMap::new(), &claims, &inv);
     assert_eq!(states[0].state, "missing");
+    assert_eq!(
+        missing.missing[0].why,
+        ClaimAbsence::NotGenerated {
+            template: "gpu-template".into()
+        }
+    );
     assert!(
         missing.missing[0]
+            .to_string()
             .contains("no ResourceClaim has been generated from template gpu-template yet")
+    );
+    // Not found because placekit may not list claims: said as unreadable, not absent.
+    let named = [PodClaimRef {
+        name: "gpu".into(),
+        resource_claim_name: Some("gpu-claim".into()),
+        resource_claim_template_name: None,
+    }];
+    let (needs, _) = ClaimNeeds::of("ml", &named, &[], &BTreeMap::new(), &claims, &inv);
+    assert_eq!(
+        needs.missing[0].to_string(),
+        "gpu: ResourceClaim ml/gpu-claim does not exist"
+    );
+    assert_eq!(
+        needs.missing[0].unreadable_text(),
+        "gpu: ResourceClaim ml/gpu-claim could not be read (placekit may not list ResourceClaims)"
     );
 }
 

@@ -253,9 +253,10 @@ pub fn kueue_admission(workload: &serde_json::Value) -> String {
 
 /// A pod whose ResourceClaims do not exist yet: DynamicResources' PreFilter stops it before
 /// any node is filtered. `None` when every claim exists.
-pub fn claims_missing(missing: &[String]) -> Option<Verdict> {
+pub fn claims_missing(missing: &[crate::dra::MissingClaim]) -> Option<Verdict> {
+    let listed: Vec<String> = missing.iter().map(ToString::to_string).collect();
     (!missing.is_empty()).then(|| Verdict {
-        evidence: format!("resource claim missing: {}", missing.join("; ")),
+        evidence: format!("resource claim missing: {}", listed.join("; ")),
         judgment: "the scheduler waits for the pod's ResourceClaim to exist before it considers any node".into(),
         action: "create the claim, or run the resourceclaim controller (kube-controller-manager) that generates it from the template".into(),
     })
