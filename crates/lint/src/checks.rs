@@ -45,6 +45,90 @@ use placekit_core::scheduling::{
 };
 use placekit_core::syntax::{LabelChange, Taint, TaintEffect};
 
+/// The check that made a finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Check {
+    /// A workload's node constraints and the labels changed ([`dependents`]).
+    Dependents,
+    /// A workload and the nodes an added taint takes from it ([`taint_losses`]).
+    TaintLosses,
+    /// Running pods an added taint keeps away or evicts ([`evictions`]).
+    Evictions,
+    /// Evictions against PodDisruptionBudgets ([`disruption_budget_blocks`]).
+    DisruptionBudgets,
+    /// What the GPU operator does with the keys changed ([`controllers::gpu_operator`]).
+    GpuOperator,
+    /// Who owns a label or taint: Karpenter, a managed pool, nfd-master, the kubelet
+    /// ([`controllers::owners`]).
+    LabelOwners,
+    /// The keys and values set: reserved namespaces, isolation-like keys, near typos, a
+    /// removed key no node has.
+    Keys,
+    /// Something the checks needed and could not read.
+    Unreadable,
+    /// The command's own checks (a GPU preflight, a rollback's conflicts).
+    Command,
+}
+
+/// The object a finding is about.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct Subject {
+    pub kind: String,
+    /// Empty for a cluster-scoped object.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    pub name: String,
+}
+
+/// One thing a check found, as data: the check, the object and nodes it is about, and its
+/// words. Where it stands (refused, blocking, a warning) is the [`Findings`] list holding
+/// it; the text output, the confirmation and the report render it from here.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    pub check: Check,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
+    /// The nodes it concerns, when it names some.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
+    pub message: String,
+}
+
+impl Finding {
+    pub fn new(check: Check, message: impl Into<String>) -> Self {
+        Finding {
+            check,
+            subject: None,
+            nodes: Vec::new(),
+            message: message.into(),
+        }
+    }
+
+    /// About `workload`.
+    pub fn about(mut self, workload: &Workload) -> Self {
+        self.subject = Some(Subject {
+            kind: workload.kind.clone(),
+            namespace: workload.namespace.clone(),
+            name: workload.name.clone(),
+        });
+        self
+    }
+
+    /// Concerning `nodes`.
+    pub fn on<S: AsRef<str>>(mut self, nodes: &[S]) -> Self {
+        self.nodes = nodes.iter().map(|n| n.as_ref().to_string()).collect();
+        self
+    }
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// What the checks found: blocking problems stop the command before anything is written
 /// (unless forced), warnings are shown with the plan, and `confirm` must be confirmed
 /// explicitly (it is part of the prompt and of the refusal without a terminal).
@@ -52,14 +136,15 @@ use placekit_core::syntax::{LabelChange, Taint, TaintEffect};
 pub struct Findings {
     /// Changes no override allows (a device-plugin config the ClusterPolicy does not have,
     /// Karpenter's own label on its node): nothing is written.
-    pub refused: Vec<String>,
+    pub refused: Vec<Finding>,
     /// Workloads that depend on what changes (`--ignore-dependents` goes on).
-    pub blocking: Vec<String>,
+    pub blocking: Vec<Finding>,
     /// Evictions a PodDisruptionBudget does not allow (`--ignore-disruption-budgets`).
-    pub budget_blocking: Vec<String>,
+    pub budget_blocking: Vec<Finding>,
     /// GPU-operator reactions that take GPUs from running pods (`--ignore-gpu-pods`).
-    pub gpu_blocking: Vec<String>,
-    pub warnings: Vec<String>,
+    pub gpu_blocking: Vec<Finding>,
+    pub warnings: Vec<Finding>,
+    /// The evictions to confirm, as the prompt says them.
     pub confirm: Option<String>,
 }
 
@@ -78,6 +163,12 @@ impl Findings {
             (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
             (a, b) => a.or(b),
         };
+    }
+
+    /// Adds warnings of `check` from their words.
+    pub fn warn_all(&mut self, check: Check, texts: impl IntoIterator<Item = String>) {
+        self.warnings
+            .extend(texts.into_iter().map(|t| Finding::new(check, t)));
     }
 }
 
@@ -178,11 +269,9 @@ fn gpu_operator_nodes(plans: &[NodePlan]) -> Vec<String> {
 /// of changed labels, the label owners, the GPU operator's reactions, and for an added
 /// restrictive taint the evictions, the workloads that lose nodes and the budgets.
 pub fn judge(plans: &[NodePlan], view: &ChangeView) -> Findings {
-    let mut findings = Findings {
-        warnings: key_warnings(plans),
-        ..Findings::default()
-    };
-    findings.warnings.extend(view.unreadable.iter().cloned());
+    let mut findings = Findings::default();
+    findings.warn_all(Check::Keys, key_warnings(plans));
+    findings.warn_all(Check::Unreadable, view.unreadable.iter().cloned());
     if changes_labels(plans) {
         findings.extend(dependents(plans, &view.workloads));
     }
@@ -204,8 +293,11 @@ pub fn judge(plans: &[NodePlan], view: &ChangeView) -> Findings {
         Budgets::Read { budgets, pods } => {
             findings.extend(disruption_budget_blocks(&added, pods, budgets));
         }
-        Budgets::Unreadable(reason) => findings.warnings.push(format!(
-            "cannot list poddisruptionbudgets ({reason}): the evictions are not checked against them"
+        Budgets::Unreadable(reason) => findings.warnings.push(Finding::new(
+            Check::Unreadable,
+            format!(
+                "cannot list poddisruptionbudgets ({reason}): the evictions are not checked against them"
+            ),
         )),
     }
     findings
@@ -472,29 +564,52 @@ pub fn dependents(plans: &[NodePlan], workloads: &[Workload]) -> Findings {
         let who = w.reference();
         if !lost_required.is_empty() {
             let consequence = w.lost_node_consequence();
-            findings.blocking.push(format!(
+            let text = format!(
                 "{who} requires {}: {} match{} it now and would not after this change; {consequence}",
                 constraint_text(w, &keys, true),
                 node_list(&lost_required),
                 if lost_required.len() == 1 { "es" } else { "" },
-            ));
+            );
+            findings.blocking.push(
+                Finding::new(Check::Dependents, text)
+                    .about(w)
+                    .on(&lost_required),
+            );
         }
         if !kept_running.is_empty() {
-            findings.warnings.push(format!(
+            let text = format!(
                 "{who} runs on {} and requires {}, which it would no longer match: it keeps running (required node affinity is IgnoredDuringExecution) but could not be scheduled there again",
                 node_list(&kept_running),
                 constraint_text(w, &keys, true),
-            ));
+            );
+            findings.warnings.push(
+                Finding::new(Check::Dependents, text)
+                    .about(w)
+                    .on(&kept_running),
+            );
         }
         if !lost_preferred.is_empty() {
-            findings.warnings.push(format!(
+            let text = format!(
                 "{who} prefers {}: {} would no longer match; the scheduler will favour other nodes for its new pods (running pods stay)",
                 constraint_text(w, &keys, false),
                 node_list(&lost_preferred),
-            ));
+            );
+            findings.warnings.push(
+                Finding::new(Check::Dependents, text)
+                    .about(w)
+                    .on(&lost_preferred),
+            );
         }
     }
     findings
+}
+
+/// The nodes of `pods`, each once, in order.
+fn nodes_of(pods: &[AffectedPod]) -> Vec<String> {
+    let mut nodes: Vec<String> = pods.iter().map(|p| p.node.clone()).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    nodes
 }
 
 fn pod_list(pods: &[AffectedPod]) -> String {
@@ -577,26 +692,41 @@ pub fn taint_losses(
                     "its pods there keep running, but one that goes (e.g. on the DaemonSet's next rollout) is not recreated there"
                 },
             );
-            findings.warnings.push(format!(
+            let text = format!(
                 "{who} selects {} and does not tolerate {taint_text}: {consequence}; to keep it there, add to its pod template the toleration {}{hint}",
                 node_list(&lost_nodes),
                 toleration_for(t),
-            ));
+            );
+            findings.warnings.push(
+                Finding::new(Check::TaintLosses, text)
+                    .about(w)
+                    .on(&lost_nodes),
+            );
             continue;
         }
         let remaining = candidates - lost.len();
         if remaining == 0 {
-            findings.blocking.push(format!(
+            let text = format!(
                 "{who} does not tolerate {taint_text}, and {} {} the only node{} it can use now: new pods of it could not be scheduled anywhere{hint}",
                 node_list(&lost_nodes),
                 if lost.len() == 1 { "is" } else { "are" },
                 if lost.len() == 1 { "" } else { "s" },
-            ));
+            );
+            findings.blocking.push(
+                Finding::new(Check::TaintLosses, text)
+                    .about(w)
+                    .on(&lost_nodes),
+            );
         } else {
-            findings.warnings.push(format!(
+            let text = format!(
                 "{who} does not tolerate {taint_text} and loses {}: {remaining} of its {candidates} candidate nodes remain{hint}",
                 node_list(&lost_nodes),
-            ));
+            );
+            findings.warnings.push(
+                Finding::new(Check::TaintLosses, text)
+                    .about(w)
+                    .on(&lost_nodes),
+            );
         }
     }
     findings
@@ -716,9 +846,10 @@ pub fn disruption_budget_blocks(
             (None, Some(v)) => format!("minAvailable: {}", int_or_string(v)),
             (None, None) => String::new(),
         };
-        findings.budget_blocking.push(format!(
+        let name = pdb.metadata.name.clone().unwrap_or_default();
+        let text = format!(
             "PodDisruptionBudget {namespace}/{} ({rule}; {} of {} pods healthy, {} needed) allows {} disruption{} now: evicting {} would break it, and `kubectl drain` would wait rather than evict {}",
-            pdb.metadata.name.as_deref().unwrap_or_default(),
+            name,
             b.healthy,
             selected.len(),
             b.desired_healthy,
@@ -726,7 +857,14 @@ pub fn disruption_budget_blocks(
             if b.allowed == 1 { "" } else { "s" },
             refused.join(", "),
             if refused.len() == 1 { "it" } else { "them" },
-        ));
+        );
+        let mut finding = Finding::new(Check::DisruptionBudgets, text);
+        finding.subject = Some(Subject {
+            kind: "PodDisruptionBudget".into(),
+            namespace: namespace.to_string(),
+            name,
+        });
+        findings.budget_blocking.push(finding);
     }
     findings
 }
@@ -827,15 +965,20 @@ pub fn evictions(added: &[(String, Taint)], pods: &[Pod]) -> Findings {
                 if affected.len() == 1 { "es" } else { "" },
                 pod_list(affected)
             );
-            findings.warnings.push(text.clone());
-            confirm.push(text);
+            confirm.push(text.clone());
+            findings
+                .warnings
+                .push(Finding::new(Check::Evictions, text).on(&nodes_of(affected)));
         } else {
-            findings.warnings.push(format!(
+            let text = format!(
                 "{count} do{} not tolerate {taint}; they keep running ({}), but new pods without the toleration will not schedule there: {}",
                 if affected.len() == 1 { "es" } else { "" },
                 taint.effect,
                 pod_list(affected)
-            ));
+            );
+            findings
+                .warnings
+                .push(Finding::new(Check::Evictions, text).on(&nodes_of(affected)));
         }
     }
     if !confirm.is_empty() {

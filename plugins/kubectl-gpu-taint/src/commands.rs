@@ -16,7 +16,7 @@ use placekit::syntax::{LabelChange, Taint, TaintMatcher};
 use placekit::targets::Targets;
 use placekit::ui::{MutationArgs, Ui};
 
-use placekit::mutation::checks::Findings;
+use placekit::mutation::checks::{Check, Finding, Findings};
 use placekit::mutation::pipeline::{self, Mutation};
 use placekit::mutation::report::print_report;
 
@@ -76,7 +76,7 @@ pub async fn dedicate(
         return Err(CommandError::Input(unknown.message));
     }
     let mut findings = Findings::default();
-    findings.warnings.extend(dra.notes.iter().cloned());
+    findings.warn_all(Check::Unreadable, dra.notes.iter().cloned());
     let primary = resource.unwrap_or(gpu::DEFAULT_RESOURCE);
     let resources = placekit::inventory::resources_for(&views, resource);
     let scope = Scope {
@@ -124,9 +124,10 @@ pub async fn dedicate(
             if without_gpu.len() == 1 { "s" } else { "ve" }
         );
         if dedication.allow_no_gpu {
+            let text = format!("{message}; dedicating anyway (--allow-no-gpu)");
             findings
                 .warnings
-                .push(format!("{message}; dedicating anyway (--allow-no-gpu)"));
+                .push(Finding::new(Check::Command, text).on(&without_gpu));
         } else {
             return Err(CommandError::Blocked(format!(
                 "nothing was changed: {message}. Use --allow-no-gpu to dedicate anyway."
@@ -175,8 +176,10 @@ pub async fn release(
     let plans: Vec<NodePlan> = nodes.iter().map(|n| plan_node(n, &request)).collect();
     let mut mutation = Mutation::new(TOOL, COMMAND, "release", args);
     mutation.apply_overrides(overrides);
-    mutation.findings.warnings =
-        placekit::mutation::checks::absent_removals(&request.labels, &nodes);
+    mutation.findings.warn_all(
+        Check::Keys,
+        placekit::mutation::checks::absent_removals(&request.labels, &nodes),
+    );
     mutation.problems = plans
         .iter()
         .flat_map(|p| {

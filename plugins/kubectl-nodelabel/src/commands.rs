@@ -18,6 +18,7 @@ use placekit::syntax::LabelChange;
 use placekit::targets::Targets;
 use placekit::ui::{MutationArgs, Ui};
 
+use placekit::mutation::checks::{Check, Finding};
 use placekit::mutation::pipeline::{self, Mutation};
 use placekit::mutation::report::print_report;
 use placekit::output::v1::{Item, LabelDependents, NodeLabels};
@@ -72,18 +73,17 @@ pub async fn change_labels(
     let plans: Vec<NodePlan> = nodes.iter().map(|n| plan_node(n, &change)).collect();
     let mut mutation = Mutation::new(TOOL, COMMAND, request.operation, args);
     mutation.apply_overrides(request.overrides);
-    mutation.findings.warnings =
-        placekit::mutation::checks::absent_removals(&change.labels, &nodes);
+    mutation.findings.warn_all(
+        Check::Keys,
+        placekit::mutation::checks::absent_removals(&change.labels, &nodes),
+    );
     if request.operation == "set" {
         // Typos before the confirmation: a new key near one the nodes have, a value near
         // one the key has on the cluster.
-        mutation
-            .findings
-            .warnings
-            .extend(placekit::mutation::checks::near_keys(
-                &change.labels,
-                &nodes,
-            ));
+        mutation.findings.warn_all(
+            Check::Keys,
+            placekit::mutation::checks::near_keys(&change.labels, &nodes),
+        );
         let set_keys: Vec<&str> = change
             .labels
             .iter()
@@ -91,13 +91,10 @@ pub async fn change_labels(
             .map(LabelChange::key)
             .collect();
         let values = api::label_values(&conn.client, &set_keys).await?;
-        mutation
-            .findings
-            .warnings
-            .extend(placekit::mutation::checks::near_values(
-                &change.labels,
-                &values,
-            ));
+        mutation.findings.warn_all(
+            Check::Keys,
+            placekit::mutation::checks::near_values(&change.labels, &values),
+        );
     }
     let report = pipeline::apply(&conn, ui, plans, mutation).await?;
     Ok(print_report(ui, &report))
@@ -300,11 +297,14 @@ pub async fn import(
         }
         for run in runs {
             if let (false, Some(node)) = (run.stderr.is_empty(), &run.text.2) {
-                findings.warnings.push(format!(
+                let text = format!(
                     "hook {} (node {node}) wrote to stderr: {}",
                     path.display(),
                     first_lines(&run.stderr)
-                ));
+                );
+                findings
+                    .warnings
+                    .push(Finding::new(Check::Command, text).on(&[node]));
                 stderr_by_node.insert(node.clone(), run.stderr);
             }
             texts.push(run.text);
@@ -380,11 +380,14 @@ pub async fn import(
         );
         let tampered = record.implausible(&provenance, &options.policy);
         if !tampered.is_empty() {
-            findings.warnings.push(format!(
+            let text = format!(
                 "node/{}: its {IMPORTED_LABELS_ANNOTATION} annotation claims that {provenance} imported {}, which no import can produce: tampered (the node's kubelet can write its annotations), ignored and not pruned",
                 node.name,
                 tampered.join(", ")
-            ));
+            );
+            findings
+                .warnings
+                .push(Finding::new(Check::Command, text).on(&[&node.name]));
         }
     }
     let plans: Vec<NodePlan> = nodes

@@ -370,6 +370,43 @@ async fn removing_a_key_a_required_constraint_needs_requires_force_and_dependent
         run.all()
     );
     assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "a100");
+    // The report says the same as data: which check blocked, about which workload and
+    // nodes, and the flag that overrides it.
+    let json = h
+        .run(&[
+            "remove",
+            "gpu-a100-1",
+            &format!("{FAMILY}-"),
+            "-y",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_code(&json, 1);
+    let report = json.json();
+    let blocking: Vec<&serde_json::Value> = report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["standing"] == "blocking")
+        .collect();
+    assert_eq!(blocking.len(), 1, "{}", json.all());
+    assert_eq!(blocking[0]["check"], "dependents");
+    assert_eq!(blocking[0]["override"], "--ignore-dependents");
+    assert_eq!(
+        blocking[0]["subject"],
+        serde_json::json!({"kind": "Deployment", "namespace": "ml", "name": "llm-inference"})
+    );
+    assert_eq!(blocking[0]["nodes"], serde_json::json!(["gpu-a100-1"]));
+    assert!(
+        blocking[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Deployment ml/llm-inference requires"),
+        "{}",
+        json.all()
+    );
+    assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "a100");
 
     // The retired catch-all is refused (usage, exit 2) with the flags that replace it.
     let retired = h
@@ -386,10 +423,21 @@ async fn removing_a_key_a_required_constraint_needs_requires_force_and_dependent
     assert_eq!(h.labels("gpu-a100-1").await[FAMILY], "a100");
 
     let forced = h
-        .run(&["remove", "gpu-a100-1", FAMILY, "--ignore-dependents", "-y"])
+        .run(&[
+            "remove",
+            "gpu-a100-1",
+            FAMILY,
+            "--ignore-dependents",
+            "-y",
+            "-o",
+            "json",
+        ])
         .await;
     assert_code(&forced, 0);
     assert!(h.labels("gpu-a100-1").await.get(FAMILY).is_none());
+    let overridden = &forced.json()["findings"][0];
+    assert_eq!(overridden["standing"], "overridden", "{}", forced.all());
+    assert_eq!(overridden["override"], "--ignore-dependents");
 
     // A preferred dependency only warns.
     let preferred = h

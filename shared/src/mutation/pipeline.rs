@@ -16,8 +16,8 @@ use crate::plan::NodePlan;
 use crate::snapshot::{ClusterIdentity, SnapshotHeader, SnapshotStore};
 use crate::ui::{DryRun, MutationArgs, Ui, shell_quote};
 
-use super::checks::{self, ChangeView, Findings};
-use super::report::{NodeReport, Outcome, Report, render_plan};
+use super::checks::{self, ChangeView, Finding, Findings};
+use super::report::{NodeReport, Outcome, Report, ReportedFinding, Standing, render_plan};
 
 /// What a mutating command is, besides its plans.
 #[derive(Debug, Clone)]
@@ -205,14 +205,21 @@ pub async fn apply(
     // What no override allows stops here, like a plan's own blockers.
     if !findings.refused.is_empty() {
         let refused = std::mem::take(&mut findings.refused);
-        warn_beside_refusal(ui, &findings.warnings);
+        let warnings = texts(&findings.warnings);
+        warn_beside_refusal(ui, &warnings);
         let message = format!(
             "nothing was changed; {} refused change{}:\n  {}",
             refused.len(),
             if refused.len() == 1 { "" } else { "s" },
-            refused.join("\n  ")
+            texts(&refused).join("\n  ")
         );
-        return blocked_report_with(ui, &mutation, &all(), message, findings.warnings);
+        let mut reported = ReportedFinding::all(Standing::Refused, None, refused);
+        reported.extend(ReportedFinding::all(
+            Standing::Warning,
+            None,
+            findings.warnings,
+        ));
+        return blocked_report_with(ui, &mutation, &all(), message, warnings, reported);
     }
     // Each kind of blocking finding has its own override; without it, nothing is written
     // and the message ends with the command to run with the flags needed. Every kind is
@@ -240,21 +247,36 @@ pub async fn apply(
             "to change them anyway",
         ),
     ];
-    let mut stopped: Vec<(Vec<String>, &str, &str, &str)> = Vec::new();
-    for (blocking, overridden, flag, what, anyway) in overridable {
+    let mut stopped: Vec<(Vec<Finding>, &str, &str, &str)> = Vec::new();
+    // Blocking findings whose override was given: said as warnings, reported as overridden.
+    let mut overridden: Vec<(Finding, &str)> = Vec::new();
+    for (blocking, given, flag, what, anyway) in overridable {
         if blocking.is_empty() {
             continue;
         }
-        if overridden {
-            findings
-                .warnings
-                .extend(blocking.into_iter().map(|b| format!("{b} ({flag} given)")));
+        if given {
+            overridden.extend(blocking.into_iter().map(|b| (b, flag)));
         } else {
             stopped.push((blocking, flag, what, anyway));
         }
     }
+    let mut warnings = texts(&findings.warnings);
+    warnings.extend(
+        overridden
+            .iter()
+            .map(|(b, flag)| format!("{b} ({flag} given)")),
+    );
+    let mut reported: Vec<ReportedFinding> = overridden
+        .into_iter()
+        .map(|(b, flag)| ReportedFinding::new(Standing::Overridden, Some(flag), b))
+        .collect();
+    reported.extend(ReportedFinding::all(
+        Standing::Warning,
+        None,
+        std::mem::take(&mut findings.warnings),
+    ));
     if !stopped.is_empty() {
-        warn_beside_refusal(ui, &findings.warnings);
+        warn_beside_refusal(ui, &warnings);
         let flags: Vec<&str> = stopped.iter().map(|(_, flag, _, _)| *flag).collect();
         let anyway = if stopped.len() == 1 {
             stopped[0].3
@@ -263,14 +285,21 @@ pub async fn apply(
         };
         let groups: Vec<String> = stopped
             .iter()
-            .map(|(blocking, _, what, _)| format!("{what}:\n  {}", blocking.join("\n  ")))
+            .map(|(blocking, _, what, _)| format!("{what}:\n  {}", texts(blocking).join("\n  ")))
             .collect();
         let message = format!(
             "nothing was changed: {}\n{anyway}: {}",
             groups.join("\nand "),
             crate::ui::rerun_with_all(mutation.command, &flags)
         );
-        return blocked_report_with(ui, &mutation, &all(), message, findings.warnings);
+        let mut blocked: Vec<ReportedFinding> = stopped
+            .into_iter()
+            .flat_map(|(blocking, flag, _, _)| {
+                ReportedFinding::all(Standing::Blocking, Some(flag), blocking)
+            })
+            .collect();
+        blocked.append(&mut reported);
+        return blocked_report_with(ui, &mutation, &all(), message, warnings, blocked);
     }
 
     let dry_run = mutation.args.dry_run;
@@ -284,9 +313,10 @@ pub async fn apply(
             .iter()
             .map(|p| NodeReport::of(p, Outcome::Unchanged, None))
             .collect(),
-        warnings: findings.warnings.clone(),
+        warnings,
         problems: std::mem::take(&mut mutation.problems),
         interrupted: None,
+        findings: reported,
     };
     for p in changing.iter().chain(&unchanged) {
         // A taint left because its value differs is the command's problem, reported once
@@ -479,7 +509,12 @@ fn blocked_report(
     plans: &[NodePlan],
     message: String,
 ) -> Result<Report, CommandError> {
-    blocked_report_with(ui, mutation, plans, message, Vec::new())
+    blocked_report_with(ui, mutation, plans, message, Vec::new(), Vec::new())
+}
+
+/// The words of `findings`, as the text output and the report's `warnings` say them.
+fn texts(findings: &[Finding]) -> Vec<String> {
+    findings.iter().map(ToString::to_string).collect()
 }
 
 /// The warnings of a change that is refused or blocked, shown before the refusal (on
@@ -499,6 +534,7 @@ fn blocked_report_with(
     plans: &[NodePlan],
     message: String,
     warnings: Vec<String>,
+    findings: Vec<ReportedFinding>,
 ) -> Result<Report, CommandError> {
     if ui.output.is_structured() {
         ui.print_report(&Report {
@@ -527,6 +563,7 @@ fn blocked_report_with(
                 .map(str::to_string)
                 .collect(),
             interrupted: None,
+            findings,
         });
     }
     Err(CommandError::Blocked(message))

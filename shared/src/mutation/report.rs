@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::exit;
+use crate::mutation::checks::Finding;
 use crate::plan::{LabelDelta, NodePlan, quoted_or_absent as shown};
 use crate::rollback::RollbackConflict;
 use crate::snapshot::OutcomeKind;
@@ -158,6 +159,59 @@ pub struct Report {
     /// exits 130.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<String>,
+    /// What the policy checks found, as data: where each stood, which check, the object
+    /// and nodes it is about, and its words (those of `warnings` and `problems`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<ReportedFinding>,
+}
+
+/// Where a policy finding stood in the change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Standing {
+    /// No override allows it: nothing was written.
+    Refused,
+    /// Its override (`override`) was not given: nothing was written.
+    Blocking,
+    /// It would have blocked; its override was given.
+    Overridden,
+    /// Said, and the change went on.
+    Warning,
+}
+
+/// A policy finding in the report: where it stood, the flag that overrides it, and the
+/// finding.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportedFinding {
+    pub standing: Standing,
+    /// The flag that lets the change go on despite it (`--ignore-dependents`…).
+    #[serde(rename = "override", skip_serializing_if = "Option::is_none")]
+    pub override_flag: Option<String>,
+    #[serde(flatten)]
+    pub finding: Finding,
+}
+
+impl ReportedFinding {
+    pub fn new(standing: Standing, override_flag: Option<&str>, finding: Finding) -> Self {
+        ReportedFinding {
+            standing,
+            override_flag: override_flag.map(str::to_string),
+            finding,
+        }
+    }
+
+    /// Each of `findings`, standing alike.
+    pub fn all(
+        standing: Standing,
+        override_flag: Option<&str>,
+        findings: Vec<Finding>,
+    ) -> Vec<Self> {
+        findings
+            .into_iter()
+            .map(|f| ReportedFinding::new(standing, override_flag, f))
+            .collect()
+    }
 }
 
 impl Report {

@@ -24,7 +24,7 @@ use crate::snapshot::{
 };
 use crate::ui::{MutationArgs, Ui};
 
-use super::checks::Findings;
+use super::checks::{Check, Finding, Findings};
 use super::pipeline::{self, Mutation};
 use super::report::{NodeReport, Outcome, Report};
 use crate::output::v1::{SnapshotHistory, SnapshotPage};
@@ -234,13 +234,17 @@ pub async fn rollback(
             }
             continue;
         }
-        findings.warnings.extend(restore_warnings(node));
+        findings.warn_all(Check::Command, restore_warnings(node));
         match rollback {
             NodeRollback::Restore { plan, conflicts } => {
                 for c in &conflicts {
-                    findings
-                        .warnings
-                        .push(conflict_warning(plan.node(), c, &overwrite_command));
+                    findings.warnings.push(
+                        Finding::new(
+                            Check::Command,
+                            conflict_warning(plan.node(), c, &overwrite_command),
+                        )
+                        .on(&[plan.node()]),
+                    );
                 }
                 if !conflicts.is_empty() {
                     conflicts_by_node.push((plan.node().to_string(), conflicts));
@@ -259,10 +263,16 @@ pub async fn rollback(
                 Outcome::Skipped,
                 "no longer exists: not restored".into(),
             )),
-            NodeRollback::NothingApplied { node, outcome } => findings.warnings.push(format!(
-                "node/{node}: the original command did not change it (recorded {}, and the node does not have its values): nothing to undo",
-                outcome.as_str()
-            )),
+            NodeRollback::NothingApplied { node, outcome } => findings.warnings.push(
+                Finding::new(
+                    Check::Command,
+                    format!(
+                        "node/{node}: the original command did not change it (recorded {}, and the node does not have its values): nothing to undo",
+                        outcome.as_str()
+                    ),
+                )
+                .on(&[&node]),
+            ),
         }
     }
     let mut mutation = Mutation::new(tool, command, "rollback", args);

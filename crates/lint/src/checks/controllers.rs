@@ -10,7 +10,7 @@ use placekit_core::label_controllers::{
     gpu_operator_effect, label_owner, replaced_by,
 };
 
-use super::{Findings, node_list};
+use super::{Check, Finding, Findings, node_list};
 use placekit_core::model::Pod;
 use placekit_core::plan::NodePlan;
 
@@ -53,15 +53,24 @@ pub fn gpu_operator(plans: &[NodePlan], operator: &GpuOperatorView, pods: &[Pod]
                     (DevicePluginConfigs::Keys {
                         config_map, keys, ..
                     }, Some(value)) if !keys.contains(value) => {
-                        findings.refused.push(format!(
+                        let text = format!(
                             "node/{node}: {DEVICE_PLUGIN_CONFIG}={value} is not a config of ConfigMap {config_map} (the ClusterPolicy's devicePlugin.config): the device plugin's config manager would refuse it; valid: {}",
                             keys.iter().cloned().collect::<Vec<_>>().join(", ")
-                        ));
+                        );
+                        findings
+                            .refused
+                            .push(Finding::new(Check::GpuOperator, text).on(&[node]));
                         continue;
                     }
-                    (DevicePluginConfigs::Unknown(why), _) => findings.warnings.push(format!(
-                        "node/{node}: {what}: the value is not checked against the ClusterPolicy's config ConfigMap ({why})"
-                    )),
+                    (DevicePluginConfigs::Unknown(why), _) => findings.warnings.push(
+                        Finding::new(
+                            Check::GpuOperator,
+                            format!(
+                                "node/{node}: {what}: the value is not checked against the ClusterPolicy's config ConfigMap ({why})"
+                            ),
+                        )
+                        .on(&[node]),
+                    ),
                     _ => {}
                 }
             }
@@ -71,15 +80,19 @@ pub fn gpu_operator(plans: &[NodePlan], operator: &GpuOperatorView, pods: &[Pod]
                 .map(|p| format!("{}/{}", p.metadata.namespace, p.metadata.name))
                 .collect();
             if effect.takes_gpus_from_pods() && !gpu_pods.is_empty() {
-                findings.gpu_blocking.push(format!(
+                let text = format!(
                     "node/{node}: {what}: {}; pods using its GPUs: {}; cordon and drain the node first (kubectl drain {node} --ignore-daemonsets)",
                     effect.consequence(),
                     shown(&gpu_pods),
-                ));
+                );
+                findings
+                    .gpu_blocking
+                    .push(Finding::new(Check::GpuOperator, text).on(&[node]));
             } else {
+                let text = format!("node/{node}: {what}: {}", effect.consequence());
                 findings
                     .warnings
-                    .push(format!("node/{node}: {what}: {}", effect.consequence()));
+                    .push(Finding::new(Check::GpuOperator, text).on(&[node]));
             }
         }
     }
@@ -107,11 +120,14 @@ pub fn owners(plans: &[NodePlan]) -> Findings {
                 continue;
             };
             if let LabelOwner::KarpenterKey { .. } = owner {
-                findings.refused.push(format!(
+                let text = format!(
                     "node/{node}: {}: {}; change the NodePool instead",
                     change.key,
                     owner.consequence()
-                ));
+                );
+                findings
+                    .refused
+                    .push(Finding::new(Check::LabelOwners, text).on(&[node]));
                 continue;
             }
             warned
@@ -121,14 +137,16 @@ pub fn owners(plans: &[NodePlan]) -> Findings {
         }
     }
     for (consequence, nodes) in tainted {
+        let text = format!("taint on {}: {consequence}", node_list(&nodes));
         findings
             .warnings
-            .push(format!("taint on {}: {consequence}", node_list(&nodes)));
+            .push(Finding::new(Check::LabelOwners, text).on(&nodes));
     }
     for ((key, consequence), nodes) in warned {
+        let text = format!("{key} on {}: {consequence}", node_list(&nodes));
         findings
             .warnings
-            .push(format!("{key} on {}: {consequence}", node_list(&nodes)));
+            .push(Finding::new(Check::LabelOwners, text).on(&nodes));
     }
     findings
 }
@@ -203,10 +221,13 @@ mod tests {
             &[gpu_pod("trainer-0", "gpu-1")],
         );
         assert_eq!(f.gpu_blocking.len(), 1, "{f:?}");
-        assert!(f.gpu_blocking[0].contains("ml/trainer-0"), "{f:?}");
-        assert!(f.gpu_blocking[0].contains("kubectl drain gpu-1"), "{f:?}");
+        assert!(f.gpu_blocking[0].message.contains("ml/trainer-0"), "{f:?}");
+        assert!(
+            f.gpu_blocking[0].message.contains("kubectl drain gpu-1"),
+            "{f:?}"
+        );
         assert_eq!(f.warnings.len(), 1, "{f:?}");
-        assert!(f.warnings[0].starts_with("node/gpu-2"), "{f:?}");
+        assert!(f.warnings[0].message.starts_with("node/gpu-2"), "{f:?}");
     }
 
     #[test]
@@ -231,11 +252,14 @@ mod tests {
         let plan = set(&node("gpu-1", &[]), DEVICE_PLUGIN_CONFIG, "a100-x8");
         let f = gpu_operator(&[plan], &with_policy(), &[]);
         assert_eq!(f.refused.len(), 1, "{f:?}");
-        assert!(f.refused[0].contains("valid: a100-x4, h100"), "{f:?}");
+        assert!(
+            f.refused[0].message.contains("valid: a100-x4, h100"),
+            "{f:?}"
+        );
         let plan = set(&node("gpu-1", &[]), DEVICE_PLUGIN_CONFIG, "a100-x4");
         let f = gpu_operator(&[plan], &with_policy(), &[gpu_pod("p", "gpu-1")]);
         assert!(f.refused.is_empty() && f.gpu_blocking.is_empty(), "{f:?}");
-        assert!(f.warnings[0].contains("advertises"), "{f:?}");
+        assert!(f.warnings[0].message.contains("advertises"), "{f:?}");
     }
 
     #[test]
@@ -246,8 +270,10 @@ mod tests {
         assert!(f.refused.is_empty(), "{f:?}");
         assert_eq!(f.warnings.len(), 1, "{f:?}");
         assert!(
-            f.warnings[0].contains("node/k-1, node/k-2")
-                && f.warnings[0].contains("spec.template.metadata.labels"),
+            f.warnings[0].message.contains("node/k-1, node/k-2")
+                && f.warnings[0]
+                    .message
+                    .contains("spec.template.metadata.labels"),
             "{f:?}"
         );
         let f = owners(&[set(&k1, "karpenter.sh/capacity-type", "spot")]);

@@ -59,7 +59,7 @@ fn blocks_only_when_a_candidate_stops_matching() {
     let found = dependents(&[remove(&a100)], std::slice::from_ref(&serving));
     assert_eq!(found.blocking.len(), 1, "{found:?}");
     assert!(
-            found.blocking[0].starts_with(
+            found.blocking[0].message.starts_with(
                 "Deployment ml/llm-serving requires accelerator.example.com/gpu-family In [a100] (required node affinity): node/gpu-a100-1 matches it now and would not after this change"
             ),
             "{found:?}"
@@ -103,11 +103,23 @@ fn bound_pods_keep_running_daemonsets_lose_theirs_and_preferences_only_warn() {
         ],
     );
     assert_eq!(found.blocking.len(), 1, "{found:?}");
-    assert!(found.blocking[0].contains("the DaemonSet controller would delete its pod there"));
+    assert!(
+        found.blocking[0]
+            .message
+            .contains("the DaemonSet controller would delete its pod there")
+    );
     assert_eq!(found.warnings.len(), 2, "{found:?}");
-    assert!(found.warnings[0].starts_with("Pod ml/trainer runs on node/gpu-a100-1"));
-    assert!(found.warnings[0].contains("it keeps running"));
-    assert!(found.warnings[1].starts_with("Deployment ml/batch prefers"));
+    assert!(
+        found.warnings[0]
+            .message
+            .starts_with("Pod ml/trainer runs on node/gpu-a100-1")
+    );
+    assert!(found.warnings[0].message.contains("it keeps running"));
+    assert!(
+        found.warnings[1]
+            .message
+            .starts_with("Deployment ml/batch prefers")
+    );
 }
 
 #[test]
@@ -264,11 +276,16 @@ fn judge_runs_every_check_over_one_view() {
     let found = judge(&[plan(&a100, &[&format!("{FAMILY}-")])], &view);
     assert_eq!(found.blocking.len(), 1, "{found:?}");
     assert!(
-        found.blocking[0].starts_with("Deployment ml/llm-serving requires"),
+        found.blocking[0]
+            .message
+            .starts_with("Deployment ml/llm-serving requires"),
         "{found:?}"
     );
     assert!(
-        found.warnings.iter().any(|w| w.contains("rayclusters")),
+        found
+            .warnings
+            .iter()
+            .any(|w| w.message.contains("rayclusters")),
         "what could not be read is said: {found:?}"
     );
     // Budgets the checks could not list are said, not silently skipped.
@@ -278,10 +295,9 @@ fn judge_runs_every_check_over_one_view() {
     };
     let found = judge(&[plan(&a100, &["pool=online"])], &view);
     assert!(
-        found
-            .warnings
-            .iter()
-            .any(|w| w.starts_with("cannot list poddisruptionbudgets (forbidden)")),
+        found.warnings.iter().any(|w| w
+            .message
+            .starts_with("cannot list poddisruptionbudgets (forbidden)")),
         "{found:?}"
     );
 }
