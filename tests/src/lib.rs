@@ -33,6 +33,8 @@
 //! - What tests need from outside: [`require`] (one mechanism: a suite that cannot run says
 //!   so by name, and fails when `PLACEKIT_REQUIRE` says it must run) and [`process`] (every
 //!   subprocess under a time limit).
+//! - Writing tests: [`builders`] (nodes, pods and ResourceSlices in a few lines) and
+//!   [`printed`] (a printed table read by column name).
 //! - The published reports: [`schemas`] checks every report a plugin run prints against its
 //!   JSON Schema in `docs/schemas/`.
 
@@ -43,12 +45,14 @@ pub type Body = http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, std::co
 pub mod admission;
 pub mod apimachinery;
 pub mod apply;
+pub mod builders;
 pub mod control;
 pub mod crds;
 pub mod fixtures;
 pub mod harness;
 pub mod openapi;
 pub mod patch;
+pub mod printed;
 pub mod process;
 pub mod protobuf;
 pub mod proxy;

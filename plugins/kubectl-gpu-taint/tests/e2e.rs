@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
+use placekit_testserver::builders::pod;
 use placekit_testserver::harness::{Harness, Run, assert_code};
+use placekit_testserver::printed::PrintedTable;
 use placekit_testserver::process::Bounded as _;
 use placekit_testserver::{ConcurrentWrite, Fault, FaultAction, ServerConfig};
 use serde_json::json;
@@ -593,17 +595,19 @@ async fn a_taint_whose_answer_was_lost_is_applied_and_rolled_back() {
 
 const ACCELERATORS: &str = include_str!("fixtures/accelerators.yaml");
 
-/// The cells of the status row for `node` and `resource` (the RESOURCE column as printed).
+/// The FIGURES of the status row for `node` and `resource` (the RESOURCE column as
+/// printed), read by column name.
 fn status_row(run: &Run, node: &str, resource: &str) -> Vec<String> {
-    run.stdout
-        .lines()
-        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
-        .find(|cells| {
-            cells.first().map(String::as_str) == Some(node)
-                && cells.get(1).map(String::as_str) == Some(resource)
-        })
-        .unwrap_or_else(|| panic!("no row {node} {resource}: {}", run.all()))
+    PrintedTable::parse(&run.stdout, "NAME")
+        .row(&[("NAME", node), ("RESOURCE", resource)])
+        .cells(&FIGURES)
+        .into_iter()
+        .map(str::to_string)
+        .collect()
 }
+
+/// The figures of a status row, in the order the table prints them.
+const FIGURES: [&str; 5] = ["CAPACITY", "ALLOCATABLE", "REQUESTED", "FREE", "FORM"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_shows_mig_time_sliced_and_dra_accelerators() {
@@ -611,35 +615,35 @@ async fn status_shows_mig_time_sliced_and_dra_accelerators() {
     let run = h.run(&["status"]).await;
     assert_code(&run, 0);
     assert_eq!(
-        status_row(&run, "gpu-a100-1", "nvidia.com/gpu")[2..7],
+        status_row(&run, "gpu-a100-1", "nvidia.com/gpu"),
         ["8", "8", "3", "5", "whole"]
     );
     // MIG mixed: no whole GPU, the profiles by name; not "not a GPU node".
     assert_eq!(
-        status_row(&run, "gpu-mig-1", "nvidia.com/gpu")[2..8],
-        ["0", "0", "0", "0", "MIG", "mixed"]
+        status_row(&run, "gpu-mig-1", "nvidia.com/gpu"),
+        ["0", "0", "0", "0", "MIG mixed"]
     );
     assert_eq!(
-        status_row(&run, "gpu-mig-1", "nvidia.com/mig-1g.10gb")[2..7],
+        status_row(&run, "gpu-mig-1", "nvidia.com/mig-1g.10gb"),
         ["14", "14", "2", "12", "MIG"]
     );
     assert_eq!(
-        status_row(&run, "gpu-mig-1", "nvidia.com/mig-3g.40gb")[2],
+        status_row(&run, "gpu-mig-1", "nvidia.com/mig-3g.40gb")[0],
         "4"
     );
     // Time-slicing: 32 = 8 physical GPUs shared 4 ways.
     assert_eq!(
-        status_row(&run, "gpu-ts-1", "nvidia.com/gpu")[2..8],
-        ["32", "32", "4", "28", "time-slicing", "8x4"]
+        status_row(&run, "gpu-ts-1", "nvidia.com/gpu"),
+        ["32", "32", "4", "28", "time-slicing 8x4"]
     );
     // DRA: both devices of gpu-dra-1 allocated to the trainer's claim; one of gpu-dra-2 to
     // the claim the scheduler made for a classic example.com/gpu request.
     assert_eq!(
-        status_row(&run, "gpu-dra-1", "gpu.example.com")[3..8],
+        status_row(&run, "gpu-dra-1", "gpu.example.com (DRA)"),
         ["2", "2", "2", "0", "DRA"]
     );
     assert_eq!(
-        status_row(&run, "gpu-dra-2", "gpu.example.com")[3..8],
+        status_row(&run, "gpu-dra-2", "gpu.example.com (DRA)"),
         ["2", "2", "1", "1", "DRA"]
     );
     // Only the node without any accelerator is called "not a GPU node".
@@ -742,7 +746,7 @@ async fn status_of_an_extended_resource_served_by_dra_counts_its_devices() {
         .await;
     assert_code(&mig, 0);
     assert_eq!(
-        status_row(&mig, "gpu-mig-1", "nvidia.com/mig-1g.10gb")[2..6],
+        status_row(&mig, "gpu-mig-1", "nvidia.com/mig-1g.10gb")[0..4],
         ["14", "14", "2", "12"]
     );
     assert!(!mig.stdout.contains("mig-3g.40gb"), "{}", mig.all());
@@ -948,8 +952,8 @@ async fn status_without_permission_to_list_dra_objects_says_so_once_and_goes_on(
         run.all()
     );
     assert_eq!(
-        status_row(&run, "gpu-ts-1", "nvidia.com/gpu")[2..8],
-        ["32", "32", "4", "28", "time-slicing", "8x4"]
+        status_row(&run, "gpu-ts-1", "nvidia.com/gpu"),
+        ["32", "32", "4", "28", "time-slicing 8x4"]
     );
 }
 
@@ -1079,12 +1083,12 @@ async fn rollback_last_never_skips_the_other_plugins_newer_change() {
 
 /// A Ready pod of `app` on `node`, owned by a ReplicaSet.
 fn serving_pod(name: &str, app: &str, node: &str) -> serde_json::Value {
-    json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": "ml", "labels": {"app": app},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{app}-5d4f"),
-                "uid": "0c1d2e3f-0000-4000-8000-00000000000a", "controller": true}]},
-        "spec": {"nodeName": node, "containers": [{"name": "server", "image": "x"}]},
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
+    pod("ml", name)
+        .label("app", app)
+        .owned_by("ReplicaSet", &format!("{app}-5d4f"))
+        .on(node)
+        .ready()
+        .build()
 }
 
 /// A NoExecute dedicate evicts pods; one that a PodDisruptionBudget does not allow to go

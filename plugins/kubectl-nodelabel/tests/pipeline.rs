@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use placekit_testserver::builders::node;
 use placekit_testserver::harness::{Harness, Run, assert_code};
 use placekit_testserver::{ConcurrentWrite, Fault, FaultAction, ServerConfig};
 use serde_json::json;
@@ -635,9 +636,13 @@ async fn a_rollback_that_restores_nothing_exits_1() {
     // The node is deleted and recreated with the label (another uid).
     let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(h.client());
     api.delete("cpu-1", &Default::default()).await.unwrap();
-    h.create(json!({"apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": "cpu-1", "labels": {"pool": "cpu", "team": "ml"}}}))
-        .await;
+    h.create(
+        node("cpu-1")
+            .label("pool", "cpu")
+            .label("team", "ml")
+            .build(),
+    )
+    .await;
     let run = h.run(&["rollback", "--last", "-y"]).await;
     assert_code(&run, 1);
     assert_has(
