@@ -716,6 +716,9 @@ fn node_names(nodes: &[Node]) -> Vec<Candidate> {
 }
 
 /// The candidates of `source` at `position`, and cobra's directive. Never fails.
+///
+/// Long on purpose: one arm per kind of completion (nodes, keys, values, snapshots,
+/// contexts, files...), each a read and a filter.
 pub async fn resolve(position: &Position, source: Source) -> (Vec<Candidate>, u8) {
     // `--contexts prod-*,!prod-c<TAB>`: an exclusion completes the name after its `!`.
     let excluding;

@@ -169,6 +169,10 @@ pub async fn check_permission(
 /// `bare_pods_on`: keep only the bare pods that are not bound yet or bound to one of these
 /// nodes (a bare pod matters only for its node; the checks of a change pass the changed
 /// nodes, so what is kept stays small on a cluster of 150,000 pods).
+///
+/// Long on purpose: the core kinds, the custom resources the cluster serves and the pods of
+/// other controllers are three paged reads whose results fold into one list; the
+/// projections themselves are `placekit_lint::podspec`'s.
 pub async fn list_workloads(
     client: &kube::Client,
     namespace: Option<&str>,

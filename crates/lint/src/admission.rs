@@ -119,6 +119,9 @@ pub fn namespace_selector(selector: &str) -> Result<String, NamespaceSelectorErr
 
 /// The policy and its binding as YAML (two documents); `namespaces` (from
 /// [`namespace_selector`]) limits the binding to some namespaces.
+///
+/// Long on purpose: most of it is the policy's CEL, one expression per rule, kept in one
+/// place so the policy reads as it is installed.
 pub fn policy_yaml(actions: &[Action], namespaces: Option<&str>, exemptions: Exemptions) -> String {
     let actions: Vec<&str> = actions.iter().map(|a| a.as_str()).collect();
     let exempting = match exemptions {

@@ -461,6 +461,10 @@ pub fn parse_document(text: &str, line_offset: usize) -> Result<Option<Node>, Ya
 }
 
 /// [`parse_document`], recording duplicate mapping keys in `duplicates`.
+///
+/// Long on purpose: one loop over the parser's events with one stack, where every event
+/// kind (scalar, sequence, mapping, alias, their ends) is a branch; split, the stack would
+/// be passed through each.
 pub fn parse_document_with_duplicates(
     text: &str,
     line_offset: usize,

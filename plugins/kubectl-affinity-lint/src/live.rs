@@ -458,6 +458,10 @@ fn pod_name(arg: &str) -> &str {
 }
 
 /// `why-pending`: the evidence a pending-pod investigation gathers, and every node through the scheduler's filters.
+///
+/// Long on purpose: it reads the pod, then answers the first that applies (not Pending,
+/// bound, gated, then the filters) with the report of that case; the judging itself is
+/// `placekit_core::scheduler` (filters, message, verdict) and `dra::ClaimNeeds`.
 pub async fn why_pending(
     conn: &Connection,
     ui: &Ui,

@@ -47,6 +47,8 @@ fn input(e: impl std::fmt::Display) -> CommandError {
 /// The commands that read several contexts, for the others' refusal.
 const READERS: &str = "`kubectl gpu-taint status` and `history`";
 
+/// One arm per subcommand, each resolving its flags and calling its command: long because
+/// the plugin has that many commands, not because an arm does much.
 async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
     // Several clusters are read by status and history only; the rest refuse before any work.
     match &cli.command {

@@ -45,6 +45,8 @@ fn targets(names: Vec<String>, selection: &Selection) -> Result<Targets, Command
     Targets::from_args(names, selection.selector.as_deref(), selection.all)
 }
 
+/// One arm per subcommand, each resolving its flags and calling its command: long because
+/// the plugin has that many commands, not because an arm does much.
 async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
     // Several clusters are read by dependents and history only; the rest refuse before any
     // work.

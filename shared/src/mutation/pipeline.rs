@@ -13,7 +13,7 @@ use crate::executor::{
 };
 use crate::interrupt::Interrupt;
 use crate::plan::NodePlan;
-use crate::snapshot::{ClusterIdentity, SnapshotHeader, SnapshotStore};
+use crate::snapshot::{ClusterIdentity, Journal, SnapshotHeader, SnapshotStore};
 use crate::ui::{DryRun, MutationArgs, Ui, shell_quote};
 
 use super::checks::{self, ChangeView, Finding, Findings};
@@ -159,6 +159,165 @@ async fn disruption_budgets(
     Ok(checks::Budgets::Read { budgets, pods })
 }
 
+/// Whether a change goes on, given its policy findings and the overrides given.
+#[derive(Debug)]
+enum Decision {
+    /// Nothing is written: `message` says why and the command that goes on anyway.
+    Stop {
+        message: String,
+        warnings: Vec<String>,
+        reported: Vec<ReportedFinding>,
+    },
+    /// The change goes on with these warnings (overridden blockers among them).
+    Go {
+        warnings: Vec<String>,
+        reported: Vec<ReportedFinding>,
+    },
+}
+
+/// Weighs the findings: what no override allows stops the change; each kind of blocking
+/// finding stops it unless its override was given (then it is a warning, reported as
+/// overridden). Every kind that stops is named at once, with the warnings, so that
+/// overriding one never reveals another; the message ends with the command to run with
+/// every flag needed.
+fn decide(mut findings: Findings, mutation: &Mutation<'_>) -> Decision {
+    if !findings.refused.is_empty() {
+        let refused = std::mem::take(&mut findings.refused);
+        let warnings = texts(&findings.warnings);
+        let message = format!(
+            "nothing was changed; {} refused change{}:\n  {}",
+            refused.len(),
+            if refused.len() == 1 { "" } else { "s" },
+            texts(&refused).join("\n  ")
+        );
+        let mut reported = ReportedFinding::all(Standing::Refused, None, refused);
+        reported.extend(ReportedFinding::all(
+            Standing::Warning,
+            None,
+            findings.warnings,
+        ));
+        return Decision::Stop {
+            message,
+            warnings,
+            reported,
+        };
+    }
+    let overridable = [
+        (
+            std::mem::take(&mut findings.budget_blocking),
+            mutation.ignore_disruption_budgets,
+            "--ignore-disruption-budgets",
+            "the taint would evict pods their PodDisruptionBudgets do not allow to go now",
+            "to evict them anyway",
+        ),
+        (
+            std::mem::take(&mut findings.blocking),
+            mutation.ignore_dependents,
+            "--ignore-dependents",
+            "workloads depend on the labels or taints being changed",
+            "to change them anyway",
+        ),
+        (
+            std::mem::take(&mut findings.gpu_blocking),
+            mutation.ignore_gpu_pods,
+            "--ignore-gpu-pods",
+            "the GPU operator would take GPUs from pods running on the node",
+            "to change them anyway",
+        ),
+    ];
+    let mut stopped: Vec<(Vec<Finding>, &str, &str, &str)> = Vec::new();
+    let mut overridden: Vec<(Finding, &str)> = Vec::new();
+    for (blocking, given, flag, what, anyway) in overridable {
+        if blocking.is_empty() {
+            continue;
+        }
+        if given {
+            overridden.extend(blocking.into_iter().map(|b| (b, flag)));
+        } else {
+            stopped.push((blocking, flag, what, anyway));
+        }
+    }
+    let mut warnings = texts(&findings.warnings);
+    warnings.extend(
+        overridden
+            .iter()
+            .map(|(b, flag)| format!("{b} ({flag} given)")),
+    );
+    let mut reported: Vec<ReportedFinding> = overridden
+        .into_iter()
+        .map(|(b, flag)| ReportedFinding::new(Standing::Overridden, Some(flag), b))
+        .collect();
+    reported.extend(ReportedFinding::all(
+        Standing::Warning,
+        None,
+        findings.warnings,
+    ));
+    if stopped.is_empty() {
+        return Decision::Go { warnings, reported };
+    }
+    let flags: Vec<&str> = stopped.iter().map(|(_, flag, _, _)| *flag).collect();
+    let anyway = if stopped.len() == 1 {
+        stopped[0].3
+    } else {
+        "to go on despite all of them"
+    };
+    let groups: Vec<String> = stopped
+        .iter()
+        .map(|(blocking, _, what, _)| format!("{what}:\n  {}", texts(blocking).join("\n  ")))
+        .collect();
+    let message = format!(
+        "nothing was changed: {}\n{anyway}: {}",
+        groups.join("\nand "),
+        crate::ui::rerun_with_all(mutation.command, &flags)
+    );
+    let mut blocking: Vec<ReportedFinding> = stopped
+        .into_iter()
+        .flat_map(|(blocking, flag, _, _)| {
+            ReportedFinding::all(Standing::Blocking, Some(flag), blocking)
+        })
+        .collect();
+    blocking.append(&mut reported);
+    Decision::Stop {
+        message,
+        warnings,
+        reported: blocking,
+    }
+}
+
+/// Writes the snapshot of the nodes about to change (their values before, the command,
+/// the cluster), in the state directory or at `--backup`: the journal the writes record
+/// their outcomes in.
+fn take_snapshot(
+    conn: &Connection,
+    mutation: &Mutation<'_>,
+    cluster: &ClusterIdentity,
+    changing: &[NodePlan],
+) -> Result<Journal, CommandError> {
+    let mut header = SnapshotHeader::new(
+        mutation.tool,
+        env!("CARGO_PKG_VERSION"),
+        &conn.context,
+        cluster,
+        // `--token` on the command line is a credential like the kubeconfig's.
+        std::env::args()
+            .map(|a| crate::secrets::redact(&a))
+            .collect(),
+        mutation.operation,
+        changing,
+    );
+    header.rollback_of = mutation
+        .rollback_of
+        .as_ref()
+        .map(|p| p.display().to_string());
+    let store = SnapshotStore::new(SnapshotStore::default_dir()?);
+    Ok(
+        match mutation.args.backup.as_deref().filter(|p| !p.is_empty()) {
+            Some(path) => store.create_at(Path::new(path), &header)?,
+            None => store.create(&header)?,
+        },
+    )
+}
+
 fn dry_run_name(dry_run: DryRun) -> &'static str {
     match dry_run {
         DryRun::None => "none",
@@ -170,6 +329,11 @@ fn dry_run_name(dry_run: DryRun) -> &'static str {
 /// Shows the plans, checks them, asks, snapshots, writes and reports. Blocked plans and
 /// blocking findings stop everything before any write; unchanged nodes are reported and
 /// not written.
+///
+/// Long on purpose: the steps share the report being built and their order is the safety
+/// contract (nothing written before the snapshot; a signal counted, not fatal, only from
+/// there). Each step that stands alone is its own function: `gather`, `decide`, `confirm`,
+/// `preflight_warnings`, `take_snapshot`, and the executor.
 pub async fn apply(
     conn: &Connection,
     ui: &Ui,
@@ -202,105 +366,19 @@ pub async fn apply(
     findings.extend(checks::judge(&changing, &view));
     // Every plan, for the report of a stopped change (copied only then).
     let all = || -> Vec<NodePlan> { changing.iter().chain(&unchanged).cloned().collect() };
-    // What no override allows stops here, like a plan's own blockers.
-    if !findings.refused.is_empty() {
-        let refused = std::mem::take(&mut findings.refused);
-        let warnings = texts(&findings.warnings);
-        warn_beside_refusal(ui, &warnings);
-        let message = format!(
-            "nothing was changed; {} refused change{}:\n  {}",
-            refused.len(),
-            if refused.len() == 1 { "" } else { "s" },
-            texts(&refused).join("\n  ")
-        );
-        let mut reported = ReportedFinding::all(Standing::Refused, None, refused);
-        reported.extend(ReportedFinding::all(
-            Standing::Warning,
-            None,
-            findings.warnings,
-        ));
-        return blocked_report_with(ui, &mutation, &all(), message, warnings, reported);
-    }
-    // Each kind of blocking finding has its own override; without it, nothing is written
-    // and the message ends with the command to run with the flags needed. Every kind is
-    // shown at once, with the warnings, so that overriding one never reveals another.
-    let overridable = [
-        (
-            std::mem::take(&mut findings.budget_blocking),
-            mutation.ignore_disruption_budgets,
-            "--ignore-disruption-budgets",
-            "the taint would evict pods their PodDisruptionBudgets do not allow to go now",
-            "to evict them anyway",
-        ),
-        (
-            std::mem::take(&mut findings.blocking),
-            mutation.ignore_dependents,
-            "--ignore-dependents",
-            "workloads depend on the labels or taints being changed",
-            "to change them anyway",
-        ),
-        (
-            std::mem::take(&mut findings.gpu_blocking),
-            mutation.ignore_gpu_pods,
-            "--ignore-gpu-pods",
-            "the GPU operator would take GPUs from pods running on the node",
-            "to change them anyway",
-        ),
-    ];
-    let mut stopped: Vec<(Vec<Finding>, &str, &str, &str)> = Vec::new();
-    // Blocking findings whose override was given: said as warnings, reported as overridden.
-    let mut overridden: Vec<(Finding, &str)> = Vec::new();
-    for (blocking, given, flag, what, anyway) in overridable {
-        if blocking.is_empty() {
-            continue;
+    // The evictions to confirm go to the prompt; the rest is weighed now.
+    let evictions = findings.confirm.take();
+    let (warnings, reported) = match decide(findings, &mutation) {
+        Decision::Stop {
+            message,
+            warnings,
+            reported,
+        } => {
+            warn_beside_refusal(ui, &warnings);
+            return blocked_report_with(ui, &mutation, &all(), message, warnings, reported);
         }
-        if given {
-            overridden.extend(blocking.into_iter().map(|b| (b, flag)));
-        } else {
-            stopped.push((blocking, flag, what, anyway));
-        }
-    }
-    let mut warnings = texts(&findings.warnings);
-    warnings.extend(
-        overridden
-            .iter()
-            .map(|(b, flag)| format!("{b} ({flag} given)")),
-    );
-    let mut reported: Vec<ReportedFinding> = overridden
-        .into_iter()
-        .map(|(b, flag)| ReportedFinding::new(Standing::Overridden, Some(flag), b))
-        .collect();
-    reported.extend(ReportedFinding::all(
-        Standing::Warning,
-        None,
-        std::mem::take(&mut findings.warnings),
-    ));
-    if !stopped.is_empty() {
-        warn_beside_refusal(ui, &warnings);
-        let flags: Vec<&str> = stopped.iter().map(|(_, flag, _, _)| *flag).collect();
-        let anyway = if stopped.len() == 1 {
-            stopped[0].3
-        } else {
-            "to go on despite all of them"
-        };
-        let groups: Vec<String> = stopped
-            .iter()
-            .map(|(blocking, _, what, _)| format!("{what}:\n  {}", texts(blocking).join("\n  ")))
-            .collect();
-        let message = format!(
-            "nothing was changed: {}\n{anyway}: {}",
-            groups.join("\nand "),
-            crate::ui::rerun_with_all(mutation.command, &flags)
-        );
-        let mut blocked: Vec<ReportedFinding> = stopped
-            .into_iter()
-            .flat_map(|(blocking, flag, _, _)| {
-                ReportedFinding::all(Standing::Blocking, Some(flag), blocking)
-            })
-            .collect();
-        blocked.append(&mut reported);
-        return blocked_report_with(ui, &mutation, &all(), message, warnings, blocked);
-    }
+        Decision::Go { warnings, reported } => (warnings, reported),
+    };
 
     let dry_run = mutation.args.dry_run;
     let mut report = Report {
@@ -360,7 +438,7 @@ pub async fn apply(
     }
 
     api::check_permission(&conn.client, "patch", "nodes", "").await?;
-    confirm(ui, &mutation, &findings, changing.len())?;
+    confirm(ui, &mutation, evictions.as_deref(), changing.len())?;
     let writer = KubeNodeWriter::new(conn.client.clone(), mutation.args.field_manager.clone());
     let items: Vec<WriteItem> = changing.iter().map(WriteItem::from_plan).collect();
     let config = ExecutorConfig {
@@ -384,27 +462,7 @@ pub async fn apply(
     let listener = interrupt.listen();
     let mut journal = None;
     if let Some(cluster) = cluster.filter(|_| dry_run == DryRun::None) {
-        let mut header = SnapshotHeader::new(
-            mutation.tool,
-            env!("CARGO_PKG_VERSION"),
-            &conn.context,
-            &cluster,
-            // `--token` on the command line is a credential like the kubeconfig's.
-            std::env::args()
-                .map(|a| crate::secrets::redact(&a))
-                .collect(),
-            mutation.operation,
-            &changing,
-        );
-        header.rollback_of = mutation
-            .rollback_of
-            .as_ref()
-            .map(|p| p.display().to_string());
-        let store = SnapshotStore::new(SnapshotStore::default_dir()?);
-        let j = match mutation.args.backup.as_deref().filter(|p| !p.is_empty()) {
-            Some(path) => store.create_at(Path::new(path), &header)?,
-            None => store.create(&header)?,
-        };
+        let j = take_snapshot(conn, &mutation, &cluster, &changing)?;
         report.snapshot = Some(j.path().to_path_buf());
         if !ui.output.is_structured() {
             eprintln!("snapshot written to {}", j.path().display());
@@ -573,7 +631,7 @@ fn blocked_report_with(
 fn confirm(
     ui: &Ui,
     mutation: &Mutation<'_>,
-    findings: &Findings,
+    evictions: Option<&str>,
     nodes: usize,
 ) -> Result<(), CommandError> {
     if mutation.args.dry_run != DryRun::None || mutation.args.yes {
@@ -584,13 +642,13 @@ fn confirm(
         None => crate::ui::count(nodes, "node"),
     };
     if !ui.interactive {
-        return Err(CommandError::NeedsConfirmation(match &findings.confirm {
+        return Err(CommandError::NeedsConfirmation(match evictions {
             Some(extra) => format!("{what} ({extra})"),
             None => what,
         }));
     }
     // What `confirm` stands for (evictions) was just printed as a warning: not again.
-    let question = match (&findings.confirm, &mutation.undoes) {
+    let question = match (evictions, &mutation.undoes) {
         (Some(_), _) => format!("Apply the change to {what}, evictions included (see above)?"),
         (None, Some(undoes)) => format!(
             "Undo {undoes} (writing {})?",
@@ -635,5 +693,98 @@ async fn preflight_warnings(
             crate::text::count(n, "warning")
         ))),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mutation::checks::Check;
+
+    fn finding(text: &str) -> Finding {
+        Finding::new(Check::Dependents, text)
+    }
+
+    fn weigh(findings: Findings, ignore_dependents: bool) -> Decision {
+        let args = MutationArgs::default();
+        let mut mutation = Mutation::new("kubectl-nodelabel", "kubectl nodelabel", "remove", &args);
+        mutation.ignore_dependents = ignore_dependents;
+        decide(findings, &mutation)
+    }
+
+    #[test]
+    fn a_blocking_finding_stops_the_change_unless_its_override_is_given() {
+        let findings = Findings {
+            blocking: vec![finding("Deployment ml/a requires x")],
+            warnings: vec![finding("a warning")],
+            ..Findings::default()
+        };
+        match weigh(findings.clone(), false) {
+            Decision::Stop {
+                message, reported, ..
+            } => {
+                assert!(message.starts_with("nothing was changed: workloads depend on the labels or taints being changed:\n  Deployment ml/a requires x\nto change them anyway: "), "{message}");
+                assert!(message.ends_with(" --ignore-dependents"), "{message}");
+                assert_eq!(reported[0].standing, Standing::Blocking);
+                assert_eq!(
+                    reported[0].override_flag.as_deref(),
+                    Some("--ignore-dependents")
+                );
+                assert_eq!(reported[1].standing, Standing::Warning);
+            }
+            go => panic!("{go:?}"),
+        }
+        match weigh(findings, true) {
+            Decision::Go { warnings, reported } => {
+                assert_eq!(
+                    warnings,
+                    [
+                        "a warning",
+                        "Deployment ml/a requires x (--ignore-dependents given)"
+                    ]
+                );
+                assert_eq!(reported[0].standing, Standing::Overridden);
+            }
+            stop => panic!("{stop:?}"),
+        }
+    }
+
+    #[test]
+    fn a_refused_change_stops_whatever_the_overrides() {
+        let findings = Findings {
+            refused: vec![finding("node/n: karpenter.sh/nodepool: owned")],
+            blocking: vec![finding("blocked too")],
+            ..Findings::default()
+        };
+        match weigh(findings, true) {
+            Decision::Stop { message, .. } => assert_eq!(
+                message,
+                "nothing was changed; 1 refused change:\n  node/n: karpenter.sh/nodepool: owned"
+            ),
+            go => panic!("{go:?}"),
+        }
+    }
+
+    #[test]
+    fn every_kind_that_stops_is_named_at_once() {
+        let findings = Findings {
+            blocking: vec![finding("a dependent")],
+            budget_blocking: vec![finding("a budget")],
+            ..Findings::default()
+        };
+        match weigh(findings, false) {
+            Decision::Stop { message, .. } => {
+                assert!(message.contains("\nand workloads depend"), "{message}");
+                assert!(
+                    message.contains("to go on despite all of them: "),
+                    "{message}"
+                );
+                assert!(
+                    message.ends_with("--ignore-disruption-budgets --ignore-dependents"),
+                    "{message}"
+                );
+            }
+            go => panic!("{go:?}"),
+        }
     }
 }

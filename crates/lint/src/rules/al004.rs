@@ -317,6 +317,9 @@ impl Rule for Al004 {
 /// effect, tolerationSeconds), pod (anti-)affinity terms (topologyKey, weight) and topology
 /// spread constraints (maxSkew, topologyKey, whenUnsatisfiable). `path` is where the pod
 /// spec is (`spec.template.spec`), as the API server names the field.
+///
+/// Long on purpose: one check per validated field, in the order of the API server's
+/// validation, each quoting its message.
 fn check_validation(spec: &Node, path: &str, whose: &str, out: &mut Vec<RawFinding>) {
     let text = |n: &Node, k: &str| {
         n.get(k)
