@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use kube::config::Kubeconfig;
 
+use crate::cluster::ClusterIdentity;
 use crate::connect::{Connection, ConnectionArgs, parse_request_timeout};
 use crate::error::{CommandError, Unreachable};
 use crate::exit;
 use crate::output::v1::{ContextRead, Item, Origin};
-use crate::snapshot::ClusterIdentity;
 use crate::ui::Ui;
 
 /// How many contexts are read at once unless `--parallel-contexts` says otherwise.
@@ -598,7 +598,7 @@ fn server_of(kubeconfig: &Kubeconfig, context: &str) -> Option<String> {
         .as_ref()?
         .server
         .as_deref()
-        .map(crate::snapshot::normalize_server)
+        .map(crate::cluster::normalize_server)
 }
 
 fn humantime(d: Duration) -> String {

@@ -28,8 +28,9 @@ pub mod ui;
 // `placekit::syntax::…` imports read the same.
 pub use placekit_client::{api, connect, executor, interrupt, proxy, secrets, targets};
 pub use placekit_core::{
-    accelerators, dra, exit, gpu, held_file, jsonpath, label_controllers, model, nfd, plan, policy,
-    rollback, scheduler, scheduling, snapshot, suggest, syntax, text, trust, validation,
+    accelerators, cluster, dra, exit, gpu, held_file, jsonpath, label_controllers, model, nfd,
+    plan, policy, rollback, scheduler, scheduling, snapshot, suggest, syntax, text, trust,
+    validation,
 };
 /// The affinity linter ([`placekit_lint`]).
 pub use placekit_lint as lint;

@@ -13,9 +13,9 @@ use kube::api::{Api, ListParams, PostParams};
 use crate::connect::Connection;
 use crate::error::CommandError;
 use crate::targets::Targets;
+use placekit_core::cluster::ClusterIdentity;
 use placekit_core::model::Pod;
 use placekit_core::plan::NodeState;
-use placekit_core::snapshot::ClusterIdentity;
 
 fn api_error(e: kube::Error, doing: &str) -> CommandError {
     CommandError::from_api(e, doing)

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::secrets::{Secrets, redact, secrets};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use placekit_core::snapshot::{ClusterIdentity, normalize_server};
+use placekit_core::cluster::{ClusterIdentity, normalize_server};
 
 /// Errors while building a client.
 #[derive(Debug, thiserror::Error)]

@@ -33,6 +33,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod accelerators;
+pub mod cluster;
 pub mod dra;
 pub mod exit;
 pub mod gpu;

@@ -1,4 +1,5 @@
-//! Machine-applicable fixes: minimal text edits on the original bytes, checked before use.
+//! Machine-applicable fixes: minimal text edits on the original bytes, checked before use
+//! (this module), and applying them to files, round after round ([`files`]).
 //!
 //! A rule proposes a [`TextFix`]: edits by line and column in its document, the node the
 //! fix changes, and what that node must read as afterwards. [`verify`] applies the edits to
@@ -6,6 +7,9 @@
 //! reads exactly as the original with that one node replaced — so comments, key order,
 //! quoting, indentation and every other document stay byte for byte, and an edit that
 //! would mean something else is never written.
+
+/// `--fix` and `--diff`: the rounds that apply these fixes to files.
+pub mod files;
 
 use serde_json::Value;
 

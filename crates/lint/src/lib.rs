@@ -16,7 +16,6 @@ pub mod dependents;
 pub mod engine;
 pub mod finding;
 pub mod fix;
-pub mod fixer;
 pub mod output;
 pub mod podspec;
 pub mod relax;

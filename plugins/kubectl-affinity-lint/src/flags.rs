@@ -11,7 +11,7 @@ use placekit::error::CommandError;
 use placekit::fleet::FleetArgs;
 use placekit::lint::admission;
 use placekit::lint::engine::Config;
-use placekit::lint::fixer::FixMode;
+use placekit::lint::fix::files::FixMode;
 use placekit::lint::rule::Severity;
 use placekit::ui::{ColorChoice, DisplayArgs, LogArgs, Output, parse_output};
 

@@ -5,7 +5,7 @@ use placekit::error::CommandError;
 use placekit::exit;
 use placekit::fleet::{self, ClusterRead, Fleet};
 use placekit::lint::engine::{FileReport, Outcome, Settings, lint_paths_streaming};
-use placekit::lint::fixer::{self, FixMode};
+use placekit::lint::fix::files::{self as fixer, FixMode};
 use placekit::lint::output::{self, Structured, StructuredWriter};
 use placekit::lint::rule::Severity;
 use placekit::ui::Ui;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::api;
+use crate::cluster::ClusterIdentity;
 use crate::connect::Connection;
 use crate::error::CommandError;
 use crate::executor::{
@@ -13,7 +14,7 @@ use crate::executor::{
 };
 use crate::interrupt::Interrupt;
 use crate::plan::NodePlan;
-use crate::snapshot::{ClusterIdentity, Journal, SnapshotHeader, SnapshotStore};
+use crate::snapshot::{Journal, SnapshotHeader, SnapshotStore};
 use crate::ui::{DryRun, MutationArgs, Ui, shell_quote};
 
 use super::checks::{self, ChangeView, Finding, Findings};

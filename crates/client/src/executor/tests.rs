@@ -521,7 +521,7 @@ fn journal_header() -> SnapshotHeader {
         "kubectl-nodelabel",
         "0.1.0",
         "ctx",
-        &placekit_core::snapshot::ClusterIdentity::default(),
+        &placekit_core::cluster::ClusterIdentity::default(),
         vec![],
         "set",
         &[],

@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::engine::{Finding, Fixable, Outcome, Settings, lint_paths};
-use super::fix::apply;
-use super::source::{InputFile, MAX_FILE_BYTES, collect_paths};
+use crate::engine::{Finding, Fixable, Outcome, Settings, lint_paths};
+use crate::fix::apply;
+use crate::source::{InputFile, MAX_FILE_BYTES, collect_paths};
 use placekit_core::held_file::HeldFile;
 
 /// Rounds of fix-then-lint before giving up on fixes that keep appearing.
