@@ -68,6 +68,28 @@ impl Run {
     }
 }
 
+/// The plugin binary `file` (`kubectl-gpu_taint`) built in the target directory of the
+/// running test: a workspace-level suite that spans the plugins finds them there
+/// (`cargo test --workspace` builds them). `None`, with one `SKIPPED:` line, when it is not
+/// built; under `PLACEKIT_REQUIRE=plugins` the suite fails instead.
+pub fn built_plugin(suite: &str, file: &str) -> Option<PathBuf> {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("a test runs from target/<profile>/deps");
+    let binary = target.join(format!("{file}{}", std::env::consts::EXE_SUFFIX));
+    if binary.is_file() {
+        return Some(binary);
+    }
+    crate::require::skip(
+        suite,
+        Need::Plugins,
+        &format!("{} is not built", binary.display()),
+    );
+    None
+}
+
 /// One plugin, one cluster, one scratch directory.
 pub struct Harness {
     /// The in-process server (None against a real cluster).

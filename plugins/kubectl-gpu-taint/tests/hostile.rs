@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use placekit_testserver::harness::{Harness, assert_code, merge_kubeconfigs};
 use serde_json::Value;
 
-const EAST: &str = include_str!("fixtures/fleet-east.yaml");
+const EAST: &str = include_str!("../../../tests/fixtures/fleet-east.yaml");
 
 fn binary() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))

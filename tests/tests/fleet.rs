@@ -3,23 +3,17 @@
 //! control planes in CI) — plus a context whose server accepts connections and never
 //! answers, and one whose credentials the server refuses, all in one kubeconfig.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use placekit_testserver::harness::{Harness, OtherCluster, Run, assert_code, merge_kubeconfigs};
+use placekit_testserver::harness::{
+    Harness, OtherCluster, Run, assert_code, built_plugin, merge_kubeconfigs,
+};
 use serde_json::Value;
 
-const EAST: &str = include_str!("fixtures/fleet-east.yaml");
-const WEST: &str = include_str!("fixtures/fleet-west.yaml");
+const EAST: &str = include_str!("../fixtures/fleet-east.yaml");
+const WEST: &str = include_str!("../fixtures/fleet-west.yaml");
 const FAMILY: &str = "accelerator.example.com/gpu-family";
-
-fn binary() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
-}
-
-fn sibling(name: &str) -> PathBuf {
-    binary().with_file_name(format!("{name}{}", std::env::consts::EXE_SUFFIX))
-}
 
 /// A server that accepts connections and never answers: a cluster behind a hung VPN.
 fn hung_server() -> String {
@@ -37,15 +31,22 @@ fn hung_server() -> String {
 struct Fleet {
     h: Harness,
     west: OtherCluster,
+    /// The gpu-taint binary (completion runs it directly).
+    gpu_taint: PathBuf,
 }
 
 /// east (and east-alias, the same cluster), west, hung (never answers) and badtoken (east's
 /// server with a token it refuses), in the harness's kubeconfig; the three plugins
-/// installed.
-async fn fleet() -> Fleet {
-    let h = Harness::start("gpu-taint", binary(), EAST).await;
-    h.install_plugin("nodelabel", &sibling("kubectl-nodelabel"));
-    h.install_plugin("affinity-lint", &sibling("kubectl-affinity_lint"));
+/// installed. `None` (the suite skipped, or failed under `PLACEKIT_REQUIRE`) when the
+/// plugins are not built.
+async fn fleet() -> Option<Fleet> {
+    const SUITE: &str = "the many-clusters suite";
+    let gpu_taint = built_plugin(SUITE, "kubectl-gpu_taint")?;
+    let nodelabel = built_plugin(SUITE, "kubectl-nodelabel")?;
+    let affinity_lint = built_plugin(SUITE, "kubectl-affinity_lint")?;
+    let h = Harness::start("gpu-taint", &gpu_taint, EAST).await;
+    h.install_plugin("nodelabel", &nodelabel);
+    h.install_plugin("affinity-lint", &affinity_lint);
     let west = h.other_cluster(WEST).await;
     let east = h.dir.path().join("east.kubeconfig");
     std::fs::copy(&h.kubeconfig, &east).expect("copy");
@@ -62,7 +63,7 @@ async fn fleet() -> Fleet {
     });
     merged["users"][4]["user"] = serde_json::json!({"token": "not-a-valid-token"});
     std::fs::write(&h.kubeconfig, serde_yaml::to_string(&merged).expect("yaml")).expect("write");
-    Fleet { h, west }
+    Some(Fleet { h, west, gpu_taint })
 }
 
 /// The `contexts` of a JSON report, in its order.
@@ -81,7 +82,7 @@ fn json(run: &Run) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_all_contexts_lists_both_clusters_and_names_the_dead_ones_within_the_deadline() {
-    let f = fleet().await;
+    let Some(f) = fleet().await else { return };
     let started = Instant::now();
     let run =
         f.h.run(&["status", "--all-contexts", "--context-timeout", "2s"])
@@ -189,7 +190,7 @@ async fn status_all_contexts_lists_both_clusters_and_names_the_dead_ones_within_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn contexts_naming_one_cluster_are_read_once_and_patterns_choose_in_order() {
-    let f = fleet().await;
+    let Some(f) = fleet().await else { return };
     f.h.server().reset_counters();
     let run =
         f.h.run(&["status", "--contexts", "west,east*", "-o", "json"])
@@ -246,7 +247,7 @@ async fn contexts_naming_one_cluster_are_read_once_and_patterns_choose_in_order(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lint_cluster_reports_al101_for_the_cluster_where_no_node_fits_and_nothing_for_the_other() {
-    let f = fleet().await;
+    let Some(f) = fleet().await else { return };
     let deploy = f.h.dir.path().join("deploy.yaml");
     std::fs::write(
         &deploy,
@@ -349,7 +350,7 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_and_dependents_across_contexts() {
-    let f = fleet().await;
+    let Some(f) = fleet().await else { return };
     let run =
         f.h.run_plugin("affinity-lint", &["drift", "-A", "--contexts", "east,west"])
             .await;
@@ -435,7 +436,7 @@ async fn drift_and_dependents_across_contexts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutating_commands_refuse_the_flags_and_write_nothing() {
-    let f = fleet().await;
+    let Some(f) = fleet().await else { return };
     let before = f.h.node("east-a100-1").await;
     for (plugin, args, command) in [
         (
@@ -498,7 +499,7 @@ async fn mutating_commands_refuse_the_flags_and_write_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_lists_the_snapshots_of_the_contexts_chosen() {
-    let f = fleet().await;
+    let Some(f) = fleet().await else { return };
     // A change on east and one on west, each through its own context.
     for context in ["east", "west"] {
         let node = if context == "east" {
@@ -554,7 +555,7 @@ async fn history_lists_the_snapshots_of_the_contexts_chosen() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn contexts_come_from_every_file_of_a_kubeconfig_list() {
-    let f = fleet().await;
+    let Some(f) = fleet().await else { return };
     // west alone in a second file, as KUBECONFIG=a:b merges them.
     let second = f.h.dir.path().join("second.kubeconfig");
     std::fs::write(
@@ -575,11 +576,11 @@ async fn contexts_come_from_every_file_of_a_kubeconfig_list() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_completes_context_names_and_patterns() {
-    let f = fleet().await;
+    let Some(f) = fleet().await else { return };
     let env = [("KUBECONFIG", f.h.kubeconfig.as_path())];
     let complete = |words: &[&str]| {
         tokio::task::block_in_place(|| {
-            placekit_testserver::harness::kubectl_complete(binary(), "gpu-taint", words, &env)
+            placekit_testserver::harness::kubectl_complete(&f.gpu_taint, "gpu-taint", words, &env)
         })
     };
     let Some((contexts, _)) = complete(&["status", "--contexts", "e"]) else {
@@ -597,7 +598,7 @@ async fn kubectl_completes_context_names_and_patterns() {
 /// deadline and holds up neither the other contexts nor the end of the command.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_credential_plugin_that_waits_costs_only_its_deadline() {
-    let f = fleet().await;
+    let Some(f) = fleet().await else { return };
     let mut config: Value =
         serde_yaml::from_str(&std::fs::read_to_string(&f.h.kubeconfig).unwrap()).unwrap();
     config["users"].as_array_mut().unwrap().push(
