@@ -521,6 +521,10 @@ fn item_name(report: &serde_json::Value, item: &serde_json::Value) -> Option<Str
     let text =
         |v: &serde_json::Value, key: &str| v.get(key).and_then(|v| v.as_str()).map(str::to_string);
     if let (Some(kind), Some(name)) = (text(item, "kind"), text(item, "name")) {
+        // `show SNAPSHOT`: the snapshot's name, as `history -o name` lists it.
+        if kind == "SnapshotPage" {
+            return Some(name);
+        }
         return Some(format!("{}/{name}", kind.to_lowercase()));
     }
     if let Some(name) = text(item, "name") {
@@ -539,6 +543,12 @@ fn item_name(report: &serde_json::Value, item: &serde_json::Value) -> Option<Str
     // The rows of `nodelabel show`: a label of a node.
     if let Some(node) = text(item, "node") {
         return Some(format!("node/{node}"));
+    }
+    // `status --by namespace`: a namespace's requests.
+    if let (Some("GpuRequests"), Some(namespace)) =
+        (text(report, "kind").as_deref(), text(item, "namespace"))
+    {
+        return Some(format!("namespace/{namespace}"));
     }
     if let Some(path) = text(item, "path") {
         return std::path::Path::new(&path)

@@ -57,6 +57,15 @@ async fn status_prints_what_scripts_ask_for() {
         run(&["-o", "name"]),
         "node/cpu-1\nnode/gpu-a100-1\nnode/gpu-a100-2\nnode/gpu-a100-3\nnode/gpu-h100-1\n"
     );
+    // --by namespace lists namespaces, --by pod pods.
+    assert_eq!(
+        run(&["--by", "namespace", "-o", "name"]),
+        "namespace/batch\nnamespace/ml\n"
+    );
+    assert!(
+        run(&["--by", "pod", "-o", "name"]).starts_with("pod/"),
+        "pods by name"
+    );
     assert_eq!(
         run(&[
             "-o",

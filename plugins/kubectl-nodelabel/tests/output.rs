@@ -107,6 +107,13 @@ async fn reads_print_what_scripts_ask_for() {
     let (code, out, err) = run(&["show", &name]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("team"), "{out}");
+    // A snapshot page is one object: -o name prints its name, as history lists it.
+    let (code, shown, err) = run(&["show", &name, "-o", "name"]);
+    assert_eq!(
+        (code, shown.as_str()),
+        (0, format!("{name}\n").as_str()),
+        "{err}"
+    );
     let (code, _, err) = run(&["rollback", &name, "--yes"]);
     assert_eq!(code, 0, "{err}");
     let (_, out, _) = run(&["dependents", "team", "-A", "-o", "json"]);

@@ -529,11 +529,7 @@ pub fn history(tool: &str, fleet: &crate::fleet::FleetArgs) -> Result<History, C
             .into(),
             rolled_back_by: s.rolled_back_by().iter().map(|p| p.to_string()).collect(),
             left_alone: s.left_alone().to_vec(),
-            name: s
-                .path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| s.path.display().to_string()),
+            name: snapshot_name(&s.path),
             path: s.path.clone(),
         })
         .collect();
@@ -541,6 +537,13 @@ pub fn history(tool: &str, fleet: &crate::fleet::FleetArgs) -> Result<History, C
         entries,
         unreadable,
     })
+}
+
+/// A snapshot's name: its file name, which `show NAME` and `rollback NAME` take.
+fn snapshot_name(path: &std::path::Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
 }
 
 /// Prints `history` as a table or JSON/YAML.
@@ -645,6 +648,7 @@ fn shorten(text: &str, width: usize) -> String {
 pub fn print_snapshot(ui: &Ui, snapshot: &Snapshot) {
     if ui.output.is_structured() {
         ui.print_report(&SnapshotPage {
+            name: snapshot_name(&snapshot.path),
             header: &snapshot.header,
             records: &snapshot.records,
         });

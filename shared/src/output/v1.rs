@@ -173,6 +173,8 @@ impl Published for SnapshotHistory<'_> {
 /// `apiVersion` is the header's).
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SnapshotPage<'a> {
+    /// The snapshot's name, which `show NAME` and `rollback NAME` take (`-o name` prints it).
+    pub name: String,
     pub header: &'a SnapshotHeader,
     pub records: &'a [JournalRecord],
 }
