@@ -22,6 +22,10 @@ pub fn run_to_exit_code(
 /// succeeded but drew server warnings under `--warnings-as-errors` exits 1.
 pub fn exit_code(result: Result<u8, CommandError>) -> std::process::ExitCode {
     match result {
+        // The report's rendering failed (said already): 1, as kubectl's.
+        Ok(crate::exit::SUCCESS) if crate::ui::output_failed() => {
+            std::process::ExitCode::from(crate::exit::PROBLEMS)
+        }
         Ok(code) => match crate::ui::failing_warnings() {
             Some(n) if code == crate::exit::SUCCESS => {
                 eprintln!(

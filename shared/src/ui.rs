@@ -433,9 +433,20 @@ impl Ui {
             }
             OutputFormat::JsonPath => {
                 let value = serde_json::to_value(value).expect("reports serialise");
-                let template =
+                let parsed =
                     jsonpath::Template::parse(template).expect("checked when -o was parsed");
-                template.render(&value)
+                match parsed.render(&value) {
+                    Ok(text) => text,
+                    Err(why) => {
+                        // As kubectl says it; the command then exits 1, whatever it did.
+                        eprintln!(
+                            "error: error executing jsonpath {}: Error executing template: {why}",
+                            escaped(&format!("{template:?}"))
+                        );
+                        OUTPUT_FAILED.store(true, Ordering::SeqCst);
+                        String::new()
+                    }
+                }
             }
             OutputFormat::CustomColumns => {
                 let value = serde_json::to_value(value).expect("reports serialise");
@@ -466,6 +477,15 @@ impl Ui {
             text
         }
     }
+}
+
+/// The report could not be rendered as `-o` asked (a jsonpath index past an array's end):
+/// the error was said, and the command exits 1.
+static OUTPUT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a report could not be rendered as `-o` asked (see [`OUTPUT_FAILED`]).
+pub fn output_failed() -> bool {
+    OUTPUT_FAILED.load(Ordering::SeqCst)
 }
 
 /// The exit code when the output cannot be written any more (0 until a command knows

@@ -746,6 +746,7 @@ fn the_operators_crds_install_and_prune_on_the_real_control_plane() {
 /// with two, as its other tables).
 #[test]
 fn jsonpath_and_custom_columns_render_as_kubectls_on_the_same_json() {
+    use placekit::jsonpath;
     use placekit::ui::{OutputFormat, Ui};
     use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
     let suite = "-o jsonpath and custom-columns against kubectl's";
@@ -800,6 +801,27 @@ fn jsonpath_and_custom_columns_render_as_kubectls_on_the_same_json() {
         if theirs != ours {
             differences.push(format!(
                 "jsonpath={template}\n kubectl: {theirs:?}\n placekit: {ours:?}"
+            ));
+        }
+    }
+    // An index past an array's end is kubectl's error (exit 1, nothing printed); a missing
+    // field is not.
+    for template in [
+        "{.items[5].metadata.name}",
+        "{.items[0].spec.taints[3].key}",
+    ] {
+        let (ok, out, err) = kubectl.run(&[
+            "get",
+            "nodes",
+            "-l",
+            selector,
+            "-o",
+            &format!("jsonpath={template}"),
+        ]);
+        let ours = jsonpath::Template::parse(template).unwrap().render(&json);
+        if ok || !out.is_empty() || !err.contains("array index out of bounds") || ours.is_ok() {
+            differences.push(format!(
+                "jsonpath={template}\n kubectl: {ok} {out:?} {err:?}\n placekit: {ours:?}"
             ));
         }
     }

@@ -91,10 +91,13 @@ impl Template {
     /// The template run over `root`. Values from the report (strings from a cluster) have
     /// their control characters escaped ([`crate::text::escaped`]); the template's own text
     /// and `{"\t"}`/`{"\n"}` literals are the user's and stay as written.
-    pub fn render(&self, root: &Value) -> String {
+    ///
+    /// An error is kubectl's (an index past the end of an array); what was rendered before
+    /// it is not printed, as kubectl prints nothing then.
+    pub fn render(&self, root: &Value) -> Result<String, String> {
         let mut out = String::new();
-        render(&self.pieces, root, &mut out);
-        out
+        render(&self.pieces, root, &mut out)?;
+        Ok(out)
     }
 }
 
@@ -201,25 +204,33 @@ fn quoted_path(text: &str) -> Vec<String> {
     fields
 }
 
-fn select<'a>(root: &'a Value, path: &[Segment]) -> Vec<&'a Value> {
+/// The values `path` reaches from `root`. A missing field reaches nothing (kubectl's
+/// `-o jsonpath` allows missing keys); an index past the end of an array that is there is
+/// kubectl's error, `array index out of bounds: index N, length L`.
+fn select<'a>(root: &'a Value, path: &[Segment]) -> Result<Vec<&'a Value>, String> {
     let mut current = vec![root];
     for segment in path {
-        current = current
-            .into_iter()
-            .flat_map(|v| -> Vec<&Value> {
-                match (segment, v) {
-                    (Segment::Field(name), Value::Object(map)) => {
-                        map.get(name).into_iter().collect()
+        let mut next = Vec::new();
+        for v in current {
+            match (segment, v) {
+                (Segment::Field(name), Value::Object(map)) => next.extend(map.get(name)),
+                (Segment::Index(i), Value::Array(items)) => match items.get(*i) {
+                    Some(item) => next.push(item),
+                    None => {
+                        return Err(format!(
+                            "array index out of bounds: index {i}, length {}",
+                            items.len()
+                        ));
                     }
-                    (Segment::Index(i), Value::Array(items)) => items.get(*i).into_iter().collect(),
-                    (Segment::All, Value::Array(items)) => items.iter().collect(),
-                    (Segment::All, Value::Object(map)) => map.values().collect(),
-                    _ => Vec::new(),
-                }
-            })
-            .collect();
+                },
+                (Segment::All, Value::Array(items)) => next.extend(items),
+                (Segment::All, Value::Object(map)) => next.extend(map.values()),
+                _ => {}
+            }
+        }
+        current = next;
     }
-    current
+    Ok(current)
 }
 
 /// A value as kubectl prints it: strings bare, everything else as JSON.
@@ -230,24 +241,25 @@ pub fn plain(value: &Value) -> String {
     }
 }
 
-fn render(pieces: &[Piece], node: &Value, out: &mut String) {
+fn render(pieces: &[Piece], node: &Value, out: &mut String) -> Result<(), String> {
     for piece in pieces {
         match piece {
             Piece::Text(text) => out.push_str(text),
             Piece::Path(path) => {
-                let found: Vec<String> = select(node, path)
+                let found: Vec<String> = select(node, path)?
                     .into_iter()
                     .map(|v| crate::text::escaped(&plain(v)).into_owned())
                     .collect();
                 out.push_str(&found.join(" "));
             }
             Piece::Range(path, body) => {
-                for item in select(node, path) {
-                    render(body, item, out);
+                for item in select(node, path)? {
+                    render(body, item, out)?;
                 }
             }
         }
     }
+    Ok(())
 }
 
 /// One column of `-o custom-columns=HEADER:PATH,...`.
@@ -284,7 +296,11 @@ pub fn parse_columns(spec: &str) -> Result<Vec<Column>, TemplateError> {
 impl Column {
     /// The cell of this column for `row`: several values joined by commas, `<none>` for none.
     pub fn cell(&self, row: &Value) -> String {
-        let found: Vec<String> = select(row, &self.path).into_iter().map(plain).collect();
+        let found: Vec<String> = select(row, &self.path)
+            .unwrap_or_default()
+            .into_iter()
+            .map(plain)
+            .collect();
         if found.is_empty() {
             "<none>".into()
         } else {
@@ -332,7 +348,13 @@ impl SortKey {
     /// How `a` and `b` order by this key.
     pub fn compare(&self, a: &Value, b: &Value) -> std::cmp::Ordering {
         use std::cmp::Ordering;
-        let key = |v: &Value| select(v, &self.path).into_iter().next().cloned();
+        let key = |v: &Value| {
+            select(v, &self.path)
+                .unwrap_or_default()
+                .into_iter()
+                .next()
+                .cloned()
+        };
         match (key(a), key(b)) {
             (None | Some(Value::Null), None | Some(Value::Null)) => Ordering::Equal,
             (None | Some(Value::Null), _) => Ordering::Greater,
@@ -347,17 +369,32 @@ impl SortKey {
 
     /// Whether any of `items` has the field (kubectl refuses a key none has).
     pub fn found_in(&self, items: &[Value]) -> bool {
-        items.iter().any(|v| !select(v, &self.path).is_empty())
+        items
+            .iter()
+            .any(|v| !select(v, &self.path).unwrap_or_default().is_empty())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_index_past_the_end_is_an_error_and_a_missing_field_is_not() {
+        let report = serde_json::json!({"items": [{"name": "a"}]});
+        let run = |t: &str| Template::parse(t).unwrap().render(&report);
+        assert_eq!(
+            run("{.items[1].name}"),
+            Err("array index out of bounds: index 1, length 1".to_string())
+        );
+        assert_eq!(run("{.items[0].missing}"), Ok(String::new()));
+        assert_eq!(run("{.missing[3]}"), Ok(String::new()));
+        assert_eq!(run("{range .items[*]}{.name}{end}"), Ok("a".to_string()));
+    }
     use serde_json::json;
 
     fn run(template: &str, value: &Value) -> String {
-        Template::parse(template).unwrap().render(value)
+        Template::parse(template).unwrap().render(value).unwrap()
     }
 
     #[test]

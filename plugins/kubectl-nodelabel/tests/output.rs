@@ -99,6 +99,13 @@ async fn reads_print_what_scripts_ask_for() {
     // The JSON carries the same name for scripts.
     let (_, by_path, _) = run(&["history", "-o", "jsonpath={.items[0].name}"]);
     assert_eq!(by_path, name);
+    // An index past the end is kubectl's error: exit 1, nothing on stdout.
+    let (code, out, err) = run(&["history", "-o", "jsonpath={.items[7].name}"]);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.contains("error executing jsonpath \"{.items[7].name}\": Error executing template: array index out of bounds: index 7, length 1"),
+        "{err}"
+    );
     let (_, wide, _) = run(&["history", "-o", "wide"]);
     assert!(
         wide.contains(&state.join(&name).display().to_string()),
