@@ -605,6 +605,18 @@ impl StderrObserver {
             9 => Some(10240),
             _ => None,
         };
+        if start.iter().any(|b| *b < 0x0a) {
+            // A protobuf answer: a hex dump, as client-go shows one (nothing in it can move
+            // the terminal).
+            let shown = &start[..limit.map_or(start.len(), |l| l.min(start.len()))];
+            let cut = length.saturating_sub(shown.len());
+            let dump = hex_dump(shown);
+            return if cut > 0 {
+                format!("\n{dump}[truncated {cut} bytes]")
+            } else {
+                format!("\n{dump}")
+            };
+        }
         // Redacted before it is cut: a secret across the cut is never printed in part.
         let text = crate::secrets::redact(&String::from_utf8_lossy(start));
         let kept: String = match limit {
@@ -622,6 +634,32 @@ impl StderrObserver {
             shown
         }
     }
+}
+
+/// Go's `hex.Dump`: offset, 16 bytes in two groups of 8, and their printable ASCII.
+fn hex_dump(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for (row, chunk) in bytes.chunks(16).enumerate() {
+        let mut hex = String::new();
+        for (i, b) in chunk.iter().enumerate() {
+            hex.push_str(&format!("{b:02x} "));
+            if i == 7 {
+                hex.push(' ');
+            }
+        }
+        let ascii: String = chunk
+            .iter()
+            .map(|b| {
+                if (0x20..0x7f).contains(b) {
+                    *b as char
+                } else {
+                    '.'
+                }
+            })
+            .collect();
+        out.push_str(&format!("{:08x}  {hex:<49} |{ascii}|\n", row * 16));
+    }
+    out
 }
 
 /// Says on stderr, as kubectl does, what the server warns of (each text once) and, from

@@ -1,8 +1,11 @@
 //! Just enough of the Kubernetes protobuf encoding to read what kubectl sends only as
 //! protobuf: `SelfSubjectAccessReview` (`kubectl auth can-i`) here, the objects of its
 //! generators (`kubectl create <kind>`, `kubectl run`) in [`objects`]. Answers are JSON,
-//! which kubectl accepts (it asks for `application/vnd.kubernetes.protobuf,application/json`).
+//! which kubectl accepts (it asks for `application/vnd.kubernetes.protobuf,application/json`),
+//! except lists of pods and nodes asked for in protobuf first: [`lists`] encodes those, as
+//! client-go's informers (and placekit) read them from kube-apiserver.
 
+pub mod lists;
 pub mod objects;
 
 /// The magic prefix of Kubernetes protobuf envelopes.

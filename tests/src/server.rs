@@ -54,6 +54,17 @@ fn json_response(code: u16, body: Bytes) -> Response<Body> {
         .expect("valid response")
 }
 
+fn protobuf_response(body: Vec<u8>) -> Response<Body> {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(
+            http::header::CONTENT_TYPE,
+            crate::protobuf::lists::MEDIA_TYPE,
+        )
+        .body(Full::new(Bytes::from(body)).boxed_unsync())
+        .expect("valid response")
+}
+
 fn value_response(code: u16, value: &Value) -> Response<Body> {
     json_response(
         code,
@@ -461,6 +472,12 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             .get(http::header::ACCEPT)
             .and_then(|v| v.to_str().ok()),
     );
+    // Pods and nodes are listed in protobuf to a client that asks for it first.
+    let protobuf = crate::protobuf::lists::wants_protobuf(
+        req.headers()
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+    );
     // system:public-info-viewer: what RBAC lets anyone read; discovery needs a login.
     let public = matches!(
         segments.as_slice(),
@@ -657,6 +674,12 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
                     jiff::Timestamp::now(),
                 );
                 return Ok(value_response(200, &answer));
+            }
+            if protobuf
+                && let Some(body) =
+                    crate::protobuf::lists::list(resource.kind, &list_metadata(&page), &page.items)
+            {
+                return Ok(protobuf_response(body));
             }
             Ok(json_response(200, list_envelope(resource, page)))
         }

@@ -12,6 +12,7 @@ use kube::api::{Api, ListParams, PostParams};
 
 use crate::connect::Connection;
 use crate::error::CommandError;
+use crate::protobuf;
 use crate::targets::Targets;
 use placekit_core::cluster::ClusterIdentity;
 use placekit_core::model::Pod;
@@ -752,6 +753,8 @@ enum PageError {
     TooLarge,
     #[error("the API server's answer is not a list: {0}")]
     NotAList(#[source] serde_json::Error),
+    #[error("the API server's protobuf answer is not a list placekit reads: {0}")]
+    NotAProtobufList(#[source] protobuf::DecodeError),
 }
 
 impl PageError {
@@ -790,34 +793,61 @@ async fn pages<T: serde::de::DeserializeOwned>(
         if let Some(c) = &continue_token {
             uri.push_str(&format!("&continue={}", encode_query(c)));
         }
-        let request = http::Request::get(&uri)
+        let mut request = http::Request::get(&uri);
+        if protobuf::lists_in_protobuf(collection) {
+            request = request.header(http::header::ACCEPT, protobuf::ACCEPT);
+        }
+        let request = request
             .body(Vec::new())
             .map_err(|e| PageError::Api(kube::Error::HttpError(e)))?;
-        let body = bounded_body(client, request).await?;
-        let page: ViewList<T> = serde_json::from_slice(&body).map_err(PageError::NotAList)?;
-        drop(body);
+        let answer = bounded_body(client, request).await?;
+        // Decided by what the server answered: one that does not speak protobuf (a proxy,
+        // an older or test server) answers JSON.
+        let page: protobuf::Page<T> = if answer.is_protobuf {
+            protobuf::decode_page(&answer.body).map_err(PageError::NotAProtobufList)?
+        } else {
+            let page: ViewList<T> =
+                serde_json::from_slice(&answer.body).map_err(PageError::NotAList)?;
+            protobuf::Page {
+                items: page.items,
+                continue_token: page.metadata.continue_.filter(|c| !c.is_empty()),
+                resource_version: page.metadata.resource_version.unwrap_or_default(),
+            }
+        };
+        drop(answer);
         requests += 1;
         on_page(page.items);
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+        match page.continue_token {
             Some(c) if continue_token.as_ref() == Some(&c) => return Err(PageError::RepeatedToken),
             Some(c) => continue_token = Some(c),
-            None => return Ok((requests, page.metadata.resource_version.unwrap_or_default())),
+            None => return Ok((requests, page.resource_version)),
         }
     }
 }
 
+/// An answer's body, and whether it is protobuf (by its `Content-Type`).
+struct Answer {
+    body: bytes::Bytes,
+    is_protobuf: bool,
+}
+
 /// A request's answer body, at most [`MAX_RESPONSE_BYTES`]; an error status as kube reports
-/// it (a `Status`, or the text of a proxy's page).
+/// it (a `Status` in JSON or protobuf, or the text of a proxy's page).
 async fn bounded_body(
     client: &kube::Client,
     request: http::Request<Vec<u8>>,
-) -> Result<bytes::Bytes, PageError> {
+) -> Result<Answer, PageError> {
     use http_body_util::BodyExt as _;
     let response = client
         .send(request.map(kube::client::Body::from))
         .await
         .map_err(PageError::Api)?;
     let status = response.status();
+    let is_protobuf = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().unwrap_or_default().trim() == protobuf::MEDIA_TYPE);
     let limited = http_body_util::Limited::new(response.into_body(), MAX_RESPONSE_BYTES);
     let body = match limited.collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -830,6 +860,11 @@ async fn bounded_body(
         }
     };
     if status.is_client_error() || status.is_server_error() {
+        if is_protobuf && let Ok(answer) = protobuf::decode_status(&body) {
+            return Err(PageError::Api(kube::Error::Api(
+                answer.with_code(status.as_u16()).boxed(),
+            )));
+        }
         let text = String::from_utf8_lossy(&body);
         let answer = serde_json::from_str::<kube::core::Status>(&text).unwrap_or_else(|_| {
             kube::core::Status::failure(text.trim(), "Failed to parse error data")
@@ -837,7 +872,7 @@ async fn bounded_body(
         });
         return Err(PageError::Api(kube::Error::Api(answer.boxed())));
     }
-    Ok(body)
+    Ok(Answer { body, is_protobuf })
 }
 
 /// A collection path as users say it: `/api/v1/nodes` -> `nodes`,

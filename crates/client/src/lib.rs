@@ -9,6 +9,7 @@
 //! - [`proxy`]: the proxy for the API server as kubectl (Go's `httpproxy`) chooses it;
 //! - [`secrets`]: the credentials no message may show, and their redaction;
 //! - [`api`]: paged lists, workloads, pods, cluster identity;
+//! - [`protobuf`]: pods and nodes listed in protobuf, decoded into the read model;
 //! - [`executor`]: bounded-concurrency writes with retries and journaling;
 //! - [`interrupt`]: Ctrl-C, SIGTERM and SIGHUP while writes are in flight;
 //! - [`targets`]: which nodes a command acts on;
@@ -23,6 +24,7 @@ pub mod error;
 pub mod executor;
 pub mod interrupt;
 pub mod observe;
+pub mod protobuf;
 pub mod proxy;
 pub mod secrets;
 pub mod targets;

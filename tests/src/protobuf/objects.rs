@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 /// How a field's value is encoded.
 #[derive(Clone, Copy)]
-enum Ty {
+pub(super) enum Ty {
     Str,
     Int,
     Bool,
@@ -28,16 +28,16 @@ enum Ty {
     Time,
 }
 
-struct Field {
-    number: u64,
-    name: &'static str,
-    ty: Ty,
-    repeated: bool,
+pub(super) struct Field {
+    pub(super) number: u64,
+    pub(super) name: &'static str,
+    pub(super) ty: Ty,
+    pub(super) repeated: bool,
 }
 
-struct Msg {
-    name: &'static str,
-    fields: &'static [Field],
+pub(super) struct Msg {
+    pub(super) name: &'static str,
+    pub(super) fields: &'static [Field],
 }
 
 const fn f(number: u64, name: &'static str, ty: Ty) -> Field {
@@ -70,9 +70,23 @@ static OBJECT_META: Msg = Msg {
         f(6, "resourceVersion", Str),
         f(7, "generation", Int),
         f(8, "creationTimestamp", Time),
+        f(9, "deletionTimestamp", Time),
         f(11, "labels", MapStr),
         f(12, "annotations", MapStr),
+        rep(13, "ownerReferences", Ty::Msg(&OWNER_REFERENCE)),
         rep(14, "finalizers", Str),
+    ],
+};
+
+static OWNER_REFERENCE: Msg = Msg {
+    name: "OwnerReference",
+    fields: &[
+        f(1, "kind", Str),
+        f(3, "name", Str),
+        f(4, "uid", Str),
+        f(5, "apiVersion", Str),
+        f(6, "controller", Bool),
+        f(7, "blockOwnerDeletion", Bool),
     ],
 };
 
@@ -131,6 +145,7 @@ static CONTAINER: Msg = Msg {
         f(17, "stdinOnce", Bool),
         f(18, "tty", Bool),
         f(20, "terminationMessagePolicy", Str),
+        f(24, "restartPolicy", Str),
     ],
 };
 
@@ -160,6 +175,7 @@ static POD_SPEC: Msg = Msg {
         f(11, "hostNetwork", Bool),
         f(16, "hostname", Str),
         f(17, "subdomain", Str),
+        f(18, "affinity", Ty::Msg(&AFFINITY)),
         f(19, "schedulerName", Str),
         rep(20, "initContainers", Ty::Msg(&CONTAINER)),
         rep(22, "tolerations", Ty::Msg(&TOLERATION)),
@@ -167,20 +183,255 @@ static POD_SPEC: Msg = Msg {
         f(25, "priority", Int),
         f(29, "runtimeClassName", Str),
         f(30, "enableServiceLinks", Bool),
+        f(32, "overhead", MapQuantity),
+        rep(
+            33,
+            "topologySpreadConstraints",
+            Ty::Msg(&TOPOLOGY_SPREAD_CONSTRAINT),
+        ),
+        rep(38, "schedulingGates", Ty::Msg(&NAME_ONLY)),
+        rep(39, "resourceClaims", Ty::Msg(&POD_RESOURCE_CLAIM)),
     ],
 };
 
+static NODE_SELECTOR_REQUIREMENT: Msg = Msg {
+    name: "NodeSelectorRequirement",
+    fields: &[
+        f(1, "key", Str),
+        f(2, "operator", Str),
+        rep(3, "values", Str),
+    ],
+};
+
+static NODE_SELECTOR_TERM: Msg = Msg {
+    name: "NodeSelectorTerm",
+    fields: &[
+        rep(1, "matchExpressions", Ty::Msg(&NODE_SELECTOR_REQUIREMENT)),
+        rep(2, "matchFields", Ty::Msg(&NODE_SELECTOR_REQUIREMENT)),
+    ],
+};
+
+static NODE_SELECTOR: Msg = Msg {
+    name: "NodeSelector",
+    fields: &[rep(1, "nodeSelectorTerms", Ty::Msg(&NODE_SELECTOR_TERM))],
+};
+
+static PREFERRED_SCHEDULING_TERM: Msg = Msg {
+    name: "PreferredSchedulingTerm",
+    fields: &[
+        f(1, "weight", Int),
+        f(2, "preference", Ty::Msg(&NODE_SELECTOR_TERM)),
+    ],
+};
+
+static NODE_AFFINITY: Msg = Msg {
+    name: "NodeAffinity",
+    fields: &[
+        f(
+            1,
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            Ty::Msg(&NODE_SELECTOR),
+        ),
+        rep(
+            2,
+            "preferredDuringSchedulingIgnoredDuringExecution",
+            Ty::Msg(&PREFERRED_SCHEDULING_TERM),
+        ),
+    ],
+};
+
+static POD_AFFINITY_TERM: Msg = Msg {
+    name: "PodAffinityTerm",
+    fields: &[
+        f(1, "labelSelector", Ty::Msg(&LABEL_SELECTOR)),
+        rep(2, "namespaces", Str),
+        f(3, "topologyKey", Str),
+        f(4, "namespaceSelector", Ty::Msg(&LABEL_SELECTOR)),
+        rep(5, "matchLabelKeys", Str),
+        rep(6, "mismatchLabelKeys", Str),
+    ],
+};
+
+static WEIGHTED_POD_AFFINITY_TERM: Msg = Msg {
+    name: "WeightedPodAffinityTerm",
+    fields: &[
+        f(1, "weight", Int),
+        f(2, "podAffinityTerm", Ty::Msg(&POD_AFFINITY_TERM)),
+    ],
+};
+
+/// `PodAffinity` and `PodAntiAffinity`.
+static POD_AFFINITY: Msg = Msg {
+    name: "PodAffinity",
+    fields: &[
+        rep(
+            1,
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            Ty::Msg(&POD_AFFINITY_TERM),
+        ),
+        rep(
+            2,
+            "preferredDuringSchedulingIgnoredDuringExecution",
+            Ty::Msg(&WEIGHTED_POD_AFFINITY_TERM),
+        ),
+    ],
+};
+
+static AFFINITY: Msg = Msg {
+    name: "Affinity",
+    fields: &[
+        f(1, "nodeAffinity", Ty::Msg(&NODE_AFFINITY)),
+        f(2, "podAffinity", Ty::Msg(&POD_AFFINITY)),
+        f(3, "podAntiAffinity", Ty::Msg(&POD_AFFINITY)),
+    ],
+};
+
+static TOPOLOGY_SPREAD_CONSTRAINT: Msg = Msg {
+    name: "TopologySpreadConstraint",
+    fields: &[
+        f(1, "maxSkew", Int),
+        f(2, "topologyKey", Str),
+        f(3, "whenUnsatisfiable", Str),
+        f(4, "labelSelector", Ty::Msg(&LABEL_SELECTOR)),
+        f(5, "minDomains", Int),
+        f(6, "nodeAffinityPolicy", Str),
+        f(7, "nodeTaintsPolicy", Str),
+        rep(8, "matchLabelKeys", Str),
+    ],
+};
+
+/// `PodSchedulingGate`.
+static NAME_ONLY: Msg = Msg {
+    name: "PodSchedulingGate",
+    fields: &[f(1, "name", Str)],
+};
+
+static POD_RESOURCE_CLAIM: Msg = Msg {
+    name: "PodResourceClaim",
+    fields: &[
+        f(1, "name", Str),
+        f(3, "resourceClaimName", Str),
+        f(4, "resourceClaimTemplateName", Str),
+    ],
+};
+
+/// `PodCondition` and `NodeCondition`.
+static CONDITION: Msg = Msg {
+    name: "Condition",
+    fields: &[
+        f(1, "type", Str),
+        f(2, "status", Str),
+        f(5, "reason", Str),
+        f(6, "message", Str),
+    ],
+};
+
+static POD_RESOURCE_CLAIM_STATUS: Msg = Msg {
+    name: "PodResourceClaimStatus",
+    fields: &[f(1, "name", Str), f(2, "resourceClaimName", Str)],
+};
+
+static CONTAINER_EXTENDED_RESOURCE_REQUEST: Msg = Msg {
+    name: "ContainerExtendedResourceRequest",
+    fields: &[
+        f(1, "containerName", Str),
+        f(2, "resourceName", Str),
+        f(3, "requestName", Str),
+    ],
+};
+
+static POD_EXTENDED_RESOURCE_CLAIM_STATUS: Msg = Msg {
+    name: "PodExtendedResourceClaimStatus",
+    fields: &[
+        rep(
+            1,
+            "requestMappings",
+            Ty::Msg(&CONTAINER_EXTENDED_RESOURCE_REQUEST),
+        ),
+        f(2, "resourceClaimName", Str),
+    ],
+};
+
+static POD_STATUS: Msg = Msg {
+    name: "PodStatus",
+    fields: &[
+        f(1, "phase", Str),
+        rep(2, "conditions", Ty::Msg(&CONDITION)),
+        f(5, "hostIP", Str),
+        f(6, "podIP", Str),
+        f(9, "qosClass", Str),
+        f(11, "nominatedNodeName", Str),
+        rep(
+            15,
+            "resourceClaimStatuses",
+            Ty::Msg(&POD_RESOURCE_CLAIM_STATUS),
+        ),
+        f(
+            18,
+            "extendedResourceClaimStatus",
+            Ty::Msg(&POD_EXTENDED_RESOURCE_CLAIM_STATUS),
+        ),
+    ],
+};
+
+static TAINT: Msg = Msg {
+    name: "Taint",
+    fields: &[
+        f(1, "key", Str),
+        f(2, "value", Str),
+        f(3, "effect", Str),
+        f(4, "timeAdded", Time),
+    ],
+};
+
+static NODE_SPEC: Msg = Msg {
+    name: "NodeSpec",
+    fields: &[
+        f(1, "podCIDR", Str),
+        f(3, "providerID", Str),
+        f(4, "unschedulable", Bool),
+        rep(5, "taints", Ty::Msg(&TAINT)),
+    ],
+};
+
+static NODE_ADDRESS: Msg = Msg {
+    name: "NodeAddress",
+    fields: &[f(1, "type", Str), f(2, "address", Str)],
+};
+
+static NODE_STATUS: Msg = Msg {
+    name: "NodeStatus",
+    fields: &[
+        f(1, "capacity", MapQuantity),
+        f(2, "allocatable", MapQuantity),
+        f(3, "phase", Str),
+        rep(4, "conditions", Ty::Msg(&CONDITION)),
+        rep(5, "addresses", Ty::Msg(&NODE_ADDRESS)),
+    ],
+};
+
+/// A status the test server does not decode from a request (the server writes it).
 static EMPTY_STATUS: Msg = Msg {
     name: "status",
     fields: &[],
 };
 
-static POD: Msg = Msg {
+/// A Node, as the test server lists nodes in protobuf.
+pub(super) static NODE: Msg = Msg {
+    name: "Node",
+    fields: &[
+        f(1, "metadata", Ty::Msg(&OBJECT_META)),
+        f(2, "spec", Ty::Msg(&NODE_SPEC)),
+        f(3, "status", Ty::Msg(&NODE_STATUS)),
+    ],
+};
+
+pub(super) static POD: Msg = Msg {
     name: "Pod",
     fields: &[
         f(1, "metadata", Ty::Msg(&OBJECT_META)),
         f(2, "spec", Ty::Msg(&POD_SPEC)),
-        f(3, "status", Ty::Msg(&EMPTY_STATUS)),
+        f(3, "status", Ty::Msg(&POD_STATUS)),
     ],
 };
 
