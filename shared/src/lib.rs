@@ -26,7 +26,7 @@ pub mod ui;
 
 // The model lives in placekit-core; its modules keep their paths here so the plugins'
 // `placekit::syntax::…` imports read the same.
-pub use placekit_client::{api, connect, executor, interrupt, proxy, secrets, targets};
+pub use placekit_client::{api, connect, executor, interrupt, protobuf, proxy, secrets, targets};
 pub use placekit_core::{
     accelerators, cluster, dra, exit, gpu, held_file, jsonpath, label_controllers, model, nfd,
     plan, policy, rollback, scheduler, scheduling, snapshot, suggest, syntax, text, trust,

@@ -675,13 +675,16 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
                 );
                 return Ok(value_response(200, &answer));
             }
-            if protobuf
-                && let Some(body) =
+            // Not returned early: the faults' warnings and lost answers apply below.
+            let encoded = protobuf
+                .then(|| {
                     crate::protobuf::lists::list(resource.kind, &list_metadata(&page), &page.items)
-            {
-                return Ok(protobuf_response(body));
+                })
+                .flatten();
+            match encoded {
+                Some(body) => Ok(protobuf_response(body)),
+                None => Ok(json_response(200, list_envelope(resource, page))),
             }
-            Ok(json_response(200, list_envelope(resource, page)))
         }
         "create" => {
             let content_type = media_type(&req);

@@ -769,6 +769,11 @@ impl PageError {
 /// Pages through a list: the number of requests made, and the list's resourceVersion (what
 /// a watch of the same collection starts from, so that no change between the list and the
 /// watch is lost).
+///
+/// The next page is asked for as soon as a page's continue token is read, before its items
+/// are decoded: the server encodes and sends page N+1 while page N is decoded and folded,
+/// so a list costs about what the server takes to answer it. Two pages are in memory at
+/// most.
 async fn pages<T: serde::de::DeserializeOwned>(
     client: &kube::Client,
     collection: &str,
@@ -777,50 +782,133 @@ async fn pages<T: serde::de::DeserializeOwned>(
     page_size: u32,
     mut on_page: impl FnMut(Vec<T>),
 ) -> Result<(usize, String), PageError> {
-    let mut continue_token: Option<String> = None;
-    let mut requests = 0;
-    loop {
-        if requests == MAX_PAGES {
-            return Err(PageError::TooManyPages);
-        }
-        let mut uri = format!("{collection}?limit={page_size}");
-        if let Some(f) = field_selector.filter(|f| !f.is_empty()) {
-            uri.push_str(&format!("&fieldSelector={}", encode_query(f)));
-        }
-        if let Some(l) = label_selector.filter(|l| !l.is_empty()) {
-            uri.push_str(&format!("&labelSelector={}", encode_query(l)));
-        }
-        if let Some(c) = &continue_token {
+    let mut base = format!("{collection}?limit={page_size}");
+    if let Some(f) = field_selector.filter(|f| !f.is_empty()) {
+        base.push_str(&format!("&fieldSelector={}", encode_query(f)));
+    }
+    if let Some(l) = label_selector.filter(|l| !l.is_empty()) {
+        base.push_str(&format!("&labelSelector={}", encode_query(l)));
+    }
+    let accept = protobuf::lists_in_protobuf(collection).then_some(protobuf::ACCEPT);
+    let fetch = |continue_token: Option<&str>| {
+        let mut uri = base.clone();
+        if let Some(c) = continue_token {
             uri.push_str(&format!("&continue={}", encode_query(c)));
         }
-        let mut request = http::Request::get(&uri);
-        if protobuf::lists_in_protobuf(collection) {
-            request = request.header(http::header::ACCEPT, protobuf::ACCEPT);
+        let client = client.clone();
+        let (sender, early_token) = tokio::sync::oneshot::channel();
+        Prefetch {
+            task: tokio::spawn(async move {
+                let mut request = http::Request::get(&uri);
+                if let Some(accept) = accept {
+                    request = request.header(http::header::ACCEPT, accept);
+                }
+                let request = request
+                    .body(Vec::new())
+                    .map_err(|e| PageError::Api(kube::Error::HttpError(e)))?;
+                bounded_body(&client, request, Some(sender)).await
+            }),
+            early_token,
         }
-        let request = request
-            .body(Vec::new())
-            .map_err(|e| PageError::Api(kube::Error::HttpError(e)))?;
-        let answer = bounded_body(client, request).await?;
-        // Decided by what the server answered: one that does not speak protobuf (a proxy,
-        // an older or test server) answers JSON.
-        let page: protobuf::Page<T> = if answer.is_protobuf {
-            protobuf::decode_page(&answer.body).map_err(PageError::NotAProtobufList)?
+    };
+    let mut current = fetch(None);
+    let mut asked = 1;
+    let mut last_token: Option<String> = None;
+    let mut requests = 0;
+    loop {
+        // The next page is asked for at the first of: the start of this page's body
+        // (protobuf), or its whole body read (JSON, or anything unexpected).
+        let mut next = None;
+        let mut ask = |token: Option<String>, next: &mut Option<Prefetch>| match token {
+            Some(c) if last_token.as_ref() == Some(&c) => Err(PageError::RepeatedToken),
+            Some(_) if asked == MAX_PAGES => Err(PageError::TooManyPages),
+            Some(c) => {
+                *next = Some(fetch(Some(&c)));
+                asked += 1;
+                last_token = Some(c);
+                Ok(())
+            }
+            None => Ok(()),
+        };
+        let early = (&mut current.early_token).await.ok().flatten();
+        if early.is_some() {
+            ask(early.clone(), &mut next)?;
+        }
+        let answer = current.answer().await?;
+        requests += 1;
+        let head = answer.head()?;
+        if early.is_none() {
+            ask(head.continue_token.clone(), &mut next)?;
+        }
+        on_page(answer.items()?);
+        drop(answer);
+        match next {
+            Some(following) => current = following,
+            None => return Ok((requests, head.resource_version)),
+        }
+    }
+}
+
+/// A page being fetched: its answer, and its continue token as soon as the start of the
+/// body holds it. Dropped (the command stopped, or a page failed), its request is cancelled.
+struct Prefetch {
+    task: tokio::task::JoinHandle<Result<Answer, PageError>>,
+    early_token: tokio::sync::oneshot::Receiver<Option<String>>,
+}
+
+impl Prefetch {
+    async fn answer(&mut self) -> Result<Answer, PageError> {
+        match (&mut self.task).await {
+            Ok(answer) => answer,
+            Err(e) => Err(PageError::Api(kube::Error::Service(Box::new(e)))),
+        }
+    }
+}
+
+impl Drop for Prefetch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// What a page says of the list before its items are read.
+struct PageHead {
+    continue_token: Option<String>,
+    resource_version: String,
+}
+
+impl Answer {
+    /// The page's list metadata. Decided by what the server answered: one that does not
+    /// speak protobuf (a proxy, an older or test server) answers JSON.
+    fn head(&self) -> Result<PageHead, PageError> {
+        if self.is_protobuf {
+            let page = protobuf::decode_page::<serde::de::IgnoredAny>(&self.body)
+                .map_err(PageError::NotAProtobufList)?;
+            Ok(PageHead {
+                continue_token: page.continue_token,
+                resource_version: page.resource_version,
+            })
         } else {
-            let page: ViewList<T> =
-                serde_json::from_slice(&answer.body).map_err(PageError::NotAList)?;
-            protobuf::Page {
-                items: page.items,
+            // The metadata only: the items are skipped, not built.
+            let page: ViewList<serde::de::IgnoredAny> =
+                serde_json::from_slice(&self.body).map_err(PageError::NotAList)?;
+            Ok(PageHead {
                 continue_token: page.metadata.continue_.filter(|c| !c.is_empty()),
                 resource_version: page.metadata.resource_version.unwrap_or_default(),
-            }
-        };
-        drop(answer);
-        requests += 1;
-        on_page(page.items);
-        match page.continue_token {
-            Some(c) if continue_token.as_ref() == Some(&c) => return Err(PageError::RepeatedToken),
-            Some(c) => continue_token = Some(c),
-            None => return Ok((requests, page.resource_version)),
+            })
+        }
+    }
+
+    /// The page's items, read into the view type.
+    fn items<T: serde::de::DeserializeOwned>(&self) -> Result<Vec<T>, PageError> {
+        if self.is_protobuf {
+            Ok(protobuf::decode_page::<T>(&self.body)
+                .map_err(PageError::NotAProtobufList)?
+                .items)
+        } else {
+            let page: ViewList<T> =
+                serde_json::from_slice(&self.body).map_err(PageError::NotAList)?;
+            Ok(page.items)
         }
     }
 }
@@ -836,6 +924,7 @@ struct Answer {
 async fn bounded_body(
     client: &kube::Client,
     request: http::Request<Vec<u8>>,
+    mut early_token: Option<tokio::sync::oneshot::Sender<Option<String>>>,
 ) -> Result<Answer, PageError> {
     use http_body_util::BodyExt as _;
     let response = client
@@ -848,17 +937,38 @@ async fn bounded_body(
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.split(';').next().unwrap_or_default().trim() == protobuf::MEDIA_TYPE);
-    let limited = http_body_util::Limited::new(response.into_body(), MAX_RESPONSE_BYTES);
-    let body = match limited.collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(PageError::TooLarge),
-        Err(e) => {
-            return Err(PageError::Api(match e.downcast::<kube::Error>() {
-                Ok(kube) => *kube,
-                Err(other) => kube::Error::Service(other),
-            }));
+    if !status.is_success() || !is_protobuf {
+        early_token = None;
+    }
+    let mut limited = http_body_util::Limited::new(response.into_body(), MAX_RESPONSE_BYTES);
+    let mut body = bytes::BytesMut::new();
+    while let Some(frame) = limited.frame().await {
+        let data = match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_) => continue,
+            },
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                return Err(PageError::TooLarge);
+            }
+            Err(e) => {
+                return Err(PageError::Api(match e.downcast::<kube::Error>() {
+                    Ok(kube) => *kube,
+                    Err(other) => kube::Error::Service(other),
+                }));
+            }
+        };
+        body.extend_from_slice(&data);
+        if let Some(sender) = early_token.take() {
+            match protobuf::continue_token_of_prefix(&body) {
+                Some(token) => {
+                    let _ = sender.send(token);
+                }
+                None => early_token = Some(sender),
+            }
         }
-    };
+    }
+    let body = body.freeze();
     if status.is_client_error() || status.is_server_error() {
         if is_protobuf && let Ok(answer) = protobuf::decode_status(&body) {
             return Err(PageError::Api(kube::Error::Api(

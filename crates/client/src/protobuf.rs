@@ -124,6 +124,51 @@ pub fn decode_page<'de, T: serde::Deserialize<'de>>(
     Ok(page)
 }
 
+/// The continue token of any protobuf list page, without decoding its items (what a
+/// benchmark's floor reads).
+pub fn continue_token(body: &[u8]) -> Result<Option<String>, DecodeError> {
+    let (_, mut list) = envelope(body)?;
+    while !list.is_empty() {
+        if let (1, Wire::Bytes(meta)) = next_field(&mut list)? {
+            return Ok(Some(string_field(meta, 3)?.to_string()).filter(|c| !c.is_empty()));
+        }
+    }
+    Ok(None)
+}
+
+/// The continue token of a protobuf list page from the first bytes of its body, as soon as
+/// they hold the list's metadata (Go writes it before the items): `None` while more bytes
+/// are needed, or when the prefix is not what kube-apiserver writes (the whole body then
+/// decides). The next page can be asked for while this one is still arriving.
+pub fn continue_token_of_prefix(prefix: &[u8]) -> Option<Option<String>> {
+    /// A field's number and its length-delimited bytes' start and length, if whole.
+    fn length_delimited(buf: &[u8]) -> Option<(u32, usize, usize)> {
+        let mut rest = buf;
+        let (number, wire_type) = prost::encoding::decode_key(&mut rest).ok()?;
+        if wire_type != prost::encoding::WireType::LengthDelimited {
+            return None;
+        }
+        let len = usize::try_from(prost::encoding::decode_varint(&mut rest).ok()?).ok()?;
+        Some((number, buf.len() - rest.len(), len))
+    }
+    let mut unknown = prefix.strip_prefix(MAGIC)?;
+    loop {
+        let (number, start, len) = length_delimited(unknown)?;
+        if number == 2 {
+            // The list message: its first field is the ListMeta, whole or not yet.
+            let list = &unknown[start..];
+            let (number, start, len) = length_delimited(list)?;
+            if number != 1 {
+                return Some(None);
+            }
+            let meta = list.get(start..start + len)?;
+            let token = string_field(meta, 3).ok()?;
+            return Some(Some(token.to_string()).filter(|t| !t.is_empty()));
+        }
+        unknown = unknown.get(start + len..)?;
+    }
+}
+
 /// An error answered in protobuf: its `Status`.
 pub fn decode_status(body: &[u8]) -> Result<kube::core::Status, DecodeError> {
     #[derive(serde::Deserialize)]

@@ -120,6 +120,17 @@ enum Bench {
         #[arg(long)]
         plugin: Option<PathBuf>,
     },
+    /// Decoding saved list pages (`curl -H 'Accept: application/vnd.kubernetes.protobuf'`
+    /// or JSON) into the read model, as the commands do: time per page, items per second.
+    Decode {
+        /// Pod or node list pages, each a whole answer body.
+        files: Vec<PathBuf>,
+        /// The read model type: pod, placement (drift's) or node.
+        #[arg(long, default_value = "pod")]
+        into: String,
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+    },
     /// `kubectl gpu-taint status` on a generated cluster: wall time, peak memory, requests.
     GpuStatus {
         #[arg(long, default_value_t = 5000)]
@@ -321,6 +332,139 @@ impl Cluster {
             "the test API server"
         }
     }
+}
+
+/// The protobuf floor of a command's lists on a real server: the same collections, field
+/// selectors and page sizes, fetched as protobuf in a tight loop and discarded (no item is
+/// decoded, only each page's continue token): what a client can do at best. Measured in
+/// the same run as the command, in `rounds` rounds of floor, JSON floor and command one
+/// after the other (the server's own pace drifts with its garbage collector); the fastest
+/// of each is kept.
+async fn protobuf_floor(
+    kubeconfig: &Path,
+    lists: &[(&str, Option<&str>, u32)],
+    rounds: usize,
+    command: impl Fn() -> Command,
+) -> Floors {
+    let mut floors = Floors {
+        protobuf: (f64::MAX, 0, 0),
+        json: (f64::MAX, 0, 0),
+        command: f64::MAX,
+    };
+    let fastest = |a: (f64, usize, usize), b: (f64, usize, usize)| if b.0 < a.0 { b } else { a };
+    for _ in 0..rounds {
+        floors.protobuf = fastest(
+            floors.protobuf,
+            floor(kubeconfig, lists, 1, placekit::protobuf::ACCEPT).await,
+        );
+        floors.json = fastest(
+            floors.json,
+            floor(kubeconfig, lists, 1, "application/json").await,
+        );
+        let cmd = command();
+        let (output, seconds, _) =
+            tokio::task::spawn_blocking(move || run_watched(cmd, std::process::Stdio::null()))
+                .await
+                .expect("join");
+        assert!(
+            output.status.code().is_some_and(|c| c <= 1),
+            "the command failed"
+        );
+        floors.command = floors.command.min(seconds);
+    }
+    floors
+}
+
+/// The floors of a command's lists in both encodings, and the command's fastest run.
+struct Floors {
+    protobuf: (f64, usize, usize),
+    json: (f64, usize, usize),
+    command: f64,
+}
+
+/// [`protobuf_floor`] in one encoding.
+async fn floor(
+    kubeconfig: &Path,
+    lists: &[(&str, Option<&str>, u32)],
+    rounds: usize,
+    accept: &str,
+) -> (f64, usize, usize) {
+    use http_body_util::BodyExt as _;
+    let client = RealCluster::connect(kubeconfig, None).await.client();
+    let mut best = f64::MAX;
+    let (mut requests, mut bytes) = (0, 0);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        (requests, bytes) = (0, 0);
+        for (collection, selector, limit) in lists {
+            let mut token: Option<String> = None;
+            loop {
+                let mut uri = format!("{collection}?limit={limit}");
+                if let Some(s) = selector {
+                    uri.push_str(&format!(
+                        "&fieldSelector={}",
+                        s.replace('!', "%21")
+                            .replace('=', "%3D")
+                            .replace(',', "%2C")
+                    ));
+                }
+                if let Some(t) = &token {
+                    uri.push_str(&format!("&continue={t}"));
+                }
+                let request = http::Request::get(&uri)
+                    .header(http::header::ACCEPT, accept)
+                    .body(kube::client::Body::empty())
+                    .expect("request");
+                let response = client.send(request).await.expect("list");
+                let body = response
+                    .into_body()
+                    .collect()
+                    .await
+                    .expect("body")
+                    .to_bytes();
+                requests += 1;
+                bytes += body.len();
+                let next = if accept == "application/json" {
+                    #[derive(serde::Deserialize)]
+                    struct Meta {
+                        #[serde(rename = "continue", default)]
+                        continue_: Option<String>,
+                    }
+                    #[derive(serde::Deserialize)]
+                    struct List {
+                        metadata: Meta,
+                    }
+                    serde_json::from_slice::<List>(&body)
+                        .expect("a JSON list")
+                        .metadata
+                        .continue_
+                        .filter(|c| !c.is_empty())
+                } else {
+                    placekit::protobuf::continue_token(&body).expect("a protobuf list")
+                };
+                match next {
+                    Some(t) => token = Some(t),
+                    None => break,
+                }
+            }
+        }
+        best = best.min(started.elapsed().as_secs_f64());
+    }
+    (best, requests, bytes)
+}
+
+/// Prints a command's time beside the protobuf floor of its lists (and the JSON floor,
+/// for comparison: what reading in JSON cannot go below).
+fn print_floor(floors: Floors) {
+    let (floor, requests, bytes) = floors.protobuf;
+    let (json, _, json_bytes) = floors.json;
+    let command = floors.command;
+    println!(
+        "fastest of 3 rounds: the command {command:.2} s; the protobuf floor of the same lists ({requests} requests, {:.1} MB) {floor:.2} s: ratio {:.2}; the JSON floor ({:.1} MB) {json:.2} s",
+        bytes as f64 / 1e6,
+        command / floor,
+        json_bytes as f64 / 1e6
+    );
 }
 
 /// DRA objects for the last `dra_nodes` generated nodes: a DeviceClass, one ResourceSlice
@@ -979,16 +1123,37 @@ async fn main() -> ExitCode {
                         .expect("node exists");
                 }
             }
-            let m = tokio::task::spawn_blocking(move || {
-                cluster.measure(|kubeconfig, _| {
+            let direct = cluster.direct_kubeconfig.clone();
+            let command = {
+                let plugin = plugin.clone();
+                move |kubeconfig: &Path| {
                     let mut c = Command::new(&plugin);
                     c.args(["drift", "-A", "-o", "json"])
                         .env("KUBECONFIG", kubeconfig);
                     c
-                })
+                }
+            };
+            let timed = command.clone();
+            let m = tokio::task::spawn_blocking(move || {
+                cluster.measure(|kubeconfig, _| timed(kubeconfig))
             })
             .await
             .expect("join");
+            let floor = match &direct {
+                Some(path) => Some(
+                    protobuf_floor(
+                        path,
+                        &[
+                            ("/api/v1/nodes", None, 5000),
+                            ("/api/v1/pods", Some("status.phase=Running"), 20_000),
+                        ],
+                        3,
+                        || command(path),
+                    )
+                    .await,
+                ),
+                None => None,
+            };
             print_scale(
                 &format!("kubectl affinity-lint drift -A on {nodes} nodes and {pods} running pods"),
                 &m,
@@ -998,6 +1163,9 @@ async fn main() -> ExitCode {
                 pods + 1,
                 (pods + 1) as f64 / m.total_requests.max(1) as f64
             );
+            if let Some(floors) = floor {
+                print_floor(floors);
+            }
             // Exit 1 means drift was found: the run did its job.
             if matches!(m.code, Some(0 | 1)) {
                 ExitCode::SUCCESS
@@ -1093,6 +1261,51 @@ async fn main() -> ExitCode {
             let plugin = plugin.unwrap_or_else(|| sibling("kubectl-gpu_taint"));
             fleet(plugin, clusters, nodes, pods, &context_timeout, latency_ms).await
         }
+        Bench::Decode {
+            files,
+            into,
+            rounds,
+        } => {
+            fn decode<T: serde::de::DeserializeOwned>(body: &[u8]) -> usize {
+                if body.starts_with(b"k8s\0") {
+                    placekit::protobuf::decode_page::<T>(body)
+                        .expect("a protobuf list page")
+                        .items
+                        .len()
+                } else {
+                    #[derive(serde::Deserialize)]
+                    struct List<T> {
+                        items: Vec<T>,
+                    }
+                    serde_json::from_slice::<List<T>>(body)
+                        .expect("a JSON list page")
+                        .items
+                        .len()
+                }
+            }
+            for file in files {
+                let body = std::fs::read(&file).expect("readable");
+                let mut best = f64::MAX;
+                let mut items = 0;
+                for _ in 0..rounds {
+                    let started = Instant::now();
+                    items = match into.as_str() {
+                        "node" => decode::<placekit::model::Node>(&body),
+                        "placement" => decode::<placekit::model::PodPlacement>(&body),
+                        _ => decode::<placekit::model::Pod>(&body),
+                    };
+                    best = best.min(started.elapsed().as_secs_f64());
+                }
+                println!(
+                    "{}: {:.1} MB, {items} items into {into}: {:.1} ms ({:.0} items/s)",
+                    file.display(),
+                    body.len() as f64 / 1e6,
+                    best * 1e3,
+                    items as f64 / best
+                );
+            }
+            ExitCode::SUCCESS
+        }
         Bench::GpuStatus {
             nodes,
             pods,
@@ -1113,22 +1326,52 @@ async fn main() -> ExitCode {
             let cluster =
                 Cluster::generate_with(generator.clone(), kubeconfig.as_deref(), &plain, dra).await;
             let name = cluster.name();
-            let m = tokio::task::spawn_blocking(move || {
-                cluster.measure(|kubeconfig, _| {
+            let direct = cluster.direct_kubeconfig.clone();
+            let command = {
+                let plugin = plugin.clone();
+                move |kubeconfig: &Path| {
                     let mut c = Command::new(&plugin);
                     c.args(["status", "-o", "json"])
                         .env("KUBECONFIG", kubeconfig);
                     c
-                })
+                }
+            };
+            let timed = command.clone();
+            let m = tokio::task::spawn_blocking(move || {
+                cluster.measure(|kubeconfig, _| timed(kubeconfig))
             })
             .await
             .expect("join");
+            let floor = match &direct {
+                Some(path) => Some(
+                    protobuf_floor(
+                        path,
+                        &[
+                            ("/api/v1/nodes", None, 5000),
+                            ("/apis/resource.k8s.io/v1/deviceclasses", None, 5000),
+                            ("/apis/resource.k8s.io/v1/resourceslices", None, 5000),
+                            (
+                                "/api/v1/pods",
+                                Some("status.phase!=Succeeded,status.phase!=Failed"),
+                                10_000,
+                            ),
+                        ],
+                        3,
+                        || command(path),
+                    )
+                    .await,
+                ),
+                None => None,
+            };
             print_scale(
                 &format!(
                     "kubectl gpu-taint status -o json on {nodes} nodes ({dra_nodes} with {devices_per_node} DRA devices each), {pods} pods and {claims} claims of {name}"
                 ),
                 &m,
             );
+            if let Some(floors) = floor {
+                print_floor(floors);
+            }
             if m.ok {
                 ExitCode::SUCCESS
             } else {

@@ -52,7 +52,8 @@ pub(crate) struct Message {
     /// At most 64 (the decoder keeps which were seen in one word), in field-number order.
     pub(crate) fields: &'static [Field],
     /// Fields left out on purpose that a reading type may still declare (k8s-openapi's
-    /// `ObjectMeta` declares `managedFields`): they read as absent.
+    /// `ObjectMeta` declares `managedFields`): they read as absent. Only debug builds check.
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
     pub(crate) left_out: &'static [&'static str],
 }
 

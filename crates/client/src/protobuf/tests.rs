@@ -563,3 +563,23 @@ fn k8s_openapis_object_meta_reads_from_protobuf() {
         Some(true)
     );
 }
+
+/// The continue token is read from the first bytes of a page, once they hold the list's
+/// metadata, and not before.
+#[test]
+fn the_continue_token_is_read_from_the_start_of_a_page() {
+    let body = pod_page(
+        vec![rich_pod(), rich_pod()],
+        "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ",
+    );
+    let whole = continue_token(&body).unwrap();
+    assert_eq!(whole.as_deref(), Some("eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ"));
+    let known_at = (0..body.len())
+        .find(|n| continue_token_of_prefix(&body[..*n]).is_some())
+        .unwrap();
+    assert!(known_at < 80, "{known_at} of {} bytes", body.len());
+    assert_eq!(continue_token_of_prefix(&body[..known_at]), Some(whole));
+    let last = pod_page(vec![rich_pod()], "");
+    assert_eq!(continue_token_of_prefix(&last), Some(None));
+    assert_eq!(continue_token_of_prefix(b"{\"kind\""), None);
+}
