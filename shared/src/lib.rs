@@ -10,7 +10,8 @@
 //! - `placekit-core`: the model as pure functions (syntax, validation, the read model, the
 //!   scheduler's filters, DRA and accelerators, plans, snapshots, rollback);
 //! - `placekit-lint`: the affinity linter and the dependents of a label;
-//! - `placekit-client`: connecting, paged reads, the write executor, why a command stopped.
+//! - `placekit-client`: connecting, paged reads (pods and nodes in protobuf), the write
+//!   executor, why a command stopped.
 //!
 //! Their modules are re-exported under their old paths (`placekit::syntax`,
 //! `placekit::api`, ...), so a plugin names one crate.
