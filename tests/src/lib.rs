@@ -308,6 +308,14 @@ impl TestServer {
             .ok()
     }
 
+    /// Answers lists in JSON even to a client that asks for protobuf first (`true`), as a
+    /// server or proxy that does not speak protobuf does; `false` restores protobuf lists.
+    pub fn answer_lists_in_json(&self, json: bool) {
+        self.state
+            .json_lists
+            .store(json, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Creates an object directly (no hooks, no counters), and its namespace if missing.
     pub fn create(&self, object: Value) -> Result<Value, status::ApiError> {
         let api_version = object["apiVersion"]

@@ -473,11 +473,12 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             .and_then(|v| v.to_str().ok()),
     );
     // Pods and nodes are listed in protobuf to a client that asks for it first.
-    let protobuf = crate::protobuf::lists::wants_protobuf(
-        req.headers()
-            .get(http::header::ACCEPT)
-            .and_then(|v| v.to_str().ok()),
-    );
+    let protobuf = !state.json_lists.load(std::sync::atomic::Ordering::Relaxed)
+        && crate::protobuf::lists::wants_protobuf(
+            req.headers()
+                .get(http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok()),
+        );
     // system:public-info-viewer: what RBAC lets anyone read; discovery needs a login.
     let public = matches!(
         segments.as_slice(),

@@ -27,6 +27,9 @@ pub struct State {
     /// A real API server to forward to: the test server is then a fault-injecting reverse
     /// proxy, and its own store is unused.
     pub upstream: Option<Upstream>,
+    /// Lists answered in JSON even to a client that asks for protobuf first, as a server or
+    /// proxy that does not speak protobuf answers ([`crate::TestServer::answer_lists_in_json`]).
+    pub json_lists: std::sync::atomic::AtomicBool,
 }
 
 impl State {
@@ -39,6 +42,7 @@ impl State {
             counters: Mutex::new(Counters::new()),
             address: Mutex::new(String::new()),
             upstream: None,
+            json_lists: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

@@ -186,3 +186,78 @@ async fn pods_and_nodes_read_the_same_from_protobuf_and_json_on_kube_apiserver()
     compare(&real.client(), "kube-apiserver").await;
     clean();
 }
+
+/// A server that answers JSON to a client asking for protobuf first (a proxy, an older
+/// server) is read as JSON: the commands print the same, and `-v=8` shows which encoding
+/// came back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_answering_json_is_read_as_json() {
+    let suite = "protobuf lists and their JSON fallback through the plugins";
+    let (Some(gpu_taint), Some(affinity_lint)) = (
+        placekit_testserver::harness::built_plugin(suite, "kubectl-gpu_taint"),
+        placekit_testserver::harness::built_plugin(suite, "kubectl-affinity_lint"),
+    ) else {
+        return;
+    };
+    let generator = placekit_testserver::fixtures::Generator {
+        nodes: 30,
+        pods: 400,
+        gpus_per_node: 8,
+    };
+    let server = TestServer::start(ServerConfig::default().with_generator(generator))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = server
+        .write_kubeconfig(&dir.path().join("kubeconfig"), "admin")
+        .unwrap();
+    let run = |binary: &std::path::Path, args: &[&str]| {
+        let output = std::process::Command::new(binary)
+            .args(args)
+            .env("KUBECONFIG", &kubeconfig)
+            .output()
+            .unwrap();
+        assert!(
+            matches!(output.status.code(), Some(0 | 1)),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (
+            String::from_utf8(output.stdout).unwrap(),
+            String::from_utf8(output.stderr).unwrap(),
+        )
+    };
+    // Each command, and what its output must hold (the last node; every pod checked).
+    let commands: [(&std::path::Path, &[&str], &str); 2] = [
+        (
+            &gpu_taint,
+            &["status", "-o", "json", "-v=8"],
+            "gpu-node-00029",
+        ),
+        (
+            &affinity_lint,
+            &["drift", "-A", "-o", "json", "-v=8"],
+            "\"podsChecked\": 400",
+        ),
+    ];
+    for (binary, args, marker) in commands {
+        let (from_protobuf, log) = run(binary, args);
+        assert!(
+            log.contains("content-type: application/vnd.kubernetes.protobuf"),
+            "{log}"
+        );
+        server.answer_lists_in_json(true);
+        let (from_json, log) = run(binary, args);
+        server.answer_lists_in_json(false);
+        assert!(
+            !log.contains("content-type: application/vnd.kubernetes.protobuf"),
+            "{log}"
+        );
+        assert!(
+            log.contains("accept: application/vnd.kubernetes.protobuf, application/json"),
+            "{log}"
+        );
+        assert!(from_protobuf.contains(marker), "{from_protobuf}");
+        assert_eq!(from_protobuf, from_json, "{args:?}");
+    }
+}
