@@ -817,7 +817,7 @@ async fn pages<T: serde::de::DeserializeOwned>(
     let mut requests = 0;
     loop {
         // The next page is asked for at the first of: the start of this page's body
-        // (protobuf), or its whole body read (JSON, or anything unexpected).
+        // (protobuf), or its whole body decoded (JSON, or anything unexpected).
         let mut next = None;
         let mut ask = |token: Option<String>, next: &mut Option<Prefetch>| match token {
             Some(c) if last_token.as_ref() == Some(&c) => Err(PageError::RepeatedToken),
@@ -831,20 +831,19 @@ async fn pages<T: serde::de::DeserializeOwned>(
             None => Ok(()),
         };
         let early = (&mut current.early_token).await.ok().flatten();
-        if early.is_some() {
-            ask(early.clone(), &mut next)?;
-        }
+        let asked_early = early.is_some();
+        ask(early, &mut next)?;
         let answer = current.answer().await?;
         requests += 1;
-        let head = answer.head()?;
-        if early.is_none() {
-            ask(head.continue_token.clone(), &mut next)?;
-        }
-        on_page(answer.items()?);
+        let page = answer.decode::<T>()?;
         drop(answer);
+        if !asked_early {
+            ask(page.continue_token, &mut next)?;
+        }
+        on_page(page.items);
         match next {
             Some(following) => current = following,
-            None => return Ok((requests, head.resource_version)),
+            None => return Ok((requests, page.resource_version)),
         }
     }
 }
@@ -871,44 +870,20 @@ impl Drop for Prefetch {
     }
 }
 
-/// What a page says of the list before its items are read.
-struct PageHead {
-    continue_token: Option<String>,
-    resource_version: String,
-}
-
 impl Answer {
-    /// The page's list metadata. Decided by what the server answered: one that does not
-    /// speak protobuf (a proxy, an older or test server) answers JSON.
-    fn head(&self) -> Result<PageHead, PageError> {
+    /// The page, its items read into the view type. Decided by what the server answered:
+    /// one that does not speak protobuf (a proxy, an older or test server) answers JSON.
+    fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<protobuf::Page<T>, PageError> {
         if self.is_protobuf {
-            let page = protobuf::decode_page::<serde::de::IgnoredAny>(&self.body)
-                .map_err(PageError::NotAProtobufList)?;
-            Ok(PageHead {
-                continue_token: page.continue_token,
-                resource_version: page.resource_version,
-            })
-        } else {
-            // The metadata only: the items are skipped, not built.
-            let page: ViewList<serde::de::IgnoredAny> =
-                serde_json::from_slice(&self.body).map_err(PageError::NotAList)?;
-            Ok(PageHead {
-                continue_token: page.metadata.continue_.filter(|c| !c.is_empty()),
-                resource_version: page.metadata.resource_version.unwrap_or_default(),
-            })
-        }
-    }
-
-    /// The page's items, read into the view type.
-    fn items<T: serde::de::DeserializeOwned>(&self) -> Result<Vec<T>, PageError> {
-        if self.is_protobuf {
-            Ok(protobuf::decode_page::<T>(&self.body)
-                .map_err(PageError::NotAProtobufList)?
-                .items)
+            protobuf::decode_page(&self.body).map_err(PageError::NotAProtobufList)
         } else {
             let page: ViewList<T> =
                 serde_json::from_slice(&self.body).map_err(PageError::NotAList)?;
-            Ok(page.items)
+            Ok(protobuf::Page {
+                items: page.items,
+                continue_token: page.metadata.continue_.filter(|c| !c.is_empty()),
+                resource_version: page.metadata.resource_version.unwrap_or_default(),
+            })
         }
     }
 }

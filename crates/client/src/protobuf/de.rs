@@ -105,6 +105,32 @@ fn is_zero_time(wire: Wire<'_>) -> Result<bool, DecodeError> {
     Ok(true)
 }
 
+/// What both deserializers answer alike, as JSON would: a value on the wire is present (an
+/// `Option` is `Some`), a newtype (k8s-openapi's `Quantity`) is its inner value, and what the
+/// reading type ignores is skipped without being decoded.
+macro_rules! as_json_shows {
+    () => {
+        fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+            visitor.visit_some(self)
+        }
+
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, DecodeError> {
+            visitor.visit_newtype_struct(self)
+        }
+
+        fn deserialize_ignored_any<V: Visitor<'de>>(
+            self,
+            visitor: V,
+        ) -> Result<V::Value, DecodeError> {
+            visitor.visit_unit()
+        }
+    };
+}
+
 /// A message: what a read-model type deserialises from.
 #[derive(Debug)]
 pub(crate) struct MessageDe<'de> {
@@ -140,21 +166,7 @@ impl<'de> de::Deserializer<'de> for MessageDe<'de> {
         self.deserialize_any(visitor)
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
-        visitor.visit_some(self)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, DecodeError> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
-        visitor.visit_unit()
-    }
+    as_json_shows!();
 
     forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
@@ -377,17 +389,7 @@ impl<'de> de::Deserializer<'de> for Value<'de> {
         }
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
-        visitor.visit_some(self)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, DecodeError> {
-        visitor.visit_newtype_struct(self)
-    }
+    as_json_shows!();
 
     fn deserialize_enum<V: Visitor<'de>>(
         self,
@@ -399,10 +401,6 @@ impl<'de> de::Deserializer<'de> for Value<'de> {
             Some(s) => BorrowedStrDeserializer::new(s).deserialize_enum(name, variants, visitor),
             None => self.deserialize_any(visitor),
         }
-    }
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
-        visitor.visit_unit()
     }
 
     forward_to_deserialize_any! {
