@@ -33,7 +33,8 @@ mod tests {
     /// The point of this module is to be a second, independent implementation.
     #[test]
     fn shares_no_code_with_placekit() {
-        let needle = ["placekit", "::"].concat();
+        // Built at run time, so this test's own source does not hold them.
+        let needles = ["_core", "_client", "_lint", "_cli"].map(|c| ["placekit", c].concat());
         for (file, source) in [
             ("apimachinery.rs", include_str!("apimachinery.rs")),
             ("field.rs", include_str!("apimachinery/field.rs")),
@@ -41,7 +42,9 @@ mod tests {
             ("validation.rs", include_str!("apimachinery/validation.rs")),
             ("strict.rs", include_str!("apimachinery/strict.rs")),
         ] {
-            assert!(!source.contains(&needle), "{file} uses the placekit crate");
+            for needle in &needles {
+                assert!(!source.contains(needle.as_str()), "{file} uses {needle}");
+            }
         }
     }
 }

@@ -2,15 +2,15 @@
 //! JSON Patches, the executor retries what is transient and journals every outcome, a
 //! concurrent change is a conflict, and the rollback planner restores exactly.
 
-use placekit::interrupt::Interrupt;
+use placekit_client::interrupt::Interrupt;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
-use placekit::executor::{ExecutorConfig, KubeNodeWriter, WriteItem, execute};
-use placekit::plan::{ChangeRequest, NodePlan, NodeState, plan_node};
-use placekit::rollback::{NodeRollback, plan_node_rollback};
-use placekit::snapshot::{OutcomeKind, Snapshot, SnapshotHeader, write_snapshot};
-use placekit::syntax::parse_label_changes;
+use placekit_client::executor::{ExecutorConfig, KubeNodeWriter, WriteItem, execute};
+use placekit_core::plan::{ChangeRequest, NodePlan, NodeState, plan_node};
+use placekit_core::rollback::{NodeRollback, plan_node_rollback};
+use placekit_core::snapshot::{OutcomeKind, Snapshot, SnapshotHeader, write_snapshot};
+use placekit_core::syntax::parse_label_changes;
 use placekit_testserver::{
     ADMIN_TOKEN, ConcurrentWrite, Fault, FaultAction, Generator, ServerConfig, TestServer,
 };
@@ -73,7 +73,7 @@ async fn fault_on_the_third_write_fails_only_that_node_and_rollback_restores_the
         "test",
         "0",
         "placekit-test",
-        &placekit::snapshot::ClusterIdentity {
+        &placekit_core::snapshot::ClusterIdentity {
             server: server.url(),
             ..Default::default()
         },

@@ -746,8 +746,8 @@ fn the_operators_crds_install_and_prune_on_the_real_control_plane() {
 /// with two, as its other tables).
 #[test]
 fn jsonpath_and_custom_columns_render_as_kubectls_on_the_same_json() {
-    use placekit::jsonpath;
-    use placekit::ui::{OutputFormat, Ui};
+    use placekit_cli::ui::{OutputFormat, Ui};
+    use placekit_core::jsonpath;
     use placekit_testserver::real_cluster::{E2E_KUBECONFIG, real_cluster_for};
     let suite = "-o jsonpath and custom-columns against kubectl's";
     let Some(kubeconfig) = real_cluster_for(suite, E2E_KUBECONFIG) else {

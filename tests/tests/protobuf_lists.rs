@@ -8,8 +8,8 @@
 //! topology spread, sidecars, resource claims, scheduling gates, taints with `timeAdded`,
 //! capacity and conditions.
 
-use placekit::model::{Node, Pod, PodPlacement};
-use placekit::protobuf;
+use placekit_client::protobuf;
+use placekit_core::model::{Node, Pod, PodPlacement};
 use placekit_testserver::real_cluster::{E2E_KUBECONFIG, RealCluster, real_cluster_for};
 use placekit_testserver::{ServerConfig, TestServer};
 use serde_json::{Value, json};

@@ -51,8 +51,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use placekit::model::{Node, Pod};
-use placekit::scheduler::{self, FilterFailure, NodeInfo};
+use placekit_core::model::{Node, Pod};
+use placekit_core::scheduler::{self, FilterFailure, NodeInfo};
 use placekit_testserver::process::Bounded as _;
 use placekit_testserver::real_cluster::{E2E_KUBECONFIG, RealCluster, real_cluster_for};
 use placekit_testserver::require::{self, Need};
@@ -2122,21 +2122,21 @@ async fn real_scheduler_accelerator_decisions_match_placekit_filters() {
     // The state the scheduler sees, read before the pods under test exist.
     let (nodes, pods) = cluster_view(&client, &["dra-test"]).await;
     let infos = scheduler::node_infos(&nodes, &pods);
-    let classes: Vec<placekit::model::dra::DeviceClass> = serde_json::from_value(
+    let classes: Vec<placekit_core::model::dra::DeviceClass> = serde_json::from_value(
         get(&client, "/apis/resource.k8s.io/v1/deviceclasses").await["items"].clone(),
     )
     .unwrap();
-    let slices: Vec<placekit::model::dra::ResourceSlice> = serde_json::from_value(
+    let slices: Vec<placekit_core::model::dra::ResourceSlice> = serde_json::from_value(
         get(&client, "/apis/resource.k8s.io/v1/resourceslices").await["items"].clone(),
     )
     .unwrap();
-    let claims: Vec<placekit::model::dra::ResourceClaim> =
+    let claims: Vec<placekit_core::model::dra::ResourceClaim> =
         serde_json::from_value(get(&client, &claims_path).await["items"].clone()).unwrap();
-    let rules: Vec<placekit::model::dra::DeviceTaintRule> = serde_json::from_value(
+    let rules: Vec<placekit_core::model::dra::DeviceTaintRule> = serde_json::from_value(
         get(&client, "/apis/resource.k8s.io/v1/devicetaintrules").await["items"].clone(),
     )
     .unwrap();
-    let mut inventory = placekit::dra::DraInventory::new(slices, classes);
+    let mut inventory = placekit_core::dra::DraInventory::new(slices, classes);
     inventory.apply_taint_rules(rules);
     for c in &claims {
         inventory.add_claim(c);
@@ -2158,7 +2158,7 @@ async fn real_scheduler_accelerator_decisions_match_placekit_filters() {
         };
         let mut pod: Pod = serde_json::from_value(pod.clone()).unwrap();
         pod.spec.node_name = None;
-        let (needs, _) = placekit::dra::ClaimNeeds::of(
+        let (needs, _) = placekit_core::dra::ClaimNeeds::of(
             NS,
             &pod.spec.resource_claims,
             &pod.status.resource_claim_statuses,

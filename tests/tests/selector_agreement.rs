@@ -1,5 +1,5 @@
-//! placekit's own label selector parser and label validation (`crates/core/src/syntax/selector.rs`,
-//! `crates/core/src/validation.rs`), which check user input before any write, against the test
+//! placekit's own label selector parser and label validation (`shared/core/src/syntax/selector.rs`,
+//! `shared/core/src/validation.rs`), which check user input before any write, against the test
 //! server's independent port of apimachinery v0.37.2 (`tests/src/apimachinery/`), which the
 //! differential suite compares with a real kube-apiserver v1.37.2.
 //!
@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use placekit::syntax::LabelSelector;
-use placekit::validation::{label_value_errors, qualified_name_errors};
+use placekit_core::syntax::LabelSelector;
+use placekit_core::validation::{label_value_errors, qualified_name_errors};
 use placekit_testserver::apimachinery::{Selector, is_qualified_name, is_valid_label_value};
 
 /// A small deterministic generator (xorshift), so failures reproduce.
@@ -110,7 +110,10 @@ fn placekit_selector_parser_agrees_with_the_apimachinery_port() {
                     );
                 }
             }
-            (Err(placekit::syntax::SyntaxError::InvalidSelector { message, .. }), Err(port)) => {
+            (
+                Err(placekit_core::syntax::SyntaxError::InvalidSelector { message, .. }),
+                Err(port),
+            ) => {
                 rejected += 1;
                 assert_eq!(message, port.0, "{input:?}");
             }

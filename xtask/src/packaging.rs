@@ -242,7 +242,7 @@ pub fn build_archive(
     )?;
     add(&mut tar, license, "LICENSE", 0o644)?;
     if let Some(helper) = completion_helper(plugin, platform) {
-        let script = placekit::complete::kubectl_helper_script(plugin.name, plugin.bin);
+        let script = placekit_cli::complete::kubectl_helper_script(plugin.name, plugin.bin);
         append_file(&mut tar, script.as_bytes(), &helper, 0o755).map_err(io(&path))?;
     }
     let encoder = tar.into_inner().map_err(io(&path))?;
@@ -254,7 +254,7 @@ pub fn build_archive(
 /// The kubectl completion helper's file name in `platform`'s archive (none on Windows, where
 /// it would need to be an executable of its own).
 pub fn completion_helper(plugin: &PluginInfo, platform: &Platform) -> Option<String> {
-    (platform.os != "windows").then(|| placekit::complete::kubectl_helper_name(plugin.name))
+    (platform.os != "windows").then(|| placekit_cli::complete::kubectl_helper_name(plugin.name))
 }
 
 /// The entries of a `.tar.gz` archive.

@@ -279,7 +279,7 @@ fn a_local_release_verifies_as_the_readme_says() {
     let names: std::collections::BTreeSet<&str> =
         listed.iter().filter_map(|c| c.split('@').next()).collect();
     for compiled in [
-        "placekit",
+        "placekit-cli",
         "clap",
         "tokio",
         "kube-client",
@@ -316,8 +316,8 @@ fn a_local_release_verifies_as_the_readme_says() {
                     .as_array()
                     .unwrap()
                     .iter()
-                    .any(|x| x == "pkg:cargo/placekit@0.1.0")),
-        "the plugin depends on placekit"
+                    .any(|x| x == "pkg:cargo/placekit-cli@0.1.0")),
+        "the plugin depends on placekit-cli"
     );
 
     // A changed byte fails the check.

@@ -5,15 +5,15 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use placekit::complete::{self, Candidate, Position, Slot, Source};
-use placekit::connect::ConnectionArgs;
-use placekit::error::CommandError;
-use placekit::fleet::FleetArgs;
-use placekit::lint::admission;
-use placekit::lint::engine::Config;
-use placekit::lint::fix::files::FixMode;
-use placekit::lint::rule::Severity;
-use placekit::ui::{ColorChoice, DisplayArgs, LogArgs, Output, parse_output};
+use placekit_cli::complete::{self, Candidate, Position, Slot, Source};
+use placekit_cli::error::CommandError;
+use placekit_cli::fleet::FleetArgs;
+use placekit_cli::ui::{ColorChoice, DisplayArgs, LogArgs, Output, parse_output};
+use placekit_client::connect::ConnectionArgs;
+use placekit_lint::admission;
+use placekit_lint::engine::Config;
+use placekit_lint::fix::files::FixMode;
+use placekit_lint::rule::Severity;
 
 use crate::help;
 
@@ -180,7 +180,7 @@ pub enum Command {
 
 /// Rule ids with their summaries, for completion.
 fn rule_ids() -> Vec<Candidate> {
-    placekit::lint::rules::all_metas()
+    placekit_lint::rules::all_metas()
         .map(|m| Candidate::new(m.id, m.summary))
         .collect()
 }
@@ -221,7 +221,7 @@ pub enum Namespaces {
 
 impl Namespaces {
     /// The namespace to read on `conn` (`None`: every one).
-    pub fn on<'a>(&'a self, conn: &'a placekit::connect::Connection) -> Option<&'a str> {
+    pub fn on<'a>(&'a self, conn: &'a placekit_client::connect::Connection) -> Option<&'a str> {
         match self {
             Namespaces::All => None,
             Namespaces::Given(ns) => Some(ns),
@@ -271,7 +271,7 @@ pub struct LintSettings {
     /// against the live nodes too.
     pub live: bool,
     /// `--crd-dir`: the schemas custom resources are judged by.
-    pub crds: placekit::lint::crds::CrdSchemas,
+    pub crds: placekit_lint::crds::CrdSchemas,
 }
 
 /// Whether `--diff` shows the fixes instead of writing them.
@@ -372,7 +372,7 @@ pub fn resolve(cli: &Cli) -> Result<Mode, CommandError> {
     let config = load_config(cli.config.as_deref(), &files, &cli.enable, &cli.disable)?;
     let crds = match &cli.crd_dir {
         Some(dir) => {
-            let crds = placekit::lint::crds::CrdSchemas::load_dir(dir).map_err(usage)?;
+            let crds = placekit_lint::crds::CrdSchemas::load_dir(dir).map_err(usage)?;
             if crds.is_empty() {
                 return Err(usage(format!(
                     "--crd-dir {}: no CustomResourceDefinition there (apiextensions.k8s.io/v1, kind: CustomResourceDefinition)",

@@ -6,26 +6,26 @@
 /// value cannot move the cursor or forge a line of the report.
 macro_rules! say {
     ($($arg:tt)*) => {
-        println!("{}", placekit::ui::escaped(&format!($($arg)*)))
+        println!("{}", placekit_cli::ui::escaped(&format!($($arg)*)))
     };
 }
 
 use std::collections::BTreeMap;
 
-use placekit::api;
-use placekit::connect::{Connection, ConnectionArgs};
-use placekit::error::CommandError;
-use placekit::exit;
-use placekit::fleet::{self, Fleet};
-use placekit::lint::engine::LiveCluster;
-use placekit::model::{Node, Pod, PodPlacement};
-use placekit::output::v1::{
+use placekit_cli::error::CommandError;
+use placekit_cli::fleet::{self, Fleet};
+use placekit_cli::output::v1::{
     self, DriftReport, Item, KueueWorkload, NodeFit, PendingEvent, PendingItem, PendingPodRef,
     PendingReport, PendingSummary, PodOnMissingNode,
 };
-use placekit::scheduler::{self, Drift, DriftKind, FilterFailure, NodeInfo};
-use placekit::syntax::LabelSelector;
-use placekit::ui::Ui;
+use placekit_cli::ui::Ui;
+use placekit_client::api;
+use placekit_client::connect::{Connection, ConnectionArgs};
+use placekit_core::exit;
+use placekit_core::model::{Node, Pod, PodPlacement};
+use placekit_core::scheduler::{self, Drift, DriftKind, FilterFailure, NodeInfo};
+use placekit_core::syntax::LabelSelector;
+use placekit_lint::engine::LiveCluster;
 use serde_json::Value;
 
 /// Page size for node and pod lists.
@@ -63,11 +63,11 @@ pub async fn lint_cluster_state(
     conn: &Connection,
 ) -> Result<(Vec<NodeInfo>, Vec<String>), CommandError> {
     let (mut nodes, _) = cluster_state(conn).await?;
-    let dra = placekit::inventory::read_dra(conn, false).await?;
+    let dra = placekit_cli::inventory::read_dra(conn, false).await?;
     for node in &mut nodes {
         let served = dra
             .inventory
-            .served_extended(placekit::scheduling::NodeFacts {
+            .served_extended(placekit_core::scheduling::NodeFacts {
                 name: &node.name,
                 labels: &node.labels,
             });
@@ -95,12 +95,12 @@ pub async fn lint_clusters(
     (
         Vec<LiveCluster>,
         Vec<fleet::ClusterRead<()>>,
-        placekit::lint::crds::CrdSchemas,
+        placekit_lint::crds::CrdSchemas,
     ),
     CommandError,
 > {
     let Some(fleet) = fleet else {
-        let conn = placekit::ui::connect(connection).await?;
+        let conn = placekit_cli::ui::connect(connection).await?;
         let (nodes, notes) = lint_cluster_state(&conn).await?;
         for n in &notes {
             ui.warn(n);
@@ -156,8 +156,8 @@ pub async fn lint_clusters(
 async fn served_crds(
     conn: &Connection,
     kinds: &std::collections::BTreeSet<(String, String)>,
-) -> Result<(placekit::lint::crds::CrdSchemas, Vec<String>), CommandError> {
-    let mut crds = placekit::lint::crds::CrdSchemas::default();
+) -> Result<(placekit_lint::crds::CrdSchemas, Vec<String>), CommandError> {
+    let mut crds = placekit_lint::crds::CrdSchemas::default();
     let mut notes = Vec::new();
     let mut resources: BTreeMap<String, Option<Value>> = BTreeMap::new();
     for (api_version, kind) in kinds {
@@ -315,7 +315,7 @@ pub async fn drift_fleet(
             print!("{}", fleet::context_table(ui, &DRIFT_HEADER, &parts));
         }
         for (r, f) in ok() {
-            let pods = placekit::ui::count(f.checked, "running pod");
+            let pods = placekit_cli::ui::count(f.checked, "running pod");
             if f.drifted.is_empty() {
                 say!("{}: no drift ({pods} checked)", r.label());
             } else {
@@ -416,7 +416,7 @@ fn orphan_message(o: &PodOnMissingNode) -> String {
 }
 
 fn print_drift(drifted: &[Drift], checked: usize, orphans: &[PodOnMissingNode], ui: &Ui) {
-    let pods = |n: usize| placekit::ui::count(n, "running pod");
+    let pods = |n: usize| placekit_cli::ui::count(n, "running pod");
     if drifted.is_empty() {
         match checked {
             0 => say!("no drift: no running pods to check"),
@@ -609,11 +609,11 @@ pub async fn why_pending(
     .await?;
     // DRA: the pod's claims and the devices the cluster publishes (nothing when the
     // cluster does not serve resource.k8s.io/v1).
-    let dra = placekit::inventory::read_dra(conn, true).await?;
+    let dra = placekit_cli::inventory::read_dra(conn, true).await?;
     for n in &dra.notes {
         ui.warn(n);
     }
-    let (mut needs, mut claim_states) = placekit::dra::ClaimNeeds::of(
+    let (mut needs, mut claim_states) = placekit_core::dra::ClaimNeeds::of(
         namespace,
         &pod.spec.resource_claims,
         &pod.status.resource_claim_statuses,
@@ -670,7 +670,12 @@ pub async fn why_pending(
     let mig_hint = mig_hint(&requests, &nodes, &fitting, &filters);
     let requests: BTreeMap<String, String> = requests
         .iter()
-        .map(|(k, v)| (k.clone(), placekit::model::quantity::format_quantity(k, *v)))
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                placekit_core::model::quantity::format_quantity(k, *v),
+            )
+        })
         .collect();
     let nodes_judged: Vec<NodeFit> = results
         .iter()
@@ -960,7 +965,7 @@ pub async fn why_pending_all(
         })
         .collect();
     let dra = if pending.iter().any(|p| !p.spec.resource_claims.is_empty()) {
-        let dra = placekit::inventory::read_dra(conn, true).await?;
+        let dra = placekit_cli::inventory::read_dra(conn, true).await?;
         for n in &dra.notes {
             ui.warn(n);
         }
@@ -1016,7 +1021,7 @@ pub async fn why_pending_all(
     } else if judged.is_empty() {
         say!("no pending pods");
     } else {
-        let wide = ui.output == placekit::ui::OutputFormat::Wide;
+        let wide = ui.output == placekit_cli::ui::OutputFormat::Wide;
         let rows: Vec<Vec<String>> = judged
             .iter()
             .map(|p| {
@@ -1057,7 +1062,7 @@ pub async fn why_pending_all(
         if !ui.no_headers {
             say!(
                 "{} pending: {stuck} cannot be placed now; `why-pending POD -n NS` for one pod's evidence",
-                placekit::ui::count(judged.len(), "pod")
+                placekit_cli::ui::count(judged.len(), "pod")
             );
         }
     }
@@ -1072,7 +1077,7 @@ pub async fn why_pending_all(
 fn judge_pending(
     pod: &Pod,
     nodes: &[NodeInfo],
-    dra: Option<&placekit::inventory::DraRead>,
+    dra: Option<&placekit_cli::inventory::DraRead>,
 ) -> PendingItem {
     let gates: Vec<String> = pod
         .spec
@@ -1097,7 +1102,7 @@ fn judge_pending(
     let mut unmodelled = Vec::new();
     let mut missing = Vec::new();
     if let Some(dra) = dra {
-        let (needs, _) = placekit::dra::ClaimNeeds::of(
+        let (needs, _) = placekit_core::dra::ClaimNeeds::of(
             &pod.metadata.namespace,
             &pod.spec.resource_claims,
             &pod.status.resource_claim_statuses,
@@ -1161,7 +1166,7 @@ fn mig_hint(
             "the pod asks for nvidia.com/gpu, but the nodes without it expose MIG profiles: {} (request one of them instead)",
             profiles
                 .iter()
-                .map(|(r, q)| format!("{r} ({} free)", placekit::model::quantity::format_milli(*q)))
+                .map(|(r, q)| format!("{r} ({} free)", placekit_core::model::quantity::format_milli(*q)))
                 .collect::<Vec<_>>()
                 .join(", ")
         )
@@ -1264,7 +1269,7 @@ fn print_text(
             .filter_map(|e| e["message"].as_str())
             .next_back()
         {
-            say!("the scheduler says: {}", placekit::ui::escaped(m));
+            say!("the scheduler says: {}", placekit_cli::ui::escaped(m));
         }
         if verdict.is_none() {
             return;
@@ -1279,7 +1284,10 @@ fn print_text(
             say!("judgment: {}", v.judgment);
             println!(
                 "action:   {}",
-                ui.paint(&placekit::ui::escaped(&v.action), placekit::ui::Color::Bold)
+                ui.paint(
+                    &placekit_cli::ui::escaped(&v.action),
+                    placekit_cli::ui::Color::Bold
+                )
             );
         }
         None if !fitting.is_empty() => say!(

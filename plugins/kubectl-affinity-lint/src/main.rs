@@ -11,15 +11,15 @@ mod run;
 
 use std::process::ExitCode;
 
-use placekit::complete;
-use placekit::error::{self, CommandError, block_on};
-use placekit::fleet::Fleet;
-use placekit::ui::{TextShape, Ui};
+use placekit_cli::complete;
+use placekit_cli::error::{self, CommandError, block_on};
+use placekit_cli::fleet::Fleet;
+use placekit_cli::ui::{TextShape, Ui};
 
 use flags::{Cli, Mode};
 
 fn main() -> ExitCode {
-    placekit::ui::exit_quietly_on_broken_pipe();
+    placekit_cli::ui::exit_quietly_on_broken_pipe();
     if let Some(code) = complete::intercept(flags::command, flags::completion_source) {
         return code;
     }
@@ -38,7 +38,7 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
         Mode::Rules(id) => rules(id.as_deref()),
         Mode::Policy(yaml) => {
             run::write_out(&yaml, false);
-            Ok(placekit::exit::SUCCESS)
+            Ok(placekit_core::exit::SUCCESS)
         }
         Mode::Completion(args) => {
             complete::run_completion(
@@ -47,7 +47,7 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
                 "kubectl-affinity_lint",
                 "affinity-lint",
             )?;
-            Ok(placekit::exit::SUCCESS)
+            Ok(placekit_core::exit::SUCCESS)
         }
         Mode::Drift {
             display,
@@ -62,7 +62,7 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
                         live::drift_fleet(&fleet, &ui, &namespaces, selector.as_deref()).await
                     }
                     None => {
-                        let conn = placekit::ui::connect(&cli.connection).await?;
+                        let conn = placekit_cli::ui::connect(&cli.connection).await?;
                         let namespace = namespaces.on(&conn);
                         live::drift(&conn, &ui, namespace, selector.as_deref()).await
                     }
@@ -87,7 +87,7 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
                 None => ui.check_shape("affinity-lint why-pending", TextShape::WideTable)?,
             }
             block_on(async {
-                let conn = placekit::ui::connect(&cli.connection).await?;
+                let conn = placekit_cli::ui::connect(&cli.connection).await?;
                 match &pod {
                     Some(pod) if watch => {
                         live::why_pending(&conn, &ui, &conn.namespace, pod).await?;
@@ -108,13 +108,13 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
 /// `rules [ID]`: the catalogue, or one rule's page.
 fn rules(id: Option<&str>) -> Result<u8, CommandError> {
     let page = match id {
-        None => Some(placekit::lint::rules::catalogue_table()),
-        Some(id) => placekit::lint::rules::page(id),
+        None => Some(placekit_lint::rules::catalogue_table()),
+        Some(id) => placekit_lint::rules::page(id),
     };
     match page {
         Some(text) => {
             run::write_out(&text, false);
-            Ok(placekit::exit::SUCCESS)
+            Ok(placekit_core::exit::SUCCESS)
         }
         None => Err(CommandError::Input(format!(
             "unknown rule {:?}; `kubectl affinity-lint rules` lists them",

@@ -1,14 +1,14 @@
 //! The lint run: the files (and with `--cluster` the live nodes) through the rules, the
 //! report streamed in the chosen format, and `--fix`/`--diff`.
 
-use placekit::error::CommandError;
-use placekit::exit;
-use placekit::fleet::{self, ClusterRead, Fleet};
-use placekit::lint::engine::{FileReport, Outcome, Settings, lint_paths_streaming};
-use placekit::lint::fix::files::{self as fixer, FixMode};
-use placekit::lint::output::{self, Structured, StructuredWriter};
-use placekit::lint::rule::Severity;
-use placekit::ui::Ui;
+use placekit_cli::error::CommandError;
+use placekit_cli::fleet::{self, ClusterRead, Fleet};
+use placekit_cli::ui::Ui;
+use placekit_core::exit;
+use placekit_lint::engine::{FileReport, Outcome, Settings, lint_paths_streaming};
+use placekit_lint::fix::files::{self as fixer, FixMode};
+use placekit_lint::output::{self, Structured, StructuredWriter};
+use placekit_lint::rule::Severity;
 
 use crate::flags::{Diff, Format, LintSettings};
 use crate::live;
@@ -17,7 +17,7 @@ use crate::live;
 /// code says what was found, and whether some contexts could not be read.
 pub fn run(
     cli: &LintSettings,
-    connection: &placekit::connect::ConnectionArgs,
+    connection: &placekit_client::connect::ConnectionArgs,
     fleet_args: &fleet::FleetArgs,
 ) -> Result<u8, CommandError> {
     let ui = Ui::new(&cli.display);
@@ -26,23 +26,23 @@ pub fn run(
     // the cluster.
     let mut crds = cli.crds.clone();
     let mut custom_kinds: std::collections::BTreeSet<(String, String)> = Default::default();
-    let (paths, _) = placekit::lint::source::collect_paths(&cli.files, cli.recursive);
+    let (paths, _) = placekit_lint::source::collect_paths(&cli.files, cli.recursive);
     // Regular files only: a FIFO (`-f <(...)`) is read once, by the lint.
     // and what the lint refuses as too large is not read here either.
     let regular = |p: &&std::path::PathBuf| {
         std::fs::metadata(p)
-            .is_ok_and(|m| m.is_file() && m.len() <= placekit::lint::source::MAX_FILE_BYTES)
+            .is_ok_and(|m| m.is_file() && m.len() <= placekit_lint::source::MAX_FILE_BYTES)
     };
     for path in paths.iter().filter(regular) {
         if let Ok(text) = std::fs::read_to_string(path) {
             crds.add_from_text(&text);
             if cli.live {
-                custom_kinds.extend(placekit::lint::crds::custom_kinds(&text));
+                custom_kinds.extend(placekit_lint::crds::custom_kinds(&text));
             }
         }
     }
     let (clusters, contexts) = if cli.live {
-        let (clusters, contexts, served) = placekit::error::block_on(async {
+        let (clusters, contexts, served) = placekit_cli::error::block_on(async {
             let fleet = Fleet::resolve(connection, fleet_args)?;
             live::lint_clusters(connection, fleet.as_ref(), &ui, &custom_kinds).await
         })?;
@@ -256,7 +256,7 @@ fn fix(
     let stdin_input = cli.files.iter().any(|f| f.as_os_str() == "-");
     let stdin = if stdin_input {
         let mut text = String::new();
-        let limit = placekit::lint::source::MAX_FILE_BYTES;
+        let limit = placekit_lint::source::MAX_FILE_BYTES;
         // One byte past the limit tells an oversized stream from one that fits.
         match std::io::Read::read_to_string(
             &mut std::io::Read::take(std::io::stdin(), limit + 1),
@@ -288,7 +288,7 @@ fn fix(
                 .split_inclusive('\n')
                 .map(|l| {
                     let (text, end) = l.strip_suffix('\n').map_or((l, ""), |t| (t, "\n"));
-                    format!("{}{end}", placekit::ui::escaped(text))
+                    format!("{}{end}", placekit_cli::ui::escaped(text))
                 })
                 .collect();
             write_out(&shown, false);

@@ -1,24 +1,24 @@
 //! `kubectl gpu-taint`'s commands on top of the pipeline: dedicate (with the GPU preflight),
 //! release (exact key, value and effect), and the accelerator inventory `status`
-//! (see [`placekit::inventory`]).
+//! (see [`placekit_cli::inventory`]).
 
 use std::collections::BTreeMap;
 
-use placekit::accelerators::{self, Scope};
-use placekit::api;
-use placekit::connect::ConnectionArgs;
-use placekit::error::CommandError;
-use placekit::gpu;
-use placekit::model::Node;
-use placekit::overrides::PolicyOverrides;
-use placekit::plan::{ChangeRequest, NodePlan, plan_node};
-use placekit::syntax::{LabelChange, Taint, TaintMatcher};
-use placekit::targets::Targets;
-use placekit::ui::{MutationArgs, Ui};
+use placekit_cli::error::CommandError;
+use placekit_cli::overrides::PolicyOverrides;
+use placekit_cli::ui::{MutationArgs, Ui};
+use placekit_client::api;
+use placekit_client::connect::ConnectionArgs;
+use placekit_client::targets::Targets;
+use placekit_core::accelerators::{self, Scope};
+use placekit_core::gpu;
+use placekit_core::model::Node;
+use placekit_core::plan::{ChangeRequest, NodePlan, plan_node};
+use placekit_core::syntax::{LabelChange, Taint, TaintMatcher};
 
-use placekit::mutation::checks::{Check, Finding, Findings};
-use placekit::mutation::pipeline::{self, Mutation};
-use placekit::mutation::report::print_report;
+use placekit_cli::mutation::checks::{Check, Finding, Findings};
+use placekit_cli::mutation::pipeline::{self, Mutation};
+use placekit_cli::mutation::report::print_report;
 
 /// `kubectl gpu-taint`'s name in snapshots and in printed commands.
 pub const TOOL: &str = "kubectl-gpu_taint";
@@ -55,7 +55,7 @@ pub async fn dedicate(
     dedication: Dedication,
     args: &MutationArgs,
 ) -> Result<u8, CommandError> {
-    let conn = placekit::ui::connect(connection).await?;
+    let conn = placekit_cli::ui::connect(connection).await?;
     let objects = api::fetch_node_objects(&conn.client, &targets).await?;
     if objects.is_empty() {
         return Err(input("the selector matches no node; nothing to do"));
@@ -63,9 +63,9 @@ pub async fn dedicate(
     let resource = dedication.resource.as_deref();
     let views: Vec<Node> = objects
         .iter()
-        .map(placekit::inventory::node_view)
+        .map(placekit_cli::inventory::node_view)
         .collect::<Result<_, _>>()?;
-    let dra = placekit::inventory::read_dra(&conn, false).await?;
+    let dra = placekit_cli::inventory::read_dra(&conn, false).await?;
     // A resource that is on none of the nodes while a near name is: a typo, not a device
     // plugin to go and check.
     if let Some(r) = resource
@@ -78,7 +78,7 @@ pub async fn dedicate(
     let mut findings = Findings::default();
     findings.warn_all(Check::Unreadable, dra.notes.iter().cloned());
     let primary = resource.unwrap_or(gpu::DEFAULT_RESOURCE);
-    let resources = placekit::inventory::resources_for(&views, resource);
+    let resources = placekit_cli::inventory::resources_for(&views, resource);
     let scope = Scope {
         resource,
         primary,
@@ -89,13 +89,16 @@ pub async fn dedicate(
     for view in &views {
         let inventory =
             accelerators::node_inventory(view, &BTreeMap::new(), &dra.inventory, &scope);
-        match placekit::inventory::describe_accelerators(&inventory) {
+        match crate::status::describe_accelerators(&inventory) {
             None => without_gpu.push(view.metadata.name.clone()),
             Some(described) => {
                 if !ui.output.is_structured() {
                     eprintln!(
                         "{}",
-                        placekit::ui::escaped(&format!("node/{}: {described}", view.metadata.name))
+                        placekit_cli::ui::escaped(&format!(
+                            "node/{}: {described}",
+                            view.metadata.name
+                        ))
                     );
                 }
             }
@@ -163,7 +166,7 @@ pub async fn release(
     overrides: PolicyOverrides,
     args: &MutationArgs,
 ) -> Result<u8, CommandError> {
-    let conn = placekit::ui::connect(connection).await?;
+    let conn = placekit_cli::ui::connect(connection).await?;
     let nodes = api::fetch_nodes(&conn.client, &targets).await?;
     if nodes.is_empty() {
         return Err(input("the selector matches no node; nothing to do"));
@@ -178,7 +181,7 @@ pub async fn release(
     mutation.apply_overrides(overrides);
     mutation.findings.warn_all(
         Check::Keys,
-        placekit::mutation::checks::absent_removals(&request.labels, &nodes),
+        placekit_cli::mutation::checks::absent_removals(&request.labels, &nodes),
     );
     mutation.problems = plans
         .iter()
@@ -196,14 +199,15 @@ pub async fn release(
 /// `status`: the accelerator inventory of the targets (all nodes by default).
 pub async fn status_command(
     connection: &ConnectionArgs,
-    fleet: Option<&placekit::fleet::Fleet>,
+    fleet: Option<&placekit_cli::fleet::Fleet>,
     ui: &Ui,
     targets: Targets,
-    options: &placekit::inventory::StatusOptions,
+    options: &placekit_cli::inventory::StatusOptions,
 ) -> Result<u8, CommandError> {
-    use placekit::inventory::{Reading, print_fleet_status, read_status, status};
+    use crate::status::{print_fleet_status, status};
+    use placekit_cli::inventory::{Reading, read_status};
     let Some(fleet) = fleet else {
-        let conn = placekit::ui::connect(connection).await?;
+        let conn = placekit_cli::ui::connect(connection).await?;
         return status(&conn, ui, &targets, options).await;
     };
     let asked = std::sync::Arc::new((targets, options.clone()));

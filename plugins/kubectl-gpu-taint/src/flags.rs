@@ -3,14 +3,14 @@
 
 use crate::commands::TOOL;
 use clap::{Args, Parser, Subcommand};
-use placekit::complete::{self, Position, Slot, Source};
-use placekit::connect::ConnectionArgs;
-use placekit::exit;
-use placekit::fleet::FleetArgs;
-use placekit::inventory::By;
-use placekit::mutation::undo::RollbackArgs;
-use placekit::overrides::{DependentsOverride, EvictionOverride};
-use placekit::ui::{DisplayArgs, MutationArgs};
+use placekit_cli::complete::{self, Position, Slot, Source};
+use placekit_cli::fleet::FleetArgs;
+use placekit_cli::inventory::By;
+use placekit_cli::mutation::undo::RollbackArgs;
+use placekit_cli::overrides::{DependentsOverride, EvictionOverride};
+use placekit_cli::ui::{DisplayArgs, MutationArgs};
+use placekit_client::connect::ConnectionArgs;
+use placekit_core::exit;
 
 pub const EXAMPLES: &str = "\
 Examples:

@@ -4,26 +4,27 @@
 
 mod commands;
 mod flags;
+mod status;
 
 use std::process::ExitCode;
 
 use crate::commands::{COMMAND, Dedication, TOOL};
 use clap::Parser;
-use placekit::complete;
-use placekit::error::{CommandError, run_to_exit_code};
-use placekit::exit;
-use placekit::fleet::Fleet;
-use placekit::inventory::{By, StatusOptions};
-use placekit::mutation::report::print_report;
-use placekit::mutation::undo::{self, SnapshotChoice};
-use placekit::syntax::{parse_label_changes, parse_taint, parse_taint_to_remove};
-use placekit::targets::Targets;
-use placekit::ui::{TextShape, Ui};
+use placekit_cli::complete;
+use placekit_cli::error::{CommandError, run_to_exit_code};
+use placekit_cli::fleet::Fleet;
+use placekit_cli::inventory::{By, StatusOptions};
+use placekit_cli::mutation::report::print_report;
+use placekit_cli::mutation::undo::{self, SnapshotChoice};
+use placekit_cli::ui::{TextShape, Ui};
+use placekit_client::targets::Targets;
+use placekit_core::exit;
+use placekit_core::syntax::{parse_label_changes, parse_taint, parse_taint_to_remove};
 
 use flags::{Cli, Command, Selection, completion_source};
 
 fn main() -> ExitCode {
-    placekit::ui::exit_quietly_on_broken_pipe();
+    placekit_cli::ui::exit_quietly_on_broken_pipe();
     if let Some(code) =
         complete::intercept(<Cli as clap::CommandFactory>::command, completion_source)
     {
@@ -155,7 +156,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         }
         Command::Rollback { rollback, mutation } => {
             let request = rollback.request()?;
-            let conn = placekit::ui::connect(&cli.connection).await?;
+            let conn = placekit_cli::ui::connect(&cli.connection).await?;
             let report = undo::rollback(&conn, ui, TOOL, COMMAND, request, &mutation).await?;
             Ok(print_report(ui, &report))
         }
@@ -179,7 +180,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 label_columns,
                 sort_by: sort_by
                     .as_deref()
-                    .map(placekit::jsonpath::SortKey::parse)
+                    .map(placekit_core::jsonpath::SortKey::parse)
                     .transpose()
                     .map_err(|e| input(format!("--sort-by: {e}")))?,
                 free_only,
@@ -190,7 +191,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 ("--free-only", options.free_only),
                 ("--group-by", options.group_by.is_some()),
                 ("-L/--label-columns", !options.label_columns.is_empty()),
-                ("-o wide", ui.output == placekit::ui::OutputFormat::Wide),
+                ("-o wide", ui.output == placekit_cli::ui::OutputFormat::Wide),
             ];
             if let (Some(_), Some((flag, _))) =
                 (options.by, table_only.iter().find(|(_, given)| *given))
@@ -227,8 +228,8 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                         "-w/--watch prints each node that changes: it cannot be combined with --free-only or --group-by",
                     ));
                 }
-                let conn = placekit::ui::connect(&cli.connection).await?;
-                return placekit::inventory::watch_status(&conn, ui, &targets, &options).await;
+                let conn = placekit_cli::ui::connect(&cli.connection).await?;
+                return status::watch_status(&conn, ui, &targets, &options).await;
             }
             commands::status_command(&cli.connection, fleet.as_ref(), ui, targets, &options).await
         }

@@ -6,22 +6,22 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use placekit::api;
-use placekit::connect::{Connection, ConnectionArgs};
-use placekit::dependents::{Dependent, KeyQuery, find_dependents};
-use placekit::error::CommandError;
-use placekit::exit;
-use placekit::nfd::{self, IMPORTED_LABELS_ANNOTATION, ImportRecord, NamespacePolicy, Naming};
-use placekit::overrides::PolicyOverrides;
-use placekit::plan::{Blocker, ChangeRequest, NodePlan, NodeState, plan_node};
-use placekit::syntax::LabelChange;
-use placekit::targets::Targets;
-use placekit::ui::{MutationArgs, Ui};
+use placekit_cli::error::CommandError;
+use placekit_cli::overrides::PolicyOverrides;
+use placekit_cli::ui::{MutationArgs, Ui};
+use placekit_client::api;
+use placekit_client::connect::{Connection, ConnectionArgs};
+use placekit_client::targets::Targets;
+use placekit_core::exit;
+use placekit_core::nfd::{self, IMPORTED_LABELS_ANNOTATION, ImportRecord, NamespacePolicy, Naming};
+use placekit_core::plan::{Blocker, ChangeRequest, NodePlan, NodeState, plan_node};
+use placekit_core::syntax::LabelChange;
+use placekit_lint::dependents::{Dependent, KeyQuery, find_dependents};
 
-use placekit::mutation::checks::{Check, Finding};
-use placekit::mutation::pipeline::{self, Mutation};
-use placekit::mutation::report::print_report;
-use placekit::output::v1::{Item, LabelDependents, NodeLabels};
+use placekit_cli::mutation::checks::{Check, Finding};
+use placekit_cli::mutation::pipeline::{self, Mutation};
+use placekit_cli::mutation::report::print_report;
+use placekit_cli::output::v1::{Item, LabelDependents, NodeLabels};
 
 /// `kubectl nodelabel`'s name in snapshots and in printed commands.
 pub const TOOL: &str = "kubectl-nodelabel";
@@ -63,7 +63,7 @@ pub async fn change_labels(
     request: LabelRequest,
     args: &MutationArgs,
 ) -> Result<u8, CommandError> {
-    let conn = placekit::ui::connect(connection).await?;
+    let conn = placekit_cli::ui::connect(connection).await?;
     let nodes = read_targets(&conn, &targets).await?;
     let change = ChangeRequest {
         labels: request.changes,
@@ -75,14 +75,14 @@ pub async fn change_labels(
     mutation.apply_overrides(request.overrides);
     mutation.findings.warn_all(
         Check::Keys,
-        placekit::mutation::checks::absent_removals(&change.labels, &nodes),
+        placekit_cli::mutation::checks::absent_removals(&change.labels, &nodes),
     );
     if request.operation == "set" {
         // Typos before the confirmation: a new key near one the nodes have, a value near
         // one the key has on the cluster.
         mutation.findings.warn_all(
             Check::Keys,
-            placekit::mutation::checks::near_keys(&change.labels, &nodes),
+            placekit_cli::mutation::checks::near_keys(&change.labels, &nodes),
         );
         let set_keys: Vec<&str> = change
             .labels
@@ -93,7 +93,7 @@ pub async fn change_labels(
         let values = api::label_values(&conn.client, &set_keys).await?;
         mutation.findings.warn_all(
             Check::Keys,
-            placekit::mutation::checks::near_values(&change.labels, &values),
+            placekit_cli::mutation::checks::near_values(&change.labels, &values),
         );
     }
     let report = pipeline::apply(&conn, ui, plans, mutation).await?;
@@ -273,9 +273,9 @@ pub async fn import(
             ));
         }
     };
-    let conn = placekit::ui::connect(connection).await?;
+    let conn = placekit_cli::ui::connect(connection).await?;
     let nodes = read_targets(&conn, &targets).await?;
-    let mut findings = placekit::mutation::checks::Findings::default();
+    let mut findings = placekit_cli::mutation::checks::Findings::default();
     let mut stderr_by_node: std::collections::BTreeMap<String, String> = Default::default();
     if let FeatureSource::Hook { path, timeout } = &source {
         let runs = run_hooks(path, *timeout, &nodes).await?;
@@ -451,7 +451,7 @@ pub fn import_plan(
     plan.notes.extend(
         owned
             .into_iter()
-            .map(|d| placekit::plan::Note::OwnedByNfd { key: d.key }),
+            .map(|d| placekit_core::plan::Note::OwnedByNfd { key: d.key }),
     );
     if !options.overwrite {
         for d in &plan.label_changes {
@@ -482,7 +482,7 @@ pub fn import_plan(
 /// one cluster or (`fleet`) on each cluster the contexts reach.
 pub async fn dependents(
     connection: &ConnectionArgs,
-    fleet: Option<&placekit::fleet::Fleet>,
+    fleet: Option<&placekit_cli::fleet::Fleet>,
     ui: &Ui,
     keys: &[String],
     namespace: Option<&str>,
@@ -490,9 +490,9 @@ pub async fn dependents(
     let queries: Vec<KeyQuery> = keys.iter().map(|k| KeyQuery::parse(k)).collect();
     // A key no label can have matches nothing: say so before asking the cluster.
     for q in &queries {
-        let mut errors = placekit::validation::qualified_name_errors(&q.key);
+        let mut errors = placekit_core::validation::qualified_name_errors(&q.key);
         if let Some(v) = &q.value {
-            errors.extend(placekit::validation::label_value_errors(v));
+            errors.extend(placekit_core::validation::label_value_errors(v));
         }
         if !errors.is_empty() {
             return Err(CommandError::Input(format!(
@@ -503,7 +503,7 @@ pub async fn dependents(
         }
     }
     let Some(fleet) = fleet else {
-        let conn = placekit::ui::connect(connection).await?;
+        let conn = placekit_cli::ui::connect(connection).await?;
         let (found, warnings) = read_dependents(&conn, &queries, namespace, true).await?;
         for w in &warnings {
             ui.warn(w);
@@ -520,7 +520,7 @@ pub async fn dependents(
         })
         .await;
     print_fleet_dependents(ui, &reads, keys);
-    Ok(placekit::fleet::exit_code(&reads, |_| exit::SUCCESS))
+    Ok(placekit_cli::fleet::exit_code(&reads, |_| exit::SUCCESS))
 }
 
 /// One cluster's dependents and the warnings of its reads. A namespace that is not there is
@@ -531,13 +531,19 @@ async fn read_dependents(
     namespace: Option<&str>,
     namespace_must_exist: bool,
 ) -> Result<(Vec<Dependent>, Vec<String>), CommandError> {
-    let (workloads, warnings) = match api::list_workloads(&conn.client, namespace, None).await {
+    let (workloads, warnings) = match placekit_cli::workloads::list_workloads(
+        &conn.client,
+        namespace,
+        None,
+    )
+    .await
+    {
         // Namespace-scoped RBAC: every namespace is the safe default for a label's
         // dependents, but what may be read is still an answer, said to be partial.
         Err(CommandError::Forbidden(why)) if namespace.is_none() => {
             let own = conn.namespace.as_str();
             let Ok((workloads, mut warnings)) =
-                api::list_workloads(&conn.client, Some(own), None).await
+                placekit_cli::workloads::list_workloads(&conn.client, Some(own), None).await
             else {
                 return Err(CommandError::Forbidden(why));
             };
@@ -567,10 +573,10 @@ async fn read_dependents(
 /// and `server`, and every cluster read listed (with its error, if any).
 fn print_fleet_dependents(
     ui: &Ui,
-    reads: &[placekit::fleet::ClusterRead<(Vec<Dependent>, Vec<String>)>],
+    reads: &[placekit_cli::fleet::ClusterRead<(Vec<Dependent>, Vec<String>)>],
     keys: usize,
 ) {
-    use placekit::fleet;
+    use placekit_cli::fleet;
     for r in reads {
         if let Ok((_, warnings)) = &r.outcome {
             for w in warnings {
@@ -603,7 +609,7 @@ fn print_fleet_dependents(
                 } else {
                     "these labels"
                 },
-                placekit::ui::count(
+                placekit_cli::ui::count(
                     reads.iter().filter(|r| r.outcome.is_ok()).count(),
                     "cluster"
                 )
@@ -672,8 +678,10 @@ pub async fn show_labels(
     ui: &Ui,
     targets: &Targets,
 ) -> Result<u8, CommandError> {
-    use placekit::label_controllers::{GpuOperatorView, is_gpu_operator_key, label_provenance};
-    let conn = placekit::ui::connect(connection).await?;
+    use placekit_core::label_controllers::{
+        GpuOperatorView, is_gpu_operator_key, label_provenance,
+    };
+    let conn = placekit_cli::ui::connect(connection).await?;
     let nodes = api::fetch_node_objects(&conn.client, targets).await?;
     if nodes.is_empty() {
         return Err(CommandError::Input("the selector matches no node".into()));
@@ -702,7 +710,7 @@ pub async fn show_labels(
         ui.print_report(&NodeLabels { items: &rows });
         return Ok(exit::SUCCESS);
     }
-    let wide = ui.output == placekit::ui::OutputFormat::Wide;
+    let wide = ui.output == placekit_cli::ui::OutputFormat::Wide;
     let none = || "<none>".to_string();
     let table: Vec<Vec<String>> = rows
         .iter()

@@ -3,13 +3,13 @@
 
 use crate::commands::TOOL;
 use clap::{Args, Parser, Subcommand};
-use placekit::complete::{self, Position, Slot, Source};
-use placekit::connect::ConnectionArgs;
-use placekit::exit;
-use placekit::fleet::FleetArgs;
-use placekit::mutation::undo::RollbackArgs;
-use placekit::overrides::DependentsOverride;
-use placekit::ui::{DisplayArgs, MutationArgs};
+use placekit_cli::complete::{self, Position, Slot, Source};
+use placekit_cli::fleet::FleetArgs;
+use placekit_cli::mutation::undo::RollbackArgs;
+use placekit_cli::overrides::DependentsOverride;
+use placekit_cli::ui::{DisplayArgs, MutationArgs};
+use placekit_client::connect::ConnectionArgs;
+use placekit_core::exit;
 use std::path::PathBuf;
 
 pub const EXAMPLES: &str = "\

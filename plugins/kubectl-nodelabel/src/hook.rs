@@ -1,12 +1,12 @@
 //! Node-feature hooks run on the admin's machine for `nodelabel import --hook`: the
 //! process handling (no shell, a reduced environment, a deadline, an output cap, the
 //! process group stopped afterwards) apart from the pure feature format in
-//! [`placekit::nfd`].
+//! [`placekit_core::nfd`].
 
 use std::path::Path;
 use std::time::Duration;
 
-use placekit::nfd::{MAX_FEATURE_FILE_BYTES, SourceError};
+use placekit_core::nfd::{MAX_FEATURE_FILE_BYTES, SourceError};
 
 /// What a hook printed: its feature list, and what it wrote to stderr (shown to the user;
 /// with empty values, it makes the node an error).
@@ -31,7 +31,7 @@ pub async fn run_hook(
     let hook = format!(
         "{} (node {})",
         path.display(),
-        placekit::text::escaped(node)
+        placekit_core::text::escaped(node)
     );
     let fail = |message: String| SourceError::Hook {
         hook: hook.clone(),
@@ -40,11 +40,11 @@ pub async fn run_hook(
     // The node's name comes from the server and becomes the hook's argument and
     // environment: only a valid node name (a DNS subdomain: no option-like `-x`, no spaces,
     // no control characters) is passed on.
-    let problems = placekit::validation::dns1123_subdomain_errors(node);
+    let problems = placekit_core::validation::dns1123_subdomain_errors(node);
     if !problems.is_empty() {
         return Err(fail(format!(
             "{} is not a valid node name ({}): the hook is not run for it",
-            placekit::validation::go_quote(node),
+            placekit_core::validation::go_quote(node),
             problems.join("; ")
         )));
     }

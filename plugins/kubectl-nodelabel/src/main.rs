@@ -11,21 +11,21 @@ use std::time::Duration;
 
 use crate::commands::{COMMAND, FeatureSource, ImportOptions, LabelRequest, TOOL};
 use clap::Parser;
-use placekit::complete;
-use placekit::error::{CommandError, run_to_exit_code};
-use placekit::exit;
-use placekit::fleet::Fleet;
-use placekit::mutation::report::print_report;
-use placekit::mutation::undo::{self, SnapshotChoice};
-use placekit::nfd::{NamespacePolicy, Naming};
-use placekit::syntax::parse_label_changes;
-use placekit::targets::Targets;
-use placekit::ui::{TextShape, Ui};
+use placekit_cli::complete;
+use placekit_cli::error::{CommandError, run_to_exit_code};
+use placekit_cli::fleet::Fleet;
+use placekit_cli::mutation::report::print_report;
+use placekit_cli::mutation::undo::{self, SnapshotChoice};
+use placekit_cli::ui::{TextShape, Ui};
+use placekit_client::targets::Targets;
+use placekit_core::exit;
+use placekit_core::nfd::{NamespacePolicy, Naming};
+use placekit_core::syntax::parse_label_changes;
 
 use flags::{Cli, Command, NamingArg, Selection, completion_source};
 
 fn main() -> ExitCode {
-    placekit::ui::exit_quietly_on_broken_pipe();
+    placekit_cli::ui::exit_quietly_on_broken_pipe();
     if let Some(code) =
         complete::intercept(<Cli as clap::CommandFactory>::command, completion_source)
     {
@@ -151,7 +151,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         }
         Command::Rollback { rollback, mutation } => {
             let request = rollback.request()?;
-            let conn = placekit::ui::connect(&cli.connection).await?;
+            let conn = placekit_cli::ui::connect(&cli.connection).await?;
             let report = undo::rollback(&conn, ui, TOOL, COMMAND, request, &mutation).await?;
             Ok(print_report(ui, &report))
         }
@@ -210,10 +210,10 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 (Some(f), None, None) => FeatureSource::File(f),
                 (None, Some(d), None) => FeatureSource::Dir(d),
                 (None, None, Some(path)) => FeatureSource::Hook {
-                    timeout: placekit::connect::parse_request_timeout(&hook_timeout)
+                    timeout: placekit_client::connect::parse_request_timeout(&hook_timeout)
                         .map_err(input)?
                         .unwrap_or(Duration::from_secs(10)),
-                    path: placekit::nfd::resolve_hook(&path).map_err(input)?,
+                    path: placekit_core::nfd::resolve_hook(&path).map_err(input)?,
                 },
                 _ => return Err(input("give one of --file, --dir or --hook")),
             };
@@ -222,7 +222,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             let naming = naming.map(|n| match (n, &source) {
                 (NamingArg::File, _) => Naming::File,
                 (NamingArg::Hook, FeatureSource::Hook { path, .. }) => Naming::Hook {
-                    hook_name: placekit::nfd::hook_name(path),
+                    hook_name: placekit_core::nfd::hook_name(path),
                 },
                 (NamingArg::Hook, _) => Naming::Hook {
                     hook_name: "local".into(),

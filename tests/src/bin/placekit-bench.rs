@@ -355,7 +355,7 @@ async fn protobuf_floor(
     for _ in 0..rounds {
         floors.protobuf = fastest(
             floors.protobuf,
-            floor(kubeconfig, lists, 1, placekit::protobuf::ACCEPT).await,
+            floor(kubeconfig, lists, 1, placekit_client::protobuf::ACCEPT).await,
         );
         floors.json = fastest(
             floors.json,
@@ -440,7 +440,7 @@ async fn floor(
                         .continue_
                         .filter(|c| !c.is_empty())
                 } else {
-                    placekit::protobuf::continue_token(&body).expect("a protobuf list")
+                    placekit_client::protobuf::continue_token(&body).expect("a protobuf list")
                 };
                 match next {
                     Some(t) => token = Some(t),
@@ -774,7 +774,7 @@ async fn fleet(
         tokio::task::spawn_blocking(run(fleet_args(with_hung_pattern)))
             .await
             .expect("join");
-    let deadline = placekit::connect::parse_request_timeout(context_timeout)
+    let deadline = placekit_client::connect::parse_request_timeout(context_timeout)
         .ok()
         .flatten()
         .map_or(0.0, |d| d.as_secs_f64());
@@ -1268,7 +1268,7 @@ async fn main() -> ExitCode {
         } => {
             fn decode<T: serde::de::DeserializeOwned>(body: &[u8]) -> usize {
                 if body.starts_with(b"k8s\0") {
-                    placekit::protobuf::decode_page::<T>(body)
+                    placekit_client::protobuf::decode_page::<T>(body)
                         .expect("a protobuf list page")
                         .items
                         .len()
@@ -1290,9 +1290,9 @@ async fn main() -> ExitCode {
                 for _ in 0..rounds {
                     let started = Instant::now();
                     items = match into.as_str() {
-                        "node" => decode::<placekit::model::Node>(&body),
-                        "placement" => decode::<placekit::model::PodPlacement>(&body),
-                        _ => decode::<placekit::model::Pod>(&body),
+                        "node" => decode::<placekit_core::model::Node>(&body),
+                        "placement" => decode::<placekit_core::model::PodPlacement>(&body),
+                        _ => decode::<placekit_core::model::Pod>(&body),
                     };
                     best = best.min(started.elapsed().as_secs_f64());
                 }

@@ -8,7 +8,7 @@ use super::{SCHEMA_DIR, published_schemas};
 
 fn schema_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
+        .join("../..")
         .join(SCHEMA_DIR)
 }
 

@@ -128,7 +128,7 @@ mod tests {
         }
         .resolve()
         .unwrap_err();
-        assert_eq!(refused.exit_code(), crate::exit::USAGE);
+        assert_eq!(refused.exit_code(), placekit_core::exit::USAGE);
         for (flag, _) in FORCE_REPLACEMENTS {
             assert!(refused.to_string().contains(flag), "{refused}");
         }

@@ -1,16 +1,16 @@
 //! The inventory's renderings: a table per node and accelerator, `--by namespace|pod`,
 //! JSON/YAML, and one report over several clusters.
 
-use crate::accelerators::{self, Form, NodeInventory, ResourceTotal, cell};
-use crate::exit;
-use crate::fleet::{self, ClusterRead};
-use crate::gpu;
-use crate::model::quantity::format_milli;
-use crate::output::v1::{GpuInventory, GpuRequests, InventoryTotals, Item, RequestsBy};
-use crate::targets::Targets;
-use crate::ui::{OutputFormat, Ui};
+use placekit_cli::fleet::{self, ClusterRead};
+use placekit_cli::output::v1::{GpuInventory, GpuRequests, InventoryTotals, Item, RequestsBy};
+use placekit_cli::ui::{OutputFormat, Ui};
+use placekit_client::targets::Targets;
+use placekit_core::accelerators::{self, Form, NodeInventory, ResourceTotal, cell};
+use placekit_core::exit;
+use placekit_core::gpu;
+use placekit_core::model::quantity::format_milli;
 
-use super::read::{By, NodeGroup, RequestRow, Status, StatusOptions, StatusView};
+use placekit_cli::inventory::{By, NodeGroup, RequestRow, Status, StatusOptions, StatusView};
 
 /// Renders one cluster's `status`.
 pub fn print_status(ui: &Ui, targets: &Targets, options: &StatusOptions, view: &StatusView) {
@@ -456,7 +456,7 @@ fn inventory_rows(
     let totals = if ui.no_headers { &[][..] } else { totals };
     for t in totals {
         let mut row = vec![
-            format!("TOTAL ({})", crate::ui::count(t.nodes, "node")),
+            format!("TOTAL ({})", placekit_cli::ui::count(t.nodes, "node")),
             if t.form.is_dra() {
                 format!("{} (DRA)", t.resource)
             } else {

@@ -13,8 +13,8 @@
 //! - `placekit-client`: connecting, paged reads (pods and nodes in protobuf), the write
 //!   executor, why a command stopped.
 //!
-//! Their modules are re-exported under their old paths (`placekit::syntax`,
-//! `placekit::api`, ...), so a plugin names one crate.
+//! Nothing of theirs is re-exported here: an import names the crate that defines it
+//! (`placekit_core::syntax`, `placekit_client::api`, `placekit_lint::engine`).
 
 pub mod complete;
 pub mod error;
@@ -24,15 +24,4 @@ pub mod mutation;
 pub mod output;
 pub mod overrides;
 pub mod ui;
-
-// The model lives in placekit-core; its modules keep their paths here so the plugins'
-// `placekit::syntax::…` imports read the same.
-pub use placekit_client::{api, connect, executor, interrupt, protobuf, proxy, secrets, targets};
-pub use placekit_core::{
-    accelerators, cluster, dra, exit, gpu, held_file, jsonpath, label_controllers, model, nfd,
-    plan, policy, rollback, scheduler, scheduling, snapshot, suggest, syntax, text, trust,
-    validation,
-};
-/// The affinity linter ([`placekit_lint`]).
-pub use placekit_lint as lint;
-pub use placekit_lint::dependents;
+pub mod workloads;

@@ -23,16 +23,16 @@ pub fn run_to_exit_code(
 pub fn exit_code(result: Result<u8, CommandError>) -> std::process::ExitCode {
     match result {
         // The report's rendering failed (said already): 1, as kubectl's.
-        Ok(crate::exit::SUCCESS) if crate::ui::output_failed() => {
-            std::process::ExitCode::from(crate::exit::PROBLEMS)
+        Ok(placekit_core::exit::SUCCESS) if crate::ui::output_failed() => {
+            std::process::ExitCode::from(placekit_core::exit::PROBLEMS)
         }
         Ok(code) => match crate::ui::failing_warnings() {
-            Some(n) if code == crate::exit::SUCCESS => {
+            Some(n) if code == placekit_core::exit::SUCCESS => {
                 eprintln!(
                     "error: the server sent {} (--warnings-as-errors)",
-                    crate::text::count(n, "warning")
+                    placekit_core::text::count(n, "warning")
                 );
-                std::process::ExitCode::from(crate::exit::PROBLEMS)
+                std::process::ExitCode::from(placekit_core::exit::PROBLEMS)
             }
             _ => std::process::ExitCode::from(code),
         },
@@ -46,7 +46,10 @@ pub fn exit_code(result: Result<u8, CommandError>) -> std::process::ExitCode {
 pub fn report(e: &CommandError) -> std::process::ExitCode {
     eprintln!(
         "error: {}",
-        crate::text::escape_controls(&crate::secrets::redact(&e.to_string()), true)
+        placekit_core::text::escape_controls(
+            &placekit_client::secrets::redact(&e.to_string()),
+            true
+        )
     );
     std::process::ExitCode::from(e.exit_code())
 }

@@ -5,14 +5,14 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::exit;
 use crate::mutation::checks::Finding;
-use crate::plan::{LabelDelta, NodePlan, quoted_or_absent as shown};
-use crate::rollback::RollbackConflict;
-use crate::snapshot::OutcomeKind;
-use crate::syntax::Taint;
 use crate::ui::escaped;
 use crate::ui::{Color, Ui};
+use placekit_core::exit;
+use placekit_core::plan::{LabelDelta, NodePlan, quoted_or_absent as shown};
+use placekit_core::rollback::RollbackConflict;
+use placekit_core::snapshot::OutcomeKind;
+use placekit_core::syntax::Taint;
 
 /// How many node diffs to print before summarising the rest.
 const DIFFS_SHOWN: usize = 10;

@@ -5,16 +5,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::accelerators::{self, NodeInventory, ResourceTotal, Scope};
-use crate::api::{self, Listed, POD_PAGE};
-use crate::connect::Connection;
-use crate::dra::DraInventory;
 use crate::error::CommandError;
-use crate::gpu;
-use crate::model::dra::{self, DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
-use crate::model::{Node, Pod};
-use crate::scheduling::NodeFacts;
-use crate::targets::Targets;
+use placekit_client::api::{self, Listed, POD_PAGE};
+use placekit_client::connect::Connection;
+use placekit_client::targets::Targets;
+use placekit_core::accelerators::{self, NodeInventory, ResourceTotal, Scope};
+use placekit_core::dra::DraInventory;
+use placekit_core::gpu;
+use placekit_core::model::dra::{self, DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
+use placekit_core::model::{Node, Pod};
+use placekit_core::scheduling::NodeFacts;
 
 /// Nodes per list page (5,000 nodes in one request).
 const NODE_PAGE: u32 = 5_000;
@@ -226,7 +226,7 @@ pub struct RequestRow {
     /// DRA devices allocated to the pod's (or namespace's) claims.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub dra: bool,
-    #[serde(serialize_with = "crate::model::quantity::units")]
+    #[serde(serialize_with = "placekit_core::model::quantity::units")]
     pub requested: i128,
     /// `--by namespace`: how many pods (or claims, for DRA) it sums.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -312,7 +312,7 @@ pub async fn read_status(
         dra.inventory
             .taint_rule_effects()
             .iter()
-            .filter_map(crate::dra::taint_rule_note),
+            .filter_map(placekit_core::dra::taint_rule_note),
     );
     let resource = options.resource.as_deref();
     if let Some(r) = resource
@@ -427,10 +427,7 @@ pub async fn read_status(
 
 /// The accelerator resources `status` counts on `nodes`, and the one its flat (legacy)
 /// fields count.
-pub(super) fn counted_resources(
-    nodes: &[Node],
-    options: &StatusOptions,
-) -> (BTreeSet<String>, String) {
+pub fn counted_resources(nodes: &[Node], options: &StatusOptions) -> (BTreeSet<String>, String) {
     let resource = options.resource.as_deref();
     let mut resources = accelerators::accelerator_resources(nodes);
     if let Some(r) = resource {
@@ -445,7 +442,7 @@ pub(super) fn counted_resources(
 
 /// The node table of `status` from what was read: a row group per node, the totals, and
 /// the totals per resource (pure).
-pub(super) fn nodes_view(
+pub fn nodes_view(
     nodes: &[Node],
     requested: &BTreeMap<String, BTreeMap<String, i128>>,
     dra: &DraInventory,

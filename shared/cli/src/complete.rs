@@ -21,8 +21,8 @@ use kube::api::{Api, ListParams};
 
 mod kubectl_form;
 
-use crate::connect::ConnectionArgs;
-use crate::snapshot::SnapshotStore;
+use placekit_client::connect::ConnectionArgs;
+use placekit_core::snapshot::SnapshotStore;
 
 /// cobra's `ShellCompDirective` bits, as kubectl's completion scripts read them.
 pub mod directive {
@@ -250,7 +250,7 @@ fn completion_action(
     install_helper(&dir, plugin, binary, args.uninstall)
 }
 
-/// Writes or removes the helper in `dir` through [`crate::held_file`]: the directory opened
+/// Writes or removes the helper in `dir` through [`placekit_core::held_file`]: the directory opened
 /// once, a symlink or non-file at the helper's name refused, the new script created
 /// exclusively under a random name and renamed over it, so a file planted in a directory
 /// others can write is never followed, truncated or chmod-ed by path.
@@ -261,7 +261,7 @@ fn install_helper(
     binary: &str,
     uninstall: bool,
 ) -> Result<HelperOutcome, HelperError> {
-    use crate::held_file::{self, ReplaceError};
+    use placekit_core::held_file::{self, ReplaceError};
     let name = kubectl_helper_name(plugin);
     let path = dir.join(&name);
     let marker = helper_marker(plugin);
@@ -637,7 +637,9 @@ fn sorted_unique(mut values: Vec<Candidate>) -> Vec<Candidate> {
 /// Builds the client within completion's deadline, off the runtime's thread: kube runs an
 /// exec credential plugin while building it, and one waiting for a login must cost the
 /// shell at most the deadline, like every request completion makes.
-async fn connect_within_deadline(args: &ConnectionArgs) -> Option<crate::connect::Connection> {
+async fn connect_within_deadline(
+    args: &ConnectionArgs,
+) -> Option<placekit_client::connect::Connection> {
     // Completion never prints: a notice about the connection is for the command itself.
     args.connect_within(CLUSTER_TIMEOUT)
         .await?

@@ -357,7 +357,7 @@ impl Ui {
         eprintln!(
             "{} {}",
             self.paint("warning:", Color::Yellow),
-            escape_controls(&crate::secrets::redact(message), false)
+            escape_controls(&placekit_client::secrets::redact(message), false)
         );
     }
 
@@ -618,7 +618,7 @@ impl StderrObserver {
             };
         }
         // Redacted before it is cut: a secret across the cut is never printed in part.
-        let text = crate::secrets::redact(&String::from_utf8_lossy(start));
+        let text = placekit_client::secrets::redact(&String::from_utf8_lossy(start));
         let kept: String = match limit {
             Some(limit) => text.chars().take(limit).collect(),
             None => text,
@@ -688,7 +688,7 @@ impl placekit_client::observe::Observer for StderrObserver {
         if self.level < 6 {
             return;
         }
-        let shown = |text: &str| escaped(&crate::secrets::redact(text)).into_owned();
+        let shown = |text: &str| escaped(&placekit_client::secrets::redact(text)).into_owned();
         let status = exchange
             .status
             .map(|s| s.to_string())
@@ -751,7 +751,10 @@ impl placekit_client::observe::Observer for StderrObserver {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if seen.insert(text.to_string()) {
             WARNINGS_SEEN.fetch_add(1, Ordering::Relaxed);
-            eprintln!("Warning: {}", escaped(&crate::secrets::redact(text)));
+            eprintln!(
+                "Warning: {}",
+                escaped(&placekit_client::secrets::redact(text))
+            );
         }
     }
 }
@@ -765,8 +768,8 @@ impl Paint for Ui {
 /// Builds the client from kubectl's access flags and says on stderr what the person should
 /// know about the connection (as kubectl warns), before the command's first request.
 pub async fn connect(
-    args: &crate::connect::ConnectionArgs,
-) -> Result<crate::connect::Connection, crate::connect::ConnectError> {
+    args: &placekit_client::connect::ConnectionArgs,
+) -> Result<placekit_client::connect::Connection, placekit_client::connect::ConnectError> {
     let (connection, notices) = args.open().await?;
     say_notices("", &notices);
     Ok(connection)
@@ -774,12 +777,12 @@ pub async fn connect(
 
 /// Says a connection's notices on stderr, after `prefix` (`context NAME: ` for one context
 /// of many), redacted and escaped.
-pub fn say_notices(prefix: &str, notices: &[crate::connect::ConnectNotice]) {
+pub fn say_notices(prefix: &str, notices: &[placekit_client::connect::ConnectNotice]) {
     for notice in notices {
         eprintln!(
             "warning: {}{}",
             escaped(prefix),
-            escape_controls(&crate::secrets::redact(&notice.to_string()), true)
+            escape_controls(&placekit_client::secrets::redact(&notice.to_string()), true)
         );
     }
 }

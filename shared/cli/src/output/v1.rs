@@ -14,18 +14,18 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::accelerators::{NodeInventory, ResourceTotal};
-use crate::dependents::Dependent;
-use crate::dra::ClaimState;
-use crate::gpu::GpuTotals;
 use crate::inventory::{NodeGroup, RequestRow};
-use crate::label_controllers::LabelProvenance;
 use crate::mutation::report::Report as ChangeReport;
 use crate::mutation::undo::HistoryEntry;
-use crate::scheduler::drift::Drift;
-use crate::scheduler::filters::FilterFailure;
-use crate::scheduler::verdict::Verdict;
-use crate::snapshot::{JournalRecord, SnapshotHeader, Unreadable};
+use placekit_core::accelerators::{NodeInventory, ResourceTotal};
+use placekit_core::dra::ClaimState;
+use placekit_core::gpu::GpuTotals;
+use placekit_core::label_controllers::LabelProvenance;
+use placekit_core::scheduler::drift::Drift;
+use placekit_core::scheduler::filters::FilterFailure;
+use placekit_core::scheduler::verdict::Verdict;
+use placekit_core::snapshot::{JournalRecord, SnapshotHeader, Unreadable};
+use placekit_lint::dependents::Dependent;
 
 /// The `apiVersion` of every report.
 pub const API_VERSION: &str = "placekit.dev/v1";

@@ -17,16 +17,16 @@ use futures::StreamExt as _;
 use kube::core::WatchEvent;
 use serde_json::Value;
 
-use super::read::{StatusOptions, StatusView, counted_resources, nodes_view, read_dra};
 use super::render::{inventory_header, node_rows, print_status};
-use crate::accelerators::{self, Scope};
-use crate::api::{self, POD_PAGE};
-use crate::connect::Connection;
-use crate::error::CommandError;
-use crate::model::{Node, Pod};
-use crate::targets::Targets;
-use crate::text::aligned_rows;
-use crate::ui::Ui;
+use placekit_cli::error::CommandError;
+use placekit_cli::inventory::{StatusOptions, StatusView, counted_resources, nodes_view, read_dra};
+use placekit_cli::ui::Ui;
+use placekit_client::api::{self, POD_PAGE};
+use placekit_client::connect::Connection;
+use placekit_client::targets::Targets;
+use placekit_core::accelerators::{self, Scope};
+use placekit_core::model::{Node, Pod};
+use placekit_core::text::aligned_rows;
 
 /// The pods `status` counts: those that hold their resources.
 const ACTIVE_PODS: &str = "status.phase!=Succeeded,status.phase!=Failed";
@@ -83,7 +83,12 @@ pub async fn watch_status(
         if !ui.no_headers {
             let totals: Vec<Vec<String>> = by_resource
                 .iter()
-                .map(|t| vec![format!("TOTAL ({})", crate::ui::count(t.nodes, "node"))])
+                .map(|t| {
+                    vec![format!(
+                        "TOTAL ({})",
+                        placekit_cli::ui::count(t.nodes, "node")
+                    )]
+                })
                 .collect();
             let _ = aligned_rows(&totals, &mut watched.widths);
         }
@@ -302,7 +307,7 @@ fn counted(options: &StatusOptions) -> impl Fn(&str) -> bool + use<> {
     let primary = options
         .resource
         .clone()
-        .unwrap_or_else(|| crate::gpu::DEFAULT_RESOURCE.to_string());
+        .unwrap_or_else(|| placekit_core::gpu::DEFAULT_RESOURCE.to_string());
     move |r: &str| accelerators::is_accelerator(r) || r == primary
 }
 
@@ -378,7 +383,7 @@ fn print_changed(
     ui: &Ui,
     watched: &mut Watched,
     nodes: BTreeSet<String>,
-    dra: &crate::dra::DraInventory,
+    dra: &placekit_core::dra::DraInventory,
     options: &StatusOptions,
 ) {
     // Most events (heartbeats, pods without accelerators) change no node's rows.

@@ -2,7 +2,7 @@
 //! blockers, and the conditional JSON Patch that would be sent.
 //!
 //! ```text
-//! cargo run -p placekit-core --example plan -- crates/core/examples/node-a100.json \
+//! cargo run -p placekit-core --example plan -- shared/core/examples/node-a100.json \
 //!     ops.example.com.node-restriction.kubernetes.io/llm-pool=online \
 //!     accelerator.example.com/gpu-family=a100 accelerator.example.com/gpu-memory=80gb \
 //!     --taint dedicated=llm-online:NoSchedule --overwrite

@@ -1,21 +1,21 @@
 //! The one path every change to nodes takes — set, remove, import, dedicate, release and
 //! rollback alike: plan blockers → policy checks ([`super::checks`]) → show → confirm →
-//! snapshot → conditional write ([`crate::executor`]) → report.
+//! snapshot → conditional write ([`placekit_client::executor`]) → report.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::api;
-use crate::cluster::ClusterIdentity;
-use crate::connect::Connection;
 use crate::error::CommandError;
-use crate::executor::{
+use crate::ui::{DryRun, MutationArgs, Ui, shell_quote};
+use placekit_client::api;
+use placekit_client::connect::Connection;
+use placekit_client::executor::{
     ExecutorConfig, JournalFailure, KubeNodeWriter, NodeOutcome, WriteItem, execute,
 };
-use crate::interrupt::Interrupt;
-use crate::plan::NodePlan;
-use crate::snapshot::{Journal, SnapshotHeader, SnapshotStore};
-use crate::ui::{DryRun, MutationArgs, Ui, shell_quote};
+use placekit_client::interrupt::Interrupt;
+use placekit_core::cluster::ClusterIdentity;
+use placekit_core::plan::NodePlan;
+use placekit_core::snapshot::{Journal, SnapshotHeader, SnapshotStore};
 
 use super::checks::{self, ChangeView, Finding, Findings};
 use super::report::{NodeReport, Outcome, Report, ReportedFinding, Standing, render_plan};
@@ -90,7 +90,7 @@ async fn gather(conn: &Connection, plans: &[NodePlan]) -> Result<ChangeView, Com
     if needs.workloads {
         let changed: Vec<String> = plans.iter().map(|p| p.node().to_string()).collect();
         let (workloads, unreadable) =
-            api::list_workloads(&conn.client, None, Some(&changed)).await?;
+            crate::workloads::list_workloads(&conn.client, None, Some(&changed)).await?;
         view.workloads = workloads;
         view.unreadable.extend(unreadable);
     }
@@ -103,7 +103,8 @@ async fn gather(conn: &Connection, plans: &[NodePlan]) -> Result<ChangeView, Com
         view.unreadable.extend(unreadable);
     }
     if needs.all_nodes {
-        view.all_nodes = api::fetch_nodes(&conn.client, &crate::targets::Targets::All).await?;
+        view.all_nodes =
+            api::fetch_nodes(&conn.client, &placekit_client::targets::Targets::All).await?;
     }
     let evicted_namespaces = needs.evicted_namespaces(&view.pods);
     if !evicted_namespaces.is_empty() {
@@ -153,7 +154,7 @@ async fn disruption_budgets(
             Some("status.phase!=Succeeded,status.phase!=Failed"),
             None,
             api::POD_PAGE,
-            |page: Vec<crate::model::Pod>| pods.extend(page),
+            |page: Vec<placekit_core::model::Pod>| pods.extend(page),
         )
         .await?;
     }
@@ -301,7 +302,7 @@ fn take_snapshot(
         cluster,
         // `--token` on the command line is a credential like the kubeconfig's.
         std::env::args()
-            .map(|a| crate::secrets::redact(&a))
+            .map(|a| placekit_client::secrets::redact(&a))
             .collect(),
         mutation.operation,
         changing,
@@ -691,7 +692,7 @@ async fn preflight_warnings(
     match crate::ui::failing_warnings() {
         Some(n) => Err(CommandError::Blocked(format!(
             "the API server sent {} about this change (--warnings-as-errors); nothing was written",
-            crate::text::count(n, "warning")
+            placekit_core::text::count(n, "warning")
         ))),
         None => Ok(()),
     }

@@ -15,12 +15,12 @@ use std::time::Duration;
 
 use kube::config::Kubeconfig;
 
-use crate::cluster::ClusterIdentity;
-use crate::connect::{Connection, ConnectionArgs, parse_request_timeout};
 use crate::error::{CommandError, Unreachable};
-use crate::exit;
 use crate::output::v1::{ContextRead, Item, Origin};
 use crate::ui::Ui;
+use placekit_client::connect::{Connection, ConnectionArgs, parse_request_timeout};
+use placekit_core::cluster::ClusterIdentity;
+use placekit_core::exit;
 
 /// How many contexts are read at once unless `--parallel-contexts` says otherwise.
 pub const DEFAULT_PARALLEL: usize = 8;
@@ -255,7 +255,8 @@ impl ContextFailure {
                 .replace("see --request-timeout", "see --context-timeout")
         };
         ContextFailure {
-            reason: crate::ui::escape_controls(&crate::secrets::redact(&reason), true).into_owned(),
+            reason: crate::ui::escape_controls(&placekit_client::secrets::redact(&reason), true)
+                .into_owned(),
             exit_code: e.exit_code(),
         }
     }
@@ -369,7 +370,7 @@ impl Fleet {
 
     /// Asks one cluster for its identity within the deadline.
     async fn probe(&self, conn: &Connection) -> Result<ClusterIdentity, CommandError> {
-        match tokio::time::timeout(self.timeout, crate::api::probe_identity(conn)).await {
+        match tokio::time::timeout(self.timeout, placekit_client::api::probe_identity(conn)).await {
             Ok(result) => result,
             Err(_) => Err(CommandError::Unreachable(Box::new(Unreachable {
                 doing: "waiting for its first answer".into(),
@@ -446,7 +447,7 @@ impl Fleet {
                     // pages forever or drips its answers (each read resets a request's
                     // timeout) costs this context its budget, and holds up no other.
                     let budget = fleet.read_budget();
-                    let whole = crate::connect::with_server(server.clone(), async {
+                    let whole = placekit_client::connect::with_server(server.clone(), async {
                         tokio::try_join!(fleet.probe(&conn), read(conn.clone()))
                     });
                     let both = match tokio::time::timeout(budget, whole).await {
@@ -598,7 +599,7 @@ fn server_of(kubeconfig: &Kubeconfig, context: &str) -> Option<String> {
         .as_ref()?
         .server
         .as_deref()
-        .map(crate::cluster::normalize_server)
+        .map(placekit_core::cluster::normalize_server)
 }
 
 fn humantime(d: Duration) -> String {

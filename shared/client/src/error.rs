@@ -1,5 +1,5 @@
 //! Why a command stopped, each reason with its fixed exit code. The plugins' `main` turns
-//! it into that code and says it (`placekit::error::report`).
+//! it into that code and says it (`placekit_cli::error::report`).
 
 use crate::connect::ConnectError;
 use placekit_core::exit;

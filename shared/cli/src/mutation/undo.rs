@@ -11,26 +11,26 @@
 
 use serde::Serialize;
 
-use crate::api;
-use crate::connect::{Connection, ConnectionArgs};
 use crate::error::CommandError;
-use crate::exit;
-use crate::rollback::{
+use crate::ui::{MutationArgs, Ui};
+use placekit_client::api;
+use placekit_client::connect::{Connection, ConnectionArgs};
+use placekit_core::exit;
+use placekit_core::rollback::{
     NodeRollback, RollbackConflict, plan_node_rollback, restore_problems, restore_warnings,
 };
-use crate::snapshot::{
+use placekit_core::snapshot::{
     ClusterIdentity, Journal, JournalRecord, OutcomeKind, Snapshot, SnapshotStore, Unreadable,
     now_rfc3339,
 };
-use crate::ui::{MutationArgs, Ui};
 
 use super::checks::{Check, Finding, Findings};
 use super::pipeline::{self, Mutation};
 use super::report::{NodeReport, Outcome, Report};
 use crate::output::v1::{SnapshotHistory, SnapshotPage};
 use crate::overrides::{RollbackOverrides, RollbackSettings};
-use crate::targets::Targets;
 use crate::ui::shell_quote;
+use placekit_client::targets::Targets;
 
 /// Which snapshot a `rollback` or `show` names.
 #[derive(Debug, Clone, Copy)]
@@ -64,13 +64,13 @@ impl<'a> SnapshotChoice<'a> {
                 if top.header.tool != tool {
                     return Err(CommandError::UndoOrder(format!(
                         "the newest change on this cluster not yet undone was made by kubectl {}: `{}` of {} on context {}, {}; undo it first with `kubectl {} rollback --last` (or name an older snapshot of this plugin: see `kubectl {} history`); nothing was changed",
-                        crate::snapshot::plugin_name(&top.header.tool),
+                        placekit_core::snapshot::plugin_name(&top.header.tool),
                         top.header.user_command(),
                         top.header.created_at,
                         top.header.context,
                         crate::ui::count(top.header.nodes.len(), "node"),
-                        crate::snapshot::plugin_name(&top.header.tool),
-                        crate::snapshot::plugin_name(tool),
+                        placekit_core::snapshot::plugin_name(&top.header.tool),
+                        placekit_core::snapshot::plugin_name(tool),
                     )));
                 }
                 top
@@ -80,7 +80,7 @@ impl<'a> SnapshotChoice<'a> {
 }
 
 fn conflict_warning(node: &str, c: &RollbackConflict, overwrite_command: &str) -> String {
-    let shown = crate::plan::quoted_or_absent;
+    let shown = placekit_core::plan::quoted_or_absent;
     format!(
         "node/{node}: {} is {}, but the snapshot's command set {}: someone changed it since{}",
         c.item,
@@ -156,7 +156,7 @@ impl RollbackArgs {
 }
 
 /// `rollback [SNAPSHOT | --last] [NODE... | -l SEL]`: restores what a snapshot changed,
-/// exactly (see [`crate::rollback`]), on every node of the snapshot or only `only`, and
+/// exactly (see [`placekit_core::rollback`]), on every node of the snapshot or only `only`, and
 /// records in the original snapshot that (and whether fully) it was rolled back.
 ///
 /// Partial (the snapshot stays on top of the undo stack): a write that failed, was not
@@ -314,8 +314,8 @@ pub async fn rollback(
                     "node/{}: {} is {}, expected {}",
                     n.name,
                     c.item,
-                    crate::plan::quoted_or_absent(&c.found),
-                    crate::plan::quoted_or_absent(&c.expected)
+                    placekit_core::plan::quoted_or_absent(&c.found),
+                    placekit_core::plan::quoted_or_absent(&c.expected)
                 )
             })
         })
@@ -488,7 +488,7 @@ pub fn history(tool: &str, fleet: &crate::fleet::FleetArgs) -> Result<History, C
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let mine = format!("-{}-", crate::snapshot::plugin_name(tool));
+            let mine = format!("-{}-", placekit_core::snapshot::plugin_name(tool));
             name.contains(&mine)
                 || !["-nodelabel-", "-gpu-taint-"]
                     .iter()
@@ -615,7 +615,7 @@ pub fn print_history(ui: &Ui, history: &History) {
 /// that is in the state directory (`show` takes nodes otherwise).
 pub fn names_snapshot(given: &str) -> bool {
     std::path::Path::new(given).is_file()
-        || given.ends_with(crate::snapshot::SNAPSHOT_SUFFIX)
+        || given.ends_with(placekit_core::snapshot::SNAPSHOT_SUFFIX)
         || resolve_snapshot(given).is_ok_and(|p| p.is_file())
 }
 
@@ -677,7 +677,7 @@ pub fn print_snapshot(ui: &Ui, snapshot: &Snapshot) {
         .join(" ");
     println!(
         "command:   kubectl {} {args}",
-        crate::snapshot::plugin_name(&h.tool)
+        placekit_core::snapshot::plugin_name(&h.tool)
     );
     if let Some(of) = &h.rollback_of {
         println!("undoes:    {of}");

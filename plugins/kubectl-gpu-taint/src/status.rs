@@ -1,0 +1,31 @@
+//! `kubectl gpu-taint status`: the inventory `placekit_cli::inventory` reads, rendered (a
+//! table per node and accelerator, `--by namespace|pod`, JSON/YAML, several clusters) and
+//! followed with `-w`.
+
+mod render;
+mod watch;
+
+use placekit_cli::error::CommandError;
+use placekit_cli::inventory::{Reading, StatusOptions, read_status};
+use placekit_cli::ui::Ui;
+use placekit_client::connect::Connection;
+use placekit_client::targets::Targets;
+use placekit_core::exit;
+
+pub use render::{describe_accelerators, print_fleet_status, print_status};
+pub use watch::watch_status;
+
+/// `status`: the accelerator inventory of the targets (all nodes by default).
+pub async fn status(
+    conn: &Connection,
+    ui: &Ui,
+    targets: &Targets,
+    options: &StatusOptions,
+) -> Result<u8, CommandError> {
+    let found = read_status(conn, targets, options, Reading::One).await?;
+    for n in &found.notes {
+        ui.warn(n);
+    }
+    print_status(ui, targets, options, &found.view);
+    Ok(exit::SUCCESS)
+}
