@@ -238,6 +238,8 @@ const WORKLOADS: &[(&str, &str, &str)] = &[
         "ResourceClaimTemplate",
         "resourceclaimtemplates",
     ),
+    ("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
+    ("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups"),
 ];
 
 /// The custom resources the test server serves (see `resources.rs`), as (group, version,
@@ -252,6 +254,9 @@ pub const CUSTOM_RESOURCES: &[(&str, &str, &str, &str)] = &[
 
 /// The cluster-scoped kinds besides nodes a fixture can hold, deleted between tests.
 const CLUSTER_SCOPED: &[(&str, &str, &str)] = &[
+    ("v1", "PersistentVolume", "persistentvolumes"),
+    ("storage.k8s.io/v1", "StorageClass", "storageclasses"),
+    ("storage.k8s.io/v1", "CSINode", "csinodes"),
     ("resource.k8s.io/v1", "ResourceSlice", "resourceslices"),
     ("resource.k8s.io/v1", "DeviceClass", "deviceclasses"),
     ("resource.k8s.io/v1", "DeviceTaintRule", "devicetaintrules"),
@@ -277,13 +282,17 @@ async fn reset_cluster(client: &kube::Client) {
     {
         for (api_version, kind, plural) in WORKLOADS {
             let api = dynamic_api(client, api_version, kind, plural, Some(ns));
-            if *kind == "ResourceClaim" {
-                // The scheduler protects the claims it allocates with a finalizer that only
-                // the resourceclaim controller removes; no controller may be running.
-                let claims = api
-                    .list(&ListParams::default())
-                    .await
-                    .expect("list resourceclaims");
+            if *kind == "PodGroup" {
+                // Served only where Volcano's CRD is installed.
+                if api.list(&ListParams::default().limit(1)).await.is_err() {
+                    continue;
+                }
+            }
+            if matches!(*kind, "ResourceClaim" | "PersistentVolumeClaim") {
+                // The scheduler protects the claims it allocates, and the API server every
+                // PersistentVolumeClaim, with a finalizer that only a controller removes; no
+                // controller may be running.
+                let claims = api.list(&ListParams::default()).await.expect("list claims");
                 for claim in claims.items {
                     if claim
                         .metadata
@@ -328,8 +337,26 @@ async fn reset_cluster(client: &kube::Client) {
         }
     }
     for (api_version, kind, plural) in CLUSTER_SCOPED {
-        dynamic_api(client, api_version, kind, plural, None)
-            .delete_collection(&now, &ListParams::default())
+        let api = dynamic_api(client, api_version, kind, plural, None);
+        if *kind == "PersistentVolume" {
+            // The API server's pv-protection finalizer, which no running controller removes.
+            for pv in api
+                .list(&ListParams::default())
+                .await
+                .expect("list pvs")
+                .items
+            {
+                let name = pv.metadata.name.clone().unwrap_or_default();
+                api.patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("unprotecting pv {name}: {e}"));
+            }
+        }
+        api.delete_collection(&now, &ListParams::default())
             .await
             .unwrap_or_else(|e| panic!("deleting {plural}: {e}"));
     }

@@ -23,6 +23,7 @@ use placekit_client::api;
 use placekit_client::connect::{Connection, ConnectionArgs};
 use placekit_core::exit;
 use placekit_core::model::{Node, Pod, PodPlacement};
+use placekit_core::scheduler::pending::{self, ClusterView, DraView, GangKind, PodGroup, Standing};
 use placekit_core::scheduler::{self, Drift, DriftKind, FilterFailure, NodeInfo};
 use placekit_core::syntax::LabelSelector;
 use placekit_lint::engine::LiveCluster;
@@ -457,11 +458,80 @@ fn pod_name(arg: &str) -> &str {
         .unwrap_or(arg)
 }
 
+/// What why-pending reads beyond the nodes and pods, for the pods it judges: DRA's objects
+/// when one has claims (or the cluster serves DRA-backed extended resources), the storage
+/// objects when one mounts a claim or a CSI volume, the PodGroups of the gangs they name.
+struct Extra {
+    dra: Option<placekit_cli::inventory::DraRead>,
+    storage: Option<placekit_core::model::storage::Storage>,
+    groups: Vec<PodGroup>,
+}
+
+impl Extra {
+    async fn read(
+        conn: &Connection,
+        ui: &Ui,
+        pods: &[&Pod],
+        namespace: Option<&str>,
+        always_dra: bool,
+    ) -> Result<Self, CommandError> {
+        let dra = if always_dra || pods.iter().any(|p| !p.spec.resource_claims.is_empty()) {
+            let dra = placekit_cli::inventory::read_dra(conn, true).await?;
+            for n in &dra.notes {
+                ui.warn(n);
+            }
+            Some(dra)
+        } else {
+            None
+        };
+        let storage = if pods.iter().any(|p| !p.spec.volumes.is_empty()) {
+            Some(placekit_cli::pending::read_storage(conn, namespace).await?)
+        } else {
+            None
+        };
+        let mut kinds: Vec<GangKind> = pods
+            .iter()
+            .filter_map(|p| pending::gang_of(p).map(|(k, _)| k))
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        let groups = if kinds.is_empty() {
+            Vec::new()
+        } else {
+            let (groups, notes) =
+                placekit_cli::pending::read_pod_groups(conn, namespace, &kinds).await?;
+            for n in &notes {
+                ui.warn(n);
+            }
+            groups
+        };
+        Ok(Extra {
+            dra,
+            storage,
+            groups,
+        })
+    }
+
+    fn view<'a>(&'a self, nodes: &'a [NodeInfo], pending: &'a [Pod]) -> ClusterView<'a> {
+        ClusterView {
+            nodes,
+            dra: self.dra.as_ref().map(|d| DraView {
+                claims: &d.claims,
+                inventory: &d.inventory,
+                claims_forbidden: d.claims_forbidden,
+            }),
+            storage: self.storage.as_ref(),
+            groups: &self.groups,
+            pending,
+        }
+    }
+}
+
 /// `why-pending`: the evidence a pending-pod investigation gathers, and every node through the scheduler's filters.
 ///
-/// Long on purpose: it reads the pod, then answers the first that applies (not Pending,
-/// bound, gated, then the filters) with the report of that case; the judging itself is
-/// `placekit_core::scheduler` (filters, message, verdict) and `dra::ClaimNeeds`.
+/// Long on purpose: it reads the pod, answers "not Pending" at once, reads what the pod's
+/// judgement needs, then reports the case `placekit_core::scheduler::pending::judge` found
+/// (bound, another scheduler's, gated, or filtered node by node) in text or JSON.
 pub async fn why_pending(
     conn: &Connection,
     ui: &Ui,
@@ -514,78 +584,61 @@ pub async fn why_pending(
         }
         return Ok(exit::SUCCESS);
     }
-    // Pending but bound: the scheduler has done its part; running the filters now would
-    // count the pod against its own node.
+    // Pending but bound: the scheduler has done its part. Only its node is read: it must
+    // exist and be Ready for the pod to start.
     if let Some(node) = pod.spec.node_name.clone().filter(|n| !n.is_empty()) {
+        let found: Option<Node> = get_json(conn, &format!("/api/v1/nodes/{node}"))
+            .await?
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| CommandError::Cluster(format!("unreadable node {node}: {e}")))?;
+        let nodes = scheduler::node_infos(found.as_slice(), &[]);
+        let judged = pending::judge(
+            &pod,
+            ClusterView {
+                nodes: &nodes,
+                dra: None,
+                storage: None,
+                groups: &[],
+                pending: &[],
+            },
+        );
         if ui.output.is_structured() {
             ui.print_report(&PendingReport {
                 pod: Some(pod_ref(Some(&node))),
                 pending: true,
                 scheduled: Some(true),
                 conditions: Some(&raw["status"]["conditions"]),
+                placeable: Some(judged.placeable),
+                verdict: judged.verdict.as_ref().map(Some),
+                standing: judged.standing.as_ref(),
                 ..PendingReport::default()
             });
+        } else if let Some(v) = &judged.verdict {
+            say!("pod {namespace}/{name} is Pending and bound to node {node}");
+            print_verdict(ui, v);
         } else {
             say!(
                 "pod {namespace}/{name} is Pending but already scheduled to node {node}: it waits for that node's kubelet (image pulls, volumes, init containers), not for the scheduler"
             );
         }
-        return Ok(exit::SUCCESS);
-    }
-    if let Some(verdict) = scheduler::verdict::gated(&pod) {
-        let gates: Vec<&str> = pod
-            .spec
-            .scheduling_gates
-            .iter()
-            .map(|g| g.name.as_str())
-            .collect();
-        // A Kueue gate: the Workload says why the pod waits (quota, admission checks). It is
-        // owned by the pod's owner, or by the pod itself (plain-pod integration).
-        let workload = if gates.iter().any(|g| g.starts_with("kueue.x-k8s.io/")) {
-            let mut owners: Vec<String> = raw["metadata"]["ownerReferences"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|o| o["uid"].as_str().map(str::to_string))
-                .collect();
-            owners.extend(raw["metadata"]["uid"].as_str().map(str::to_string));
-            api::kueue_workload_of(&conn.client, namespace, &owners).await?
+        return Ok(if judged.placeable {
+            exit::SUCCESS
         } else {
-            None
-        };
-        let admission = workload.as_ref().map(scheduler::verdict::kueue_admission);
-        if ui.output.is_structured() {
-            ui.print_report(&PendingReport {
-                pod: Some(pod_ref(None)),
-                pending: true,
-                scheduled: Some(false),
-                scheduling_gates: Some(gates.clone()),
-                placeable: Some(false),
-                verdict: Some(Some(&verdict)),
-                workload: workload
-                    .as_ref()
-                    .zip(admission.as_deref())
-                    .map(|(w, admission)| KueueWorkload {
-                        name: &w["metadata"]["name"],
-                        queue_name: &w["spec"]["queueName"],
-                        cluster_queue: &w["status"]["admission"]["clusterQueue"],
-                        conditions: &w["status"]["conditions"],
-                        admission,
-                    }),
-                ..PendingReport::default()
-            });
-        } else {
-            say!("pod {namespace}/{name} is Pending and not scheduled");
-            say!("evidence: {}", verdict.evidence);
-            if let Some(admission) = &admission {
-                say!("          {admission}");
-            }
-            say!("judgment: {}", verdict.judgment);
-            say!("action:   {}", verdict.action);
-        }
-        return Ok(exit::PROBLEMS);
+            exit::PROBLEMS
+        });
     }
-    let (nodes, _) = cluster_state(conn).await?;
+    let (nodes, pods) = cluster_state(conn).await?;
+    let pending_pods: Vec<Pod> = pods
+        .into_iter()
+        .filter(|p| p.status.phase.as_deref() == Some("Pending"))
+        .collect();
+    let extra = Extra::read(conn, ui, &[&pod], Some(namespace), true).await?;
+    let judged = pending::judge(&pod, extra.view(&nodes, &pending_pods));
+    let standing = judged.standing.clone();
+    if let Some(Standing::Gated) = standing {
+        return report_gated(conn, ui, &raw, &pod, &judged, pod_ref(None)).await;
+    }
     let mut events: Vec<Value> = Vec::new();
     let selector = format!("involvedObject.kind=Pod,involvedObject.name={name}");
     // By uid too: the events of an earlier pod of the same name (another uid) are not this
@@ -607,45 +660,10 @@ pub async fn why_pending(
         |p: Vec<Value>| events.extend(p.into_iter().filter(this_pod)),
     )
     .await?;
-    // DRA: the pod's claims and the devices the cluster publishes (nothing when the
-    // cluster does not serve resource.k8s.io/v1).
-    let dra = placekit_cli::inventory::read_dra(conn, true).await?;
-    for n in &dra.notes {
-        ui.warn(n);
-    }
-    let (mut needs, mut claim_states) = placekit_core::dra::ClaimNeeds::of(
-        namespace,
-        &pod.spec.resource_claims,
-        &pod.status.resource_claim_statuses,
-        &pod.requests(),
-        &dra.claims,
-        &dra.inventory,
-    );
-    if dra.claims_forbidden {
-        // Not missing: unreadable. Whether the scheduler can allocate them is its word.
-        let unreadable: Vec<String> = needs
-            .missing
-            .drain(..)
-            .map(|m| m.unreadable_text())
-            .collect();
-        needs.unmodelled.extend(unreadable);
-        for state in claim_states.iter_mut().filter(|c| c.state == "missing") {
-            state.state = "unreadable";
-        }
-    }
-    let unmodelled = needs.unmodelled.clone();
-    let missing = needs.missing.clone();
-    let mut filters = scheduler::PodFilters::new(&pod, &nodes);
-    if !needs.is_empty() {
-        filters = filters.with_dra(needs, &dra.inventory);
-    }
-    let requests = filters.requests().clone();
-    let checked: Vec<Result<(), Vec<FilterFailure>>> =
-        nodes.iter().map(|n| filters.check(n)).collect();
-    let predicted = scheduler::scheduler_message(&checked);
+    let fitting = judged.fitting(&nodes);
     let results: Vec<(String, Result<(), FilterFailure>)> = nodes
         .iter()
-        .zip(&checked)
+        .zip(&judged.checked)
         .map(|(n, r)| {
             (
                 n.name.clone(),
@@ -654,21 +672,9 @@ pub async fn why_pending(
             )
         })
         .collect();
-    let fitting: Vec<&str> = results
-        .iter()
-        .filter(|(_, r)| r.is_ok())
-        .map(|(n, _)| n.as_str())
-        .collect();
-    let mut verdict = filters.verdict(&nodes, &checked);
-    if let Some(held) = scheduler::verdict::claims_missing(&missing) {
-        verdict = Some(held);
-    }
-    // A pod that cannot be placed now: no node fits, a claim is missing, or placekit cannot
-    // model the claims and so cannot say it fits.
-    let placeable =
-        missing.is_empty() && unmodelled.is_empty() && checked.iter().any(Result::is_ok);
-    let mig_hint = mig_hint(&requests, &nodes, &fitting, &filters);
-    let requests: BTreeMap<String, String> = requests
+    let mig_hint = mig_hint(&judged.requests, &nodes, &fitting, &judged.candidates);
+    let requests: BTreeMap<String, String> = judged
+        .requests
         .iter()
         .map(|(k, v)| {
             (
@@ -679,7 +685,7 @@ pub async fn why_pending(
         .collect();
     let nodes_judged: Vec<NodeFit> = results
         .iter()
-        .zip(&checked)
+        .zip(&judged.checked)
         .map(|((n, r), all)| match r {
             Ok(()) => NodeFit {
                 name: n,
@@ -704,6 +710,7 @@ pub async fn why_pending(
             },
         })
         .collect();
+    let other_scheduler = matches!(standing, Some(Standing::OtherScheduler { .. }));
     let typed = PendingReport {
         pod: Some(pod_ref(None)),
         pending: true,
@@ -715,10 +722,10 @@ pub async fn why_pending(
         tolerations: Some(&raw["spec"]["tolerations"]),
         topology_spread_constraints: Some(&raw["spec"]["topologySpreadConstraints"]),
         requests: Some(requests),
-        claims: Some(&claim_states),
-        not_modelled: Some(&unmodelled),
+        claims: Some(&judged.claim_states),
+        not_modelled: Some(&judged.unmodelled),
         mig_hint: Some(mig_hint),
-        placeable: Some(placeable),
+        placeable: Some(judged.placeable),
         events: Some(
             events
                 .iter()
@@ -730,11 +737,16 @@ pub async fn why_pending(
                 })
                 .collect(),
         ),
-        nodes: Some(nodes_judged),
-        fitting_nodes: Some(&fitting),
-        predicted_message: Some(predicted.as_deref()),
-        verdict: Some(verdict.as_ref()),
+        nodes: (!other_scheduler).then_some(nodes_judged),
+        fitting_nodes: (!other_scheduler).then_some(&fitting),
+        predicted_message: Some(judged.predicted_message.as_deref()),
+        verdict: Some(judged.verdict.as_ref()),
         workload: None,
+        standing: judged.standing.as_ref(),
+        scheduler_says: judged.scheduler_says.as_ref(),
+        disagreement: judged.disagreement.as_deref(),
+        nominated: judged.nomination.as_ref(),
+        gang: judged.gang.as_ref(),
     };
     // The text below reads the report as printed, so both say the same.
     let report = serde_json::to_value(v1::envelope(&typed)).expect("reports serialise");
@@ -746,16 +758,81 @@ pub async fn why_pending(
             namespace,
             name,
             &report,
-            &results,
-            verdict.as_ref(),
+            if other_scheduler { &[] } else { &results },
+            &judged,
             &fitting,
         );
     }
-    Ok(if placeable {
+    Ok(if judged.placeable {
         exit::SUCCESS
     } else {
         exit::PROBLEMS
     })
+}
+
+/// The report of a pod `spec.schedulingGates` hold; a Kueue gate's Workload says why.
+async fn report_gated(
+    conn: &Connection,
+    ui: &Ui,
+    raw: &Value,
+    pod: &Pod,
+    judged: &pending::Judgement,
+    pod_ref: PendingPodRef<'_>,
+) -> Result<u8, CommandError> {
+    let (namespace, name) = (pod_ref.namespace, pod_ref.name);
+    let verdict = judged.verdict.as_ref().expect("a gated pod has a verdict");
+    let gates: Vec<&str> = pod
+        .spec
+        .scheduling_gates
+        .iter()
+        .map(|g| g.name.as_str())
+        .collect();
+    // A Kueue gate: the Workload says why the pod waits (quota, admission checks). It is
+    // owned by the pod's owner, or by the pod itself (plain-pod integration).
+    let workload = if gates.iter().any(|g| g.starts_with("kueue.x-k8s.io/")) {
+        let mut owners: Vec<String> = raw["metadata"]["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o["uid"].as_str().map(str::to_string))
+            .collect();
+        owners.extend(raw["metadata"]["uid"].as_str().map(str::to_string));
+        api::kueue_workload_of(&conn.client, namespace, &owners).await?
+    } else {
+        None
+    };
+    let admission = workload.as_ref().map(scheduler::verdict::kueue_admission);
+    if ui.output.is_structured() {
+        ui.print_report(&PendingReport {
+            pod: Some(pod_ref),
+            pending: true,
+            scheduled: Some(false),
+            scheduling_gates: Some(gates.clone()),
+            placeable: Some(false),
+            verdict: Some(Some(verdict)),
+            workload: workload
+                .as_ref()
+                .zip(admission.as_deref())
+                .map(|(w, admission)| KueueWorkload {
+                    name: &w["metadata"]["name"],
+                    queue_name: &w["spec"]["queueName"],
+                    cluster_queue: &w["status"]["admission"]["clusterQueue"],
+                    conditions: &w["status"]["conditions"],
+                    admission,
+                }),
+            standing: judged.standing.as_ref(),
+            ..PendingReport::default()
+        });
+    } else {
+        say!("pod {namespace}/{name} is Pending and not scheduled");
+        say!("evidence: {}", verdict.evidence);
+        if let Some(admission) = &admission {
+            say!("          {admission}");
+        }
+        say!("judgment: {}", verdict.judgment);
+        say!("action:   {}", verdict.action);
+    }
+    Ok(exit::PROBLEMS)
 }
 
 /// `why-pending POD -w`: after the report, follows the pod with a watch (from the version
@@ -941,7 +1018,8 @@ impl PodProgress {
 
 /// `why-pending` without a pod: every pending pod the scheduler has not bound (in the
 /// namespace, or every namespace with `-A`; `-l` filters), judged against one read of the
-/// nodes, pods and DRA objects, grouped by verdict. Exit 1 when any cannot be placed now.
+/// nodes, pods and what they need (DRA, storage, PodGroups), grouped by verdict. Exit 1
+/// when any cannot be placed now.
 pub async fn why_pending_all(
     conn: &Connection,
     ui: &Ui,
@@ -953,9 +1031,12 @@ pub async fn why_pending_all(
         .transpose()
         .map_err(|e| CommandError::Input(e.to_string()))?;
     let (nodes, pods) = cluster_state(conn).await?;
-    let pending: Vec<&Pod> = pods
-        .iter()
+    let all_pending: Vec<Pod> = pods
+        .into_iter()
         .filter(|p| p.status.phase.as_deref() == Some("Pending"))
+        .collect();
+    let pending: Vec<&Pod> = all_pending
+        .iter()
         .filter(|p| p.spec.node_name.as_deref().unwrap_or_default().is_empty())
         .filter(|p| namespace.is_none_or(|ns| p.metadata.namespace == ns))
         .filter(|p| {
@@ -964,15 +1045,7 @@ pub async fn why_pending_all(
                 .is_none_or(|s| s.matches(&p.metadata.labels))
         })
         .collect();
-    let dra = if pending.iter().any(|p| !p.spec.resource_claims.is_empty()) {
-        let dra = placekit_cli::inventory::read_dra(conn, true).await?;
-        for n in &dra.notes {
-            ui.warn(n);
-        }
-        Some(dra)
-    } else {
-        None
-    };
+    let extra = Extra::read(conn, ui, &pending, namespace, false).await?;
     // Pods Kueue gates wait for their Workload's admission: one list of the Workloads says
     // why, for all of them.
     let kueue_gated: std::collections::BTreeSet<(String, String)> = pending
@@ -990,14 +1063,32 @@ pub async fn why_pending_all(
     } else {
         api::kueue_workloads_of_pods(&conn.client, namespace, &kueue_gated).await?
     };
+    let view = extra.view(&nodes, &all_pending);
     let mut judged: Vec<PendingItem> = pending
         .iter()
         .map(|pod| {
-            let mut judged = judge_pending(pod, &nodes, dra.as_ref());
-            judged.kueue_admission = workloads
-                .get(&(pod.metadata.namespace.clone(), pod.metadata.name.clone()))
-                .map(scheduler::verdict::kueue_admission);
-            judged
+            let j = pending::judge(pod, view);
+            PendingItem {
+                namespace: pod.metadata.namespace.clone(),
+                name: pod.metadata.name.clone(),
+                scheduling_gates: pod
+                    .spec
+                    .scheduling_gates
+                    .iter()
+                    .map(|g| g.name.clone())
+                    .collect(),
+                placeable: j.placeable,
+                fitting_nodes: j.checked.iter().filter(|r| r.is_ok()).count(),
+                predicted_message: j.predicted_message,
+                verdict: j.verdict,
+                kueue_admission: workloads
+                    .get(&(pod.metadata.namespace.clone(), pod.metadata.name.clone()))
+                    .map(scheduler::verdict::kueue_admission),
+                standing: j.standing,
+                disagreement: j.disagreement,
+                nominated: j.nomination,
+                gang: j.gang,
+            }
         })
         .collect();
     // Grouped by verdict, then by namespace and name.
@@ -1021,44 +1112,7 @@ pub async fn why_pending_all(
     } else if judged.is_empty() {
         say!("no pending pods");
     } else {
-        let wide = ui.output == placekit_cli::ui::OutputFormat::Wide;
-        let rows: Vec<Vec<String>> = judged
-            .iter()
-            .map(|p| {
-                let mut row = vec![
-                    p.namespace.clone(),
-                    p.name.clone(),
-                    format!("{}/{}", p.fitting_nodes, nodes.len()),
-                    if p.placeable {
-                        "fits: a node passes every filter (see its events)".to_string()
-                    } else {
-                        let why = p
-                            .verdict
-                            .as_ref()
-                            .map(|v| v.evidence.clone())
-                            .unwrap_or_else(|| "not modelled: run why-pending on the pod".into());
-                        match &p.kueue_admission {
-                            Some(admission) => format!("{why}: {admission}"),
-                            None => why,
-                        }
-                    },
-                ];
-                if wide {
-                    row.push(
-                        p.verdict
-                            .as_ref()
-                            .map(|v| v.action.clone())
-                            .unwrap_or_default(),
-                    );
-                }
-                row
-            })
-            .collect();
-        let mut header = vec!["NAMESPACE", "NAME", "FITS", "WHY"];
-        if wide {
-            header.push("ACTION");
-        }
-        print!("{}", ui.table(&header, &rows));
+        print_summary(ui, &judged, nodes.len());
         if !ui.no_headers {
             say!(
                 "{} pending: {stuck} cannot be placed now; `why-pending POD -n NS` for one pod's evidence",
@@ -1073,67 +1127,99 @@ pub async fn why_pending_all(
     })
 }
 
-/// One pending pod through the scheduler's filters (or its gates), without its events.
-fn judge_pending(
-    pod: &Pod,
-    nodes: &[NodeInfo],
-    dra: Option<&placekit_cli::inventory::DraRead>,
-) -> PendingItem {
-    let gates: Vec<String> = pod
-        .spec
-        .scheduling_gates
+/// The summary table: a row per pod, then a row per gang (its members placed together
+/// against its minimum).
+fn print_summary(ui: &Ui, judged: &[PendingItem], node_count: usize) {
+    let wide = ui.output == placekit_cli::ui::OutputFormat::Wide;
+    let rows: Vec<Vec<String>> = judged
         .iter()
-        .map(|g| g.name.clone())
+        .map(|p| {
+            let fits = match &p.standing {
+                Some(Standing::OtherScheduler { .. }) => "-".to_string(),
+                _ => format!("{}/{node_count}", p.fitting_nodes),
+            };
+            let why = if p.placeable {
+                "fits: a node passes every filter (see its events)".to_string()
+            } else if p.disagreement.is_some() {
+                "the scheduler refused it; placekit's model finds room (see why-pending POD)"
+                    .to_string()
+            } else {
+                let why = p
+                    .verdict
+                    .as_ref()
+                    .map(|v| v.evidence.clone())
+                    .unwrap_or_else(|| "not modelled: run why-pending on the pod".into());
+                match (&p.kueue_admission, &p.gang) {
+                    (Some(admission), _) => format!("{why}: {admission}"),
+                    (None, Some(g)) if g.satisfiable == Some(false) => format!(
+                        "gang {} cannot start: {} of minimum {} placeable together",
+                        g.group,
+                        g.scheduled + g.placeable_together,
+                        g.min_member.unwrap_or_default()
+                    ),
+                    _ => why,
+                }
+            };
+            let mut row = vec![p.namespace.clone(), p.name.clone(), fits, why];
+            if wide {
+                row.push(
+                    p.verdict
+                        .as_ref()
+                        .map(|v| v.action.clone())
+                        .unwrap_or_default(),
+                );
+            }
+            row
+        })
         .collect();
-    let base = |placeable, fitting_nodes, predicted_message, verdict| PendingItem {
-        namespace: pod.metadata.namespace.clone(),
-        name: pod.metadata.name.clone(),
-        scheduling_gates: gates.clone(),
-        placeable,
-        fitting_nodes,
-        predicted_message,
-        verdict,
-        kueue_admission: None,
-    };
-    if let Some(verdict) = scheduler::verdict::gated(pod) {
-        return base(false, 0, None, Some(verdict));
+    let mut header = vec!["NAMESPACE", "NAME", "FITS", "WHY"];
+    if wide {
+        header.push("ACTION");
     }
-    let mut filters = scheduler::PodFilters::new(pod, nodes);
-    let mut unmodelled = Vec::new();
-    let mut missing = Vec::new();
-    if let Some(dra) = dra {
-        let (needs, _) = placekit_core::dra::ClaimNeeds::of(
-            &pod.metadata.namespace,
-            &pod.spec.resource_claims,
-            &pod.status.resource_claim_statuses,
-            &pod.requests(),
-            &dra.claims,
-            &dra.inventory,
+    print!("{}", ui.table(&header, &rows));
+    let mut gangs: BTreeMap<&str, &pending::GangJudgement> = BTreeMap::new();
+    for g in judged.iter().filter_map(|p| p.gang.as_ref()) {
+        gangs.entry(g.group.as_str()).or_insert(g);
+    }
+    if !gangs.is_empty() {
+        let rows: Vec<Vec<String>> = gangs
+            .values()
+            .map(|g| {
+                vec![
+                    g.group.clone(),
+                    format!("{:?}", g.kind),
+                    g.min_member
+                        .map(|m| m.to_string())
+                        .unwrap_or_else(|| "?".into()),
+                    g.scheduled.to_string(),
+                    format!("{}/{}", g.placeable_together, g.pending),
+                    match g.satisfiable {
+                        Some(true) => "can start".to_string(),
+                        Some(false) => "cannot start".to_string(),
+                        None => "PodGroup not read".to_string(),
+                    } + &g
+                        .says
+                        .as_ref()
+                        .map(|s| format!(" ({s})"))
+                        .unwrap_or_default(),
+                ]
+            })
+            .collect();
+        print!(
+            "{}",
+            ui.table(
+                &[
+                    "GANG",
+                    "SCHEDULER",
+                    "MIN",
+                    "SCHEDULED",
+                    "PLACEABLE",
+                    "STATE"
+                ],
+                &rows
+            )
         );
-        unmodelled = needs.unmodelled.clone();
-        missing = needs.missing.clone();
-        if dra.claims_forbidden {
-            // Not missing: unreadable, as in the one pod's report.
-            unmodelled.extend(missing.drain(..).map(|m| m.unreadable_text()));
-        }
-        if !needs.is_empty() {
-            filters = filters.with_dra(needs, &dra.inventory);
-        }
     }
-    let checked: Vec<Result<(), Vec<FilterFailure>>> =
-        nodes.iter().map(|n| filters.check(n)).collect();
-    let fitting = checked.iter().filter(|r| r.is_ok()).count();
-    let mut verdict = filters.verdict(nodes, &checked);
-    if let Some(held) = scheduler::verdict::claims_missing(&missing) {
-        verdict = Some(held);
-    }
-    let placeable = missing.is_empty() && unmodelled.is_empty() && fitting > 0;
-    base(
-        placeable,
-        fitting,
-        scheduler::scheduler_message(&checked),
-        verdict,
-    )
 }
 
 /// A pod asking for whole NVIDIA GPUs where the candidates expose only MIG profiles: which
@@ -1142,7 +1228,7 @@ fn mig_hint(
     requests: &BTreeMap<String, i128>,
     nodes: &[NodeInfo],
     fitting: &[&str],
-    filters: &scheduler::PodFilters<'_>,
+    candidates: &[bool],
 ) -> Option<String> {
     if !fitting.is_empty() || !requests.contains_key("nvidia.com/gpu") {
         return None;
@@ -1150,7 +1236,7 @@ fn mig_hint(
     let mut profiles: BTreeMap<&str, i128> = BTreeMap::new();
     // The candidates (node affinity and nodeSelector hold) without whole GPUs: what their
     // MIG profiles have free.
-    for n in nodes.iter().filter(|n| filters.is_candidate(n)) {
+    for (n, _) in nodes.iter().zip(candidates).filter(|(_, c)| **c) {
         if n.allocatable.get("nvidia.com/gpu").copied().unwrap_or(0) > 0 {
             continue;
         }
@@ -1179,9 +1265,10 @@ fn print_text(
     name: &str,
     report: &Value,
     results: &[(String, Result<(), FilterFailure>)],
-    verdict: Option<&scheduler::Verdict>,
+    judged: &pending::Judgement,
     fitting: &[&str],
 ) {
+    let verdict = judged.verdict.as_ref();
     say!("pod {namespace}/{name} is Pending");
     for c in report["conditions"].as_array().into_iter().flatten() {
         let line = format!(
@@ -1246,9 +1333,57 @@ fn print_text(
             ]
         })
         .collect();
-    print!("{}", ui.table(&["NODE", "FIRST FAILING FILTER"], &rows));
+    if !rows.is_empty() {
+        print!("{}", ui.table(&["NODE", "FIRST FAILING FILTER"], &rows));
+    }
     if let Some(m) = report["predictedMessage"].as_str() {
         say!("placekit's model of the scheduler: {m}");
+    }
+    if let Some(n) = &judged.nomination {
+        let victims = if n.terminating_victims.is_empty() {
+            "no victim is still terminating there".to_string()
+        } else {
+            format!(
+                "victims still terminating there: {}",
+                n.terminating_victims.join(", ")
+            )
+        };
+        say!(
+            "preemption: nominated to node {}{}; {victims}",
+            n.node,
+            if n.node_exists {
+                ""
+            } else {
+                " (which no longer exists)"
+            }
+        );
+    }
+    if let Some(g) = &judged.gang {
+        say!(
+            "gang: {} PodGroup {} (minimum {}): {} scheduled, {} of {} pending placeable together{}",
+            format!("{:?}", g.kind),
+            g.group,
+            g.min_member
+                .map(|m| m.to_string())
+                .unwrap_or_else(|| "unknown: the PodGroup was not read".into()),
+            g.scheduled,
+            g.placeable_together,
+            g.pending,
+            match g.satisfiable {
+                Some(true) => ": the group can start",
+                Some(false) => ": the group cannot start",
+                None => "",
+            }
+        );
+        for u in &g.unplaced {
+            say!("  not placeable with the others: {u}");
+        }
+        if let Some(says) = &g.says {
+            say!("  the PodGroup says: {says}");
+        }
+    }
+    if let Some(d) = &judged.disagreement {
+        say!("referee: {d}");
     }
     let not_modelled: Vec<&str> = report["notModelled"]
         .as_array()
@@ -1279,16 +1414,22 @@ fn print_text(
         say!("hint: {hint}");
     }
     match verdict {
-        Some(v) => {
-            say!("evidence: {}", v.evidence);
-            say!("judgment: {}", v.judgment);
-            println!(
-                "action:   {}",
-                ui.paint(
-                    &placekit_cli::ui::escaped(&v.action),
-                    placekit_cli::ui::Color::Bold
-                )
-            );
+        Some(v) => print_verdict(ui, v),
+        None if judged.disagreement.is_some() => say!(
+            "{} node(s) pass every filter placekit models ({}), but the scheduler refused the pod: see the referee line above",
+            fitting.len(),
+            fitting.join(", ")
+        ),
+        None if judged
+            .gang
+            .as_ref()
+            .is_some_and(|g| g.satisfiable == Some(false)) =>
+        {
+            say!(
+                "{} node(s) fit this pod alone ({}), but its gang cannot start together",
+                fitting.len(),
+                fitting.join(", ")
+            )
         }
         None if !fitting.is_empty() => say!(
             "{} node(s) fit now ({}): the scheduler should place it on its next attempt",
@@ -1297,4 +1438,17 @@ fn print_text(
         ),
         None => say!("no node in the cluster"),
     }
+}
+
+/// The verdict's three lines.
+fn print_verdict(ui: &Ui, v: &scheduler::Verdict) {
+    say!("evidence: {}", v.evidence);
+    say!("judgment: {}", v.judgment);
+    println!(
+        "action:   {}",
+        ui.paint(
+            &placekit_cli::ui::escaped(&v.action),
+            placekit_cli::ui::Color::Bold
+        )
+    );
 }

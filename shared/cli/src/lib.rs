@@ -23,5 +23,6 @@ pub mod inventory;
 pub mod mutation;
 pub mod output;
 pub mod overrides;
+pub mod pending;
 pub mod ui;
 pub mod workloads;

@@ -54,6 +54,13 @@ fn varint_field(number: u64, v: u64, out: &mut Vec<u8>) {
 pub(super) fn encode(msg: &Msg, value: &Value) -> Vec<u8> {
     let mut out = Vec::new();
     for field in msg.fields {
+        if let Ty::Inline(inner) = field.ty {
+            let bytes = encode(inner, value);
+            if !bytes.is_empty() {
+                bytes_field(field.number, &bytes, &mut out);
+            }
+            continue;
+        }
         let Some(v) = value.get(field.name).filter(|v| !v.is_null()) else {
             continue;
         };
@@ -129,7 +136,7 @@ fn encode_one(field: &Field, v: &Value, out: &mut Vec<u8>) {
             varint_field(2, 0, &mut inner);
             bytes_field(field.number, &inner, out);
         }
-        Ty::MapStr | Ty::MapBytes | Ty::MapQuantity => {}
+        Ty::MapStr | Ty::MapBytes | Ty::MapQuantity | Ty::Inline(_) => {}
     }
 }
 

@@ -26,6 +26,9 @@ pub(super) enum Ty {
     MapQuantity,
     IntOrString,
     Time,
+    /// A message JSON writes inline (a Volume's `VolumeSource`): its fields are the
+    /// enclosing object's.
+    Inline(&'static Msg),
 }
 
 pub(super) struct Field {
@@ -149,6 +152,44 @@ static CONTAINER: Msg = Msg {
     ],
 };
 
+static PVC_VOLUME_SOURCE: Msg = Msg {
+    name: "PersistentVolumeClaimVolumeSource",
+    fields: &[f(1, "claimName", Str), f(2, "readOnly", Bool)],
+};
+
+static CSI_VOLUME_SOURCE: Msg = Msg {
+    name: "CSIVolumeSource",
+    fields: &[f(1, "driver", Str)],
+};
+
+/// Only that it is there: the claim template is not encoded.
+static EPHEMERAL_VOLUME_SOURCE: Msg = Msg {
+    name: "EphemeralVolumeSource",
+    fields: &[],
+};
+
+static VOLUME_SOURCE: Msg = Msg {
+    name: "VolumeSource",
+    fields: &[
+        f(10, "persistentVolumeClaim", Ty::Msg(&PVC_VOLUME_SOURCE)),
+        f(28, "csi", Ty::Msg(&CSI_VOLUME_SOURCE)),
+        f(29, "ephemeral", Ty::Msg(&EPHEMERAL_VOLUME_SOURCE)),
+    ],
+};
+
+static VOLUME: Msg = Msg {
+    name: "Volume",
+    fields: &[
+        f(1, "name", Str),
+        f(2, "volumeSource", Ty::Inline(&VOLUME_SOURCE)),
+    ],
+};
+
+static POD_SCHEDULING_GROUP: Msg = Msg {
+    name: "PodSchedulingGroup",
+    fields: &[f(1, "podGroupName", Str)],
+};
+
 static TOLERATION: Msg = Msg {
     name: "Toleration",
     fields: &[
@@ -163,6 +204,7 @@ static TOLERATION: Msg = Msg {
 static POD_SPEC: Msg = Msg {
     name: "PodSpec",
     fields: &[
+        rep(1, "volumes", Ty::Msg(&VOLUME)),
         rep(2, "containers", Ty::Msg(&CONTAINER)),
         f(3, "restartPolicy", Str),
         f(4, "terminationGracePeriodSeconds", Int),
@@ -191,6 +233,8 @@ static POD_SPEC: Msg = Msg {
         ),
         rep(38, "schedulingGates", Ty::Msg(&NAME_ONLY)),
         rep(39, "resourceClaims", Ty::Msg(&POD_RESOURCE_CLAIM)),
+        f(40, "resources", Ty::Msg(&RESOURCE_REQUIREMENTS)),
+        f(43, "schedulingGroup", Ty::Msg(&POD_SCHEDULING_GROUP)),
     ],
 };
 
@@ -684,6 +728,12 @@ fn decode(msg: &Msg, buf: &[u8]) -> Result<Value, String> {
                 }
             }
         };
+        if let (Ty::Inline(inner), Wire::Bytes(b)) = (field.ty, &wire) {
+            if let Value::Object(fields) = decode(inner, b)? {
+                out.extend(fields);
+            }
+            continue;
+        }
         let value = value(field, wire)?;
         let Some(value) = value else { continue };
         if field.repeated {

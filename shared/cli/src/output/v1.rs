@@ -23,6 +23,7 @@ use placekit_core::gpu::GpuTotals;
 use placekit_core::label_controllers::LabelProvenance;
 use placekit_core::scheduler::drift::Drift;
 use placekit_core::scheduler::filters::FilterFailure;
+use placekit_core::scheduler::pending::{GangJudgement, Nomination, SchedulerSays, Standing};
 use placekit_core::scheduler::verdict::Verdict;
 use placekit_core::snapshot::{JournalRecord, SnapshotHeader, Unreadable};
 use placekit_lint::dependents::Dependent;
@@ -347,6 +348,23 @@ pub struct PendingReport<'a> {
     /// A pod Kueue gates: its Workload and what it says of admission.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workload: Option<KueueWorkload<'a>>,
+    /// Where the pod stands before any filter: bound (to a node that exists, is missing or
+    /// not Ready), another scheduler's, gated, or judged node by node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standing: Option<&'a Standing>,
+    /// The PodScheduled condition, when the scheduler said the pod was not scheduled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler_says: Option<&'a SchedulerSays>,
+    /// placekit's model finds room where the scheduler's last word refused: both are said
+    /// and the pod is not called placeable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disagreement: Option<&'a str>,
+    /// The node a preemption nominated, and the victims still terminating there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nominated: Option<&'a Nomination>,
+    /// The gang the pod belongs to, judged as a group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gang: Option<&'a GangJudgement>,
 }
 
 impl Published for PendingReport<'_> {
@@ -415,4 +433,16 @@ pub struct PendingItem {
     /// For a pod Kueue gates: what its Workload says of its admission.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kueue_admission: Option<String>,
+    /// Where the pod stands before any filter (another scheduler's, gated, judged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standing: Option<Standing>,
+    /// placekit's model finds room where the scheduler's last word refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disagreement: Option<String>,
+    /// The node a preemption nominated, and the victims still terminating there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nominated: Option<Nomination>,
+    /// The gang the pod belongs to, judged as a group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gang: Option<GangJudgement>,
 }

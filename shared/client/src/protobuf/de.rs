@@ -155,7 +155,12 @@ impl<'de> de::Deserializer<'de> for MessageDe<'de> {
         // absent from protobuf: in debug builds (every test) it is an error instead.
         #[cfg(debug_assertions)]
         if let Some(missing) = fields.iter().find(|f| {
-            !self.message.fields.iter().any(|s| s.name == **f) && !self.message.left_out.contains(f)
+            let listed = |m: &Message| m.fields.iter().any(|s| s.name == **f);
+            let inlined = self.message.fields.iter().any(|s| match s.kind {
+                Kind::Message(m) if s.inline => listed(m),
+                _ => false,
+            });
+            !listed(self.message) && !inlined && !self.message.left_out.contains(f)
         }) {
             return Err(DecodeError(format!(
                 "{name} reads {missing:?}, which the protobuf schema of {} does not list",
@@ -191,6 +196,9 @@ struct Fields<'de> {
     /// The schema's fields already given (each index one bit).
     given: u64,
     pending: Pending<'de>,
+    /// The fields of an inline message being read (a Volume's source), given as this
+    /// message's own.
+    inner: Option<Box<Fields<'de>>>,
 }
 
 impl<'de> Fields<'de> {
@@ -200,17 +208,19 @@ impl<'de> Fields<'de> {
             rest: bytes,
             given: 0,
             pending: Pending::None,
+            inner: None,
         }
     }
-}
 
-impl<'de> de::MapAccess<'de> for Fields<'de> {
-    type Error = DecodeError;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, DecodeError> {
+    /// The name of the next field to give, its value made pending; `None` when none is
+    /// left.
+    fn next_key_name(&mut self) -> Result<Option<&'static str>, DecodeError> {
+        if let Some(inner) = self.inner.as_mut() {
+            if let Some(name) = inner.next_key_name()? {
+                return Ok(Some(name));
+            }
+            self.inner = None;
+        }
         while !self.rest.is_empty() {
             let from = self.rest;
             let (number, wire) = next_field(&mut self.rest)?;
@@ -220,6 +230,15 @@ impl<'de> de::MapAccess<'de> for Fields<'de> {
             let bit = 1u64 << index;
             if self.given & bit != 0 {
                 // A repeated field's later occurrences were read with its first.
+                continue;
+            }
+            if let (true, Kind::Message(m)) = (field.inline, field.kind) {
+                self.given |= bit;
+                let mut inner = Fields::new(m, Value::bytes(field, wire)?);
+                if let Some(name) = inner.next_key_name()? {
+                    self.inner = Some(Box::new(inner));
+                    return Ok(Some(name));
+                }
                 continue;
             }
             let scalar = matches!(field.kind, Kind::Str | Kind::Bool | Kind::Int);
@@ -233,9 +252,7 @@ impl<'de> de::MapAccess<'de> for Fields<'de> {
                 self.pending = Pending::One(field, wire);
             }
             self.given |= bit;
-            return seed
-                .deserialize(BorrowedStrDeserializer::new(field.name))
-                .map(Some);
+            return Ok(Some(field.name));
         }
         if let Some((index, field)) = self
             .message
@@ -246,17 +263,34 @@ impl<'de> de::MapAccess<'de> for Fields<'de> {
         {
             self.given |= 1u64 << index;
             self.pending = Pending::Zero(field);
-            return seed
-                .deserialize(BorrowedStrDeserializer::new(field.name))
-                .map(Some);
+            return Ok(Some(field.name));
         }
         Ok(None)
+    }
+}
+
+impl<'de> de::MapAccess<'de> for Fields<'de> {
+    type Error = DecodeError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, DecodeError> {
+        match self.next_key_name()? {
+            Some(name) => seed
+                .deserialize(BorrowedStrDeserializer::new(name))
+                .map(Some),
+            None => Ok(None),
+        }
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(
         &mut self,
         seed: V,
     ) -> Result<V::Value, DecodeError> {
+        if let Some(inner) = self.inner.as_mut() {
+            return inner.next_value_seed(seed);
+        }
         let value = match std::mem::replace(&mut self.pending, Pending::None) {
             Pending::One(field, wire) => Value::One(field, wire),
             Pending::All(field, from) => Value::All(field, from),

@@ -44,6 +44,9 @@ pub(crate) struct Field {
     pub(crate) kind: Kind,
     pub(crate) repeated: bool,
     pub(crate) zero: Zero,
+    /// A message JSON writes inline (Go's embedded struct with `json:",inline"`: a
+    /// Volume's `VolumeSource`): its fields read as the enclosing message's.
+    pub(crate) inline: bool,
 }
 
 #[derive(Debug)]
@@ -73,6 +76,15 @@ const fn f(number: u32, name: &'static str, kind: Kind) -> Field {
         kind,
         repeated: matches!(kind, MapStr | MapQuantity),
         zero: Zero::Omit,
+        inline: false,
+    }
+}
+
+/// A message JSON writes inline.
+const fn inline(number: u32, name: &'static str, message: &'static Message) -> Field {
+    Field {
+        inline: true,
+        ..f(number, name, Kind::Message(message))
     }
 }
 
@@ -313,15 +325,76 @@ pub(crate) static RESOURCE_REQUIREMENTS: Message = Message {
     fields: &[f(1, "limits", MapQuantity), f(2, "requests", MapQuantity)],
 };
 
+pub(crate) static CONTAINER_PORT: Message = Message {
+    name: "ContainerPort",
+    left_out: &[],
+    fields: &[
+        f(1, "name", Str),
+        f(2, "hostPort", Int),
+        keep(3, "containerPort", Int),
+        f(4, "protocol", Str),
+        f(5, "hostIP", Str),
+    ],
+};
+
 pub(crate) static CONTAINER: Message = Message {
     name: "Container",
     left_out: &[],
     fields: &[
         keep(1, "name", Str),
         f(2, "image", Str),
+        rep(6, "ports", msg(&CONTAINER_PORT)),
         f(8, "resources", msg(&RESOURCE_REQUIREMENTS)),
         ptr(24, "restartPolicy", Str),
     ],
+};
+
+pub(crate) static PERSISTENT_VOLUME_CLAIM_VOLUME_SOURCE: Message = Message {
+    name: "PersistentVolumeClaimVolumeSource",
+    left_out: &[],
+    fields: &[keep(1, "claimName", Str), f(2, "readOnly", Bool)],
+};
+
+pub(crate) static CSI_VOLUME_SOURCE: Message = Message {
+    name: "CSIVolumeSource",
+    left_out: &[],
+    fields: &[keep(1, "driver", Str)],
+};
+
+/// Read only for whether it is there: its claim template is not decoded.
+pub(crate) static EPHEMERAL_VOLUME_SOURCE: Message = Message {
+    name: "EphemeralVolumeSource",
+    left_out: &[],
+    fields: &[],
+};
+
+pub(crate) static VOLUME_SOURCE: Message = Message {
+    name: "VolumeSource",
+    left_out: &[],
+    fields: &[
+        ptr(
+            10,
+            "persistentVolumeClaim",
+            msg(&PERSISTENT_VOLUME_CLAIM_VOLUME_SOURCE),
+        ),
+        ptr(28, "csi", msg(&CSI_VOLUME_SOURCE)),
+        ptr(29, "ephemeral", msg(&EPHEMERAL_VOLUME_SOURCE)),
+    ],
+};
+
+pub(crate) static VOLUME: Message = Message {
+    name: "Volume",
+    left_out: &[],
+    fields: &[
+        keep(1, "name", Str),
+        inline(2, "volumeSource", &VOLUME_SOURCE),
+    ],
+};
+
+pub(crate) static POD_SCHEDULING_GROUP: Message = Message {
+    name: "PodSchedulingGroup",
+    left_out: &[],
+    fields: &[ptr(1, "podGroupName", Str)],
 };
 
 pub(crate) static POD_RESOURCE_CLAIM: Message = Message {
@@ -344,10 +417,12 @@ pub(crate) static POD_SPEC: Message = Message {
     name: "PodSpec",
     left_out: &[],
     fields: &[
+        rep(1, "volumes", msg(&VOLUME)),
         rep(2, "containers", msg(&CONTAINER)),
         f(7, "nodeSelector", MapStr),
         f(8, "serviceAccountName", Str),
         f(10, "nodeName", Str),
+        f(11, "hostNetwork", Bool),
         ptr(18, "affinity", msg(&AFFINITY)),
         f(19, "schedulerName", Str),
         rep(20, "initContainers", msg(&CONTAINER)),
@@ -362,13 +437,21 @@ pub(crate) static POD_SPEC: Message = Message {
         ),
         rep(38, "schedulingGates", msg(&POD_SCHEDULING_GATE)),
         rep(39, "resourceClaims", msg(&POD_RESOURCE_CLAIM)),
+        ptr(40, "resources", msg(&RESOURCE_REQUIREMENTS)),
+        // v1.37 (k8s-pb 0.9 predates it: the number is generated.proto's).
+        ptr(43, "schedulingGroup", msg(&POD_SCHEDULING_GROUP)),
     ],
 };
 
 pub(crate) static POD_CONDITION: Message = Message {
     name: "PodCondition",
     left_out: &[],
-    fields: &[keep(1, "type", Str), keep(2, "status", Str)],
+    fields: &[
+        keep(1, "type", Str),
+        keep(2, "status", Str),
+        f(5, "reason", Str),
+        f(6, "message", Str),
+    ],
 };
 
 pub(crate) static POD_RESOURCE_CLAIM_STATUS: Message = Message {
@@ -498,7 +581,14 @@ pub(crate) static ALL: &[&Message] = &[
     &TOLERATION,
     &TOPOLOGY_SPREAD_CONSTRAINT,
     &RESOURCE_REQUIREMENTS,
+    &CONTAINER_PORT,
     &CONTAINER,
+    &PERSISTENT_VOLUME_CLAIM_VOLUME_SOURCE,
+    &CSI_VOLUME_SOURCE,
+    &EPHEMERAL_VOLUME_SOURCE,
+    &VOLUME_SOURCE,
+    &VOLUME,
+    &POD_SCHEDULING_GROUP,
     &POD_RESOURCE_CLAIM,
     &POD_SCHEDULING_GATE,
     &POD_SPEC,

@@ -1,4 +1,4 @@
-//! The one read model of the cluster's objects: nodes, pods and DRA objects as every command
+//! The one read model of the cluster's objects: nodes, pods, storage and DRA objects as every command
 //! reads them from the paged lists, and the quantities they carry. Nothing here talks to the
 //! API server, and nothing here imports from the rest of the library but the taint syntax.
 //!
@@ -10,6 +10,7 @@ pub mod dra;
 pub mod node;
 pub mod pod;
 pub mod quantity;
+pub mod storage;
 
 pub use node::Node;
 pub use pod::{Container, Pod, PodPlacement, PodSpec};

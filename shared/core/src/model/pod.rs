@@ -74,6 +74,122 @@ pub struct PodSpec {
     /// `spec.schedulingGates`: while any is left the scheduler does not consider the pod.
     #[serde(default)]
     pub scheduling_gates: Vec<SchedulingGate>,
+    /// `spec.schedulerName`: `default-scheduler` when the API server defaulted it.
+    #[serde(default)]
+    pub scheduler_name: Option<String>,
+    /// `spec.priority`, resolved by the API server from the PriorityClass.
+    #[serde(default)]
+    pub priority: Option<i32>,
+    /// `spec.hostNetwork`: the containers' ports are the node's.
+    #[serde(default)]
+    pub host_network: bool,
+    /// `spec.resources`: pod-level requests and limits (cpu, memory, hugepages), which
+    /// replace the containers' sum for those resources.
+    #[serde(default)]
+    pub resources: Option<Resources>,
+    /// `spec.volumes`: what the volume filters read of them.
+    #[serde(default)]
+    pub volumes: Vec<Volume>,
+    /// `spec.schedulingGroup` (v1.37, GenericWorkload): the `scheduling.k8s.io` PodGroup
+    /// whose gang the pod belongs to.
+    #[serde(default)]
+    pub scheduling_group: Option<SchedulingGroup>,
+}
+
+/// `spec.schedulingGroup`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SchedulingGroup {
+    #[serde(default)]
+    pub pod_group_name: Option<String>,
+}
+
+/// A pod volume as the scheduler's volume filters read it: the claim it names (a
+/// PersistentVolumeClaim, or the one a generic ephemeral volume makes, `POD-VOLUME`), or the
+/// CSI driver of an inline CSI volume. Every other kind of volume is left out.
+/// Read through a projection of the API's shape (`{name, persistentVolumeClaim: {...}}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(from = "RawVolume")]
+pub struct Volume {
+    pub name: String,
+    pub source: VolumeSource,
+}
+
+/// What a [`Volume`] is, as far as scheduling goes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum VolumeSource {
+    /// `persistentVolumeClaim.claimName`.
+    Claim { claim_name: String, read_only: bool },
+    /// `ephemeral`: the claim `POD-VOLUME` the ephemeral volume controller creates.
+    Ephemeral,
+    /// `csi`: an inline CSI volume of `driver`.
+    Csi { driver: String },
+    /// Anything else (emptyDir, configMap, secret, hostPath...): no volume filter reads it.
+    #[default]
+    Other,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawVolume {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    persistent_volume_claim: Option<RawClaimSource>,
+    #[serde(default)]
+    ephemeral: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    csi: Option<RawCsiSource>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawClaimSource {
+    #[serde(default)]
+    claim_name: String,
+    #[serde(default)]
+    read_only: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+struct RawCsiSource {
+    #[serde(default)]
+    driver: String,
+}
+
+impl From<RawVolume> for Volume {
+    fn from(raw: RawVolume) -> Self {
+        let source = if let Some(c) = raw.persistent_volume_claim {
+            VolumeSource::Claim {
+                claim_name: c.claim_name,
+                read_only: c.read_only,
+            }
+        } else if raw.ephemeral.is_some() {
+            VolumeSource::Ephemeral
+        } else if let Some(c) = raw.csi {
+            VolumeSource::Csi { driver: c.driver }
+        } else {
+            VolumeSource::Other
+        };
+        Volume {
+            name: raw.name,
+            source,
+        }
+    }
+}
+
+/// A container port as NodePorts reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerPort {
+    #[serde(default)]
+    pub host_port: i32,
+    #[serde(default)]
+    pub container_port: i32,
+    #[serde(default)]
+    pub protocol: Option<String>,
+    #[serde(default, rename = "hostIP")]
+    pub host_ip: Option<String>,
 }
 
 /// One of `spec.schedulingGates` (Kueue's admission gate, a topology gate, ...).
@@ -81,6 +197,46 @@ pub struct PodSpec {
 pub struct SchedulingGate {
     #[serde(default)]
     pub name: String,
+}
+
+/// A port a pod takes on its node (NodePorts' `HostPortInfo` entry).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct HostPort {
+    pub port: i32,
+    /// `TCP`, `UDP` or `SCTP`.
+    pub protocol: String,
+    /// `0.0.0.0` when not given: every address of the node.
+    pub host_ip: String,
+}
+
+impl HostPort {
+    /// Whether two pods' ports collide on a node: the same port and protocol, and the same
+    /// address or either on every address (NodePorts' `CheckConflict`).
+    pub fn conflicts(&self, other: &HostPort) -> bool {
+        self.port == other.port
+            && self.protocol == other.protocol
+            && (self.host_ip == other.host_ip
+                || self.host_ip == "0.0.0.0"
+                || other.host_ip == "0.0.0.0")
+    }
+}
+
+impl std::fmt::Display for HostPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.port, self.protocol)?;
+        if self.host_ip != "0.0.0.0" {
+            write!(f, " on {}", self.host_ip)?;
+        }
+        Ok(())
+    }
+}
+
+/// A claim a pod's volume names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodVolumeClaim {
+    pub name: String,
+    /// Made by the ephemeral volume controller for the pod (`POD-VOLUME`).
+    pub ephemeral: bool,
 }
 
 /// The same pod read only for where it runs and what constrains it: what drift reads of every
@@ -126,6 +282,9 @@ pub struct Container {
     /// `Always` marks a sidecar init container.
     #[serde(default)]
     pub restart_policy: Option<String>,
+    /// `ports`: those with a `hostPort` take it on the node.
+    #[serde(default)]
+    pub ports: Vec<ContainerPort>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -175,6 +334,9 @@ pub struct PodStatus {
     /// `extendedResourceName`): the claim it made and which requests it serves.
     #[serde(default)]
     pub extended_resource_claim_status: Option<ExtendedResourceClaimStatus>,
+    /// The node a preemption made room on for this pod.
+    #[serde(default)]
+    pub nominated_node_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -183,6 +345,12 @@ pub struct PodCondition {
     pub type_: String,
     #[serde(default)]
     pub status: String,
+    /// `Unschedulable`, `SchedulerError`, ... on PodScheduled.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// The scheduler's own words (`0/3 nodes are available: ...`).
+    #[serde(default)]
+    pub message: Option<String>,
 }
 
 /// A pod's `status.resourceClaimStatuses` entry: the claim generated from a template.
@@ -297,7 +465,77 @@ impl PodSpec {
             .get(resource)
             .and_then(|q| parse_quantity_milli(q))
             .unwrap_or(0);
-        (apps + sidecars).max(init_peak) + overhead
+        let containers = match self.pod_level_request(resource) {
+            Some(pod_level) => pod_level,
+            None => (apps + sidecars).max(init_peak),
+        };
+        containers + overhead
+    }
+
+    /// The pod-level request of `resource` (`spec.resources`), which replaces the
+    /// containers' sum for the resources pod-level resources support (cpu, memory,
+    /// hugepages-*): requests, or the limit where the request is not given (the API server
+    /// defaults one from the other).
+    fn pod_level_request(&self, resource: &str) -> Option<i128> {
+        let supported = matches!(resource, "cpu" | "memory") || resource.starts_with("hugepages-");
+        if !supported {
+            return None;
+        }
+        let r = self.resources.as_ref()?;
+        r.requests
+            .get(resource)
+            .or_else(|| r.limits.get(resource))
+            .and_then(|q| parse_quantity_milli(q))
+    }
+
+    /// The host ports the pod takes on its node, as NodePorts collects them: the ports with
+    /// a `hostPort` of its sidecars (init containers with `restartPolicy: Always`) and its
+    /// containers; other init containers' ports are not held (on a `hostNetwork` pod the API
+    /// server sets `hostPort` to the container port).
+    pub fn host_ports(&self) -> Vec<HostPort> {
+        self.init_containers
+            .iter()
+            .filter(|c| c.restart_policy.as_deref() == Some("Always"))
+            .chain(&self.containers)
+            .flat_map(|c| &c.ports)
+            .filter_map(|p| {
+                let port = if p.host_port > 0 {
+                    p.host_port
+                } else if self.host_network {
+                    p.container_port
+                } else {
+                    0
+                };
+                (port > 0).then(|| HostPort {
+                    port,
+                    protocol: p.protocol.clone().unwrap_or_else(|| "TCP".into()),
+                    host_ip: p
+                        .host_ip
+                        .clone()
+                        .filter(|ip| !ip.is_empty())
+                        .unwrap_or_else(|| "0.0.0.0".into()),
+                })
+            })
+            .collect()
+    }
+
+    /// The claims the pod's volumes name, in volume order: a PersistentVolumeClaim's name,
+    /// or `POD-VOLUME` for a generic ephemeral volume.
+    pub fn volume_claims<'a>(
+        &'a self,
+        pod_name: &'a str,
+    ) -> impl Iterator<Item = PodVolumeClaim> + 'a {
+        self.volumes.iter().filter_map(move |v| match &v.source {
+            VolumeSource::Claim { claim_name, .. } => Some(PodVolumeClaim {
+                name: claim_name.clone(),
+                ephemeral: false,
+            }),
+            VolumeSource::Ephemeral => Some(PodVolumeClaim {
+                name: format!("{pod_name}-{}", v.name),
+                ephemeral: true,
+            }),
+            _ => None,
+        })
     }
 
     /// The effective request of every resource any container names, in thousandths; zero
@@ -308,6 +546,11 @@ impl PodSpec {
             .iter()
             .chain(&self.init_containers)
             .flat_map(|c| c.resources.requests.keys().chain(c.resources.limits.keys()))
+            .chain(
+                self.resources
+                    .iter()
+                    .flat_map(|r| r.requests.keys().chain(r.limits.keys())),
+            )
             .collect();
         names.sort();
         names.dedup();

@@ -70,6 +70,22 @@ pub enum FilterFailure {
     /// need are not free here.
     #[serde(rename_all = "camelCase")]
     CannotAllocateClaims { detail: String },
+    /// A PreFilter that stops the pod before any node is looked at (VolumeBinding's
+    /// `pod has unbound immediate PersistentVolumeClaims`, a missing claim): every node
+    /// fails with the same message.
+    #[serde(rename_all = "camelCase")]
+    PreFilter { plugin: String, message: String },
+    /// NodePorts: a host port the pod asks for is taken on the node.
+    #[serde(rename_all = "camelCase")]
+    NodePorts { ports: String },
+    /// The volume filters: VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone.
+    #[serde(rename_all = "camelCase")]
+    Volume {
+        plugin: String,
+        /// The scheduler's reason string.
+        reason: String,
+        detail: String,
+    },
 }
 
 impl FilterFailure {
@@ -80,6 +96,11 @@ impl FilterFailure {
             FilterFailure::NotNamed => "node(s) didn't satisfy plugin(s) [NodeAffinity]".into(),
             FilterFailure::NamedNodesConflict => "pod affinity terms conflict".into(),
             FilterFailure::Unschedulable => "node(s) were unschedulable".into(),
+            FilterFailure::PreFilter { message, .. } => message.clone(),
+            FilterFailure::NodePorts { .. } => {
+                "node(s) didn't have free ports for the requested pod ports".into()
+            }
+            FilterFailure::Volume { reason, .. } => reason.clone(),
             FilterFailure::Taint { .. } => "node(s) had untolerated taint(s)".into(),
             FilterFailure::NodeAffinity { .. } => {
                 "node(s) didn't match Pod's node affinity/selector".into()
@@ -120,6 +141,11 @@ impl std::fmt::Display for FilterFailure {
                 "pod affinity terms conflict (the required terms' matchFields metadata.name have no node in common)",
             ),
             FilterFailure::Unschedulable => f.write_str("node(s) were unschedulable"),
+            FilterFailure::PreFilter { message, .. } => f.write_str(message),
+            FilterFailure::NodePorts { ports } => {
+                write!(f, "{} ({ports} taken)", self.scheduler_reason())
+            }
+            FilterFailure::Volume { reason, detail, .. } => write!(f, "{reason} ({detail})"),
             FilterFailure::NodeAffinity { detail } => write!(
                 f,
                 "node(s) didn't match Pod's node affinity/selector ({detail})"
@@ -203,7 +229,7 @@ pub fn affinity_detail(spec: &impl NodeConstraints, node: &NodeInfo) -> String {
 }
 
 /// The node-local filters in the scheduler's order — NodeUnschedulable, TaintToleration,
-/// NodeAffinity, NodeResourcesFit — giving every reason of the first one that fails (empty
+/// NodeAffinity, NodePorts, NodeResourcesFit — giving every reason of the first one that fails (empty
 /// when the node passes them all).
 fn local_failures(
     spec: &PodSpec,
@@ -242,7 +268,31 @@ fn local_failures(
             detail: affinity_detail(spec, node),
         }];
     }
+    if let Some(f) = port_failure(spec, node) {
+        return vec![f];
+    }
     resource_failures(requests, node)
+}
+
+/// NodePorts: the pod's host ports against those the node's pods hold.
+fn port_failure(spec: &PodSpec, node: &NodeInfo) -> Option<FilterFailure> {
+    let wanted = spec.host_ports();
+    if wanted.is_empty() {
+        return None;
+    }
+    let taken: Vec<String> = wanted
+        .iter()
+        .filter_map(|w| {
+            let holder = node
+                .pods
+                .iter()
+                .find(|p| p.host_ports.iter().any(|h| h.conflicts(w)))?;
+            Some(format!("{w} by pod {}/{}", holder.namespace, holder.name))
+        })
+        .collect();
+    (!taken.is_empty()).then(|| FilterFailure::NodePorts {
+        ports: taken.join(", "),
+    })
 }
 
 /// NodeResourcesFit: the pod count (a node without `pods` allocatable admits none, as
@@ -402,6 +452,8 @@ pub struct PodFilters<'a> {
     /// DynamicResources: the pod's claims and DRA-served extended resources, and the
     /// cluster's devices. `None` when the caller read no DRA objects.
     dra: Option<(crate::dra::ClaimNeeds, &'a crate::dra::DraInventory)>,
+    /// The volume plugins' state. `None` when the caller read no storage objects.
+    volumes: Option<super::volumes::PodVolumes<'a>>,
 }
 
 impl<'a> PodFilters<'a> {
@@ -557,7 +609,20 @@ impl<'a> PodFilters<'a> {
             anti_pods,
             excluded_by,
             dra: None,
+            volumes: None,
         }
+    }
+
+    /// Adds the volume plugins (VolumeRestrictions, NodeVolumeLimits, VolumeBinding,
+    /// VolumeZone: after NodeResourcesFit, before PodTopologySpread) over `storage`.
+    pub fn with_volumes(mut self, volumes: super::volumes::PodVolumes<'a>) -> Self {
+        self.volumes = Some(volumes);
+        self
+    }
+
+    /// What stops the pod before any node: a volume PreFilter's message.
+    pub fn pre_filter_hold(&self) -> Option<&super::volumes::VolumeHold> {
+        self.volumes.as_ref().and_then(|v| v.hold())
     }
 
     /// Adds DRA's filter (the scheduler runs it after InterPodAffinity) with the pod's
@@ -576,11 +641,18 @@ impl<'a> PodFilters<'a> {
         &self.requests
     }
 
-    /// Every reason of the first filter `node` fails, in the scheduler's order
-    /// (NodeAffinity's PreFilter, NodeUnschedulable, TaintToleration, NodeAffinity,
-    /// NodeResourcesFit, PodTopologySpread, InterPodAffinity); `Ok` when the node is
-    /// feasible.
+    /// Every reason of the first filter `node` fails, in the scheduler's order (the
+    /// PreFilters that stop every node, NodeUnschedulable, TaintToleration, NodeAffinity,
+    /// NodePorts, NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding,
+    /// VolumeZone, PodTopologySpread, InterPodAffinity, DynamicResources); `Ok` when the
+    /// node is feasible.
     pub fn check(&self, node: &NodeInfo) -> Result<(), Vec<FilterFailure>> {
+        if let Some(hold) = self.pre_filter_hold() {
+            return Err(vec![FilterFailure::PreFilter {
+                plugin: "VolumeBinding".into(),
+                message: hold.message.clone(),
+            }]);
+        }
         match &self.named {
             Named::Conflict => return Err(vec![FilterFailure::NamedNodesConflict]),
             Named::Only(names) if !names.contains(&node.name) => {
@@ -600,6 +672,19 @@ impl<'a> PodFilters<'a> {
         };
         if !local.is_empty() {
             return Err(local);
+        }
+        if let Some(volumes) = &self.volumes {
+            let failures = volumes.check(node);
+            if !failures.is_empty() {
+                return Err(failures
+                    .into_iter()
+                    .map(|f| FilterFailure::Volume {
+                        plugin: f.plugin().into(),
+                        reason: f.scheduler_reason().into(),
+                        detail: f.detail(),
+                    })
+                    .collect());
+            }
         }
         if let Some(f) = self.spread_failure(node) {
             return Err(vec![f]);

@@ -17,6 +17,12 @@ pub fn scheduler_message(results: &[Result<(), Vec<FilterFailure>>]) -> Option<S
         }
     }
     let head = format!("0/{} nodes are available:", results.len());
+    // A PreFilter rejection is one message for every node, not counted per node.
+    if let Some(Err(first)) = results.first()
+        && let [FilterFailure::PreFilter { message, .. }] = first.as_slice()
+    {
+        return Some(format!("{head} {message}."));
+    }
     if !results.is_empty()
         && results.iter().all(|r| {
             matches!(

@@ -12,7 +12,9 @@ pub mod drift;
 pub mod filters;
 pub mod message;
 pub mod node_info;
+pub mod pending;
 pub mod verdict;
+pub mod volumes;
 
 #[cfg(test)]
 mod tests;
@@ -23,3 +25,4 @@ pub use filters::{FilterFailure, PodFilters, affinity_detail, evaluate, filter};
 pub use message::{parse_scheduler_message, scheduler_message};
 pub use node_info::{NodeInfo, PlacedPod, node_infos};
 pub use verdict::{Verdict, verdict};
+pub use volumes::{PodVolumes, VolumeHold};

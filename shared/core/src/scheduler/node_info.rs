@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::PodAffinityTerm;
 use serde::Serialize;
 
+use crate::model::pod::HostPort;
 use crate::model::quantity::parse_quantity_milli;
 use crate::model::{Node, Pod, PodSpec};
 use crate::syntax::Taint;
@@ -23,6 +24,10 @@ pub struct NodeInfo {
     /// resource -> thousandths requested by the active pods bound to it.
     pub requested: BTreeMap<String, i128>,
     pub pod_count: usize,
+    /// Its Ready condition is not False or Unknown (a node that reports none, as a test
+    /// fixture's, is not called not ready).
+    #[serde(skip)]
+    pub ready: bool,
     /// The active pods bound to it, as the inter-pod filters (PodTopologySpread,
     /// InterPodAffinity) see them. Empty when the caller read no pods (drift).
     #[serde(skip)]
@@ -39,6 +44,17 @@ pub struct PlacedPod {
     pub terminating: bool,
     /// Its required pod anti-affinity terms: they keep *other* pods out of its domain.
     pub anti_affinity: Vec<PodAffinityTerm>,
+    /// The host ports it holds on the node (NodePorts).
+    pub host_ports: Vec<HostPort>,
+    /// The claims its volumes name, in its namespace (VolumeRestrictions,
+    /// NodeVolumeLimits).
+    pub claims: Vec<String>,
+    /// Its inline CSI volumes' drivers, one entry a volume (NodeVolumeLimits).
+    pub inline_csi: Vec<String>,
+    /// `spec.priority` (0 when not set): who a preemption may evict.
+    pub priority: i32,
+    /// The gang it belongs to, by its scheduler's marks.
+    pub gang: Option<(super::pending::GangKind, String)>,
 }
 
 impl PlacedPod {
@@ -50,6 +66,23 @@ impl PlacedPod {
             labels: pod.metadata.labels.clone(),
             terminating: pod.metadata.deletion_timestamp.is_some(),
             anti_affinity: required_pod_terms(&pod.spec, true).to_vec(),
+            host_ports: pod.spec.host_ports(),
+            claims: pod
+                .spec
+                .volume_claims(&pod.metadata.name)
+                .map(|c| c.name)
+                .collect(),
+            inline_csi: pod
+                .spec
+                .volumes
+                .iter()
+                .filter_map(|v| match &v.source {
+                    crate::model::pod::VolumeSource::Csi { driver } => Some(driver.clone()),
+                    _ => None,
+                })
+                .collect(),
+            priority: pod.spec.priority.unwrap_or(0),
+            gang: super::pending::gang_of(pod),
         }
     }
 }
@@ -113,6 +146,11 @@ pub fn node_infos(nodes: &[Node], pods: &[Pod]) -> Vec<NodeInfo> {
                 .cloned()
                 .unwrap_or_default(),
             pod_count: counts.get(n.metadata.name.as_str()).copied().unwrap_or(0),
+            ready: !n
+                .status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status != "True"),
             pods: placed.remove(n.metadata.name.as_str()).unwrap_or_default(),
         })
         .collect()

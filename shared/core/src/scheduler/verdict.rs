@@ -53,6 +53,9 @@ pub fn verdict(failures: &[FilterFailure]) -> Option<Verdict> {
             FilterFailure::ExistingPodAntiAffinity { .. } => "existingAntiAffinity",
             FilterFailure::ClaimNotAvailable { .. } => "claimNotAvailable",
             FilterFailure::CannotAllocateClaims { .. } => "claims",
+            FilterFailure::PreFilter { .. } => "preFilter",
+            FilterFailure::NodePorts { .. } => "ports",
+            FilterFailure::Volume { .. } => "volumes",
         };
         *counts.entry(k).or_default() += 1;
     }
@@ -119,6 +122,39 @@ pub fn verdict(failures: &[FilterFailure]) -> Option<Verdict> {
             "a claim of the pod is already allocated to devices the candidate nodes cannot reach",
             "schedule the pod where its claim's devices are, or delete the claim so it is allocated anew",
         ),
+        "preFilter" => {
+            let message = considered
+                .iter()
+                .find_map(|f| match f {
+                    FilterFailure::PreFilter { message, .. } => Some(message.clone()),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            v(
+                &message,
+                "the pod's PersistentVolumeClaims stop it before any node is looked at: a claim is missing, being deleted, lost, or of an Immediate class and not bound yet",
+                "create the claim, or check why it is not bound (kubectl describe pvc: the provisioner's events, a matching PersistentVolume, its StorageClass)",
+            )
+        }
+        "ports" => v(
+            "didn't have free ports for the requested pod ports",
+            "every candidate already runs a pod holding the host port (hostPort or hostNetwork) the pod asks for",
+            "free the port on a candidate (move or stop the pod holding it), add a node, or drop the hostPort / hostNetwork",
+        ),
+        "volumes" => {
+            let reason = considered
+                .iter()
+                .find_map(|f| match f {
+                    FilterFailure::Volume { reason, .. } => Some(reason.clone()),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            v(
+                &reason,
+                "the pod's volumes keep it off the candidates: a bound PersistentVolume reachable only elsewhere (its node affinity or zone), no volume to bind or provision here, a ReadWriteOncePod claim in use, or the node's CSI attach limit",
+                "run the pod where its volume is (the PersistentVolume's nodeAffinity and zone labels), or recreate the claim where the pod may run; for ReadWriteOncePod, stop the pod using the claim",
+            )
+        }
         "existingAntiAffinity" => v(
             "didn't satisfy existing pods anti-affinity rules",
             "running pods' anti-affinity keeps this pod out of the candidates' domains",
