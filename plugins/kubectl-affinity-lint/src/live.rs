@@ -1415,11 +1415,7 @@ fn print_text(
     }
     match verdict {
         Some(v) => print_verdict(ui, v),
-        None if judged.disagreement.is_some() => say!(
-            "{} node(s) pass every filter placekit models ({}), but the scheduler refused the pod: see the referee line above",
-            fitting.len(),
-            fitting.join(", ")
-        ),
+        None if judged.disagreement.is_some() => {}
         None if judged
             .gang
             .as_ref()

@@ -361,37 +361,79 @@ async fn another_schedulers_gang_is_judged_as_a_group_never_as_fits() {
     );
 }
 
+/// A refusal placekit does not model (pod anti-affinity through a non-empty
+/// namespaceSelector: the namespaces' labels are not read), so the model finds room where
+/// the scheduler refused: the scheduler's word wins, both are said.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_schedulers_refusal_is_never_contradicted() {
     let h = harness().await;
-    if h.is_real() {
-        // kube-scheduler itself writes the condition; on kube-apiserver a pod it refuses for
-        // a reason placekit models is covered above.
-        return;
+    h.create(json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "team-db", "labels": {"team": "db"}}}))
+        .await;
+    for node in ["gpu-a", "gpu-b"] {
+        h.create(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("db-{node}"), "namespace": "team-db", "labels": {"app": "db"}},
+            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "x"}]}
+        }))
+        .await;
     }
-    let mut p = pod("refused", json!({}));
-    p["status"] = json!({"phase": "Pending", "conditions": [{
-        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-        "message": "0/2 nodes are available: 2 node(s) didn't satisfy plugin(s) [CustomFilter]."}]});
+    let mut p = pod(
+        "apart",
+        json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"app": "db"}},
+            "namespaceSelector": {"matchLabels": {"team": "db"}},
+            "topologyKey": "kubernetes.io/hostname"}]}}}),
+    );
+    if !h.is_real() {
+        // What kube-scheduler writes of it (on kube-apiserver, it writes this itself).
+        p["status"] = json!({"phase": "Pending", "conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."}]});
+    }
     h.create(p).await;
+    if let Some(said) = h.failed_scheduling("ml", "apart").await {
+        assert!(
+            said.contains("didn't match pod anti-affinity rules"),
+            "{said}"
+        );
+        // The condition follows the event; wait until the pod carries it.
+        for _ in 0..50 {
+            let run = h
+                .run(&["why-pending", "apart", "-n", "ml", "-o", "json"])
+                .await;
+            if run.json()["schedulerSays"].is_object() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
     let run = h
-        .run(&["why-pending", "refused", "-n", "ml", "-o", "json"])
+        .run(&["why-pending", "apart", "-n", "ml", "-o", "json"])
         .await;
     assert_code(&run, 1);
     let report = run.json();
-    assert_eq!(report["placeable"], false);
+    assert_eq!(report["placeable"], false, "{report}");
     assert_eq!(report["schedulerSays"]["reason"], "Unschedulable");
+    assert!(
+        report["schedulerSays"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("didn't match pod anti-affinity rules"),
+        "{report}"
+    );
     assert!(
         report["disagreement"]
             .as_str()
             .unwrap()
-            .contains("CustomFilter"),
+            .contains("2 node(s) passing every filter it models (gpu-a, gpu-b)"),
         "{report}"
     );
-    let text = h.run(&["why-pending", "refused", "-n", "ml"]).await;
+    let text = h.run(&["why-pending", "apart", "-n", "ml"]).await;
     assert_code(&text, 1);
     assert!(
-        text.stdout.contains("referee: the scheduler's last word")
+        text.stdout
+            .contains("referee: the scheduler refused the pod")
             && !text.stdout.contains("the scheduler should place it"),
         "{}",
         text.all()

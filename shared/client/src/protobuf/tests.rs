@@ -98,13 +98,52 @@ fn rich_pod() -> core::Pod {
             ..Default::default()
         }),
         spec: Some(core::PodSpec {
-            volumes: vec![core::Volume {
-                name: s("data"),
-                ..Default::default()
-            }],
+            volumes: vec![
+                core::Volume {
+                    name: s("data"),
+                    volume_source: Some(core::VolumeSource {
+                        persistent_volume_claim: Some(core::PersistentVolumeClaimVolumeSource {
+                            claim_name: s("model-cache"),
+                            read_only: Some(false),
+                        }),
+                        ..Default::default()
+                    }),
+                },
+                core::Volume {
+                    name: s("scratch"),
+                    volume_source: Some(core::VolumeSource {
+                        empty_dir: Some(core::EmptyDirVolumeSource::default()),
+                        ..Default::default()
+                    }),
+                },
+                core::Volume {
+                    name: s("tmp"),
+                    volume_source: Some(core::VolumeSource {
+                        ephemeral: Some(core::EphemeralVolumeSource::default()),
+                        ..Default::default()
+                    }),
+                },
+                core::Volume {
+                    name: s("secrets"),
+                    volume_source: Some(core::VolumeSource {
+                        csi: Some(core::CSIVolumeSource {
+                            driver: s("secrets-store.csi.k8s.io"),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }),
+                },
+            ],
             containers: vec![core::Container {
                 name: s("server"),
                 image: s("vllm:1"),
+                ports: vec![core::ContainerPort {
+                    name: s("http"),
+                    host_port: Some(8000),
+                    container_port: Some(8000),
+                    protocol: s("TCP"),
+                    host_ip: s(""),
+                }],
                 env: vec![core::EnvVar {
                     name: s("A"),
                     value: s("B"),
@@ -127,6 +166,7 @@ fn rich_pod() -> core::Pod {
             node_selector: map(&[("pool", "gpu")]),
             service_account_name: s(""),
             node_name: s("gpu-1"),
+            host_network: Some(true),
             hostname: s("ignored"),
             affinity: Some(core::Affinity {
                 node_affinity: Some(core::NodeAffinity {
@@ -221,14 +261,20 @@ fn rich_pod() -> core::Pod {
                 resource_claim_name: None,
                 resource_claim_template_name: s("one-gpu"),
             }],
+            resources: Some(core::ResourceRequirements {
+                limits: quantities(&[("memory", "64Gi")]),
+                requests: quantities(&[("cpu", "4")]),
+                claims: vec![],
+            }),
             ..Default::default()
         }),
         status: Some(core::PodStatus {
             phase: s("Running"),
             conditions: vec![core::PodCondition {
-                r#type: s("Ready"),
-                status: s("True"),
-                reason: s("ignored"),
+                r#type: s("PodScheduled"),
+                status: s("False"),
+                reason: s("Unschedulable"),
+                message: s("0/3 nodes are available: 3 Insufficient nvidia.com/gpu."),
                 ..Default::default()
             }],
             host_ip: s("10.0.0.1"),
@@ -264,12 +310,21 @@ fn rich_pod_json() -> serde_json::Value {
                 "name": "llm-abc", "uid": "u-0", "controller": true}]
         },
         "spec": {
-            "containers": [{"name": "server", "image": "vllm:1", "resources": {
+            "volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claimName": "model-cache"}},
+                {"name": "scratch"},
+                {"name": "tmp", "ephemeral": {}},
+                {"name": "secrets", "csi": {"driver": "secrets-store.csi.k8s.io"}}
+            ],
+            "containers": [{"name": "server", "image": "vllm:1",
+                "ports": [{"name": "http", "hostPort": 8000, "containerPort": 8000, "protocol": "TCP"}],
+                "resources": {
                 "limits": {"nvidia.com/gpu": "2"},
                 "requests": {"cpu": "500m", "nvidia.com/gpu": "2"}}}],
             "initContainers": [{"name": "proxy", "restartPolicy": "Always", "resources": {}}],
             "nodeSelector": {"pool": "gpu"},
             "nodeName": "gpu-1",
+            "hostNetwork": true,
             "affinity": {
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
@@ -299,11 +354,13 @@ fn rich_pod_json() -> serde_json::Value {
                 "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector, "minDomains": 2,
                 "nodeAffinityPolicy": "Honor", "matchLabelKeys": ["pod-template-hash"]}],
             "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
-            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+            "resources": {"limits": {"memory": "64Gi"}, "requests": {"cpu": "4"}}
         },
         "status": {
             "phase": "Running",
-            "conditions": [{"type": "Ready", "status": "True"}],
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}],
             "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "llm-0-gpu-x"}],
             "extendedResourceClaimStatus": {"resourceClaimName": "llm-0-extended",
                 "requestMappings": [{"containerName": "server", "resourceName": "example.com/gpu",

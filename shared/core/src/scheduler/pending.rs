@@ -335,11 +335,18 @@ pub fn judge(pod: &Pod, view: ClusterView<'_>) -> Judgement {
         && says.reason == "Unschedulable"
     {
         j.placeable = false;
+        let fitting: Vec<&str> = view
+            .nodes
+            .iter()
+            .zip(&j.checked)
+            .filter(|(_, r)| r.is_ok())
+            .map(|(n, _)| n.name.as_str())
+            .collect();
         j.disagreement = Some(format!(
-            "the scheduler's last word ({}: {}) says no node fits, while placekit's model finds {} node(s) passing every filter it models: the scheduler decides (it may see what placekit does not model, or the cluster changed since it tried); its next attempt will tell",
+            "the scheduler refused the pod (PodScheduled=False {}), while placekit's model finds {} node(s) passing every filter it models ({}): the scheduler decides. It may see what placekit does not model (an extender, a custom profile), or the cluster changed since it tried; its next attempt will tell",
             says.reason,
-            says.message,
-            j.checked.iter().filter(|r| r.is_ok()).count()
+            fitting.len(),
+            fitting.join(", ")
         ));
     }
     if let Some((kind, name)) = &gang {

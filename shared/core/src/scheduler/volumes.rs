@@ -57,7 +57,12 @@ pub enum VolumeFailure {
     /// VolumeBinding: a bound claim's volume does not exist.
     VolumeMissing { claim: String, volume: String },
     /// VolumeBinding: a bound volume's node affinity excludes the node.
-    VolumeNodeAffinity { claim: String, volume: String },
+    VolumeNodeAffinity {
+        claim: String,
+        volume: String,
+        /// The first requirement the node does not meet, with what it has.
+        unmet: String,
+    },
     /// VolumeBinding: an unbound `WaitForFirstConsumer` claim finds no volume here and
     /// cannot be provisioned here.
     NoVolumeToBind { claim: String, why: String },
@@ -117,11 +122,11 @@ impl VolumeFailure {
             VolumeFailure::VolumeMissing { claim, volume } => {
                 format!("claim {claim} is bound to PersistentVolume {volume}, which does not exist")
             }
-            VolumeFailure::VolumeNodeAffinity { claim, volume } => {
-                format!(
-                    "claim {claim}'s PersistentVolume {volume} is reachable only from nodes its nodeAffinity names"
-                )
-            }
+            VolumeFailure::VolumeNodeAffinity {
+                claim,
+                volume,
+                unmet,
+            } => format!("PersistentVolume {volume} of claim {claim} needs {unmet}"),
             VolumeFailure::NoVolumeToBind { claim, why } => format!("claim {claim}: {why}"),
             VolumeFailure::VolumeZone { volume, key, zones } => {
                 format!("PersistentVolume {volume} is in {key}={zones}")
@@ -394,10 +399,11 @@ impl<'a> PodVolumes<'a> {
                         .as_ref()
                         .and_then(|a| a.required.as_ref())
                         .map(|r| r.node_selector_terms.as_slice());
-                    if terms.is_some_and(|t| !terms_match(t, facts)) {
+                    if let Some(terms) = terms.filter(|t| !terms_match(t, facts)) {
                         node_conflict = Some(VolumeFailure::VolumeNodeAffinity {
                             claim: name,
                             volume: volume_name,
+                            unmet: unmet_requirement(terms, node),
                         });
                         break;
                     }
@@ -581,4 +587,33 @@ fn volume_fits(volume: &Volume, claim: &Claim, class: &str) -> bool {
             .access_modes
             .iter()
             .all(|m| modes.contains_key(m.as_str()))
+}
+
+/// The first requirement of the first term that `node` does not meet, as the node affinity
+/// detail says it (`topology.kubernetes.io/zone In [zone-d], node has
+/// topology.kubernetes.io/zone=zone-a`).
+fn unmet_requirement(
+    terms: &[k8s_openapi::api::core::v1::NodeSelectorTerm],
+    node: &NodeInfo,
+) -> String {
+    for term in terms {
+        for r in term.match_expressions.iter().flatten() {
+            if crate::scheduling::expression_matches(r, &node.labels) != Some(true) {
+                let values = r.values.as_deref().unwrap_or_default().join(", ");
+                let has = node
+                    .labels
+                    .get(&r.key)
+                    .map(|v| format!("{}={v}", r.key))
+                    .unwrap_or_else(|| format!("no {}", r.key));
+                return format!("{} {} [{values}], node has {has}", r.key, r.operator);
+            }
+        }
+        for r in term.match_fields.iter().flatten() {
+            if crate::scheduling::field_matches(r, &node.name) != Some(true) {
+                let values = r.values.as_deref().unwrap_or_default().join(", ");
+                return format!("{} {} [{values}]", r.key, r.operator);
+            }
+        }
+    }
+    "a node its nodeAffinity selects".into()
 }
