@@ -146,7 +146,7 @@ fn pod_group(kind: GangKind, object: &Value) -> PodGroup {
                 }
             })
         })
-        .last();
+        .next_back();
     let says = match (phase, waiting) {
         (Some(p), Some(w)) => Some(format!("phase {p}; {w}")),
         (Some(p), None) => Some(format!("phase {p}")),
@@ -159,5 +159,44 @@ fn pod_group(kind: GangKind, object: &Value) -> PodGroup {
         min_member,
         queue,
         says,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn each_schedulers_pod_group_says_its_minimum_and_why_it_waits() {
+        let volcano = pod_group(
+            GangKind::Volcano,
+            &json!({"metadata": {"name": "train", "namespace": "ml"},
+                "spec": {"minMember": 4, "queue": "research"},
+                "status": {"phase": "Pending", "conditions": [{"type": "Unschedulable", "status": "True",
+                    "reason": "NotEnoughResources", "message": "3/4 tasks in gang unschedulable"}]}}),
+        );
+        assert_eq!(volcano.min_member, 4);
+        assert_eq!(volcano.queue.as_deref(), Some("research"));
+        assert_eq!(
+            volcano.says.as_deref(),
+            Some("phase Pending; NotEnoughResources: 3/4 tasks in gang unschedulable")
+        );
+        let kubernetes = pod_group(
+            GangKind::Kubernetes,
+            &json!({"metadata": {"name": "g", "namespace": "ml"},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": 8}}},
+                "status": {"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "False",
+                    "reason": "Unschedulable", "message": "minCount (8) cannot be satisfied"}]}}),
+        );
+        assert_eq!(kubernetes.min_member, 8);
+        assert_eq!(
+            kubernetes.says.as_deref(),
+            Some("Unschedulable: minCount (8) cannot be satisfied")
+        );
+        assert_eq!(
+            collection(GangKind::Kai, Some("ml")),
+            "/apis/scheduling.run.ai/v2alpha2/namespaces/ml/podgroups"
+        );
     }
 }

@@ -649,7 +649,7 @@ impl<'a> PodFilters<'a> {
     pub fn check(&self, node: &NodeInfo) -> Result<(), Vec<FilterFailure>> {
         if let Some(hold) = self.pre_filter_hold() {
             return Err(vec![FilterFailure::PreFilter {
-                plugin: "VolumeBinding".into(),
+                plugin: hold.plugin.clone(),
                 message: hold.message.clone(),
             }]);
         }

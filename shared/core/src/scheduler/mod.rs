@@ -17,6 +17,8 @@ pub mod verdict;
 pub mod volumes;
 
 #[cfg(test)]
+mod pending_tests;
+#[cfg(test)]
 mod tests;
 
 pub use candidates::{affinity_candidates, any_term_matches};

@@ -36,6 +36,8 @@ const ZONE_LABELS: [&str; 4] = [
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VolumeHold {
+    /// The plugin whose PreFilter stops it (VolumeRestrictions, VolumeBinding, VolumeZone).
+    pub plugin: String,
     /// The scheduler's words (`pod has unbound immediate PersistentVolumeClaims`).
     pub message: String,
     /// The claims behind it.
@@ -207,6 +209,7 @@ impl<'a> PodVolumes<'a> {
         for wanted in pod.spec.volume_claims(&pod.metadata.name) {
             let hold = |message: String| {
                 Some(VolumeHold {
+                    plugin: "VolumeBinding".into(),
                     message,
                     claims: vec![wanted.name.clone()],
                 })
@@ -251,11 +254,18 @@ impl<'a> PodVolumes<'a> {
                 }
             }
             if fully_bound(claim) {
-                let volume = claim
-                    .spec
-                    .volume_name
-                    .as_deref()
-                    .and_then(|v| storage.volumes.get(v));
+                let volume_name = claim.spec.volume_name.as_deref().unwrap_or_default();
+                let volume = storage.volumes.get(volume_name);
+                if volume.is_none() {
+                    // VolumeZone's PreFilter reads every bound claim's volume and stops the
+                    // pod there (before VolumeBinding's Filter could say it per node).
+                    state.hold = Some(VolumeHold {
+                        plugin: "VolumeZone".into(),
+                        message: format!("persistentvolume {volume_name:?} not found"),
+                        claims: vec![wanted.name.clone()],
+                    });
+                    return state;
+                }
                 if let Some(csi) = volume.and_then(|v| v.spec.csi.as_ref()) {
                     state
                         .csi
@@ -288,6 +298,7 @@ impl<'a> PodVolumes<'a> {
         }
         if !immediate.is_empty() {
             state.hold = Some(VolumeHold {
+                plugin: "VolumeBinding".into(),
                 message: "pod has unbound immediate PersistentVolumeClaims".into(),
                 claims: immediate,
             });
