@@ -7,9 +7,11 @@
 //! agreement figures.
 //!
 //! Every case is a handful of nodes (labels, taints, GPUs, pod limits, cordons), a few running
-//! pods bound to them (GPUs and pod slots in use, labels, some with required anti-affinity),
-//! and one pod under test (nodeSelector, required/preferred node affinity incl. the runbook's
-//! OR-split, tolerations, GPU and CPU requests, pod (anti-)affinity, topology spread). All
+//! pods bound to them (GPUs and pod slots in use, labels, some with required anti-affinity,
+//! some holding host ports by hostPort, hostIP or hostNetwork), and one pod under test
+//! (nodeSelector, required/preferred node affinity incl. the runbook's OR-split, tolerations,
+//! GPU and CPU requests, pod-level resources, host ports, pod (anti-)affinity, topology
+//! spread). All
 //! cases run at once in one cluster without seeing each other: the pod under test's required
 //! node affinity is rewritten so that every term also names one of the case's nodes
 //! (`matchFields metadata.name In [node]`, one copy of each term per node — the same set of
@@ -25,8 +27,8 @@
 //! scheduler's choice), so a single-node round first pins each case's pod to one node, one
 //! placekit finds feasible when there is one: placekit's feasible set is then that node or
 //! none, and the scheduler must bind exactly there or leave the pod unschedulable with the
-//! same reason counts. Three negative controls (placekit's model with TaintToleration,
-//! NodeResourcesFit or NodeAffinity switched off) are judged on the same decisions and must
+//! same reason counts. Four negative controls (placekit's model with TaintToleration,
+//! NodeResourcesFit, NodePorts or NodeAffinity switched off) are judged on the same decisions and must
 //! disagree, and floors on the cases, the unschedulable pods and the compared messages keep a
 //! run that proves nothing from passing. Then `kubectl affinity-lint why-pending` (JSON) on a
 //! sample of the pods, `--cluster` (AL101/AL103/AL104 must only flag pods the scheduler cannot
@@ -36,10 +38,11 @@
 //! against what the scheduler binds.
 //!
 //! Figures (cases from 0x5eed00110005, 520 cases, kube-scheduler v1.37.2): 520/520 decisions and
-//! 352/352 per-reason counts agree, the single-node round 520/520 (168 bound, 352
-//! unschedulable) and 352/352, why-pending's predicted message 45/45, drift 168/168,
-//! AL101/AL103/AL104 flag only unschedulable pods; the negative controls disagree 246+152
-//! (taints), 73+43 (resources) and 219+138 (node affinity) times; AL105 (48 Deployments) 13/13
+//! 358/358 per-reason counts agree (115 cases with a host port, 206 with running pods holding
+//! one, 69 with pod-level resources), the single-node round 520/520 (162 bound, 358
+//! unschedulable) and 358/358, why-pending's predicted message 45/45, drift 162/162, AL101/AL103/AL104 flag only unschedulable
+//! pods; the negative controls disagree 238+137 (taints), 93+61 (resources), 2+1 (host
+//! ports) and 223+141 (node affinity) times; AL105 (48 Deployments) 13/13
 //! capped claims equal the bound count, 35/35 unflagged fully placed. The model before this
 //! suite (node affinity checked before taints, one NodeResourcesFit reason per node, no `pods`
 //! allocatable read as 110, no NodeAffinity PreFilter, no PodTopologySpread or
@@ -326,6 +329,25 @@ fn generate_case(rng: &mut Rng, index: usize) -> Case {
             ]}});
             features.insert("existing-anti-affinity");
         }
+        if rng.chance(25) {
+            // A host port held on its node (NodePorts): by hostPort, or by hostNetwork.
+            let port = *rng.pick(&[8000, 8001]);
+            let protocol = *rng.pick(&["TCP", "TCP", "UDP"]);
+            if rng.chance(30) {
+                spec["hostNetwork"] = json!(true);
+                spec["containers"][0]["ports"] =
+                    json!([{"containerPort": port, "protocol": protocol}]);
+                features.insert("running-host-network");
+            } else {
+                let mut p = json!({"containerPort": 80, "hostPort": port, "protocol": protocol});
+                if rng.chance(30) {
+                    p["hostIP"] = json!(rng.pick(&["127.0.0.1", "127.0.0.2"]));
+                    features.insert("running-host-ip");
+                }
+                spec["containers"][0]["ports"] = json!([p]);
+            }
+            features.insert("running-host-port");
+        }
         running.push(json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": format!("sd-{id}-r{j}"), "namespace": NS, "labels": {CASE: id, ROLE: "running", "app": app}},
@@ -505,6 +527,37 @@ fn generate_case(rng: &mut Rng, index: usize) -> Case {
     }
     if !requests.is_empty() {
         spec["containers"][0]["resources"] = json!({"requests": requests, "limits": limits});
+    }
+    if rng.chance(12) {
+        // Pod-level resources: they replace the containers' sum for cpu and memory.
+        let cpu = *rng.pick(&["4", "40"]);
+        spec["resources"] = json!({"requests": {"cpu": cpu}, "limits": {"cpu": cpu}});
+        spec["containers"][0]["resources"]["requests"]["cpu"] = json!("1");
+        if spec["containers"][0]["resources"].get("limits").is_none() {
+            spec["containers"][0]["resources"]["limits"] = json!({});
+        }
+        features.insert(if cpu == "40" {
+            "pod-level-cpu-too-large"
+        } else {
+            "pod-level-resources"
+        });
+    }
+    if rng.chance(25) {
+        let port = *rng.pick(&[8000, 8001]);
+        let protocol = *rng.pick(&["TCP", "TCP", "UDP"]);
+        if rng.chance(30) {
+            spec["hostNetwork"] = json!(true);
+            spec["containers"][0]["ports"] = json!([{"containerPort": port, "protocol": protocol}]);
+            features.insert("host-network");
+        } else {
+            let mut p = json!({"containerPort": 80, "hostPort": port, "protocol": protocol});
+            if rng.chance(30) {
+                p["hostIP"] = json!(rng.pick(&["127.0.0.1", "127.0.0.2"]));
+                features.insert("host-ip");
+            }
+            spec["containers"][0]["ports"] = json!([p]);
+        }
+        features.insert("host-port");
     }
     let pod = json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -969,6 +1022,7 @@ const NEGATIVE_CONTROLS: &[(&str, Model)] = &[
         model_tolerating_everything,
     ),
     ("NodeResourcesFit off", model_without_requests),
+    ("NodePorts off", model_without_ports),
     ("NodeAffinity off", model_without_node_affinity),
 ];
 
@@ -981,8 +1035,24 @@ fn model_tolerating_everything(
     model(&pod, infos)
 }
 
+fn model_without_ports(pod: &Value, infos: &[NodeInfo]) -> Vec<Result<(), Vec<FilterFailure>>> {
+    let mut pod = pod.clone();
+    for c in pod["spec"]["containers"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        c.as_object_mut().map(|c| c.remove("ports"));
+    }
+    model(&pod, infos)
+}
+
 fn model_without_requests(pod: &Value, infos: &[NodeInfo]) -> Vec<Result<(), Vec<FilterFailure>>> {
     let mut pod = pod.clone();
+    pod.as_object_mut()
+        .and_then(|p| p.get_mut("spec"))
+        .and_then(|s| s.as_object_mut())
+        .map(|s| s.remove("resources"));
     for c in pod["spec"]["containers"]
         .as_array_mut()
         .into_iter()

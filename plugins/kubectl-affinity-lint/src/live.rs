@@ -1138,8 +1138,16 @@ fn print_summary(ui: &Ui, judged: &[PendingItem], node_count: usize) {
                 Some(Standing::OtherScheduler { .. }) => "-".to_string(),
                 _ => format!("{}/{node_count}", p.fitting_nodes),
             };
+            let gang_held = p.gang.as_ref().filter(|g| g.satisfiable == Some(false));
             let why = if p.placeable {
                 "fits: a node passes every filter (see its events)".to_string()
+            } else if let Some(g) = gang_held {
+                format!(
+                    "gang {} cannot start: {} of minimum {} placeable together",
+                    g.group,
+                    g.scheduled + g.placeable_together,
+                    g.min_member.unwrap_or_default()
+                )
             } else if p.disagreement.is_some() {
                 "the scheduler refused it; placekit's model finds room (see why-pending POD)"
                     .to_string()
@@ -1149,15 +1157,9 @@ fn print_summary(ui: &Ui, judged: &[PendingItem], node_count: usize) {
                     .as_ref()
                     .map(|v| v.evidence.clone())
                     .unwrap_or_else(|| "not modelled: run why-pending on the pod".into());
-                match (&p.kueue_admission, &p.gang) {
-                    (Some(admission), _) => format!("{why}: {admission}"),
-                    (None, Some(g)) if g.satisfiable == Some(false) => format!(
-                        "gang {} cannot start: {} of minimum {} placeable together",
-                        g.group,
-                        g.scheduled + g.placeable_together,
-                        g.min_member.unwrap_or_default()
-                    ),
-                    _ => why,
+                match &p.kueue_admission {
+                    Some(admission) => format!("{why}: {admission}"),
+                    None => why,
                 }
             };
             let mut row = vec![p.namespace.clone(), p.name.clone(), fits, why];

@@ -48,12 +48,14 @@ pub fn parse_scheduler_message(message: &str) -> Option<(usize, BTreeMap<String,
     let rest = message.strip_prefix("0/")?;
     let (total, rest) = rest.split_once(" nodes are available:")?;
     let total: usize = total.parse().ok()?;
-    let body = rest
-        .split(" preemption: ")
-        .next()
-        .unwrap_or_default()
-        .trim();
-    let body = body.strip_suffix('.').unwrap_or(body);
+    // The reasons end at the first ". ": what follows is the PostFilter's part
+    // (`preemption: ...`, or the bare `not found` of a PostFilter that found no state after
+    // a PreFilter rejection). No reason string holds ". ".
+    let rest = rest.trim();
+    let body = match rest.split_once(". ") {
+        Some((reasons, _)) => reasons,
+        None => rest.strip_suffix('.').unwrap_or(rest),
+    };
     let mut reasons = BTreeMap::new();
     for part in body.split(", ").filter(|p| !p.is_empty()) {
         match part.split_once(' ') {

@@ -327,9 +327,20 @@ pub fn judge(pod: &Pod, view: ClusterView<'_>) -> Judgement {
     {
         j.nomination = Some(nomination(pod, view.nodes, node));
     }
+    if let Some((kind, name)) = &gang {
+        let g = judge_gang(pod, view, *kind, name);
+        if g.satisfiable == Some(false) {
+            j.placeable = false;
+            if j.verdict.is_none() {
+                j.verdict = Some(gang_verdict(&g));
+            }
+        }
+        j.gang = Some(g);
+    }
     // The referee: the scheduler refused the pod and the model finds room. The model may
     // miss what the scheduler sees (an extender, a custom profile, a filter not modelled),
-    // or the cluster changed since; either way the pod is not called placeable.
+    // or the cluster changed since; either way the pod is not called placeable. (A gang
+    // that cannot start explains a refusal of a pod that fits alone: no disagreement.)
     if let Some(says) = &j.scheduler_says
         && j.placeable
         && says.reason == "Unschedulable"
@@ -349,14 +360,21 @@ pub fn judge(pod: &Pod, view: ClusterView<'_>) -> Judgement {
             fitting.join(", ")
         ));
     }
-    if let Some((kind, name)) = &gang {
-        let g = judge_gang(pod, view, *kind, name);
-        if g.satisfiable == Some(false) {
-            j.placeable = false;
-        }
-        j.gang = Some(g);
-    }
     j
+}
+
+/// The verdict on a pod that fits alone but whose gang cannot start.
+fn gang_verdict(g: &GangJudgement) -> Verdict {
+    Verdict {
+        evidence: format!(
+            "gang {} cannot start: {} of minimum {} placeable together",
+            g.group,
+            g.scheduled + g.placeable_together,
+            g.min_member.unwrap_or_default()
+        ),
+        judgment: "the pod fits a node alone, but its gang's scheduler binds the group only when its minimum can run at once".into(),
+        action: "add capacity for the whole group (kubectl gpu-taint status shows the free GPUs), lower the PodGroup's minimum, or make the pods smaller".into(),
+    }
 }
 
 type ClaimJudgement = (Vec<String>, Vec<MissingClaim>, Vec<ClaimState>);

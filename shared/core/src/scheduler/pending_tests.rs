@@ -354,3 +354,18 @@ fn a_gang_is_placed_together_against_its_minimum() {
     );
     assert_eq!(g.unplaced.len(), 1);
 }
+
+#[test]
+fn a_prefilter_rejection_parses_with_its_postfilter_tail() {
+    // What kube-scheduler v1.37.2 writes when VolumeBinding's PreFilter rejects the pod: the
+    // DynamicResources PostFilter finds no state and says `not found`, no `preemption:`.
+    let (n, reasons) = parse_scheduler_message(
+        "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found",
+    )
+    .unwrap();
+    assert_eq!(n, 2);
+    assert_eq!(
+        reasons,
+        [("pod has unbound immediate PersistentVolumeClaims".to_string(), 2)].into()
+    );
+}
