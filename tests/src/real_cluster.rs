@@ -240,6 +240,8 @@ const WORKLOADS: &[(&str, &str, &str)] = &[
     ),
     ("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
     ("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups"),
+    // Served where GenericWorkload is on (CI's second control plane).
+    ("scheduling.k8s.io/v1beta1", "PodGroup", "podgroups"),
 ];
 
 /// The custom resources the test server serves (see `resources.rs`), as (group, version,
@@ -283,15 +285,18 @@ async fn reset_cluster(client: &kube::Client) {
         for (api_version, kind, plural) in WORKLOADS {
             let api = dynamic_api(client, api_version, kind, plural, Some(ns));
             if *kind == "PodGroup" {
-                // Served only where Volcano's CRD is installed.
+                // Served only where Volcano's CRD is installed, or GenericWorkload is on.
                 if api.list(&ListParams::default().limit(1)).await.is_err() {
                     continue;
                 }
             }
-            if matches!(*kind, "ResourceClaim" | "PersistentVolumeClaim") {
+            if matches!(
+                *kind,
+                "ResourceClaim" | "PersistentVolumeClaim" | "PodGroup"
+            ) {
                 // The scheduler protects the claims it allocates, and the API server every
-                // PersistentVolumeClaim, with a finalizer that only a controller removes; no
-                // controller may be running.
+                // PersistentVolumeClaim and PodGroup, with a finalizer that only a controller
+                // removes; no controller may be running.
                 let claims = api.list(&ListParams::default()).await.expect("list claims");
                 for claim in claims.items {
                     if claim

@@ -439,3 +439,105 @@ async fn the_schedulers_refusal_is_never_contradicted() {
         text.all()
     );
 }
+
+/// Kubernetes' own gangs (`scheduling.k8s.io/v1beta1` PodGroup, GenericWorkload): on the
+/// second real control plane, which CI starts with the gate and the API version, against
+/// kube-scheduler's GangScheduling plugin. Real-cluster only: the test server does not serve
+/// that group version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubernetes_pod_group_that_cannot_reach_its_minimum_is_said_as_the_scheduler_says() {
+    use placekit_testserver::real_cluster::{E2E_SECOND_KUBECONFIG, real_cluster_for};
+    if real_cluster_for(
+        "why-pending on a scheduling.k8s.io gang (the second control plane, GenericWorkload on)",
+        E2E_SECOND_KUBECONFIG,
+    )
+    .is_none()
+    {
+        return;
+    }
+    let h = harness().await;
+    let other = h.other_cluster(NODES).await;
+    let client = other.client();
+    let create = |object: Value| {
+        let client = client.clone();
+        async move {
+            let api_version = object["apiVersion"].as_str().unwrap().to_string();
+            let kind = object["kind"].as_str().unwrap().to_string();
+            let plural = if kind == "Pod" { "pods" } else { "podgroups" };
+            let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
+            let resource = kube::api::ApiResource {
+                group: group.into(),
+                version: version.into(),
+                api_version: api_version.clone(),
+                kind,
+                plural: plural.into(),
+            };
+            let api: kube::Api<kube::api::DynamicObject> =
+                kube::Api::namespaced_with(client, "ml", &resource);
+            api.create(
+                &kube::api::PostParams::default(),
+                &serde_json::from_value(object).unwrap(),
+            )
+            .await
+            .expect("created");
+        }
+    };
+    create(
+        json!({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "train", "namespace": "ml"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 4}}}}),
+    )
+    .await;
+    for i in 0..4 {
+        create(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("train-{i}"), "namespace": "ml"},
+            "spec": {"schedulingGroup": {"podGroupName": "train"},
+                "containers": [{"name": "main", "image": "x", "resources": {
+                    "requests": {"nvidia.com/gpu": "8"}, "limits": {"nvidia.com/gpu": "8"}}}]}}))
+        .await;
+    }
+    // kube-scheduler's word on the group first.
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(other.client(), "ml");
+    let mut said = None;
+    for _ in 0..150 {
+        let pod = pods.get("train-0").await.expect("the pod");
+        said = pod
+            .status
+            .and_then(|s| s.conditions)
+            .into_iter()
+            .flatten()
+            .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+            .and_then(|c| c.message);
+        if said.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let said = said.expect("kube-scheduler refused the gang within 30 s");
+    assert!(said.contains("minCount (4) cannot be satisfied"), "{said}");
+    let run = h
+        .run_with(
+            &["why-pending", "train-0", "-n", "ml", "-o", "json"],
+            &other.kubeconfig,
+        )
+        .await;
+    assert_code(&run, 1);
+    let report = run.json();
+    assert_eq!(report["gang"]["kind"], "Kubernetes");
+    assert_eq!(report["gang"]["minMember"], 4);
+    assert_eq!(report["gang"]["placeableTogether"], 2);
+    assert_eq!(report["gang"]["satisfiable"], false);
+    assert!(
+        report["gang"]["says"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("minCount (4) cannot be satisfied"),
+        "{report}"
+    );
+    assert_eq!(
+        report["verdict"]["evidence"],
+        "gang ml/train cannot start: 2 of minimum 4 placeable together"
+    );
+    assert!(report["disagreement"].is_null(), "{report}");
+}

@@ -366,6 +366,10 @@ fn a_prefilter_rejection_parses_with_its_postfilter_tail() {
     assert_eq!(n, 2);
     assert_eq!(
         reasons,
-        [("pod has unbound immediate PersistentVolumeClaims".to_string(), 2)].into()
+        [(
+            "pod has unbound immediate PersistentVolumeClaims".to_string(),
+            2
+        )]
+        .into()
     );
 }
