@@ -541,3 +541,82 @@ async fn a_kubernetes_pod_group_that_cannot_reach_its_minimum_is_said_as_the_sch
     );
     assert!(report["disagreement"].is_null(), "{report}");
 }
+
+/// A preemptor: kube-scheduler evicts a lower-priority pod to make room and nominates its
+/// node; the victim stays Terminating (no kubelet here confirms its end). why-pending names
+/// the node and the victim, not "Insufficient nvidia.com/gpu".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preemptor_names_its_nominated_node_and_the_victim_still_terminating() {
+    let h = harness().await;
+    h.create(
+        json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": "placekit-urgent"}, "value": 1000}),
+    )
+    .await;
+    let gpus = json!({"requests": {"nvidia.com/gpu": "8"}, "limits": {"nvidia.com/gpu": "8"}});
+    let mut victim = pod(
+        "batch",
+        json!({"containers": [{"name": "main", "image": "x", "resources": gpus}]}),
+    );
+    victim["spec"]["nodeName"] = json!("gpu-a");
+    victim["status"] = json!({"phase": "Running"});
+    let mut urgent = pod(
+        "urgent",
+        json!({"priorityClassName": "placekit-urgent", "priority": 1000,
+            "nodeSelector": {"kubernetes.io/hostname": "gpu-a"},
+            "containers": [{"name": "main", "image": "x", "resources": gpus}]}),
+    );
+    if !h.is_real() {
+        // What kube-scheduler does on kube-apiserver (below), written by hand: the victim
+        // deleted (Terminating: no kubelet ends it), the preemptor nominated.
+        victim["metadata"]["deletionTimestamp"] = json!("2026-12-06T00:00:00Z");
+        urgent["status"] = json!({"phase": "Pending", "nominatedNodeName": "gpu-a"});
+    }
+    h.create(victim).await;
+    h.create(urgent).await;
+    if h.is_real() {
+        // kube-scheduler preempts: it deletes the victim and nominates gpu-a.
+        let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+            kube::Api::namespaced(h.client(), "ml");
+        let mut nominated = None;
+        for _ in 0..150 {
+            nominated = pods
+                .get("urgent")
+                .await
+                .expect("the pod")
+                .status
+                .and_then(|s| s.nominated_node_name);
+            if nominated.is_some() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        assert_eq!(
+            nominated.as_deref(),
+            Some("gpu-a"),
+            "kube-scheduler nominated"
+        );
+    }
+    let run = h
+        .run(&["why-pending", "urgent", "-n", "ml", "-o", "json"])
+        .await;
+    assert_code(&run, 1);
+    let report = run.json();
+    assert_eq!(report["nominated"]["node"], "gpu-a", "{report}");
+    assert_eq!(
+        report["nominated"]["terminatingVictims"],
+        json!(["ml/batch"]),
+        "{report}"
+    );
+    assert_eq!(
+        report["verdict"]["evidence"],
+        "preemption: nominated to node gpu-a"
+    );
+    let text = h.run(&["why-pending", "urgent", "-n", "ml"]).await;
+    assert!(
+        text.stdout
+            .contains("it waits for 1 victim(s) still terminating there: ml/batch"),
+        "{}",
+        text.all()
+    );
+}

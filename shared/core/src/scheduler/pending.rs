@@ -325,7 +325,11 @@ pub fn judge(pod: &Pod, view: ClusterView<'_>) -> Judgement {
         .clone()
         .filter(|n| !n.is_empty())
     {
-        j.nomination = Some(nomination(pod, view.nodes, node));
+        let n = nomination(pod, view.nodes, node);
+        if !j.placeable && n.node_exists {
+            j.verdict = Some(nominated_verdict(&n));
+        }
+        j.nomination = Some(n);
     }
     if let Some((kind, name)) = &gang {
         let g = judge_gang(pod, view, *kind, name);
@@ -361,6 +365,27 @@ pub fn judge(pod: &Pod, view: ClusterView<'_>) -> Judgement {
         ));
     }
     j
+}
+
+/// The verdict on a preemptor waiting for the room it made.
+fn nominated_verdict(n: &Nomination) -> Verdict {
+    let waiting = if n.terminating_victims.is_empty() {
+        "no victim is left terminating there: the scheduler binds the pod on its next attempt, or nominates again".to_string()
+    } else {
+        format!(
+            "it waits for {} victim(s) still terminating there: {}",
+            n.terminating_victims.len(),
+            n.terminating_victims.join(", ")
+        )
+    };
+    Verdict {
+        evidence: format!("preemption: nominated to node {}", n.node),
+        judgment: format!(
+            "the scheduler preempted lower-priority pods on {} to make room for this pod; {waiting}",
+            n.node
+        ),
+        action: "wait for the victims to terminate; one that stays Terminating is held by a finalizer, a long grace period or an unreachable kubelet (kubectl get pod VICTIM -o yaml)".into(),
+    }
 }
 
 /// The verdict on a pod that fits alone but whose gang cannot start.
