@@ -746,6 +746,7 @@ pub async fn why_pending(
         scheduler_says: judged.scheduler_says.as_ref(),
         disagreement: judged.disagreement.as_deref(),
         nominated: judged.nomination.as_ref(),
+        preemption: judged.preemption.as_ref(),
         gang: judged.gang.as_ref(),
     };
     // The text below reads the report as printed, so both say the same.
@@ -1087,6 +1088,7 @@ pub async fn why_pending_all(
                 standing: j.standing,
                 disagreement: j.disagreement,
                 nominated: j.nomination,
+                preemption: j.preemption,
                 gang: j.gang,
             }
         })

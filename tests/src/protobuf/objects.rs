@@ -225,6 +225,7 @@ static POD_SPEC: Msg = Msg {
         f(25, "priority", Int),
         f(29, "runtimeClassName", Str),
         f(30, "enableServiceLinks", Bool),
+        f(31, "preemptionPolicy", Str),
         f(32, "overhead", MapQuantity),
         rep(
             33,

@@ -23,7 +23,9 @@ use placekit_core::gpu::GpuTotals;
 use placekit_core::label_controllers::LabelProvenance;
 use placekit_core::scheduler::drift::Drift;
 use placekit_core::scheduler::filters::FilterFailure;
-use placekit_core::scheduler::pending::{GangJudgement, Nomination, SchedulerSays, Standing};
+use placekit_core::scheduler::pending::{
+    GangJudgement, Nomination, PreemptionWouldHelp, SchedulerSays, Standing,
+};
 use placekit_core::scheduler::verdict::Verdict;
 use placekit_core::snapshot::{JournalRecord, SnapshotHeader, Unreadable};
 use placekit_lint::dependents::Dependent;
@@ -362,6 +364,9 @@ pub struct PendingReport<'a> {
     /// The node a preemption nominated, and the victims still terminating there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nominated: Option<&'a Nomination>,
+    /// No node fits, but the scheduler's preemption would make room: where and whom.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preemption: Option<&'a PreemptionWouldHelp>,
     /// The gang the pod belongs to, judged as a group.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gang: Option<&'a GangJudgement>,
@@ -442,6 +447,9 @@ pub struct PendingItem {
     /// The node a preemption nominated, and the victims still terminating there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nominated: Option<Nomination>,
+    /// No node fits, but the scheduler's preemption would make room: where and whom.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preemption: Option<PreemptionWouldHelp>,
     /// The gang the pod belongs to, judged as a group.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gang: Option<GangJudgement>,

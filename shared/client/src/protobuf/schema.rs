@@ -429,6 +429,7 @@ pub(crate) static POD_SPEC: Message = Message {
         rep(22, "tolerations", msg(&TOLERATION)),
         f(24, "priorityClassName", Str),
         ptr(25, "priority", Int),
+        ptr(31, "preemptionPolicy", Str),
         f(32, "overhead", MapQuantity),
         rep(
             33,

@@ -242,6 +242,7 @@ fn rich_pod() -> core::Pod {
             ],
             priority_class_name: s(""),
             priority: Some(0),
+            preemption_policy: s("PreemptLowerPriority"),
             overhead: quantities(&[("cpu", "100m")]),
             topology_spread_constraints: vec![core::TopologySpreadConstraint {
                 max_skew: Some(1),
@@ -349,6 +350,7 @@ fn rich_pod_json() -> serde_json::Value {
                  "tolerationSeconds": 0}
             ],
             "priority": 0,
+            "preemptionPolicy": "PreemptLowerPriority",
             "overhead": {"cpu": "100m"},
             "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
                 "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector, "minDomains": 2,

@@ -80,6 +80,9 @@ pub struct PodSpec {
     /// `spec.priority`, resolved by the API server from the PriorityClass.
     #[serde(default)]
     pub priority: Option<i32>,
+    /// `spec.preemptionPolicy`: `Never` keeps the pod from preempting others.
+    #[serde(default)]
+    pub preemption_policy: Option<String>,
     /// `spec.hostNetwork`: the containers' ports are the node's.
     #[serde(default)]
     pub host_network: bool,

@@ -53,6 +53,9 @@ pub struct PlacedPod {
     pub inline_csi: Vec<String>,
     /// `spec.priority` (0 when not set): who a preemption may evict.
     pub priority: i32,
+    /// Its effective requests (thousandths), as the node counts them: what evicting it
+    /// frees.
+    pub requests: BTreeMap<String, i128>,
     /// The gang it belongs to, by its scheduler's marks.
     pub gang: Option<(super::pending::GangKind, String)>,
 }
@@ -82,6 +85,11 @@ impl PlacedPod {
                 })
                 .collect(),
             priority: pod.spec.priority.unwrap_or(0),
+            requests: pod
+                .requests()
+                .into_iter()
+                .filter(|(r, _)| !pod.extended_resource_served_by_dra(r))
+                .collect(),
             gang: super::pending::gang_of(pod),
         }
     }

@@ -152,6 +152,16 @@ pub struct Nomination {
     pub node_exists: bool,
 }
 
+/// What a preemption would do for a pod no node fits now: the node the scheduler's
+/// PostFilter would pick and the lower-priority pods it would evict there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PreemptionWouldHelp {
+    pub node: String,
+    /// `namespace/name (priority N)` of each victim.
+    pub victims: Vec<String>,
+}
+
 /// A gang judged as a group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -204,6 +214,9 @@ pub struct Judgement {
     /// The model finds a node where the scheduler's last word refused: both are said.
     pub disagreement: Option<String>,
     pub nomination: Option<Nomination>,
+    /// No node fits, but evicting lower-priority pods would make room (and the pod may
+    /// preempt): where and whom.
+    pub preemption: Option<PreemptionWouldHelp>,
     pub gang: Option<GangJudgement>,
 }
 
@@ -330,6 +343,17 @@ pub fn judge(pod: &Pod, view: ClusterView<'_>) -> Judgement {
             j.verdict = Some(nominated_verdict(&n));
         }
         j.nomination = Some(n);
+    }
+    if !fits && j.nomination.is_none() && j.missing.is_empty() && j.unmodelled.is_empty() {
+        j.preemption = preemption(pod, view.nodes, &filters, &j.checked);
+        if let (Some(p), Some(v)) = (&j.preemption, j.verdict.as_mut()) {
+            v.judgment = format!(
+                "{}; preemption would help: the scheduler may evict {} on {} (lower priority) to place it",
+                v.judgment,
+                p.victims.join(", "),
+                p.node
+            );
+        }
     }
     if let Some((kind, name)) = &gang {
         let g = judge_gang(pod, view, *kind, name);
@@ -461,6 +485,100 @@ fn filters_for<'a>(pod: &'a Pod, view: ClusterView<'a>) -> (PodFilters<'a>, Clai
         filters = filters.with_volumes(PodVolumes::new(pod, view.nodes, Some(storage)));
     }
     (filters, (unmodelled, missing, states))
+}
+
+/// DefaultPreemption's PostFilter, in short: on each node that fails only for resources
+/// (an Unschedulable status: a request over the node's whole allocatable cannot be helped),
+/// every lower-priority pod that is not terminating removed, the filters run again, then the
+/// victims reprieved from the highest priority down while the pod still fits. The node with
+/// the fewest victims (then the lowest highest-victim priority) wins. Disruption budgets,
+/// which the scheduler weighs in choosing victims, are not read.
+fn preemption(
+    pod: &Pod,
+    nodes: &[NodeInfo],
+    filters: &PodFilters<'_>,
+    checked: &[Result<(), Vec<FilterFailure>>],
+) -> Option<PreemptionWouldHelp> {
+    if pod.spec.preemption_policy.as_deref() == Some("Never") {
+        return None;
+    }
+    let priority = pod.spec.priority.unwrap_or(0);
+    let requests = pod.requests();
+    let mut best: Option<(usize, i32, String, Vec<String>)> = None;
+    for (node, result) in nodes.iter().zip(checked) {
+        let Err(failures) = result else { continue };
+        let resources_only = failures.iter().all(|f| match f {
+            FilterFailure::TooManyPods { .. } => true,
+            FilterFailure::Insufficient { resource, .. } => {
+                requests.get(resource).copied().unwrap_or(0)
+                    <= node.allocatable.get(resource).copied().unwrap_or(0)
+            }
+            _ => false,
+        });
+        if !resources_only {
+            continue;
+        }
+        let mut lower: Vec<usize> = node
+            .pods
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.priority < priority && !p.terminating)
+            .map(|(i, _)| i)
+            .collect();
+        if lower.is_empty() {
+            continue;
+        }
+        let without = |evicted: &[usize]| {
+            let mut n = node.clone();
+            for i in evicted {
+                let p = &node.pods[*i];
+                n.pod_count -= 1;
+                for (r, q) in &p.requests {
+                    *n.requested.entry(r.clone()).or_default() -= q;
+                }
+            }
+            n.pods = node
+                .pods
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !evicted.contains(i))
+                .map(|(_, p)| p.clone())
+                .collect();
+            n
+        };
+        if filters.check(&without(&lower)).is_err() {
+            continue;
+        }
+        // Reprieve the most important first: whoever can stay, stays.
+        lower.sort_by_key(|i| std::cmp::Reverse(node.pods[*i].priority));
+        let mut victims: Vec<usize> = lower.clone();
+        for i in lower {
+            let kept: Vec<usize> = victims.iter().copied().filter(|v| *v != i).collect();
+            if filters.check(&without(&kept)).is_ok() {
+                victims = kept;
+            }
+        }
+        let top = victims
+            .iter()
+            .map(|i| node.pods[*i].priority)
+            .max()
+            .unwrap_or(i32::MIN);
+        let named: Vec<String> = victims
+            .iter()
+            .map(|i| {
+                let p = &node.pods[*i];
+                format!("{}/{} (priority {})", p.namespace, p.name, p.priority)
+            })
+            .collect();
+        let candidate = (victims.len(), top, node.name.clone(), named);
+        if best
+            .as_ref()
+            .is_none_or(|b| (candidate.0, candidate.1) < (b.0, b.1))
+        {
+            best = Some(candidate);
+        }
+    }
+    best.map(|(_, _, node, victims)| PreemptionWouldHelp { node, victims })
 }
 
 /// The nominated node and the lower-priority pods still terminating there.

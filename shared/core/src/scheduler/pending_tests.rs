@@ -373,3 +373,52 @@ fn a_prefilter_rejection_parses_with_its_postfilter_tail() {
         .into()
     );
 }
+
+#[test]
+fn preemption_would_evict_the_fewest_lower_priority_pods() {
+    let running = |name: &str, node: &str, gpus: &str, priority: i32| -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "batch"},
+            "spec": {"nodeName": node, "priority": priority, "containers": [{"name": "c",
+                "resources": {"requests": {"nvidia.com/gpu": gpus}}}]},
+            "status": {"phase": "Running"}}))
+        .unwrap()
+    };
+    // a: two low-priority 4-GPU pods; b: one low 8-GPU pod and nothing else. The pod needs
+    // 8: b costs one victim, a two.
+    let pods = vec![
+        running("a-1", "a", "4", 0),
+        running("a-2", "a", "4", 0),
+        running("b-1", "b", "8", 0),
+    ];
+    let nodes = node_infos(&[node("a", "z1"), node("b", "z1")], &pods);
+    let storage = Storage::default();
+    let wants = |priority: i32, policy: Option<&str>| {
+        let mut p = pod(
+            "p",
+            json!({"priority": priority, "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]}),
+        );
+        p.spec.preemption_policy = policy.map(str::to_string);
+        p
+    };
+    let j = judge(&wants(1000, None), view(&nodes, &storage, &[]));
+    let p = j.preemption.expect("preemption helps");
+    assert_eq!(p.node, "b");
+    assert_eq!(p.victims, vec!["batch/b-1 (priority 0)"]);
+    assert!(
+        j.verdict
+            .unwrap()
+            .judgment
+            .contains("preemption would help")
+    );
+    // Equal priority, or preemptionPolicy Never: no one is evicted for it.
+    assert!(
+        judge(&wants(0, None), view(&nodes, &storage, &[]))
+            .preemption
+            .is_none()
+    );
+    assert!(
+        judge(&wants(1000, Some("Never")), view(&nodes, &storage, &[]))
+            .preemption
+            .is_none()
+    );
+}
