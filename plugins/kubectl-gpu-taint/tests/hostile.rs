@@ -27,6 +27,20 @@ enum Hostile {
     Drips,
     /// A list answer's body never ends (a megabyte at a time, as fast as it is read).
     HugePage,
+    /// A list page of 300,000 empty items to a `limit=500` request (1 MiB of JSON that would
+    /// take gigabytes as pods).
+    TinyItems,
+    /// The answer to a single object (a node read by name) never ends.
+    EndlessObject,
+    /// A protobuf list answer whose first 2 MiB are small fields before any list, in
+    /// frames of 64 bytes (a continue-token scan that restarts each frame is quadratic).
+    ProtobufPrefix,
+    /// Lists are empty; a watch's first event never ends.
+    EndlessEvent,
+    /// Every request is refused (401) with a message that echoes the kubeconfig's token (what
+    /// a server that saw it would echo; plain HTTP sends none), after a TAB (a byte below
+    /// 0x0a that once made -v=8 take the body for protobuf and dump it unredacted).
+    EchoToken,
 }
 
 /// A plain-HTTP server answering the probe (`kube-system`) as a cluster does, 404 to
@@ -51,6 +65,7 @@ fn serve(stream: std::net::TcpStream, mode: Hostile) {
         if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
             return;
         }
+        let mut authorization = String::new();
         loop {
             let mut header = String::new();
             if reader.read_line(&mut header).unwrap_or(0) == 0 {
@@ -58,6 +73,11 @@ fn serve(stream: std::net::TcpStream, mode: Hostile) {
             }
             if header == "\r\n" {
                 break;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("authorization")
+            {
+                authorization = value.trim().to_string();
             }
         }
         let path = request_line
@@ -72,15 +92,77 @@ fn serve(stream: std::net::TcpStream, mode: Hostile) {
                 body.len()
             );
         };
-        if path.starts_with("/api/v1/namespaces/kube-system") {
+        if matches!(mode, Hostile::EchoToken) {
+            answer(
+                &mut stream,
+                "401 Unauthorized",
+                &format!(
+                    r#"{{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401,"message":"request with credentials [Bearer s3cr3t-echoed-token-4711]\t is not allowed{authorization}"}}"#
+                ),
+            );
+        } else if matches!(mode, Hostile::EndlessObject) && path.starts_with("/api/v1/nodes/") {
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            );
+            let start = r#"{"metadata":{"name":"gpu-"#;
+            let _ = write!(stream, "{:x}\r\n{start}\r\n", start.len());
+            let chunk = format!("{:x}\r\n{}\r\n", 1 << 20, "x".repeat(1 << 20));
+            while stream.write_all(chunk.as_bytes()).is_ok() {}
+            return;
+        } else if path.starts_with("/api/v1/namespaces/kube-system") {
             answer(
                 &mut stream,
                 "200 OK",
                 r#"{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"kube-system","uid":"hostile-uid"}}"#,
             );
+        } else if matches!(mode, Hostile::EndlessEvent) && path.contains("watch=") {
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            );
+            let start = r#"{"type":"ADDED","object":{"metadata":{"name":"gpu-"#;
+            let _ = write!(stream, "{:x}\r\n{start}\r\n", start.len());
+            let chunk = format!("{:x}\r\n{}\r\n", 1 << 20, "x".repeat(1 << 20));
+            while stream.write_all(chunk.as_bytes()).is_ok() {}
+            return;
         } else if path.contains("limit=") {
             page += 1;
             match mode {
+                Hostile::TinyItems => {
+                    let items = vec!["{}"; 300_000].join(",");
+                    answer(
+                        &mut stream,
+                        "200 OK",
+                        &format!(
+                            r#"{{"kind":"List","apiVersion":"v1","metadata":{{}},"items":[{items}]}}"#
+                        ),
+                    );
+                }
+                Hostile::EndlessEvent | Hostile::EndlessObject | Hostile::EchoToken => answer(
+                    &mut stream,
+                    "200 OK",
+                    r#"{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}"#,
+                ),
+                Hostile::ProtobufPrefix => {
+                    // k8s\0, then runtime.Unknown field 5 (unknown to it) over and over:
+                    // 2-byte fields, 2 MiB of them, sent 64 bytes at a time.
+                    let mut body = b"k8s\0".to_vec();
+                    while body.len() < 2 << 20 {
+                        body.extend_from_slice(&[0x28, 0x01]);
+                    }
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.kubernetes.protobuf\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    );
+                    for frame in body.chunks(64) {
+                        let _ = write!(stream, "{:x}\r\n", frame.len());
+                        let _ = stream.write_all(frame);
+                        let _ = write!(stream, "\r\n");
+                        let _ = stream.flush();
+                    }
+                    let _ = write!(stream, "0\r\n\r\n");
+                }
                 Hostile::PagesForever | Hostile::SameToken => {
                     let token = match mode {
                         Hostile::SameToken => "same".to_string(),
@@ -304,9 +386,93 @@ async fn an_endless_page_stops_at_the_answer_limit() {
     let run = h.run(&["status", "--context", "huge"]).await;
     assert_code(&run, 3);
     assert!(
-        run.stderr
-            .contains("the API server's answer is over 536870912 bytes; stopped"),
+        run.stderr.contains(
+            "went past 536870912 bytes (one list page): a server answering without end is refused"
+        ),
         "{}",
         run.all()
     );
+}
+
+/// Each bound, against the server that would break it: the command ends quickly with an
+/// error naming the bound and the server, and nothing is built from what is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_is_bounded_before_it_is_kept() {
+    for (mode, args, said, within, names_server) in [
+        (
+            Hostile::TinyItems,
+            vec!["status"],
+            "listing nodes: the API server answered 300000 items to a page of at most 5000: refused",
+            Duration::from_secs(10),
+            false,
+        ),
+        (
+            Hostile::EndlessObject,
+            vec![
+                "dedicate",
+                "gpu-1",
+                "--taint",
+                "dedicated=llm:NoSchedule",
+                "--dry-run",
+            ],
+            "went past 67108864 bytes (one object)",
+            Duration::from_secs(20),
+            true,
+        ),
+        (
+            Hostile::ProtobufPrefix,
+            vec!["status"],
+            "protobuf answer is not a list placekit reads",
+            Duration::from_secs(10),
+            false,
+        ),
+        (
+            Hostile::EndlessEvent,
+            vec!["status", "-w"],
+            "went past 16777216 bytes (one watch event)",
+            Duration::from_secs(20),
+            true,
+        ),
+    ] {
+        let h = with_hostile(&[("hostile", mode)]).await;
+        let mut all = args.clone();
+        all.extend(["--context", "hostile"]);
+        let started = Instant::now();
+        let run = h.run(&all).await;
+        let elapsed = started.elapsed();
+        assert_ne!(run.code, 0, "{args:?}: {}", run.all());
+        assert!(
+            run.stderr.contains(said) && (!names_server || run.stderr.contains("127.0.0.1")),
+            "{args:?}: {}",
+            run.all()
+        );
+        assert!(elapsed < within, "{args:?} took {elapsed:?}");
+    }
+}
+
+/// A server that echoes the credentials it was sent, with a TAB in its answer: at -v=8 (and
+/// in the error) the token is never shown, in text or in a hex dump.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_echoing_the_token_never_gets_it_printed() {
+    let h = with_hostile(&[("echo", Hostile::EchoToken)]).await;
+    let mut kubeconfig: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&h.kubeconfig).unwrap()).unwrap();
+    kubeconfig["users"][1]["user"] = serde_json::json!({"token": "s3cr3t-echoed-token-4711"});
+    std::fs::write(&h.kubeconfig, serde_yaml::to_string(&kubeconfig).unwrap()).unwrap();
+    for level in ["6", "8", "10"] {
+        let run = h
+            .run(&["status", "--context", "echo", &format!("-v={level}")])
+            .await;
+        assert_ne!(run.code, 0);
+        assert!(
+            !run.all().contains("s3cr3t-echoed-token-4711"),
+            "-v={level}: {}",
+            run.all()
+        );
+        assert!(
+            run.all().contains("[redacted]"),
+            "-v={level}: {}",
+            run.all()
+        );
+    }
 }

@@ -599,16 +599,17 @@ pub fn failing_warnings() -> Option<usize> {
 impl StderrObserver {
     /// A body as `-v=8` shows it: redacted, escaped, cut at the level's length with
     /// kubectl's `[truncated N chars]`.
-    fn body_text(&self, start: &[u8], length: usize) -> String {
+    fn body_text(&self, start: &[u8], length: usize, protobuf: bool) -> String {
         let limit = match self.level {
             ..=8 => Some(1024),
             9 => Some(10240),
             _ => None,
         };
-        if start.iter().any(|b| *b < 0x0a) {
-            // A protobuf answer: a hex dump, as client-go shows one (nothing in it can move
-            // the terminal).
-            let shown = &start[..limit.map_or(start.len(), |l| l.min(start.len()))];
+        if protobuf {
+            // A protobuf answer (by its Content-Type): a hex dump, as client-go shows one
+            // (nothing in it can move the terminal), its secrets overwritten first.
+            let redacted = placekit_client::secrets::redact_bytes(start);
+            let shown = &redacted[..limit.map_or(redacted.len(), |l| l.min(redacted.len()))];
             let cut = length.saturating_sub(shown.len());
             let dump = hex_dump(shown);
             return if cut > 0 {
@@ -716,7 +717,7 @@ impl placekit_client::observe::Observer for StderrObserver {
         if let Some(body) = &exchange.request_body {
             lines.push(format!(
                 "I Request Body: {}",
-                self.body_text(body, body.len())
+                self.body_text(body, body.len(), false)
             ));
         }
         lines.push(format!(
@@ -737,11 +738,20 @@ impl placekit_client::observe::Observer for StderrObserver {
 
     fn response_body(
         &self,
-        _exchange: &placekit_client::observe::Exchange,
+        exchange: &placekit_client::observe::Exchange,
         start: &[u8],
         length: usize,
     ) {
-        eprintln!("I Response Body: {}", self.body_text(start, length));
+        let protobuf = exchange.response_headers.iter().any(|(name, value)| {
+            name.eq_ignore_ascii_case("content-type")
+                && value
+                    .trim_start()
+                    .starts_with("application/vnd.kubernetes.protobuf")
+        });
+        eprintln!(
+            "I Response Body: {}",
+            self.body_text(start, length, protobuf)
+        );
     }
 
     fn warning(&self, text: &str) {

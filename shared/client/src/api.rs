@@ -408,6 +408,10 @@ enum PageError {
     RepeatedToken,
     #[error("the API server's answer is over {MAX_RESPONSE_BYTES} bytes; stopped")]
     TooLarge,
+    #[error(
+        "the API server answered {got} items to a page of at most {asked}: refused (a server that ignores the limit could exhaust memory with tiny items)"
+    )]
+    TooManyItems { asked: u32, got: usize },
     #[error("the API server's answer is not a list: {0}")]
     NotAList(#[source] serde_json::Error),
     #[error("the API server's protobuf answer is not a list placekit reads: {0}")]
@@ -492,6 +496,15 @@ async fn pages<T: serde::de::DeserializeOwned>(
         ask(early, &mut next)?;
         let answer = current.answer().await?;
         requests += 1;
+        // Counted before a single item is built: kube-apiserver honours `limit` on the
+        // paged, consistent reads made here.
+        let items = answer.item_count()?;
+        if items > page_size as usize {
+            return Err(PageError::TooManyItems {
+                asked: page_size,
+                got: items,
+            });
+        }
         let page = answer.decode::<T>()?;
         drop(answer);
         if !asked_early {
@@ -528,6 +541,18 @@ impl Drop for Prefetch {
 }
 
 impl Answer {
+    /// How many items the page holds, counted without building them (a JSON item is
+    /// skipped as `IgnoredAny`, which takes no memory).
+    fn item_count(&self) -> Result<usize, PageError> {
+        if self.is_protobuf {
+            protobuf::count_items(&self.body).map_err(PageError::NotAProtobufList)
+        } else {
+            let page: ViewList<serde::de::IgnoredAny> =
+                serde_json::from_slice(&self.body).map_err(PageError::NotAList)?;
+            Ok(page.items.len())
+        }
+    }
+
     /// The page, its items read into the view type. Decided by what the server answered:
     /// one that does not speak protobuf (a proxy, an older or test server) answers JSON.
     fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<protobuf::Page<T>, PageError> {
@@ -574,6 +599,7 @@ async fn bounded_body(
     }
     let mut limited = http_body_util::Limited::new(response.into_body(), MAX_RESPONSE_BYTES);
     let mut body = bytes::BytesMut::new();
+    let mut next_look = 0;
     while let Some(frame) = limited.frame().await {
         let data = match frame {
             Ok(frame) => match frame.into_data() {
@@ -591,12 +617,22 @@ async fn bounded_body(
             }
         };
         body.extend_from_slice(&data);
-        if let Some(sender) = early_token.take() {
+        // The token is looked for when the body has doubled since the last look (linear
+        // work in all), and not past the first bytes where kube-apiserver writes it.
+        if body.len() >= next_look
+            && let Some(sender) = early_token.take()
+        {
             match protobuf::continue_token_of_prefix(&body) {
                 Some(token) => {
                     let _ = sender.send(token);
                 }
-                None => early_token = Some(sender),
+                None if body.len() >= protobuf::TOKEN_PREFIX_BYTES => {
+                    let _ = sender.send(None);
+                }
+                None => {
+                    early_token = Some(sender);
+                    next_look = body.len().saturating_mul(2).max(body.len() + 256);
+                }
             }
         }
     }

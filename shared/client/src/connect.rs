@@ -805,6 +805,11 @@ impl ConnectionArgs {
                 inner,
                 limit: timeout,
             }))
+            // No answer is kept past its cap: a page, an object, a watch event.
+            .with_layer(&tower::layer::layer_fn(|inner| crate::bounded::Bounded {
+                inner,
+                server: server.clone(),
+            }))
             // Each request reports its exchange (a timed-out one too) and the server's
             // warnings to the plugin.
             .with_layer(&tower::layer::layer_fn(|inner| crate::observe::Observed {

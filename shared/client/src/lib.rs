@@ -8,7 +8,8 @@
 //! - [`connect`]: kubectl's cluster-access flags, building a `kube::Client`;
 //! - [`proxy`]: the proxy for the API server as kubectl (Go's `httpproxy`) chooses it;
 //! - [`secrets`]: the credentials no message may show, and their redaction;
-//! - [`api`]: paged lists, workloads, pods, cluster identity;
+//! - [`api`]: paged lists, pods, cluster identity;
+//! - [`bounded`]: every answer cut at a cap (a page, an object, a watch event);
 //! - [`protobuf`]: pods and nodes listed in protobuf, decoded into the read model;
 //! - [`executor`]: bounded-concurrency writes with retries and journaling;
 //! - [`interrupt`]: Ctrl-C, SIGTERM and SIGHUP while writes are in flight;
@@ -18,6 +19,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod api;
+pub mod bounded;
 pub mod connect;
 pub mod deadline;
 pub mod error;

@@ -136,6 +136,23 @@ pub fn continue_token(body: &[u8]) -> Result<Option<String>, DecodeError> {
     Ok(None)
 }
 
+/// How far into a page's body its continue token is looked for: kube-apiserver writes the
+/// envelope's type and the list's metadata first, a few hundred bytes; a prefix that holds
+/// no token by then is not its layout, and the whole body decides.
+pub const TOKEN_PREFIX_BYTES: usize = 64 * 1024;
+
+/// How many items a protobuf list page holds, counted from its fields without decoding one.
+pub fn count_items(body: &[u8]) -> Result<usize, DecodeError> {
+    let (_, mut list) = envelope(body)?;
+    let mut items = 0;
+    while !list.is_empty() {
+        if let (2, _) = next_field(&mut list)? {
+            items += 1;
+        }
+    }
+    Ok(items)
+}
+
 /// The continue token of a protobuf list page from the first bytes of its body, as soon as
 /// they hold the list's metadata (Go writes it before the items): `None` while more bytes
 /// are needed, or when the prefix is not what kube-apiserver writes (the whole body then

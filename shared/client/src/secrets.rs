@@ -48,6 +48,31 @@ pub fn redact(text: &str) -> String {
         .fold(text, |t, secret| t.replace(secret.as_str(), "[redacted]"))
 }
 
+/// [`redact`] for bytes shown as they are (a hex dump of a binary answer): each secret's
+/// bytes overwritten with `*`, the length kept so the dump's layout holds.
+pub fn redact_bytes(bytes: &[u8]) -> Vec<u8> {
+    let secrets = secrets();
+    let mut out = bytes.to_vec();
+    for secret in secrets
+        .values
+        .iter()
+        .chain(&secrets.userinfos)
+        .filter(|v| v.len() >= 3)
+    {
+        let needle = secret.as_bytes();
+        let mut i = 0;
+        while i + needle.len() <= out.len() {
+            if &out[i..i + needle.len()] == needle {
+                out[i..i + needle.len()].fill(b'*');
+                i += needle.len();
+            } else {
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 /// Adds what one context's configuration holds to what is taken out of every message.
 pub(crate) fn remember(secrets: Secrets) {
     let mut all = SECRETS
