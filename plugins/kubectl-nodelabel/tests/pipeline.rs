@@ -311,6 +311,59 @@ async fn a_bare_hook_name_on_path_and_here_is_refused() {
     assert!(h.labels("gpu-a100-1").await.get(feature("a")).is_none());
 }
 
+/// A bare hook name runs from PATH only: a file of that name in the current directory (a
+/// shared directory where another user planted it) is not run unless written ./NAME, and a
+/// hook other users can write is refused.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_is_run_from_path_or_as_written_and_never_writable_by_others() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = harness().await;
+    let here = h.dir.path().join("shared-dir");
+    std::fs::create_dir_all(&here).unwrap();
+    write_hook(&here.join("gpu-detect"), "echo /planted=1\n");
+    let run_in = |args: &[&str]| {
+        let mut cmd = h.command(args);
+        cmd.current_dir(&here);
+        Harness::wait(
+            cmd.stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let bare = run_in(&["import", "--hook", "gpu-detect", "gpu-a100-1", "-y"]);
+    assert_code(&bare, 2);
+    assert_has(
+        &bare,
+        "no executable \"gpu-detect\" on PATH; the file in the current directory is run only when named ./gpu-detect",
+    );
+    assert!(
+        h.labels("gpu-a100-1")
+            .await
+            .get(feature("planted"))
+            .is_none()
+    );
+    // Written ./NAME it runs, unless others may write it.
+    let hook = here.join("gpu-detect");
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let writable = run_in(&["import", "--hook", "./gpu-detect", "gpu-a100-1", "-y"]);
+    assert_code(&writable, 2);
+    assert_has(&writable, "can be written by other users (mode 777)");
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&here, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let open_dir = run_in(&["import", "--hook", "./gpu-detect", "gpu-a100-1", "-y"]);
+    assert_code(&open_dir, 2);
+    assert_has(
+        &open_dir,
+        "can be written by other users (mode 777), who could replace it",
+    );
+    std::fs::set_permissions(&here, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ok = run_in(&["import", "--hook", "./gpu-detect", "gpu-a100-1", "-y"]);
+    assert_code(&ok, 0);
+    assert_eq!(h.labels("gpu-a100-1").await[feature("planted")], "1");
+}
+
 /// A key another import source owns is not taken over without --overwrite.
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -835,12 +835,16 @@ impl ConnectionArgs {
 /// The cluster, user and context a configuration made from flags alone uses.
 const FLAGS_NAME: &str = "placekit-flags";
 
-/// Where a pod's service account is mounted; `PLACEKIT_TEST_SERVICEACCOUNT_DIR` moves it
-/// for the tests (the environment is the user's own).
+/// Where a pod's service account is mounted. Debug builds (the test suites') read
+/// `PLACEKIT_TEST_SERVICEACCOUNT_DIR` to move it; a release build never does, so nothing in
+/// a pod's environment can point placekit at other credentials.
 fn service_account_dir() -> PathBuf {
-    std::env::var_os("PLACEKIT_TEST_SERVICEACCOUNT_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/run/secrets/kubernetes.io/serviceaccount"))
+    const MOUNTED: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+    #[cfg(debug_assertions)]
+    if let Some(dir) = std::env::var_os("PLACEKIT_TEST_SERVICEACCOUNT_DIR") {
+        return PathBuf::from(dir);
+    }
+    PathBuf::from(MOUNTED)
 }
 
 /// `~/.kube/config` (`%USERPROFILE%` on Windows, as client-go looks).

@@ -54,7 +54,8 @@ pub trait Observer: std::fmt::Debug + Send + Sync {
     fn warning(&self, text: &str);
 }
 
-/// A request's headers as `-v=7` shows them: credentials masked.
+/// A request's (or, at `-v=8`, an answer's) headers as shown: credentials masked
+/// (`Authorization`, a challenge's parameters, cookies' values).
 fn shown_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
     headers
         .iter()
@@ -62,10 +63,19 @@ fn shown_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
             let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
             let shown = if matches!(
                 *name,
-                http::header::AUTHORIZATION | http::header::PROXY_AUTHORIZATION
+                http::header::AUTHORIZATION
+                    | http::header::PROXY_AUTHORIZATION
+                    | http::header::WWW_AUTHENTICATE
+                    | http::header::PROXY_AUTHENTICATE
             ) {
                 match value.split_once(' ') {
                     Some((scheme, _)) => format!("{scheme} <masked>"),
+                    None => "<masked>".to_string(),
+                }
+            } else if matches!(*name, http::header::SET_COOKIE | http::header::COOKIE) {
+                // A session cookie is a credential too (kubectl shows it; placekit does not).
+                match value.split_once('=') {
+                    Some((cookie, _)) => format!("{cookie}=<masked>"),
                     None => "<masked>".to_string(),
                 }
             } else {

@@ -341,53 +341,100 @@ pub fn node_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, SourceError> {
 }
 
 /// The hook to run for `--hook PATH`: a path with a directory is taken as given; a bare
-/// name is the executable of that name on `PATH`, as a shell finds it, else the file of that
-/// name in the current directory (where NFD users keep their hook while writing it). PATH
-/// comes first, so a file in an untrusted checkout never shadows a system command. Resolved
-/// here because the hook runs with a reduced environment whose `PATH` is not the user's.
+/// name is the executable of that name on `PATH`, as a shell finds it, and only there: a
+/// file of that name in the current directory is written `./NAME` (a shell would not run
+/// it either; another user could have planted it in a shared directory). Resolved here
+/// because the hook runs with a reduced environment whose `PATH` is not the user's. A hook
+/// that other users can write, or whose directory they can write (without the sticky bit),
+/// is refused: it would run as the admin whatever they put there.
 pub fn resolve_hook(path: &Path) -> Result<PathBuf, SourceError> {
     let not_found = |message: String| SourceError::Hook {
         hook: path.display().to_string(),
         message,
     };
     let bare = path.components().count() == 1 && !path.has_root();
-    if !bare {
-        return match std::fs::metadata(path) {
-            Ok(m) if m.is_file() => Ok(path.to_path_buf()),
-            Ok(_) => Err(not_found("not a regular file".into())),
-            Err(e) => Err(not_found(e.to_string())),
-        };
-    }
-    let on_path = std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join(path))
-        .find(|candidate| is_executable_file(candidate));
-    if let Some(found) = on_path {
-        // `--hook sysctl` with the runbook's ./sysctl beside it: which one is meant is not
-        // ours to guess (PATH first would run /usr/sbin/sysctl with a node name).
-        if path.is_file() {
-            return Err(not_found(format!(
-                "both {} on PATH and ./{} in the current directory: say which, with ./{} or the full path",
-                found.display(),
-                path.display(),
-                path.display()
-            )));
+    let found = if bare {
+        let on_path = std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join(path))
+            .find(|candidate| is_executable_file(candidate));
+        match on_path {
+            // `--hook sysctl` with the runbook's ./sysctl beside it: which one is meant is
+            // not ours to guess (PATH first would run /usr/sbin/sysctl with a node name).
+            Some(found) if path.is_file() => {
+                return Err(not_found(format!(
+                    "both {} on PATH and ./{} in the current directory: say which, with ./{} or the full path",
+                    found.display(),
+                    path.display(),
+                    path.display()
+                )));
+            }
+            Some(found) => found,
+            None if path.is_file() => {
+                return Err(not_found(format!(
+                    "no executable {0:?} on PATH; the file in the current directory is run only when named ./{0}",
+                    path.display().to_string()
+                )));
+            }
+            None if path.exists() => {
+                return Err(not_found(
+                    "not a regular file (a directory of per-node files is --dir)".into(),
+                ));
+            }
+            None => {
+                return Err(not_found(format!(
+                    "no executable {:?} on PATH",
+                    path.display().to_string()
+                )));
+            }
         }
-        return Ok(found);
+    } else {
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => path.to_path_buf(),
+            Ok(_) => return Err(not_found("not a regular file".into())),
+            Err(e) => return Err(not_found(e.to_string())),
+        }
+    };
+    if let Some(why) = writable_by_others(&found) {
+        return Err(not_found(why));
     }
-    if path.is_file() {
-        return Ok(Path::new(".").join(path));
+    Ok(found)
+}
+
+/// Why other users could change what `hook` runs: the file writable by group or others,
+/// or its directory (without the sticky bit, which keeps them from replacing the file).
+fn writable_by_others(hook: &Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(hook).ok()?.permissions().mode();
+        if mode & 0o022 != 0 {
+            return Some(format!(
+                "{} can be written by other users (mode {:o}): refused, as it would run as you; chmod go-w it",
+                hook.display(),
+                mode & 0o7777
+            ));
+        }
+        let dir = match hook.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let dir_mode = std::fs::metadata(&dir).ok()?.permissions().mode();
+        if dir_mode & 0o022 != 0 && dir_mode & 0o1000 == 0 {
+            return Some(format!(
+                "its directory {} can be written by other users (mode {:o}), who could replace it: refused; move the hook",
+                dir.display(),
+                dir_mode & 0o7777
+            ));
+        }
+        None
     }
-    if path.exists() {
-        return Err(not_found(
-            "not a regular file (a directory of per-node files is --dir)".into(),
-        ));
+    #[cfg(not(unix))]
+    {
+        let _ = hook;
+        None
     }
-    Err(not_found(format!(
-        "no executable {0:?} on PATH and no file {0:?} in the current directory",
-        path.display().to_string()
-    )))
 }
 
 /// A regular file the user may execute (any execute bit on Unix).
