@@ -46,8 +46,12 @@ pub fn run(
             let fleet = Fleet::resolve(connection, fleet_args)?;
             live::lint_clusters(connection, fleet.as_ref(), &ui, &custom_kinds).await
         })?;
-        // The files' CRDs come first: they are what the user asked to judge against.
-        crds.add_missing(served);
+        // What the cluster serves comes first: a CRD among the files (or --crd-dir) never
+        // replaces the schema the API server applies; the files' fill in the kinds it
+        // does not serve.
+        let mut merged = served;
+        merged.add_missing(crds);
+        crds = merged;
         (clusters, contexts)
     } else {
         (Vec::new(), Vec::new())

@@ -472,3 +472,58 @@ fn hostile_strings_in_a_manifest_reach_the_terminal_escaped() {
         );
     }
 }
+
+/// A CRD among the files linted that declares nothing (a preserve-unknown-fields schema,
+/// its only version not even served) cannot silence AL018 on a kind whose templates the
+/// linter knows: the misplaced nodeSelector beside a RayCluster's head pod spec is found
+/// with or without it.
+#[test]
+fn a_crd_in_the_input_that_declares_nothing_does_not_silence_a_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let ray = "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: r, namespace: ml}\nspec:\n  headGroupSpec:\n    rayStartParams: {}\n    template:\n      nodeSelector: {pool: gpu}\n      spec:\n        containers: [{name: head, image: ray}]\n";
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: rayclusters.ray.io}\nspec:\n  group: ray.io\n  names: {kind: RayCluster, plural: rayclusters}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: false\n    storage: true\n    schema:\n      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n";
+    std::fs::write(dir.path().join("ray.yaml"), ray).unwrap();
+    let alone = Command::new(bin())
+        .args(["-f", dir.path().to_str().unwrap(), "-o", "json"])
+        .output()
+        .unwrap();
+    let count = |out: &std::process::Output| {
+        json(&String::from_utf8_lossy(&out.stdout))["findings"]
+            .as_array()
+            .map(|f| f.iter().filter(|f| f["rule"] == "AL018").count())
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        count(&alone),
+        1,
+        "{}",
+        String::from_utf8_lossy(&alone.stdout)
+    );
+    std::fs::write(dir.path().join("crd.yaml"), crd).unwrap();
+    let beside = Command::new(bin())
+        .args(["-f", dir.path().to_str().unwrap(), "-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        count(&beside),
+        1,
+        "{}",
+        String::from_utf8_lossy(&beside.stdout)
+    );
+    // Served, and still declaring nothing: the table judges.
+    std::fs::write(
+        dir.path().join("crd.yaml"),
+        crd.replace("served: false", "served: true"),
+    )
+    .unwrap();
+    let served = Command::new(bin())
+        .args(["-f", dir.path().to_str().unwrap(), "-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        count(&served),
+        1,
+        "{}",
+        String::from_utf8_lossy(&served.stdout)
+    );
+}

@@ -107,7 +107,13 @@ impl CrdSchemas {
         };
         let keeps_everything = spec["preserveUnknownFields"] == true;
         let mut versions = BTreeMap::new();
-        for version in spec["versions"].as_array().into_iter().flatten() {
+        // A version the API server does not serve (`served: false`) judges no object.
+        for version in spec["versions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|v| v["served"] != false)
+        {
             if let (Some(name), Some(schema)) = (
                 version["name"].as_str(),
                 version.pointer("/schema/openAPIV3Schema"),
@@ -146,6 +152,21 @@ impl CrdSchemas {
     /// How many CRDs were read.
     pub fn len(&self) -> usize {
         self.by_kind.len()
+    }
+
+    /// Whether the schema of `kind` at `api_version` declares nothing under its `spec`
+    /// (the whole object, or its spec, kept as unknown fields): it then says nothing about
+    /// where a pod template's scheduling fields belong.
+    pub fn declares_nothing(&self, api_version: &str, kind: &str) -> bool {
+        let Some(schema) = self.schema(api_version, kind) else {
+            return false;
+        };
+        let open = |s: &Value| {
+            s[KEEPS_EVERYTHING] == true
+                || (s["x-kubernetes-preserve-unknown-fields"] == true
+                    && s["properties"].as_object().is_none_or(|p| p.is_empty()))
+        };
+        open(schema) || schema.pointer("/properties/spec").is_none_or(open)
     }
 
     /// The schema of `kind` at `api_version` (`group/version`), if its CRD was read.

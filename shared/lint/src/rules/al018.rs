@@ -28,7 +28,12 @@ With `--crd-dir DIR` (the CustomResourceDefinitions in a directory: a chart's `c
 `--cluster` the CRD the cluster serves, a custom resource of a kind defined there is
 judged by its CRD's structural schema instead: a scheduling field (or a field under one) that
 the schema does not declare, and does not keep with `x-kubernetes-preserve-unknown-fields`,
-is pruned by the API server, wherever it is written.
+is pruned by the API server, wherever it is written. With `--cluster`, the CRD the cluster
+serves wins over one among the files (the API server applies its own); a version a CRD
+does not serve (`served: false`) judges nothing; and a CRD that declares nothing under its
+`spec` (everything kept with `x-kubernetes-preserve-unknown-fields`) does not replace the
+linter's table for a kind whose templates it knows: such a CRD beside the files cannot
+silence the rule.
 
 ## When it does not fire
 Only the paths whose schema is known: a core kind's own, and the pod templates of the
@@ -322,7 +327,13 @@ impl Rule for Al018 {
         let object = cx.object;
         // A custom resource whose CRD was given is judged by its schema, wherever the
         // scheduling fields are (and not again by the table's templates).
-        if let Some(schema) = cx.crds.schema(&object.api_version, &object.kind) {
+        // A CRD that declares nothing under its spec (everything kept as unknown fields)
+        // says nothing either way: a kind the table knows is still judged by the table, so
+        // such a CRD among the files cannot silence the rule.
+        if let Some(schema) = cx.crds.schema(&object.api_version, &object.kind)
+            && !(object.pod.is_some()
+                && cx.crds.declares_nothing(&object.api_version, &object.kind))
+        {
             if object.view == 0 {
                 pruned(object, schema, out);
             }
