@@ -427,3 +427,79 @@ async fn no_credential_reaches_output_reports_or_snapshots() {
     );
     assert_no_secret(&secrets, "plain http", &out);
 }
+
+/// kuberc's credential plugin policy, honoured as client-go honours it: DenyAll, or an
+/// allowlist without the kubeconfig's exec plugin, refuses it before it runs (it would
+/// leave a marker); the plugin allowed, or `KUBERC=off`, it runs.
+#[test]
+fn kubercs_credential_plugin_policy_is_honoured() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let plugin = dir.path().join("credential-plugin");
+    std::fs::write(
+        &plugin,
+        format!(
+            "#!/bin/sh\ntouch {}\necho '{{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{{\"token\":\"t\"}}}}'\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster: {{server: \"https://127.0.0.1:1\"}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\nusers:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {}\n      interactiveMode: Never\n",
+        plugin.display()
+    );
+    let kubeconfig = write(dir.path(), "exec", &config);
+    let run_with = |kuberc: &str| {
+        let _ = std::fs::remove_file(&marker);
+        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-nodelabel"))
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["dependents", "pool", "--request-timeout", "2s"])
+            .env("NO_COLOR", "1")
+            .env("KUBERC", kuberc)
+            .bounded_output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            marker.exists(),
+        )
+    };
+    let deny = write(
+        dir.path(),
+        "deny",
+        "apiVersion: kubectl.config.k8s.io/v1beta1\nkind: Preference\ncredentialPluginPolicy: DenyAll\n",
+    );
+    let (code, err, ran) = run_with(deny.to_str().unwrap());
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("credentialPluginPolicy is DenyAll, so the exec credential plugin"),
+        "{err}"
+    );
+    assert!(!ran, "the plugin must not run");
+    let other = write(
+        dir.path(),
+        "other",
+        "credentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- command: /bin/true\n",
+    );
+    let (code, err, ran) = run_with(other.to_str().unwrap());
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("is not in credentialPluginAllowlist"), "{err}");
+    assert!(!ran);
+    let allowed = write(
+        dir.path(),
+        "allowed",
+        &format!(
+            "credentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- command: {}\n",
+            plugin.display()
+        ),
+    );
+    // Allowed (or kuberc off): the plugin runs, and the unreachable server is what fails.
+    for kuberc in [allowed.to_str().unwrap(), "off"] {
+        let (_, err, ran) = run_with(kuberc);
+        assert!(ran, "KUBERC={kuberc}: {err}");
+        assert!(!err.contains("credentialPlugin"), "{err}");
+    }
+}

@@ -43,6 +43,9 @@ pub enum ConnectError {
     InsecureWithCa(String),
     #[error("cannot create a client for {server}: {message}")]
     Client { server: String, message: String },
+    /// kuberc's credential plugin policy refuses the kubeconfig's exec plugin.
+    #[error(transparent)]
+    PluginPolicy(#[from] crate::kuberc::PolicyError),
 }
 
 /// The cluster-access flags of kubectl, shared by all placekit plugins.
@@ -767,6 +770,13 @@ impl ConnectionArgs {
             notices.push(ConnectNotice::CredentialsNotSent { user });
         }
         let mut config = kube_config(kubeconfig, &self.options())?;
+        // kuberc's credential plugin policy, as client-go enforces it: checked before any
+        // request could run the plugin.
+        if let Some(exec) = &config.auth_info.exec
+            && let Some(policy) = crate::kuberc::PluginPolicy::load()?
+        {
+            policy.check(exec.command.as_deref().unwrap_or_default())?;
+        }
         // kubectl's limit is on the whole request (Go's `http.Client.Timeout`): the
         // `Deadline` layer below holds each request to it, up to its answer's last byte. A
         // connection that cannot even be opened (TLS included) in that time fails as early;

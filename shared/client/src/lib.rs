@@ -7,6 +7,7 @@
 //!
 //! - [`connect`]: kubectl's cluster-access flags, building a `kube::Client`;
 //! - [`proxy`]: the proxy for the API server as kubectl (Go's `httpproxy`) chooses it;
+//! - [`kuberc`]: kuberc's credential plugin policy, honoured as client-go honours it;
 //! - [`secrets`]: the credentials no message may show, and their redaction;
 //! - [`api`]: paged lists, pods, cluster identity;
 //! - [`bounded`]: every answer cut at a cap (a page, an object, a watch event);
@@ -25,6 +26,7 @@ pub mod deadline;
 pub mod error;
 pub mod executor;
 pub mod interrupt;
+pub mod kuberc;
 pub mod observe;
 pub mod protobuf;
 pub mod proxy;
