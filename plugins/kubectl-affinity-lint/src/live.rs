@@ -1343,52 +1343,7 @@ fn print_text(
     if let Some(m) = report["predictedMessage"].as_str() {
         say!("placekit's model of the scheduler: {m}");
     }
-    if let Some(n) = &judged.nomination {
-        let victims = if n.terminating_victims.is_empty() {
-            "no victim is still terminating there".to_string()
-        } else {
-            format!(
-                "victims still terminating there: {}",
-                n.terminating_victims.join(", ")
-            )
-        };
-        say!(
-            "preemption: nominated to node {}{}; {victims}",
-            n.node,
-            if n.node_exists {
-                ""
-            } else {
-                " (which no longer exists)"
-            }
-        );
-    }
-    if let Some(g) = &judged.gang {
-        say!(
-            "gang: {} PodGroup {} (minimum {}): {} scheduled, {} of {} pending placeable together{}",
-            format!("{:?}", g.kind),
-            g.group,
-            g.min_member
-                .map(|m| m.to_string())
-                .unwrap_or_else(|| "unknown: the PodGroup was not read".into()),
-            g.scheduled,
-            g.placeable_together,
-            g.pending,
-            match g.satisfiable {
-                Some(true) => ": the group can start",
-                Some(false) => ": the group cannot start",
-                None => "",
-            }
-        );
-        for u in &g.unplaced {
-            say!("  not placeable with the others: {u}");
-        }
-        if let Some(says) = &g.says {
-            say!("  the PodGroup says: {says}");
-        }
-    }
-    if let Some(d) = &judged.disagreement {
-        say!("referee: {d}");
-    }
+    print_beyond_filters(judged);
     let not_modelled: Vec<&str> = report["notModelled"]
         .as_array()
         .into_iter()
@@ -1437,6 +1392,57 @@ fn print_text(
             fitting.join(", ")
         ),
         None => say!("no node in the cluster"),
+    }
+}
+
+/// What a pending pod's report says beyond the filters: the node a preemption nominated
+/// and its victims, the gang judged as a group, the referee.
+fn print_beyond_filters(judged: &pending::Judgement) {
+    if let Some(n) = &judged.nomination {
+        let victims = if n.terminating_victims.is_empty() {
+            "no victim is still terminating there".to_string()
+        } else {
+            format!(
+                "victims still terminating there: {}",
+                n.terminating_victims.join(", ")
+            )
+        };
+        say!(
+            "preemption: nominated to node {}{}; {victims}",
+            n.node,
+            if n.node_exists {
+                ""
+            } else {
+                " (which no longer exists)"
+            }
+        );
+    }
+    if let Some(g) = &judged.gang {
+        say!(
+            "gang: {} PodGroup {} (minimum {}): {} scheduled, {} of {} pending placeable together{}",
+            format!("{:?}", g.kind),
+            g.group,
+            g.min_member
+                .map(|m| m.to_string())
+                .unwrap_or_else(|| "unknown: the PodGroup was not read".into()),
+            g.scheduled,
+            g.placeable_together,
+            g.pending,
+            match g.satisfiable {
+                Some(true) => ": the group can start",
+                Some(false) => ": the group cannot start",
+                None => "",
+            }
+        );
+        for u in &g.unplaced {
+            say!("  not placeable with the others: {u}");
+        }
+        if let Some(says) = &g.says {
+            say!("  the PodGroup says: {says}");
+        }
+    }
+    if let Some(d) = &judged.disagreement {
+        say!("referee: {d}");
     }
 }
 

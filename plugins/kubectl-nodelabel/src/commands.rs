@@ -239,6 +239,9 @@ fn first_lines(text: &str) -> String {
 
 /// `import`: node features in NFD's local-source format, through the same pipeline as
 /// `set`, with every key's source recorded so `--prune` removes only that source's keys.
+///
+/// Long on purpose: one sequence per source kind (file, directory, hook) folding into the
+/// one change the pipeline applies.
 pub async fn import(
     connection: &ConnectionArgs,
     ui: &Ui,

@@ -22,6 +22,9 @@ pub struct HookOutput {
 /// hooks on each node; placekit runs them on the admin's machine, once per target node, so
 /// a hook must describe the node it is given rather than the machine it runs on.
 /// A non-zero exit, a timeout or too much output is an error that shows its stderr.
+///
+/// Long on purpose: spawn, feed, read both streams under the cap and the deadline, and
+/// stop what the hook left running, in that order.
 pub async fn run_hook(
     path: &Path,
     timeout: Duration,

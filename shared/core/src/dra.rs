@@ -770,6 +770,9 @@ impl ClaimNeeds {
     /// The needs of a pod in `namespace` with `claim_refs` (its `spec.resourceClaims`),
     /// `statuses` (its `status.resourceClaimStatuses`), extended-resource `requests`, over
     /// the cluster's `claims` and device classes.
+    ///
+    /// Long on purpose: one pass over the pod's claim references (named, templated,
+    /// DRA-served extended resources) in the allocator's order.
     pub fn of(
         namespace: &str,
         claim_refs: &[PodClaimRef],

@@ -164,6 +164,9 @@ impl RollbackArgs {
 /// the snapshot. Keys someone changed since and that the rollback left alone do not make
 /// it partial: they are recorded as left alone, listed by `history`/`show`, and
 /// `rollback SNAPSHOT --overwrite-changes` restores them.
+///
+/// Long on purpose: one sequence (read the snapshot and the nodes, plan, judge conflicts,
+/// confirm, write, record the outcome), each step the next one's input.
 pub async fn rollback(
     conn: &Connection,
     ui: &Ui,

@@ -458,6 +458,9 @@ pub struct PodFilters<'a> {
 
 impl<'a> PodFilters<'a> {
     /// The state for `pod` (not bound: it must not be among the nodes' pods) over `nodes`.
+    ///
+    /// Long on purpose: the PreFilter state of PodTopologySpread and InterPodAffinity, each
+    /// one pass over the nodes' pods, as the scheduler computes it at a cycle's start.
     pub fn new(pod: &'a Pod, nodes: &[NodeInfo]) -> Self {
         let spec = &pod.spec;
         let namespace = pod.metadata.namespace.as_str();

@@ -221,6 +221,8 @@ impl Rule for Al008 {
         &META
     }
 
+    // Long on purpose: one pass over the pod's spread constraints and anti-affinity terms,
+    // each case of the rule in the order its documentation gives.
     fn check(&self, cx: &Context<'_>, out: &mut Vec<RawFinding>) {
         let Some(spec) = cx.object.pod_spec() else {
             return;
