@@ -10,6 +10,7 @@ macro_rules! say {
     };
 }
 
+use placekit_cli::output::PrintReport as _;
 use std::collections::BTreeMap;
 
 use placekit_cli::error::CommandError;

@@ -1,6 +1,7 @@
 //! `kubectl nodelabel`'s commands on top of the pipeline: set/remove, import (with
 //! provenance and per-node hooks) and the `dependents` lookup.
 
+use placekit_cli::output::PrintReport as _;
 use std::path::PathBuf;
 use std::time::Duration;
 

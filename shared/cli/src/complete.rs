@@ -679,7 +679,7 @@ fn label_keys_or_values(nodes: &[Node], suffix: &str, current: &str) -> Vec<Cand
         .map(|(value, n)| {
             Candidate::new(
                 format!("{key}={value}"),
-                format!("on {}", crate::ui::count(n, "node")),
+                format!("on {}", placekit_core::text::count(n, "node")),
             )
         })
         .collect()
@@ -897,7 +897,7 @@ pub async fn resolve(position: &Position, source: Source) -> (Vec<Candidate>, u8
 pub fn render(candidates: &[Candidate], directive: u8) -> String {
     let mut out = String::new();
     for c in candidates.iter().filter(|c| insertable(&c.value)) {
-        let description = crate::ui::escaped(&c.description).replace('\t', " ");
+        let description = placekit_core::text::escaped(&c.description).replace('\t', " ");
         if description.is_empty() {
             out.push_str(&c.value);
         } else {
@@ -912,7 +912,7 @@ pub fn render(candidates: &[Candidate], directive: u8) -> String {
 /// Whether a candidate can be put on a command line as it is.
 fn insertable(value: &str) -> bool {
     !value.is_empty()
-        && crate::ui::escaped(value) == value
+        && placekit_core::text::escaped(value) == value
         && !value
             .chars()
             .any(|c| c.is_whitespace() || "`$;|&<>()'\"\\".contains(c))

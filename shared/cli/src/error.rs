@@ -23,10 +23,10 @@ pub fn run_to_exit_code(
 pub fn exit_code(result: Result<u8, CommandError>) -> std::process::ExitCode {
     match result {
         // The report's rendering failed (said already): 1, as kubectl's.
-        Ok(placekit_core::exit::SUCCESS) if crate::ui::output_failed() => {
+        Ok(placekit_core::exit::SUCCESS) if crate::outcome::output_failed() => {
             std::process::ExitCode::from(placekit_core::exit::PROBLEMS)
         }
-        Ok(code) => match crate::ui::failing_warnings() {
+        Ok(code) => match crate::outcome::failing_warnings() {
             Some(n) if code == placekit_core::exit::SUCCESS => {
                 eprintln!(
                     "error: the server sent {} (--warnings-as-errors)",

@@ -21,6 +21,7 @@ pub mod error;
 pub mod fleet;
 pub mod inventory;
 pub mod mutation;
+pub mod outcome;
 pub mod output;
 pub mod overrides;
 pub mod pending;

@@ -6,6 +6,19 @@ use serde_json::Value;
 
 pub mod v1;
 
+/// Printing a published report (`apiVersion: placekit.dev/v1` and its `kind`) as `-o` asks,
+/// through [`crate::ui::Ui::print_structured`]: here, so the output layer knows nothing of
+/// the reports' types.
+pub trait PrintReport {
+    fn print_report<T: v1::Published>(&self, report: &T);
+}
+
+impl PrintReport for crate::ui::Ui {
+    fn print_report<T: v1::Published>(&self, report: &T) {
+        self.print_structured(&v1::envelope(report));
+    }
+}
+
 /// Where the published schemas live, under the repository: `docs/schemas/<path>`.
 pub const SCHEMA_DIR: &str = "docs/schemas";
 

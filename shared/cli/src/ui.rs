@@ -203,7 +203,7 @@ impl LogArgs {
             seen: std::sync::Mutex::default(),
         }));
         if self.warnings_as_errors {
-            WARNINGS_AS_ERRORS.store(true, Ordering::Relaxed);
+            crate::outcome::WARNINGS_AS_ERRORS.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -288,9 +288,9 @@ impl Ui {
         &self,
         command: &str,
         shape: TextShape,
-    ) -> Result<(), crate::error::CommandError> {
+    ) -> Result<(), placekit_client::error::CommandError> {
         let refuse = |what: &str, why: &str| {
-            Err(crate::error::CommandError::Input(format!(
+            Err(placekit_client::error::CommandError::Input(format!(
                 "{what}: `kubectl {command}` {why}"
             )))
         };
@@ -400,12 +400,6 @@ impl Ui {
         bar
     }
 
-    /// Prints a published report (`apiVersion: placekit.dev/v1` and its `kind`, see
-    /// [`crate::output::v1`]) as [`Ui::print_structured`] does.
-    pub fn print_report<T: crate::output::v1::Published>(&self, report: &T) {
-        self.print_structured(&crate::output::v1::envelope(report));
-    }
-
     /// Prints a serialisable value as `-o` asks: JSON, YAML, its items' names, a jsonpath
     /// template or custom columns over it.
     pub fn print_structured<T: Serialize>(&self, value: &T) {
@@ -443,7 +437,7 @@ impl Ui {
                             "error: error executing jsonpath {}: Error executing template: {why}",
                             escaped(&format!("{template:?}"))
                         );
-                        OUTPUT_FAILED.store(true, Ordering::SeqCst);
+                        crate::outcome::OUTPUT_FAILED.store(true, Ordering::SeqCst);
                         String::new()
                     }
                 }
@@ -477,15 +471,6 @@ impl Ui {
             text
         }
     }
-}
-
-/// The report could not be rendered as `-o` asked (a jsonpath index past an array's end):
-/// the error was said, and the command exits 1.
-static OUTPUT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Whether a report could not be rendered as `-o` asked (see [`OUTPUT_FAILED`]).
-pub fn output_failed() -> bool {
-    OUTPUT_FAILED.load(Ordering::SeqCst)
 }
 
 /// The exit code when the output cannot be written any more (0 until a command knows
@@ -576,24 +561,6 @@ fn item_name(report: &serde_json::Value, item: &serde_json::Value) -> Option<Str
             .map(|n| n.to_string_lossy().into_owned());
     }
     text(item, "context")
-}
-
-/// `--warnings-as-errors` was given.
-static WARNINGS_AS_ERRORS: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
-
-/// How many distinct warnings the server sent this process.
-static WARNINGS_SEEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Whether `--warnings-as-errors` was given.
-pub fn warnings_are_errors() -> bool {
-    WARNINGS_AS_ERRORS.load(Ordering::Relaxed)
-}
-
-/// With `--warnings-as-errors`, how many warnings make the command fail (none: `None`).
-pub fn failing_warnings() -> Option<usize> {
-    let seen = WARNINGS_SEEN.load(Ordering::Relaxed);
-    (WARNINGS_AS_ERRORS.load(Ordering::Relaxed) && seen > 0).then_some(seen)
 }
 
 impl StderrObserver {
@@ -760,7 +727,7 @@ impl placekit_client::observe::Observer for StderrObserver {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if seen.insert(text.to_string()) {
-            WARNINGS_SEEN.fetch_add(1, Ordering::Relaxed);
+            crate::outcome::WARNINGS_SEEN.fetch_add(1, Ordering::Relaxed);
             eprintln!(
                 "Warning: {}",
                 escaped(&placekit_client::secrets::redact(text))

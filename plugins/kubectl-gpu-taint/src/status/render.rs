@@ -2,6 +2,7 @@
 //! JSON/YAML, and one report over several clusters.
 
 use placekit_cli::fleet::{self, ClusterRead};
+use placekit_cli::output::PrintReport as _;
 use placekit_cli::output::v1::{GpuInventory, GpuRequests, InventoryTotals, Item, RequestsBy};
 use placekit_cli::ui::{OutputFormat, Ui};
 use placekit_client::targets::Targets;

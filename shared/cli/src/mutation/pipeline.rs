@@ -2,6 +2,7 @@
 //! rollback alike: plan blockers → policy checks ([`super::checks`]) → show → confirm →
 //! snapshot → conditional write ([`placekit_client::executor`]) → report.
 
+use crate::output::PrintReport as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -448,7 +449,7 @@ pub async fn apply(
         dry_run: dry_run == DryRun::Server,
         ..ExecutorConfig::default()
     };
-    if dry_run == DryRun::None && crate::ui::warnings_are_errors() {
+    if dry_run == DryRun::None && crate::outcome::warnings_are_errors() {
         preflight_warnings(&writer, &items, &config).await?;
     }
 
@@ -689,7 +690,7 @@ async fn preflight_warnings(
         |_: &NodeOutcome| {},
     )
     .await;
-    match crate::ui::failing_warnings() {
+    match crate::outcome::failing_warnings() {
         Some(n) => Err(CommandError::Blocked(format!(
             "the API server sent {} about this change (--warnings-as-errors); nothing was written",
             placekit_core::text::count(n, "warning")

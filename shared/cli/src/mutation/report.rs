@@ -1,18 +1,19 @@
 //! What a mutating command did: the `ChangeReport` printed as text or `-o json|yaml`, with
 //! one typed outcome per node, and the plan shown before confirmation.
 
+use crate::output::PrintReport as _;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
 use crate::mutation::checks::Finding;
-use crate::ui::escaped;
 use crate::ui::{Color, Ui};
 use placekit_core::exit;
 use placekit_core::plan::{LabelDelta, NodePlan, quoted_or_absent as shown};
 use placekit_core::rollback::RollbackConflict;
 use placekit_core::snapshot::OutcomeKind;
 use placekit_core::syntax::Taint;
+use placekit_core::text::escaped;
 
 /// How many node diffs to print before summarising the rest.
 const DIFFS_SHOWN: usize = 10;
@@ -258,7 +259,7 @@ pub fn render_plan(ui: &Ui, changing: &[NodePlan], unchanged: usize, left: usize
     if left > 0 {
         out.push_str(&format!(
             "{} left as {} (see the problems below)\n",
-            crate::ui::count(left, "node"),
+            placekit_core::text::count(left, "node"),
             if left == 1 { "it is" } else { "they are" }
         ));
     }

@@ -9,6 +9,7 @@
 //! snapshot named by path that was taken on another cluster is refused unless
 //! `--other-cluster`.
 
+use crate::output::PrintReport as _;
 use serde::Serialize;
 
 use crate::error::CommandError;
