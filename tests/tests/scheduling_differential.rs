@@ -227,6 +227,39 @@ fn generate(seed: u64, cases: usize) -> Vec<Case> {
     (0..cases).map(|i| generate_case(&mut rng, i)).collect()
 }
 
+/// A host port for `spec`'s container, by `hostPort` (on every address or one `hostIP`)
+/// or by `hostNetwork`; a running pod's (`running`) features are named apart.
+fn host_port(
+    rng: &mut Rng,
+    spec: &mut Value,
+    features: &mut BTreeSet<&'static str>,
+    running: bool,
+) {
+    let name = |feature: &'static str| -> &'static str {
+        match (running, feature) {
+            (false, f) => f,
+            (true, "host-network") => "running-host-network",
+            (true, "host-ip") => "running-host-ip",
+            (true, _) => "running-host-port",
+        }
+    };
+    let port = *rng.pick(&[8000, 8001]);
+    let protocol = *rng.pick(&["TCP", "TCP", "UDP"]);
+    if rng.chance(30) {
+        spec["hostNetwork"] = json!(true);
+        spec["containers"][0]["ports"] = json!([{"containerPort": port, "protocol": protocol}]);
+        features.insert(name("host-network"));
+    } else {
+        let mut p = json!({"containerPort": 80, "hostPort": port, "protocol": protocol});
+        if rng.chance(30) {
+            p["hostIP"] = json!(rng.pick(&["127.0.0.1", "127.0.0.2"]));
+            features.insert(name("host-ip"));
+        }
+        spec["containers"][0]["ports"] = json!([p]);
+    }
+    features.insert(name("host-port"));
+}
+
 fn generate_case(rng: &mut Rng, index: usize) -> Case {
     let id = format!("c{index:03}");
     let mut features: BTreeSet<&'static str> = BTreeSet::new();
@@ -330,23 +363,8 @@ fn generate_case(rng: &mut Rng, index: usize) -> Case {
             features.insert("existing-anti-affinity");
         }
         if rng.chance(25) {
-            // A host port held on its node (NodePorts): by hostPort, or by hostNetwork.
-            let port = *rng.pick(&[8000, 8001]);
-            let protocol = *rng.pick(&["TCP", "TCP", "UDP"]);
-            if rng.chance(30) {
-                spec["hostNetwork"] = json!(true);
-                spec["containers"][0]["ports"] =
-                    json!([{"containerPort": port, "protocol": protocol}]);
-                features.insert("running-host-network");
-            } else {
-                let mut p = json!({"containerPort": 80, "hostPort": port, "protocol": protocol});
-                if rng.chance(30) {
-                    p["hostIP"] = json!(rng.pick(&["127.0.0.1", "127.0.0.2"]));
-                    features.insert("running-host-ip");
-                }
-                spec["containers"][0]["ports"] = json!([p]);
-            }
-            features.insert("running-host-port");
+            // A host port held on its node (NodePorts).
+            host_port(rng, &mut spec, &mut features, true);
         }
         running.push(json!({
             "apiVersion": "v1", "kind": "Pod",
@@ -543,21 +561,7 @@ fn generate_case(rng: &mut Rng, index: usize) -> Case {
         });
     }
     if rng.chance(25) {
-        let port = *rng.pick(&[8000, 8001]);
-        let protocol = *rng.pick(&["TCP", "TCP", "UDP"]);
-        if rng.chance(30) {
-            spec["hostNetwork"] = json!(true);
-            spec["containers"][0]["ports"] = json!([{"containerPort": port, "protocol": protocol}]);
-            features.insert("host-network");
-        } else {
-            let mut p = json!({"containerPort": 80, "hostPort": port, "protocol": protocol});
-            if rng.chance(30) {
-                p["hostIP"] = json!(rng.pick(&["127.0.0.1", "127.0.0.2"]));
-                features.insert("host-ip");
-            }
-            spec["containers"][0]["ports"] = json!([p]);
-        }
-        features.insert("host-port");
+        host_port(rng, &mut spec, &mut features, false);
     }
     let pod = json!({
         "apiVersion": "v1", "kind": "Pod",
