@@ -52,7 +52,7 @@ pub enum GangKind {
     /// annotation.
     Volcano,
     /// KAI scheduler's `scheduling.run.ai` PodGroup; pods carry the `pod-group-name`
-    /// annotation.
+    /// annotation (or label).
     Kai,
     /// The scheduler-plugins coscheduling `scheduling.x-k8s.io` PodGroup; pods carry the
     /// `scheduling.x-k8s.io/pod-group` label.
@@ -106,8 +106,10 @@ pub fn gang_of(pod: &Pod) -> Option<(GangKind, String)> {
     if let Some(g) = meta.annotations.get("scheduling.k8s.io/group-name") {
         return Some((GangKind::Volcano, g.clone()));
     }
+    // KAI's pod-grouper writes it as an annotation (and a label on the pods it groups).
     meta.annotations
         .get("pod-group-name")
+        .or_else(|| meta.labels.get("pod-group-name"))
         .map(|g| (GangKind::Kai, g.clone()))
 }
 
