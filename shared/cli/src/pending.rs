@@ -66,6 +66,27 @@ pub async fn read_storage(
     {
         unreadable.push(message);
     }
+    // Attach limits count the volumes of every pod on a node, whatever its namespace: with
+    // limits published, the claims of every namespace are read where RBAC allows it.
+    let limited = csi_nodes.iter().any(|n| {
+        n.spec
+            .drivers
+            .iter()
+            .any(|d| d.allocatable.as_ref().is_some_and(|a| a.count.is_some()))
+    });
+    if namespace.is_some() && limited {
+        let mut all: Vec<Claim> = Vec::new();
+        if let Listed::Read(_) = api::for_each_page_if_served(
+            &conn.client,
+            "/api/v1/persistentvolumeclaims",
+            PAGE,
+            |p: Vec<Claim>| all.extend(p),
+        )
+        .await?
+        {
+            claims = all;
+        }
+    }
     let mut storage = Storage::new(claims, volumes, classes, csi_nodes);
     storage.unreadable = unreadable;
     Ok(storage)
