@@ -1068,30 +1068,28 @@ pub async fn why_pending_all(
     let view = extra.view(&nodes, &all_pending);
     let mut judged: Vec<PendingItem> = pending
         .iter()
-        .map(|pod| {
-            let j = pending::judge(pod, view);
-            PendingItem {
-                namespace: pod.metadata.namespace.clone(),
-                name: pod.metadata.name.clone(),
-                scheduling_gates: pod
-                    .spec
-                    .scheduling_gates
-                    .iter()
-                    .map(|g| g.name.clone())
-                    .collect(),
-                placeable: j.placeable,
-                fitting_nodes: j.checked.iter().filter(|r| r.is_ok()).count(),
-                predicted_message: j.predicted_message,
-                verdict: j.verdict,
-                kueue_admission: workloads
-                    .get(&(pod.metadata.namespace.clone(), pod.metadata.name.clone()))
-                    .map(scheduler::verdict::kueue_admission),
-                standing: j.standing,
-                disagreement: j.disagreement,
-                nominated: j.nomination,
-                preemption: j.preemption,
-                gang: j.gang,
-            }
+        .zip(pending::judge_all(&pending, view))
+        .map(|(pod, j)| PendingItem {
+            namespace: pod.metadata.namespace.clone(),
+            name: pod.metadata.name.clone(),
+            scheduling_gates: pod
+                .spec
+                .scheduling_gates
+                .iter()
+                .map(|g| g.name.clone())
+                .collect(),
+            placeable: j.placeable,
+            fitting_nodes: j.checked.iter().filter(|r| r.is_ok()).count(),
+            predicted_message: j.predicted_message,
+            verdict: j.verdict,
+            kueue_admission: workloads
+                .get(&(pod.metadata.namespace.clone(), pod.metadata.name.clone()))
+                .map(scheduler::verdict::kueue_admission),
+            standing: j.standing,
+            disagreement: j.disagreement,
+            nominated: j.nomination,
+            preemption: j.preemption,
+            gang: j.gang,
         })
         .collect();
     // Grouped by verdict, then by namespace and name.

@@ -247,10 +247,42 @@ pub fn scheduler_says(pod: &Pod) -> Option<SchedulerSays> {
 }
 
 /// Judges one pending, unbound-or-bound pod against the cluster view.
+pub fn judge(pod: &Pod, view: ClusterView<'_>) -> Judgement {
+    judge_with(pod, view, &mut Gangs::new())
+}
+
+/// Every pod of `pods` judged, each gang simulated once for all its members (a 512-pod gang
+/// is placed once, not once per member).
+pub fn judge_all(pods: &[&Pod], view: ClusterView<'_>) -> Vec<Judgement> {
+    let mut gangs = Gangs::new();
+    pods.iter()
+        .map(|pod| judge_with(pod, view, &mut gangs))
+        .collect()
+}
+
+/// The gangs judged so far, by kind, namespace and name.
+type Gangs = BTreeMap<(GangKind, String, String), GangJudgement>;
+
+/// A gang's judgement, from `gangs` when one of its members was judged before.
+fn gang_once(
+    pod: &Pod,
+    view: ClusterView<'_>,
+    kind: GangKind,
+    name: &str,
+    gangs: &mut Gangs,
+) -> GangJudgement {
+    gangs
+        .entry((kind, pod.metadata.namespace.clone(), name.to_string()))
+        .or_insert_with(|| judge_gang(pod, view, kind, name))
+        .clone()
+}
+
+/// [`judge`], with the gangs judged so far.
 ///
 /// Long on purpose: one sequence, in the order the questions are asked of a pending pod
-/// (bound? whose scheduler? gated? the filters; then the referee, the nomination, the gang).
-pub fn judge(pod: &Pod, view: ClusterView<'_>) -> Judgement {
+/// (bound? whose scheduler? gated? the filters; then the nomination, preemption, the gang,
+/// the referee).
+fn judge_with(pod: &Pod, view: ClusterView<'_>, gangs: &mut Gangs) -> Judgement {
     let mut j = Judgement {
         requests: pod.requests(),
         scheduler_says: scheduler_says(pod),
@@ -309,7 +341,7 @@ pub fn judge(pod: &Pod, view: ClusterView<'_>) -> Judgement {
             },
         });
         if let Some((kind, name)) = &gang {
-            j.gang = Some(judge_gang(pod, view, *kind, name));
+            j.gang = Some(gang_once(pod, view, *kind, name, gangs));
         }
         j.standing = Some(Standing::OtherScheduler { scheduler });
         return j;
@@ -358,7 +390,7 @@ pub fn judge(pod: &Pod, view: ClusterView<'_>) -> Judgement {
         }
     }
     if let Some((kind, name)) = &gang {
-        let g = judge_gang(pod, view, *kind, name);
+        let g = gang_once(pod, view, *kind, name, gangs);
         if g.satisfiable == Some(false) {
             j.placeable = false;
             if j.verdict.is_none() {

@@ -422,3 +422,26 @@ fn preemption_would_evict_the_fewest_lower_priority_pods() {
             .is_none()
     );
 }
+
+#[test]
+fn judging_every_pod_at_once_places_each_gang_once_with_the_same_answer() {
+    let nodes = node_infos(&[node("a", "z1"), node("b", "z2")], &[]);
+    let storage = Storage::default();
+    let pending: Vec<Pod> = (0..4)
+        .map(|i| {
+            serde_json::from_value(json!({"metadata": {"name": format!("w-{i}"), "namespace": "ml",
+                "annotations": {"scheduling.k8s.io/group-name": "g"}},
+                "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]},
+                "status": {"phase": "Pending"}}))
+            .unwrap()
+        })
+        .collect();
+    let pods: Vec<&Pod> = pending.iter().collect();
+    let view = view(&nodes, &storage, &pending);
+    let all = pending::judge_all(&pods, view);
+    for (pod, together) in pods.iter().zip(&all) {
+        let alone = judge(pod, view);
+        assert_eq!(together.gang, alone.gang);
+        assert_eq!(together.gang.as_ref().unwrap().placeable_together, 2);
+    }
+}
