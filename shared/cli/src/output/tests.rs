@@ -50,7 +50,7 @@ fn published_schemas_are_current() {
     assert!(
         stale.is_empty(),
         "published schemas differ from their types (the change is additive): run \
-         `UPDATE_SCHEMAS=1 cargo test -p placekit --lib output` and commit docs/schemas/: {stale:?}"
+         `UPDATE_SCHEMAS=1 cargo test -p placekit-cli --lib output` and commit docs/schemas/: {stale:?}"
     );
 }
 
