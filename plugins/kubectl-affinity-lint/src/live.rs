@@ -485,6 +485,8 @@ impl Extra {
         } else {
             None
         };
+        // Only a volume a filter reads (a claim, an ephemeral or inline CSI volume) is kept
+        // in the read model: any left means the storage objects are needed.
         let storage = if pods.iter().any(|p| !p.spec.volumes.is_empty()) {
             Some(placekit_cli::pending::read_storage(conn, namespace).await?)
         } else {

@@ -90,8 +90,10 @@ pub struct PodSpec {
     /// replace the containers' sum for those resources.
     #[serde(default)]
     pub resources: Option<Resources>,
-    /// `spec.volumes`: what the volume filters read of them.
-    #[serde(default)]
+    /// `spec.volumes`: those a volume filter reads (claims, ephemeral and inline CSI
+    /// volumes); the others (a service account's projected token, emptyDir, configMap) are
+    /// not kept, so a list of 150,000 pods holds nothing for them.
+    #[serde(default, deserialize_with = "scheduling_volumes")]
     pub volumes: Vec<Volume>,
     /// `spec.schedulingGroup` (v1.37, GenericWorkload): the `scheduling.k8s.io` PodGroup
     /// whose gang the pod belongs to.
@@ -179,6 +181,13 @@ impl From<RawVolume> for Volume {
             source,
         }
     }
+}
+
+/// `spec.volumes` without the volumes no filter reads.
+fn scheduling_volumes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Volume>, D::Error> {
+    let mut volumes = Vec::<Volume>::deserialize(d)?;
+    volumes.retain(|v| v.source != VolumeSource::Other);
+    Ok(volumes)
 }
 
 /// A container port as NodePorts reads it.

@@ -391,7 +391,9 @@ fn judge_with(pod: &Pod, view: ClusterView<'_>, gangs: &mut Gangs) -> Judgement 
     }
     if let Some((kind, name)) = &gang {
         let g = gang_once(pod, view, *kind, name, gangs);
-        if g.satisfiable == Some(false) {
+        // A gang whose PodGroup was not read cannot be said to start: its scheduler holds
+        // the pods until the group exists and its minimum can run, so neither is a fit.
+        if g.satisfiable != Some(true) {
             j.placeable = false;
             if j.verdict.is_none() {
                 j.verdict = Some(gang_verdict(&g));
@@ -448,12 +450,23 @@ fn nominated_verdict(n: &Nomination) -> Verdict {
 
 /// The verdict on a pod that fits alone but whose gang cannot start.
 fn gang_verdict(g: &GangJudgement) -> Verdict {
+    let Some(min) = g.min_member else {
+        return Verdict {
+            evidence: format!(
+                "gang {}: its PodGroup ({}) was not read",
+                g.group,
+                g.kind.resource()
+            ),
+            judgment: "the pod belongs to a gang whose minimum placekit cannot see; its scheduler binds the group only when the PodGroup exists and its minimum can run at once".into(),
+            action: "check that the PodGroup exists and what its status says (kubectl get podgroups -n NAMESPACE), and that you may read it".into(),
+        };
+    };
     Verdict {
         evidence: format!(
             "gang {} cannot start: {} of minimum {} placeable together",
             g.group,
             g.scheduled + g.placeable_together,
-            g.min_member.unwrap_or_default()
+            min
         ),
         judgment: "the pod fits a node alone, but its gang's scheduler binds the group only when its minimum can run at once".into(),
         action: "add capacity for the whole group (kubectl gpu-taint status shows the free GPUs), lower the PodGroup's minimum, or make the pods smaller".into(),

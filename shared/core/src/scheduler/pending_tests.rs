@@ -445,3 +445,27 @@ fn judging_every_pod_at_once_places_each_gang_once_with_the_same_answer() {
         assert_eq!(together.gang.as_ref().unwrap().placeable_together, 2);
     }
 }
+
+#[test]
+fn a_gang_whose_pod_group_was_not_read_is_never_called_placeable() {
+    let nodes = node_infos(&[node("a", "z1")], &[]);
+    let storage = Storage::default();
+    let p: Pod = serde_json::from_value(json!({"metadata": {"name": "w", "namespace": "ml",
+        "labels": {"scheduling.x-k8s.io/pod-group": "g"}},
+        "spec": {"containers": [{"name": "c"}],
+            "volumes": [{"name": "kube-api-access", "projected": {"sources": []}}]},
+        "status": {"phase": "Pending"}}))
+    .unwrap();
+    assert!(
+        p.spec.volumes.is_empty(),
+        "only the volumes a filter reads are kept"
+    );
+    let j = judge(&p, view(&nodes, &storage, &[]));
+    assert!(!j.placeable);
+    assert!(
+        j.verdict
+            .unwrap()
+            .evidence
+            .contains("its PodGroup (podgroups.scheduling.x-k8s.io) was not read")
+    );
+}

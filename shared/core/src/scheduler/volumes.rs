@@ -223,6 +223,11 @@ impl<'a> PodVolumes<'a> {
                 } else {
                     format!("persistentvolumeclaim {:?} not found", wanted.name)
                 });
+                // VolumeRestrictions' PreFilter, before VolumeBinding's, finds a missing
+                // claim first, with the same words.
+                if let (false, Some(h)) = (wanted.ephemeral, state.hold.as_mut()) {
+                    h.plugin = "VolumeRestrictions".into();
+                }
                 return state;
             };
             if claim.status.phase.as_deref() == Some("Lost") {
