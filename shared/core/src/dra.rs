@@ -12,6 +12,8 @@
 //! request whose selectors are not the plain `device.driver == "..."` form makes
 //! [`DraInventory::free_for_class`] return `None`.
 
+pub mod cel;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 

@@ -4,6 +4,13 @@
 /// Parses a Kubernetes quantity (`8`, `500m`, `1.5`, `2k`, `1Gi`, `1e3`) into thousandths
 /// of a unit. `None` for anything the API server would reject.
 pub fn parse_quantity_milli(s: &str) -> Option<i128> {
+    parse_quantity_scaled(s, 1000)
+}
+
+/// Parses a Kubernetes quantity into `1/per_unit`ths of a unit (1000: thousandths, as
+/// resources are counted; 10^9: billionths, as CEL's quantities compare), rounded up like
+/// the API server rounds.
+pub fn parse_quantity_scaled(s: &str, per_unit: i128) -> Option<i128> {
     let s = s.trim();
     if s.is_empty() {
         return None;
@@ -59,8 +66,8 @@ pub fn parse_quantity_milli(s: &str) -> Option<i128> {
         frac_part[..frac_digits as usize].parse().ok()?
     };
     let scaled = int_value.checked_mul(scale)?.checked_add(frac_value)?;
-    // value = scaled / scale * mul_num / mul_den, in thousandths, rounded up like the API server.
-    let numerator = scaled.checked_mul(mul_num)?.checked_mul(1000)?;
+    // value = scaled / scale * mul_num / mul_den, in 1/per_unit, rounded up like the API server.
+    let numerator = scaled.checked_mul(mul_num)?.checked_mul(per_unit)?;
     let denominator = scale.checked_mul(mul_den)?;
     let value = (numerator + denominator - 1).div_euclid(denominator);
     Some(if negative { -value } else { value })
