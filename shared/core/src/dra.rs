@@ -12,6 +12,7 @@
 //! request whose selectors are not the plain `device.driver == "..."` form makes
 //! [`DraInventory::free_for_class`] return `None`.
 
+pub mod allocate;
 pub mod cel;
 
 use std::collections::{BTreeMap, HashMap};
@@ -21,7 +22,7 @@ use k8s_openapi::api::core::v1::NodeSelector;
 
 use crate::model::dra::{
     AllocationResult, DeviceClass, DeviceRequest, DeviceTaint, DeviceTaintRule, DeviceToleration,
-    ResourceClaim, ResourceSlice,
+    ExactDeviceRequest, ResourceClaim, ResourceSlice,
 };
 use crate::model::pod::{PodClaimRef, PodClaimStatus};
 use crate::model::quantity::parse_quantity_milli;
@@ -79,6 +80,34 @@ pub struct KeptDevice {
     pub taints: Vec<KeptTaint>,
     /// counter set -> counter -> thousandths consumed.
     pub consumes: BTreeMap<String, BTreeMap<String, i128>>,
+    /// Attributes by published name, for selectors and `matchAttribute`.
+    pub attributes: BTreeMap<String, cel::AttributeValue>,
+    /// Capacities by published name (quantities), for selectors.
+    pub capacity: BTreeMap<String, String>,
+}
+
+impl KeptDevice {
+    /// What a CEL selector sees of the device.
+    pub fn facts(&self) -> cel::DeviceFacts<'_> {
+        cel::DeviceFacts {
+            driver: &self.driver,
+            attributes: &self.attributes,
+            capacity: &self.capacity,
+            allow_multiple_allocations: self.shareable,
+        }
+    }
+
+    /// The attribute `matchAttribute` names (fully qualified): published with that name, or
+    /// unqualified by the driver whose domain it is.
+    pub fn attribute(&self, qualified: &str) -> Option<&cel::AttributeValue> {
+        if let Some(v) = self.attributes.get(qualified) {
+            return Some(v);
+        }
+        let (domain, id) = qualified.split_once('/')?;
+        (domain == self.driver)
+            .then(|| self.attributes.get(id))
+            .flatten()
+    }
 }
 
 /// A taint on a device and where it comes from.
@@ -135,7 +164,14 @@ pub struct DraInventory {
     classes: Vec<DeviceClass>,
     /// The DeviceTaintRules applied, in name order.
     rules: Vec<(String, DeviceTaint, Vec<usize>)>,
+    /// Compiled selectors, by expression.
+    selectors: cel::SelectorCache,
+    /// Each expression's answer per device, computed once: a class's selectors are asked
+    /// of the same devices by every pod and every node.
+    answers: std::sync::Mutex<HashMap<String, Vec<Option<SelectorAnswer>>>>,
 }
+
+type SelectorAnswer = Result<bool, cel::SelectorError>;
 
 /// One driver's devices usable from a node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -268,6 +304,16 @@ impl DraInventory {
                 reach,
                 shareable: d.allow_multiple_allocations == Some(true),
                 accelerator: is_accelerator(&s.spec.driver, &d.attributes),
+                attributes: d
+                    .attributes
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.clone(), cel::AttributeValue::from_json(v)?)))
+                    .collect(),
+                capacity: d
+                    .capacity
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.value.clone()))
+                    .collect(),
                 taints: d
                     .taints
                     .into_iter()
@@ -390,6 +436,55 @@ impl DraInventory {
                     .cmp(&a.metadata.creation_timestamp)
                     .then_with(|| a.metadata.name.cmp(&b.metadata.name))
             })
+    }
+
+    /// Whether `expression` matches device `d` (by index), memoised.
+    fn selector_matches(&self, expression: &str, d: usize) -> SelectorAnswer {
+        let lock = || {
+            self.answers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(Some(answer)) = lock()
+            .get(expression)
+            .and_then(|v: &Vec<Option<SelectorAnswer>>| v.get(d))
+        {
+            return answer.clone();
+        }
+        let answer = match self.selectors.get(expression).as_ref() {
+            Ok(selector) => selector.matches(self.devices[d].facts()),
+            Err(e) => Err(e.clone()),
+        };
+        let mut answers = lock();
+        let row = answers
+            .entry(expression.to_string())
+            .or_insert_with(|| vec![None; self.devices.len()]);
+        if let Some(slot) = row.get_mut(d) {
+            *slot = Some(answer.clone());
+        }
+        answer
+    }
+
+    /// Why placekit cannot evaluate `expression` on some published device, if it cannot:
+    /// it does not compile here, or calls a function placekit does not implement.
+    pub fn selector_unsupported(&self, expression: &str) -> Option<String> {
+        (0..self.devices.len().max(1)).find_map(|d| {
+            let answer = if self.devices.is_empty() {
+                self.selectors
+                    .get(expression)
+                    .as_ref()
+                    .as_ref()
+                    .err()
+                    .cloned()
+                    .map(Err)
+            } else {
+                Some(self.selector_matches(expression, d))
+            };
+            match answer {
+                Some(Err(e @ cel::SelectorError::Unsupported(_))) => Some(e.to_string()),
+                _ => None,
+            }
+        })
     }
 
     /// Whether an allocated claim names the device.
@@ -575,26 +670,6 @@ impl DraInventory {
         .next()
     }
 
-    /// The taints `tolerations` do not tolerate on the unallocated devices of `driver`
-    /// usable from `node`: "gpu-0: key=value:NoSchedule (DeviceTaintRule r)".
-    fn untolerated_taints(
-        &self,
-        driver: &str,
-        node: NodeFacts<'_>,
-        tolerations: &[DeviceToleration],
-    ) -> Vec<String> {
-        self.reachable(node)
-            .filter(|&i| self.devices[i].driver == driver && !self.allocated[i])
-            .flat_map(|i| {
-                let d = &self.devices[i];
-                d.taints
-                    .iter()
-                    .filter(|t| !tolerations.iter().any(|tol| tol.tolerates(&t.taint)))
-                    .map(move |t| format!("{}: {t}", d.name))
-            })
-            .collect()
-    }
-
     /// Whether `driver` publishes partitionable devices (their allocation depends on which
     /// partitions the scheduler picks: placekit does not predict it).
     pub fn is_partitionable(&self, driver: &str) -> bool {
@@ -675,8 +750,8 @@ fn fits_counters(left: &Counters, d: &KeptDevice) -> bool {
 pub struct ClaimNeeds {
     /// Allocated claims and the nodes their allocation is available on.
     allocated: Vec<(String, Option<NodeSelector>)>,
-    /// Claims still to allocate: (claim, request, class, count; `None` = All).
-    to_allocate: Vec<Need>,
+    /// Claims still to allocate, in the pod's order.
+    pending: Vec<PendingClaim>,
     /// Extended resources a DeviceClass serves: (resource, class, count). They need DRA
     /// devices on a node whose allocatable lacks the resource.
     extended: Vec<(String, String, i64)>,
@@ -686,13 +761,12 @@ pub struct ClaimNeeds {
     pub unmodelled: Vec<String>,
 }
 
+/// A claim still to allocate: what the allocator reads of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Need {
-    claim: String,
-    request: String,
-    class: String,
-    count: Option<i64>,
-    tolerations: Vec<DeviceToleration>,
+struct PendingClaim {
+    name: String,
+    requests: Vec<DeviceRequest>,
+    constraints: Vec<crate::model::dra::DeviceConstraint>,
 }
 
 /// A claim the pod names that placekit did not find.
@@ -854,30 +928,11 @@ impl ClaimNeeds {
                 state: "pending",
                 requests: described,
             });
-            for req in &claim.spec.devices.requests {
-                match (&req.exactly, req.first_available.as_slice()) {
-                    (Some(exact), _) => {
-                        if !exact.selectors.is_empty() {
-                            needs.unmodelled.push(format!(
-                                "claim {}, request {}: its CEL selectors",
-                                claim.metadata.name, req.name
-                            ));
-                        }
-                        needs.to_allocate.push(Need {
-                            claim: claim.metadata.name.clone(),
-                            request: req.name.clone(),
-                            class: exact.device_class_name.clone(),
-                            count: (!exact.wants_all()).then(|| exact.wanted()),
-                            tolerations: exact.tolerations.clone(),
-                        });
-                    }
-                    (None, [_, ..]) => needs.unmodelled.push(format!(
-                        "claim {}, request {}: firstAvailable alternatives",
-                        claim.metadata.name, req.name
-                    )),
-                    (None, []) => {}
-                }
-            }
+            needs.pending.push(PendingClaim {
+                name: claim.metadata.name.clone(),
+                requests: claim.spec.devices.requests.clone(),
+                constraints: claim.spec.devices.constraints.clone(),
+            });
         }
         for (resource, milli) in requests {
             if let Some(class) = inventory.class_serving(resource) {
@@ -893,34 +948,50 @@ impl ClaimNeeds {
                 });
             }
         }
-        let classes = needs
-            .to_allocate
-            .iter()
-            .map(|n| {
-                (
-                    format!("claim {}, request {}", n.claim, n.request),
-                    &n.class,
-                )
-            })
-            .chain(
-                needs
-                    .extended
-                    .iter()
-                    .map(|(r, class, _)| (format!("extended resource {r}"), class)),
-            );
         let mut unmodelled = Vec::new();
-        for (what, class) in classes {
+        for claim in &needs.pending {
+            for req in &claim.requests {
+                let alternatives: Vec<&ExactDeviceRequest> = match &req.exactly {
+                    Some(e) => vec![e],
+                    None => req.first_available.iter().collect(),
+                };
+                for alt in alternatives {
+                    let what = format!("claim {}, request {}", claim.name, req.name);
+                    if alt.capacity.is_some() {
+                        unmodelled.push(format!("{what}: consumable capacity of shared devices"));
+                    }
+                    let class_selectors = inventory
+                        .class(&alt.device_class_name)
+                        .map(|c| c.spec.selectors.as_slice())
+                        .unwrap_or_default();
+                    for (whose, selector) in class_selectors
+                        .iter()
+                        .map(|s| (format!("device class {}", alt.device_class_name), s))
+                        .chain(alt.selectors.iter().map(|s| (what.clone(), s)))
+                    {
+                        if let Some(why) = selector
+                            .cel
+                            .as_ref()
+                            .and_then(|c| inventory.selector_unsupported(&c.expression))
+                        {
+                            unmodelled.push(format!("{whose}: {why}"));
+                        }
+                    }
+                }
+            }
+        }
+        for (resource, class, _) in &needs.extended {
             match inventory.class(class) {
-                None => unmodelled.push(format!("{what}: device class {class} does not exist")),
-                Some(c) => match c.driver() {
-                    None => unmodelled.push(format!(
-                        "device class {class}: selectors beyond device.driver"
-                    )),
-                    Some(driver) if inventory.is_partitionable(&driver) => unmodelled.push(
-                        format!("device class {class}: partitionable devices of {driver}"),
-                    ),
-                    Some(_) => {}
-                },
+                None => unmodelled.push(format!(
+                    "extended resource {resource}: device class {class} does not exist"
+                )),
+                Some(c) => {
+                    for selector in c.spec.selectors.iter().filter_map(|s| s.cel.as_ref()) {
+                        if let Some(why) = inventory.selector_unsupported(&selector.expression) {
+                            unmodelled.push(format!("device class {class}: {why}"));
+                        }
+                    }
+                }
             }
         }
         needs.unmodelled.extend(unmodelled);
@@ -932,7 +1003,7 @@ impl ClaimNeeds {
     /// Whether the pod has anything for DRA's filter to do.
     pub fn is_empty(&self) -> bool {
         self.allocated.is_empty()
-            && self.to_allocate.is_empty()
+            && self.pending.is_empty()
             && self.extended.is_empty()
             && self.missing.is_empty()
     }
@@ -943,80 +1014,53 @@ impl ClaimNeeds {
         node_allocatable.unwrap_or(0) == 0 && self.extended.iter().any(|(r, _, _)| r == resource)
     }
 
-    /// DRA's filter on one node (claims already allocated elsewhere, then whether the
-    /// devices still to allocate are free there). Counts per device class are summed over
-    /// requests, which is exact when classes select disjoint devices (one driver each).
+    /// DRA's filter on one node: the claims still to allocate (and the extended resources
+    /// DRA serves here) through the allocator, then whether the claims allocated already are
+    /// available from this node.
     pub fn check(
         &self,
         node: NodeFacts<'_>,
         node_allocatable: &BTreeMap<String, i128>,
         inventory: &DraInventory,
     ) -> Result<(), DraFailure> {
-        // Demand per driver (classes of one driver draw on the same devices); classes
-        // placekit cannot resolve to a driver are left to the scheduler (`unmodelled`).
-        let mut wanted: BTreeMap<String, DriverDemand<'_>> = BTreeMap::new();
-        let no_tolerations: &[DeviceToleration] = &[];
-        let demands = self
-            .to_allocate
+        // The scheduler allocates extended resources DRA serves on a node whose allocatable
+        // lacks them as one more claim, a request per resource.
+        let extended: Vec<DeviceRequest> = self
+            .extended
             .iter()
-            .map(|n| (n.class.as_str(), n.count, n.tolerations.as_slice()))
-            .chain(
-                self.extended
-                    .iter()
-                    .filter(|(r, _, _)| node_allocatable.get(r).copied().unwrap_or(0) == 0)
-                    .map(|(_, class, count)| (class.as_str(), Some(*count), no_tolerations)),
-            );
-        for (class, count, tolerations) in demands {
-            let Some(driver) = inventory.class(class).and_then(DeviceClass::driver) else {
-                continue;
-            };
-            let e = wanted.entry(driver).or_default();
-            match count {
-                Some(c) => e.count += c,
-                None => e.all = true,
-            }
-            if !e.classes.contains(&class) {
-                e.classes.push(class);
-            }
-            e.tolerations.push(tolerations);
+            .filter(|(r, _, _)| node_allocatable.get(r).copied().unwrap_or(0) == 0)
+            .map(|(resource, class, count)| DeviceRequest {
+                name: resource.clone(),
+                exactly: Some(ExactDeviceRequest {
+                    device_class_name: class.clone(),
+                    count: Some(*count),
+                    ..Default::default()
+                }),
+                first_available: Vec::new(),
+            })
+            .collect();
+        let mut claims: Vec<allocate::ClaimSpec<'_>> = self
+            .pending
+            .iter()
+            .map(|c| allocate::ClaimSpec {
+                name: &c.name,
+                requests: &c.requests,
+                constraints: &c.constraints,
+            })
+            .collect();
+        if !extended.is_empty() {
+            claims.push(allocate::ClaimSpec {
+                name: "(extended resources)",
+                requests: &extended,
+                constraints: &[],
+            });
         }
-        // The scheduler runs the allocator before it reports allocated claims its devices
-        // cannot reach: "cannot allocate all claims" comes first.
-        for (driver, demand) in wanted {
-            // A tainted device counts only when every request of the driver tolerates its
-            // taints: exact for one request, cautious for several that differ.
-            let common: Vec<DeviceToleration> = demand
-                .tolerations
-                .first()
-                .map(|first| {
-                    first
-                        .iter()
-                        .filter(|t| demand.tolerations.iter().all(|others| others.contains(t)))
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default();
-            let devices = inventory.driver_on(&driver, node, &common);
-            let (free, total) = devices.map(|d| (d.free, d.total)).unwrap_or((0, 0));
-            let (count, all) = (demand.count, demand.all);
-            // `All` needs every device of the class there to be allocatable, and one at least.
-            let short = (all && (total == 0 || free < total)) || (free as i64) < count;
-            if short {
-                let asked = match (all, count) {
-                    (true, 0) => "all devices".to_string(),
-                    (true, c) => format!("all devices and {c} more"),
-                    (false, c) => c.to_string(),
-                };
-                let class = demand.classes.join(", ");
-                let taints = inventory.untolerated_taints(&driver, node, &common);
-                let tainted = if taints.is_empty() {
-                    String::new()
-                } else {
-                    format!("; tainted and not tolerated: {}", taints.join(", "))
-                };
-                return Err(DraFailure::CannotAllocate {
-                    detail: format!("needs {asked} of class {class}, {free} free here{tainted}"),
-                });
+        if !claims.is_empty() {
+            match allocate::allocate(inventory, node, &claims) {
+                allocate::Allocation::Fits => {}
+                allocate::Allocation::Short(detail) | allocate::Allocation::Failed(detail) => {
+                    return Err(DraFailure::CannotAllocate { detail });
+                }
             }
         }
         for (claim, selector) in &self.allocated {
@@ -1030,19 +1074,6 @@ impl ClaimNeeds {
         }
         Ok(())
     }
-}
-
-/// What a pod asks of one driver's devices on a node.
-#[derive(Debug, Default)]
-struct DriverDemand<'a> {
-    /// Devices asked for by count.
-    count: i64,
-    /// Some request wants every device (`allocationMode: All`).
-    all: bool,
-    /// The classes asked for.
-    classes: Vec<&'a str>,
-    /// Each request's tolerations.
-    tolerations: Vec<&'a [DeviceToleration]>,
 }
 
 fn describe_request(r: &DeviceRequest) -> String {

@@ -230,13 +230,13 @@ pub struct DeviceClassSpec {
     pub extended_resource_name: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct DeviceSelector {
     #[serde(default)]
     pub cel: Option<CelSelector>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct CelSelector {
     #[serde(default)]
     pub expression: String,
@@ -298,9 +298,25 @@ pub struct ResourceClaimSpec {
 pub struct DeviceClaim {
     #[serde(default)]
     pub requests: Vec<DeviceRequest>,
+    #[serde(default)]
+    pub constraints: Vec<DeviceConstraint>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+/// A constraint across a claim's requests: every device of `requests` (all when empty)
+/// has the same value of `matchAttribute`, or pairwise different values of
+/// `distinctAttribute`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceConstraint {
+    #[serde(default)]
+    pub requests: Vec<String>,
+    #[serde(default)]
+    pub match_attribute: Option<String>,
+    #[serde(default)]
+    pub distinct_attribute: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeviceRequest {
     #[serde(default)]
@@ -312,7 +328,7 @@ pub struct DeviceRequest {
 }
 
 /// `exactly`, or one alternative of `firstAvailable` (same fields).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExactDeviceRequest {
     #[serde(default)]
@@ -327,6 +343,13 @@ pub struct ExactDeviceRequest {
     pub selectors: Vec<DeviceSelector>,
     #[serde(default)]
     pub tolerations: Vec<DeviceToleration>,
+    /// Admin access: the device is reachable for monitoring even while others use it.
+    #[serde(default)]
+    pub admin_access: Option<bool>,
+    /// Consumable capacity asked of a shared device (`capacity.requests`): placekit does
+    /// not model how much of a device's capacity others consumed.
+    #[serde(default)]
+    pub capacity: Option<serde_json::Value>,
 }
 
 impl ExactDeviceRequest {
