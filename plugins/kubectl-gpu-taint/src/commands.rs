@@ -81,6 +81,7 @@ pub async fn dedicate(
     let resources = placekit_cli::inventory::resources_for(&views, resource);
     let scope = Scope {
         resource,
+        class: None,
         primary,
         resources: &resources,
         label_columns: &[],

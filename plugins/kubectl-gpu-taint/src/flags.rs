@@ -131,12 +131,13 @@ pub enum Command {
 resources of the known vendors (nvidia.com/gpu, nvidia.com/mig-*, amd.com/gpu, gpu.intel.com/*, \
 habana.ai/*, google.com/tpu, aws.amazon.com/neuron*), shown with how they are exposed (FORM: \
 whole, time-slicing 8x4 = 8 physical GPUs shared 4 ways, MPS, MIG, MIG single/mixed), and DRA \
-devices per driver (total, allocated to claims, free; a device a DeviceTaintRule or its driver \
+devices per driver and DeviceClass (a row per set of classes whose CEL selectors match them, so \
+whole GPUs, MIG devices and IMEX channels are counted apart; total, allocated to claims, free; a device a DeviceTaintRule or its driver \
 taints is not free, and WARNINGS say so; ComputeDomain channels are shown apart, not as \
 accelerators). WARNINGS also say a pending or failed MIG reconfiguration. A node with \
 accelerators of any kind is a GPU node. --by namespace|pod breaks the requests down instead \
 (-n/-A choose whose).",
-        after_help = "Examples:\n  kubectl gpu-taint status\n  kubectl gpu-taint status -l pool=online -o wide   # also the pool labels\n  kubectl gpu-taint status -L nvidia.com/gpu.product -L pool\n  kubectl gpu-taint status --resource nvidia.com/gpu -o json\n  # Requests per namespace; per pod in one namespace (the runbook's script)\n  kubectl gpu-taint status --by namespace\n  kubectl gpu-taint status --by pod -n ml\n  # Where are our free H100s? Every cluster at once\n  kubectl gpu-taint status --all-contexts -L nvidia.com/gpu.product\n  # Watch a pool drain and fill: its rows again each time they change\n  kubectl gpu-taint status -l pool=online -w\n  # Free GPUs per Karpenter NodePool, the least free nodes first\n  kubectl gpu-taint status --free-only --sort-by .free \\\n      --group-by karpenter.sh/nodepool"
+        after_help = "Examples:\n  kubectl gpu-taint status\n  kubectl gpu-taint status -l pool=online -o wide   # also the pool labels\n  kubectl gpu-taint status -L nvidia.com/gpu.product -L pool\n  kubectl gpu-taint status --resource nvidia.com/gpu -o json\n  # MIG devices of the NVIDIA DRA driver, apart from its whole GPUs\n  kubectl gpu-taint status --class mig.nvidia.com\n  # Requests per namespace; per pod in one namespace (the runbook's script)\n  kubectl gpu-taint status --by namespace\n  kubectl gpu-taint status --by pod -n ml\n  # Where are our free H100s? Every cluster at once\n  kubectl gpu-taint status --all-contexts -L nvidia.com/gpu.product\n  # Watch a pool drain and fill: its rows again each time they change\n  kubectl gpu-taint status -l pool=online -w\n  # Free GPUs per Karpenter NodePool, the least free nodes first\n  kubectl gpu-taint status --free-only --sort-by .free \\\n      --group-by karpenter.sh/nodepool"
     )]
     Status {
         #[command(flatten)]
@@ -146,6 +147,10 @@ accelerators of any kind is a GPU node. --by namespace|pod breaks the requests d
         /// serves); the flat JSON fields count it. Default: every accelerator.
         #[arg(long, value_name = "NAME")]
         resource: Option<String>,
+        /// Only the DRA devices this DeviceClass's selectors match (e.g. gpu.nvidia.com for
+        /// whole GPUs, mig.nvidia.com for MIG devices).
+        #[arg(long, value_name = "DEVICECLASS")]
+        class: Option<String>,
         /// Break requested/allocated accelerators down by namespace or by pod instead of by
         /// node. `-n NAMESPACE` alone implies `--by pod`.
         #[arg(long, value_enum)]

@@ -163,6 +163,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         Command::Status {
             selection,
             resource,
+            class,
             by,
             all_namespaces,
             label_columns,
@@ -174,6 +175,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             let namespace = cli.connection.namespace.clone().filter(|_| !all_namespaces);
             let options = StatusOptions {
                 resource,
+                class,
                 // `-n ml` alone is the runbook's per-pod script for that namespace.
                 by: by.or(namespace.as_ref().map(|_| By::Pod)),
                 namespace,

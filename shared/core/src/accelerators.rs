@@ -149,8 +149,9 @@ pub struct Accelerator {
     /// DRA: some devices are partitions consuming shared counters.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub partitionable: bool,
-    /// DRA: the device classes selecting this driver's devices, and the extended resources
-    /// they serve to pods that ask for them the classic way.
+    /// DRA: the device classes whose selectors match the devices of this row (a row per
+    /// set of classes: whole GPUs apart from MIG devices), and the extended resources they
+    /// serve to pods that ask for them the classic way.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub device_classes: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -181,13 +182,20 @@ impl Accelerator {
         }
     }
 
-    /// The RESOURCE column: DRA rows name the driver as such.
+    /// The RESOURCE column: DRA rows name the driver as such, and the classes that select
+    /// their devices.
     pub fn resource_text(&self) -> String {
-        if self.form.is_dra() {
-            format!("{} (DRA)", self.resource)
-        } else {
-            self.resource.clone()
-        }
+        dra_resource_text(&self.resource, self.form, &self.device_classes)
+    }
+}
+
+/// `gpu.nvidia.com (DRA: mig.nvidia.com)`: a DRA driver and the classes selecting the
+/// devices counted; other resources as they are.
+pub fn dra_resource_text(resource: &str, form: Form, classes: &[String]) -> String {
+    match (form.is_dra(), classes) {
+        (false, _) => resource.to_string(),
+        (true, []) => format!("{resource} (DRA)"),
+        (true, classes) => format!("{resource} (DRA: {})", classes.join(", ")),
     }
 }
 
@@ -355,10 +363,10 @@ fn dra_rows(node: &Node, dra: &DraInventory) -> Vec<Accelerator> {
         .node_devices(facts)
         .into_iter()
         .map(|d: DriverDevices| {
-            let classes: Vec<&crate::model::dra::DeviceClass> = dra
-                .classes()
+            let classes: Vec<&crate::model::dra::DeviceClass> = d
+                .classes
                 .iter()
-                .filter(|c| c.driver().as_deref() == Some(d.driver.as_str()))
+                .filter_map(|name| dra.class(name))
                 .collect();
             Accelerator {
                 resource: d.driver.clone(),
@@ -393,6 +401,8 @@ fn dra_rows(node: &Node, dra: &DraInventory) -> Vec<Accelerator> {
 pub struct Scope<'a> {
     /// `--resource`: only this resource's rows (and the DRA devices of a class serving it).
     pub resource: Option<&'a str>,
+    /// `--class`: only the DRA devices this DeviceClass selects.
+    pub class: Option<&'a str>,
     /// The resource of the flat legacy fields (`--resource`, else `nvidia.com/gpu`).
     pub primary: &'a str,
     /// Every accelerator resource counted.
@@ -410,15 +420,22 @@ pub fn node_inventory(
 ) -> NodeInventory {
     let mut accelerators = extended_rows(node, requested, scope.resources);
     accelerators.extend(dra_rows(node, dra));
-    // The DRA driver behind a class that serves the asked-for extended resource.
+    // The DRA devices of the class that serves the asked-for extended resource.
     let served_by = scope
         .resource
         .and_then(|r| dra.class_serving(r))
-        .and_then(|c| c.driver());
+        .map(|c| c.metadata.name.clone());
     if let Some(resource) = scope.resource {
         accelerators.retain(|a| {
-            a.resource == resource || (a.form.is_dra() && Some(&a.resource) == served_by.as_ref())
+            a.resource == resource
+                || (a.form.is_dra()
+                    && served_by
+                        .as_ref()
+                        .is_some_and(|class| a.device_classes.contains(class)))
         });
+    }
+    if let Some(class) = scope.class {
+        accelerators.retain(|a| a.form.is_dra() && a.device_classes.iter().any(|c| c == class));
     }
     let mut primary = node_gpu(
         node,
@@ -431,10 +448,10 @@ pub fn node_inventory(
         primary
             .warnings
             .retain(|w| !w.contains("capacity: not a GPU node"));
-        let dra_served = served_by.as_ref().and_then(|driver| {
+        let dra_served = served_by.as_ref().and_then(|class| {
             accelerators
                 .iter()
-                .find(|a| a.form.is_dra() && &a.resource == driver)
+                .find(|a| a.form.is_dra() && a.device_classes.contains(class))
         });
         if let Some(devices) = dra_served {
             // The extended resource is allocated from DRA devices here: count them.
@@ -507,6 +524,16 @@ pub struct ResourceTotal {
     /// as themselves, shared ones as GPU Feature Discovery's `gpu.count`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub physical: Option<u64>,
+    /// DRA: the device classes selecting the devices totalled (a total per set of classes).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub device_classes: Vec<String>,
+}
+
+impl ResourceTotal {
+    /// The RESOURCE column of a totals row.
+    pub fn resource_text(&self) -> String {
+        dra_resource_text(&self.resource, self.form, &self.device_classes)
+    }
 }
 
 /// Totals per resource over several clusters' totals, in the same order as
@@ -514,9 +541,9 @@ pub struct ResourceTotal {
 pub fn merge_totals<'a>(
     clusters: impl IntoIterator<Item = &'a [ResourceTotal]>,
 ) -> Vec<ResourceTotal> {
-    let mut out: BTreeMap<(u8, String), ResourceTotal> = BTreeMap::new();
+    let mut out: BTreeMap<(u8, String, Vec<String>), ResourceTotal> = BTreeMap::new();
     for t in clusters.into_iter().flatten() {
-        let key = (t.form.rank(), t.resource.clone());
+        let key = (t.form.rank(), t.resource.clone(), t.device_classes.clone());
         match out.get_mut(&key) {
             None => {
                 out.insert(key, t.clone());
@@ -538,36 +565,34 @@ pub fn merge_totals<'a>(
 /// replicas and whole GPUs of one resource are totalled together; `physical` says how many
 /// physical GPUs that is.
 pub fn totals_by_resource(nodes: &[NodeInventory]) -> Vec<ResourceTotal> {
-    let mut out: BTreeMap<(u8, String), ResourceTotal> = BTreeMap::new();
-    let mut physical: BTreeMap<(u8, String), Vec<Option<u64>>> = BTreeMap::new();
-    let mut shared: BTreeSet<(u8, String)> = BTreeSet::new();
+    type Key = (u8, String, Vec<String>);
+    let mut out: BTreeMap<Key, ResourceTotal> = BTreeMap::new();
+    let mut physical: BTreeMap<Key, Vec<Option<u64>>> = BTreeMap::new();
+    let mut shared: BTreeSet<Key> = BTreeSet::new();
     for a in nodes.iter().flat_map(|n| &n.accelerators) {
         let rank = a.form.rank();
-        let t = out
-            .entry((rank, a.resource.clone()))
-            .or_insert_with(|| ResourceTotal {
-                resource: a.resource.clone(),
-                form: if a.form.is_dra() { a.form } else { Form::Whole },
-                nodes: 0,
-                figures: Figures::default(),
-                physical: None,
-            });
+        let key: Key = (rank, a.resource.clone(), a.device_classes.clone());
+        let t = out.entry(key.clone()).or_insert_with(|| ResourceTotal {
+            resource: a.resource.clone(),
+            form: if a.form.is_dra() { a.form } else { Form::Whole },
+            nodes: 0,
+            figures: Figures::default(),
+            physical: None,
+            device_classes: a.device_classes.clone(),
+        });
         // A mixed-strategy MIG node's nvidia.com/gpu at 0 is not a node with GPUs of it.
         if a.form != Form::MigMixed {
             t.nodes += 1;
         }
         t.figures.add(&a.figures);
-        physical
-            .entry((rank, a.resource.clone()))
-            .or_default()
-            .push(match a.form {
-                Form::Whole => a.figures.capacity.map(|c| (c / 1000).max(0) as u64),
-                Form::TimeSlicing | Form::Mps => a.physical.map(u64::from),
-                Form::MigMixed => Some(0),
-                Form::Mig | Form::MigSingle | Form::Dra | Form::DraNonAccelerator => None,
-            });
+        physical.entry(key.clone()).or_default().push(match a.form {
+            Form::Whole => a.figures.capacity.map(|c| (c / 1000).max(0) as u64),
+            Form::TimeSlicing | Form::Mps => a.physical.map(u64::from),
+            Form::MigMixed => Some(0),
+            Form::Mig | Form::MigSingle | Form::Dra | Form::DraNonAccelerator => None,
+        });
         if a.form.is_shared() {
-            shared.insert((rank, a.resource.clone()));
+            shared.insert(key);
         }
     }
     // Physical GPUs only where some are shared (whole ones count as themselves) and every
@@ -606,6 +631,7 @@ mod tests {
     fn scope<'a>(resource: Option<&'a str>, resources: &'a BTreeSet<String>) -> Scope<'a> {
         Scope {
             resource,
+            class: None,
             primary: resource.unwrap_or("nvidia.com/gpu"),
             resources,
             label_columns: &[],

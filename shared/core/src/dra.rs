@@ -173,10 +173,14 @@ pub struct DraInventory {
 
 type SelectorAnswer = Result<bool, cel::SelectorError>;
 
-/// One driver's devices usable from a node.
+/// One driver's devices usable from a node that the same device classes select (whole GPUs
+/// apart from MIG devices when the classes tell them apart).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriverDevices {
     pub driver: String,
+    /// The device classes whose selectors match these devices, by name; empty when none
+    /// does (or none can be evaluated).
+    pub classes: Vec<String>,
     pub pools: Vec<String>,
     pub total: usize,
     pub allocated: usize,
@@ -559,14 +563,16 @@ impl DraInventory {
         here: impl IntoIterator<Item = usize>,
         tolerations: &[DeviceToleration],
     ) -> Vec<DriverDevices> {
-        let mut per_driver: BTreeMap<&str, DriverDevices> = BTreeMap::new();
-        let mut partitions: Vec<usize> = Vec::new();
+        let mut per_group: BTreeMap<(&str, Vec<String>), DriverDevices> = BTreeMap::new();
+        let mut partitions: Vec<(usize, (&str, Vec<String>))> = Vec::new();
         for i in here {
             let d = &self.devices[i];
-            let e = per_driver
-                .entry(d.driver.as_str())
+            let key = (d.driver.as_str(), self.classes_of(i));
+            let e = per_group
+                .entry(key.clone())
                 .or_insert_with(|| DriverDevices {
                     driver: d.driver.clone(),
+                    classes: key.1.clone(),
                     pools: Vec::new(),
                     total: 0,
                     allocated: 0,
@@ -594,31 +600,31 @@ impl DraInventory {
             if d.consumes.is_empty() {
                 e.free += 1;
             } else {
-                partitions.push(i);
+                partitions.push((i, key));
             }
         }
         if !partitions.is_empty() {
             // Partitions exclude each other through their pool's counters: count how many
             // fit together, smallest first.
             let mut left = self.counters_left().clone();
-            partitions.sort_by_key(|&i| {
-                self.devices[i]
+            partitions.sort_by_key(|(i, _)| {
+                self.devices[*i]
                     .consumes
                     .values()
                     .flat_map(|c| c.values())
                     .sum::<i128>()
             });
-            for i in partitions {
+            for (i, key) in partitions {
                 let d = &self.devices[i];
                 if fits_counters(&left, d) {
                     consume(&mut left, d);
-                    if let Some(e) = per_driver.get_mut(d.driver.as_str()) {
+                    if let Some(e) = per_group.get_mut(&key) {
                         e.free += 1;
                     }
                 }
             }
         }
-        per_driver
+        per_group
             .into_values()
             .map(|mut d| {
                 d.pools.sort();
@@ -636,38 +642,50 @@ impl DraInventory {
             .iter()
             .filter_map(|c| {
                 let resource = c.spec.extended_resource_name.clone()?;
-                let driver = c.driver()?;
-                let d = devices.iter().find(|d| d.driver == driver)?;
-                Some((resource, d.total, d.total - d.free))
+                let mine = devices
+                    .iter()
+                    .filter(|d| d.classes.contains(&c.metadata.name));
+                let (total, free) = mine.fold((0, 0), |(t, f), d| (t + d.total, f + d.free));
+                (total > 0).then(|| (resource, total, total - free))
             })
             .collect()
     }
 
     /// How many devices of `class` are free on `node` now, or `None` when placekit cannot
-    /// tell which devices the class selects (selectors other than one driver test).
+    /// evaluate the class's selectors (or the class does not exist).
     pub fn free_for_class(&self, class: &str, node: NodeFacts<'_>) -> Option<usize> {
-        let driver = self.class(class)?.driver()?;
+        let c = self.class(class)?;
+        if c.spec
+            .selectors
+            .iter()
+            .filter_map(|s| s.cel.as_ref())
+            .any(|s| self.selector_unsupported(&s.expression).is_some())
+        {
+            return None;
+        }
         Some(
-            self.driver_on(&driver, node, &[])
+            self.node_devices(node)
+                .iter()
+                .filter(|d| d.classes.iter().any(|n| n == class))
                 .map(|d| d.free)
-                .unwrap_or(0),
+                .sum(),
         )
     }
 
-    /// The devices of `driver` usable from `node`, for a request with `tolerations`.
-    fn driver_on(
-        &self,
-        driver: &str,
-        node: NodeFacts<'_>,
-        tolerations: &[DeviceToleration],
-    ) -> Option<DriverDevices> {
-        self.summarize(
-            self.reachable(node)
-                .filter(|&i| self.devices[i].driver == driver),
-            tolerations,
-        )
-        .into_iter()
-        .next()
+    /// The classes whose every selector matches device `i` (a selector that errors or that
+    /// placekit cannot evaluate does not match).
+    fn classes_of(&self, i: usize) -> Vec<String> {
+        self.classes
+            .iter()
+            .filter(|c| {
+                c.spec.selectors.iter().all(|s| {
+                    s.cel.as_ref().is_some_and(|cel| {
+                        matches!(self.selector_matches(&cel.expression, i), Ok(true))
+                    })
+                })
+            })
+            .map(|c| c.metadata.name.clone())
+            .collect()
     }
 
     /// Whether `driver` publishes partitionable devices (their allocation depends on which

@@ -394,6 +394,7 @@ fn print_changed(
     let (resources, primary) = counted_resources(&all, options);
     let scope = Scope {
         resource: options.resource.as_deref(),
+        class: options.class.as_deref(),
         primary: &primary,
         resources: &resources,
         label_columns: &options.label_columns,

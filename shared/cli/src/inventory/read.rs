@@ -33,6 +33,8 @@ pub enum By {
 pub struct StatusOptions {
     /// `--resource`: only this accelerator.
     pub resource: Option<String>,
+    /// `--class`: only the DRA devices this DeviceClass selects.
+    pub class: Option<String>,
     /// `--by`: a breakdown of requests instead of the node table.
     pub by: Option<By>,
     /// `-n` (with `--by`): only this namespace's requests; `None` lists every namespace.
@@ -452,6 +454,7 @@ pub fn nodes_view(
     let empty = BTreeMap::new();
     let scope = Scope {
         resource: options.resource.as_deref(),
+        class: options.class.as_deref(),
         primary: &primary,
         resources: &resources,
         label_columns: &options.label_columns,
@@ -535,7 +538,10 @@ pub fn nodes_view(
         labels: &n.metadata.labels,
     }));
     for t in by_resource.iter_mut().filter(|t| t.form.is_dra()) {
-        if let Some(d) = over.iter().find(|d| d.driver == t.resource) {
+        if let Some(d) = over
+            .iter()
+            .find(|d| d.driver == t.resource && d.classes == t.device_classes)
+        {
             t.figures = accelerators::Figures::devices(d.total, d.allocated, d.free);
         }
     }

@@ -63,6 +63,7 @@ fn devices_allocated_free_and_older_pool_generations() {
         inv.node_devices(facts("n1", &labels)),
         vec![DriverDevices {
             driver: "gpu.example.com".into(),
+            classes: vec![],
             pools: vec!["n1".into()],
             total: 2,
             allocated: 1,
