@@ -620,3 +620,171 @@ async fn a_preemptor_names_its_nominated_node_and_the_victim_still_terminating()
         text.all()
     );
 }
+
+/// The NVIDIA DRA driver's node as it publishes it: two whole H100s and three MIG devices of
+/// an A100, and the chart's two DeviceClasses, which tell them apart by the `type` attribute.
+fn nvidia_dra_node(allocated: &[&str]) -> Vec<Value> {
+    let gpu = |i: u32| {
+        json!({"name": format!("gpu-{i}"), "attributes": {
+            "type": {"string": "gpu"}, "uuid": {"string": format!("GPU-{i}")},
+            "productName": {"string": "NVIDIA H100 80GB HBM3"}, "architecture": {"string": "Hopper"},
+            "cudaComputeCapability": {"version": "9.0.0"}, "driverVersion": {"version": "570.124.6"}},
+            "capacity": {"memory": {"value": "80Gi"}}})
+    };
+    let mig = |j: u32, profile: &str, memory: &str| {
+        json!({"name": format!("gpu-2-mig-{}-{j}", profile.replace('.', "")), "attributes": {
+            "type": {"string": "mig"}, "parentUUID": {"string": "GPU-2"}, "profile": {"string": profile},
+            "productName": {"string": "NVIDIA A100-SXM4-80GB"}, "architecture": {"string": "Ampere"},
+            "cudaComputeCapability": {"version": "8.0.0"}, "driverVersion": {"version": "570.124.6"}},
+            "capacity": {"memory": {"value": memory}}})
+    };
+    let class = |name: &str, kind: &str| {
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": format!(
+                "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == '{kind}'")}}]}})
+    };
+    let mut objects = vec![
+        json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "dra-a", "labels": {"kubernetes.io/hostname": "dra-a"}},
+            "spec": {}, "status": {"allocatable": {"pods": "110", "cpu": "8", "memory": "64Gi"}}}),
+        class("gpu.nvidia.com", "gpu"),
+        class("mig.nvidia.com", "mig"),
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "dra-a-gpu.nvidia.com"},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": "dra-a",
+                "pool": {"name": "dra-a", "generation": 1, "resourceSliceCount": 1},
+                "devices": [gpu(0), gpu(1), mig(0, "3g.40gb", "40Gi"), mig(1, "2g.20gb", "20Gi"), mig(2, "1g.10gb", "10Gi")]}}),
+    ];
+    if !allocated.is_empty() {
+        objects.push(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "taken", "namespace": "ml"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": allocated.len()}}]}},
+            "status": {"allocation": {"devices": {"results": allocated.iter().map(|d| json!(
+                    {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "dra-a", "device": d})).collect::<Vec<_>>()},
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["dra-a"]}]}]}}}}));
+    }
+    objects
+}
+
+/// A pod on `dra-a` with one claim of `requests`.
+fn dra_pod(name: &str, devices: Value) -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": format!("{name}-gpus"), "namespace": "ml"}, "spec": {"devices": devices}}),
+        pod(
+            name,
+            json!({"nodeSelector": {"kubernetes.io/hostname": "dra-a"},
+                "resourceClaims": [{"name": "gpus", "resourceClaimName": format!("{name}-gpus")}],
+                "containers": [{"name": "main", "image": "x", "resources": {"claims": [{"name": "gpus"}]}}]}),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dra_claims_with_cel_selectors_are_judged_as_the_scheduler_allocates() {
+    let h = harness().await;
+    h.create_all(nvidia_dra_node(&["gpu-0", "gpu-1"])).await;
+    // Two H100s by product name, both allocated: the scheduler cannot allocate.
+    h.create_all(dra_pod("two-h100", json!({"requests": [{"name": "gpu", "exactly": {
+        "deviceClassName": "gpu.nvidia.com", "count": 2,
+        "selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].productName.matches('H100')"}}]}}]})))
+    .await;
+    let report = refused(&h, "two-h100").await;
+    let text = report.to_string();
+    assert!(
+        text.contains("cannot allocate all claims")
+            && text.contains("needs 2 of class gpu.nvidia.com matching claim two-h100-gpus's selectors, 0 free here")
+            && !text.contains("cannot model"),
+        "{report}"
+    );
+    // Three whole GPUs where the driver publishes two and three MIG devices: the class
+    // counts the whole ones.
+    h.create_all(dra_pod(
+        "three-gpus",
+        json!({"requests": [{"name": "gpu", "exactly": {
+        "deviceClassName": "gpu.nvidia.com", "count": 3}}]}),
+    ))
+    .await;
+    let report = refused(&h, "three-gpus").await;
+    assert!(
+        report
+            .to_string()
+            .contains("needs 3 of class gpu.nvidia.com, 0 free here"),
+        "{report}"
+    );
+    // H100s first, else a MIG device with at least 40Gi: the second alternative fits.
+    h.create_all(dra_pod("first-available", json!({"requests": [{"name": "gpu", "firstAvailable": [
+        {"name": "h100", "deviceClassName": "gpu.nvidia.com",
+            "selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].productName.matches('H100')"}}]},
+        {"name": "mig40", "deviceClassName": "mig.nvidia.com",
+            "selectors": [{"cel": {"expression": "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0"}}]}]}]})))
+    .await;
+    if h.is_real() {
+        assert_eq!(
+            h.bound_node("ml", "first-available").await.as_deref(),
+            Some("dra-a"),
+            "the scheduler allocates the 3g.40gb"
+        );
+    } else {
+        let run = h
+            .run(&["why-pending", "first-available", "-n", "ml", "-o", "json"])
+            .await;
+        assert_code(&run, 0);
+        assert_eq!(run.json()["placeable"], true, "{}", run.all());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gpu_status_counts_whole_gpus_apart_from_mig_devices() {
+    let h = harness().await;
+    h.create_all(nvidia_dra_node(&["gpu-0"])).await;
+    let Some(gpu_taint) =
+        placekit_testserver::harness::built_plugin("pending_truth", "kubectl-gpu_taint")
+    else {
+        return;
+    };
+    h.install_plugin("gpu-taint", &gpu_taint);
+    let run = h
+        .run_plugin("gpu-taint", &["status", "dra-a", "-o", "json"])
+        .await;
+    assert_code(&run, 0);
+    let report = run.json();
+    let rows = report["nodes"][0]["accelerators"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let row = |class: &str| {
+        rows.iter()
+            .find(|r| r["deviceClasses"] == json!([class]))
+            .unwrap_or_else(|| panic!("a row of class {class} in {rows:?}"))
+            .clone()
+    };
+    assert_eq!(
+        (
+            row("gpu.nvidia.com")["capacity"].clone(),
+            row("gpu.nvidia.com")["free"].clone()
+        ),
+        (json!(2), json!(1)),
+        "{report}"
+    );
+    assert_eq!(
+        (
+            row("mig.nvidia.com")["capacity"].clone(),
+            row("mig.nvidia.com")["free"].clone()
+        ),
+        (json!(3), json!(3)),
+        "{report}"
+    );
+    let run = h
+        .run_plugin(
+            "gpu-taint",
+            &["status", "dra-a", "--class", "mig.nvidia.com"],
+        )
+        .await;
+    assert_code(&run, 0);
+    assert!(
+        run.stdout.contains("gpu.nvidia.com (DRA: mig.nvidia.com)")
+            && !run.stdout.contains("gpu.nvidia.com (DRA) "),
+        "{}",
+        run.all()
+    );
+}

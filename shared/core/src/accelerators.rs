@@ -190,11 +190,13 @@ impl Accelerator {
 }
 
 /// `gpu.nvidia.com (DRA: mig.nvidia.com)`: a DRA driver and the classes selecting the
-/// devices counted; other resources as they are.
+/// devices counted; other resources as they are. A class named after its driver, the
+/// drivers' own convention for their main class, is not repeated.
 pub fn dra_resource_text(resource: &str, form: Form, classes: &[String]) -> String {
     match (form.is_dra(), classes) {
         (false, _) => resource.to_string(),
         (true, []) => format!("{resource} (DRA)"),
+        (true, [only]) if only == resource => format!("{resource} (DRA)"),
         (true, classes) => format!("{resource} (DRA: {})", classes.join(", ")),
     }
 }

@@ -458,11 +458,7 @@ fn inventory_rows(
     for t in totals {
         let mut row = vec![
             format!("TOTAL ({})", placekit_cli::ui::count(t.nodes, "node")),
-            if t.form.is_dra() {
-                format!("{} (DRA)", t.resource)
-            } else {
-                t.resource.clone()
-            },
+            t.resource_text(),
             cell(t.figures.capacity),
             cell(t.figures.allocatable),
             cell(t.figures.requested),
