@@ -1054,7 +1054,7 @@ impl ClaimNeeds {
                     count: Some(*count),
                     ..Default::default()
                 }),
-                first_available: Vec::new(),
+                ..Default::default()
             })
             .collect();
         let mut claims: Vec<allocate::ClaimSpec<'_>> = self

@@ -62,9 +62,12 @@ pub struct DraRead {
     pub requests: usize,
 }
 
-/// Reads device classes, resource slices and (allocated) claims. A cluster that does not
-/// serve `resource.k8s.io/v1` has no DRA devices; one where RBAC forbids the lists gets a
-/// note. Claims are listed only when slices exist or `keep_claims` asks for them.
+/// Reads device classes, resource slices and (allocated) claims, in the newest version of
+/// `resource.k8s.io` the server serves (v1, else v1beta2 on 1.33, else v1beta1 on 1.32:
+/// the first a list of DeviceClasses answers, so a v1 cluster costs no extra request), all
+/// converted to v1's shape. A cluster that serves none has no DRA devices; one where RBAC
+/// forbids the lists gets a note. Claims are listed only when slices exist or
+/// `keep_claims` asks for them.
 pub async fn read_dra(conn: &Connection, keep_claims: bool) -> Result<DraRead, CommandError> {
     let mut out = DraRead::default();
     let mut classes: Vec<DeviceClass> = Vec::new();
@@ -85,13 +88,26 @@ pub async fn read_dra(conn: &Connection, keep_claims: bool) -> Result<DraRead, C
             }
         }
     };
-    let listed = api::for_each_page_if_served(
-        &conn.client,
-        &format!("{}/deviceclasses", dra::API),
-        DRA_PAGE,
-        |p: Vec<DeviceClass>| classes.extend(p),
-    )
-    .await?;
+    let mut served = None;
+    let mut listed = Listed::NotServed;
+    for version in dra::VERSIONS {
+        listed = api::for_each_page_if_served(
+            &conn.client,
+            &format!("/apis/resource.k8s.io/{version}/deviceclasses"),
+            DRA_PAGE,
+            |p: Vec<DeviceClass>| classes.extend(p),
+        )
+        .await?;
+        if !matches!(listed, Listed::NotServed) {
+            served = Some(version);
+            break;
+        }
+        // Each version not served costs its request; the last is counted by `note`.
+        if Some(&version) != dra::VERSIONS.last() {
+            out.requests += 1;
+        }
+    }
+    let api_path = format!("/apis/resource.k8s.io/{}", served.unwrap_or("v1"));
     if !note(listed, &mut out, "DRA devices are not counted") {
         // Not served (no DRA on this cluster), or forbidden (said once).
         return Ok(out);
@@ -99,9 +115,9 @@ pub async fn read_dra(conn: &Connection, keep_claims: bool) -> Result<DraRead, C
     let mut slices: Vec<ResourceSlice> = Vec::new();
     let listed = api::for_each_page_if_served(
         &conn.client,
-        &format!("{}/resourceslices", dra::API),
+        &format!("{api_path}/resourceslices"),
         DRA_PAGE,
-        |p: Vec<ResourceSlice>| slices.extend(p),
+        |p: Vec<ResourceSlice>| slices.extend(p.into_iter().map(ResourceSlice::into_current)),
     )
     .await?;
     let slices_read = note(listed, &mut out, "DRA devices are not counted");
@@ -142,10 +158,10 @@ pub async fn read_dra(conn: &Connection, keep_claims: bool) -> Result<DraRead, C
     let inventory = &mut out.inventory;
     let listed = api::for_each_page_if_served(
         &conn.client,
-        &format!("{}/resourceclaims", dra::API),
+        &format!("{api_path}/resourceclaims"),
         DRA_PAGE,
         |p: Vec<ResourceClaim>| {
-            for claim in p {
+            for claim in p.into_iter().map(ResourceClaim::into_current) {
                 inventory.add_claim(&claim);
                 // Only what a breakdown or why-pending needs is kept.
                 if keep_claims {

@@ -403,3 +403,65 @@ fn device_taint_rules_keep_devices_from_claims_that_do_not_tolerate_them() {
         "Exists with no key tolerates all"
     );
 }
+
+#[test]
+fn v1beta1_slices_and_claims_are_read_in_v1s_shape() {
+    // resource.k8s.io/v1beta1 (Kubernetes 1.32): device fields under `basic`, request
+    // fields inline.
+    let s: ResourceSlice = serde_json::from_value(json!({"spec": {"driver": "gpu.example.com", "nodeName": "n1",
+        "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "gpu-0", "basic": {"attributes": {"model": {"string": "LATEST-GPU-MODEL"}},
+                                                 "capacity": {"memory": {"value": "80Gi"}}}},
+                    {"name": "gpu-1", "basic": {"attributes": {"model": {"string": "OLD-GPU-MODEL"}}}}]}}))
+    .unwrap();
+    let class: DeviceClass =
+        serde_json::from_value(json!({"metadata": {"name": "gpu.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}}))
+        .unwrap();
+    let inv = DraInventory::new(vec![s.into_current()], vec![class]);
+    let claim = claim_of(json!({"metadata": {"name": "latest", "namespace": "ml"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu.example.com", "count": 1,
+            "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].model == 'LATEST-GPU-MODEL'"}}]}]}}}))
+    .into_current();
+    let exact = claim.spec.devices.requests[0].exactly.as_ref().unwrap();
+    assert_eq!(
+        (exact.device_class_name.as_str(), exact.wanted()),
+        ("gpu.example.com", 1)
+    );
+    let refs = vec![PodClaimRef {
+        name: "gpu".into(),
+        resource_claim_name: Some("latest".into()),
+        resource_claim_template_name: None,
+    }];
+    let labels = BTreeMap::new();
+    let (needs, _) = ClaimNeeds::of(
+        "ml",
+        &refs,
+        &[],
+        &BTreeMap::new(),
+        std::slice::from_ref(&claim),
+        &inv,
+    );
+    assert_eq!(
+        needs.check(facts("n1", &labels), &BTreeMap::new(), &inv),
+        Ok(())
+    );
+    let two = claim_of(json!({"metadata": {"name": "latest", "namespace": "ml"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu.example.com", "count": 2,
+            "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].model == 'LATEST-GPU-MODEL'"}}]}]}}}))
+    .into_current();
+    let (needs, _) = ClaimNeeds::of(
+        "ml",
+        &refs,
+        &[],
+        &BTreeMap::new(),
+        std::slice::from_ref(&two),
+        &inv,
+    );
+    assert!(
+        needs
+            .check(facts("n1", &labels), &BTreeMap::new(), &inv)
+            .is_err(),
+        "one device has the model"
+    );
+}

@@ -7,8 +7,13 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::NodeSelector;
 use serde::Deserialize;
 
-/// The API group/version DRA is served as.
+/// The API group/version DRA is served as (GA, Kubernetes 1.34+).
 pub const API: &str = "/apis/resource.k8s.io/v1";
+
+/// The versions of `resource.k8s.io` placekit reads, newest first: v1 (1.34+), v1beta2
+/// (1.33, the same shape) and v1beta1 (1.32, devices under `basic` and requests without
+/// `exactly`), converted to v1's shape as they are read.
+pub const VERSIONS: [&str; 3] = ["v1", "v1beta2", "v1beta1"];
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -88,6 +93,36 @@ pub struct Device {
     /// away (placekit counts such a device as not free).
     #[serde(default)]
     pub taints: Vec<DeviceTaint>,
+    /// `resource.k8s.io/v1beta1`: the device's fields, one level down.
+    #[serde(default)]
+    pub basic: Option<Box<Device>>,
+}
+
+impl Device {
+    /// The device in v1's shape: a v1beta1 `basic` device's fields moved up.
+    pub fn into_current(self) -> Device {
+        match self.basic {
+            Some(basic) => Device {
+                name: self.name,
+                basic: None,
+                ..*basic
+            },
+            None => self,
+        }
+    }
+}
+
+impl ResourceSlice {
+    /// The slice in v1's shape (see [`Device::into_current`]).
+    pub fn into_current(mut self) -> ResourceSlice {
+        self.spec.devices = self
+            .spec
+            .devices
+            .into_iter()
+            .map(Device::into_current)
+            .collect();
+        self
+    }
 }
 
 /// A device taint, published in a slice or put on by a [`DeviceTaintRule`].
@@ -325,6 +360,58 @@ pub struct DeviceRequest {
     pub exactly: Option<ExactDeviceRequest>,
     #[serde(default)]
     pub first_available: Vec<ExactDeviceRequest>,
+    /// `resource.k8s.io/v1beta1`: `exactly`'s fields, inline in the request.
+    #[serde(flatten)]
+    pub inline: InlineRequest,
+}
+
+/// A v1beta1 request's own fields (v1 keeps them in `exactly`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InlineRequest {
+    #[serde(default)]
+    pub device_class_name: Option<String>,
+    #[serde(default)]
+    pub allocation_mode: Option<String>,
+    #[serde(default)]
+    pub count: Option<i64>,
+    #[serde(default)]
+    pub selectors: Vec<DeviceSelector>,
+    #[serde(default)]
+    pub tolerations: Vec<DeviceToleration>,
+    #[serde(default)]
+    pub admin_access: Option<bool>,
+}
+
+impl DeviceRequest {
+    /// The request in v1's shape: a v1beta1 request's inline fields as `exactly`.
+    pub fn into_current(self) -> DeviceRequest {
+        match (
+            &self.exactly,
+            self.first_available.is_empty(),
+            &self.inline.device_class_name,
+        ) {
+            (None, true, Some(class)) if !class.is_empty() => {
+                let inline = self.inline.clone();
+                DeviceRequest {
+                    name: self.name.clone(),
+                    exactly: Some(ExactDeviceRequest {
+                        name: String::new(),
+                        device_class_name: class.clone(),
+                        allocation_mode: inline.allocation_mode,
+                        count: inline.count,
+                        selectors: inline.selectors,
+                        tolerations: inline.tolerations,
+                        admin_access: inline.admin_access,
+                        capacity: None,
+                    }),
+                    first_available: Vec::new(),
+                    inline: InlineRequest::default(),
+                }
+            }
+            _ => self,
+        }
+    }
 }
 
 /// `exactly`, or one alternative of `firstAvailable` (same fields).
@@ -413,6 +500,18 @@ pub struct ConsumerReference {
 }
 
 impl ResourceClaim {
+    /// The claim in v1's shape (see [`DeviceRequest::into_current`]).
+    pub fn into_current(mut self) -> ResourceClaim {
+        self.spec.devices.requests = self
+            .spec
+            .devices
+            .requests
+            .into_iter()
+            .map(DeviceRequest::into_current)
+            .collect();
+        self
+    }
+
     pub fn is_allocated(&self) -> bool {
         self.status.allocation.is_some()
     }
