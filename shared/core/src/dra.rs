@@ -169,6 +169,8 @@ pub struct DraInventory {
     /// Each expression's answer per device, computed once: a class's selectors are asked
     /// of the same devices by every pod and every node.
     answers: std::sync::Mutex<HashMap<String, Vec<Option<SelectorAnswer>>>>,
+    /// Per expression, why placekit cannot evaluate it on some device (`None`: it can).
+    unsupported: std::sync::Mutex<HashMap<String, Option<String>>>,
 }
 
 type SelectorAnswer = Result<bool, cel::SelectorError>;
@@ -472,6 +474,24 @@ impl DraInventory {
     /// Why placekit cannot evaluate `expression` on some published device, if it cannot:
     /// it does not compile here, or calls a function placekit does not implement.
     pub fn selector_unsupported(&self, expression: &str) -> Option<String> {
+        let known = self
+            .unsupported
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(expression)
+            .cloned();
+        if let Some(known) = known {
+            return known;
+        }
+        let why = self.first_unsupported(expression);
+        self.unsupported
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(expression.to_string(), why.clone());
+        why
+    }
+
+    fn first_unsupported(&self, expression: &str) -> Option<String> {
         (0..self.devices.len().max(1)).find_map(|d| {
             let answer = if self.devices.is_empty() {
                 self.selectors
