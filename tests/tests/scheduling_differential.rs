@@ -2411,7 +2411,10 @@ async fn accelerator_round(
 // on product names, memory quantities, versions, MIG profiles, cel.bind; firstAvailable
 // alternatives; matchAttribute constraints; allocationMode All.
 //
-// Figures: see the closing note of the change that added these cases; the test prints them.
+// Figures (cases from 0xce15e1ec7, 72 cases, 108 nodes, kube-scheduler v1.37.2): 72/72
+// decisions and 45/45 reason counts agree (27 bound, 45 unschedulable). Ignoring the claims'
+// selectors and constraints, 59/72 decisions agree; before placekit evaluated CEL, every
+// case whose class or request had a selector beyond `device.driver` was "not modelled".
 
 /// The fixed seed and number of the selector cases.
 const SELECTOR_SEED: u64 = 0xce1_5e1e_c7;

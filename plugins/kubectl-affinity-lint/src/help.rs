@@ -119,18 +119,25 @@ Examples:
 Modelled, in kube-scheduler's order (v1.37 default profile): NodeAffinity's PreFilter \
 (required terms that all name nodes with matchFields metadata.name), NodeUnschedulable, \
 TaintToleration (NoSchedule and NoExecute), NodeAffinity (nodeSelector and required \
-terms), NodeResourcesFit (pod count, then every missing resource incl. nvidia.com/gpu), \
-PodTopologySpread (DoNotSchedule constraints: maxSkew, minDomains, matchLabelKeys, \
-nodeAffinityPolicy, nodeTaintsPolicy) and InterPodAffinity (required pod affinity, the \
-pod's own required anti-affinity, the running pods' anti-affinity), then DynamicResources \
-(DRA, resource.k8s.io/v1): each claim's state (allocated, pending, missing), an allocated \
-claim's node selector, and whether the devices a pending claim (or an extended resource a \
-DeviceClass serves) needs are free on the node, per device class whose selector is \
-device.driver == \"...\" (\"cannot allocate all claims\"). Claims whose classes or \
-requests use other CEL selectors are named as not modelled and the scheduler's own \
-FailedScheduling message is quoted instead of a prediction. Not modelled: host \
-ports (NodePorts), volumes, scheduler extenders and custom \
-profiles, nominated nodes and preemption; a non-empty namespaceSelector in a pod \
+terms), NodePorts (host ports, hostNetwork), NodeResourcesFit (pod-level resources, init \
+containers and sidecars, then every missing resource incl. nvidia.com/gpu), the volume \
+filters (missing and unbound claims, bound volumes' node affinity and zones, \
+WaitForFirstConsumer topology, CSI attach limits), PodTopologySpread (DoNotSchedule \
+constraints) and InterPodAffinity, then DynamicResources (DRA, resource.k8s.io v1, \
+v1beta2 or v1beta1, whichever the server serves): each claim's state (allocated, pending, \
+missing), an allocated claim's node selector, and whether the claims still to allocate \
+(and extended resources a DeviceClass serves) can be allocated on the node, as the \
+scheduler's allocator decides: the classes' and requests' CEL selectors evaluated per \
+device (device.driver, attributes and capacity, quantity(), semver(), the string and list \
+functions, cel.bind), firstAvailable alternatives in order, allocationMode All, admin \
+access, matchAttribute and distinctAttribute constraints, shared counters of partitionable \
+devices and device taints (\"cannot allocate all claims\", with how many matching devices \
+are free). A CEL runtime error stops allocation on the node, as it does the scheduler's; \
+a selector placekit cannot evaluate (ip(), sets.contains(), ...) is named as not modelled \
+and the scheduler's own FailedScheduling message is quoted instead of a prediction. \
+Nominated nodes, preemption and gangs (Volcano, KAI, coscheduling, scheduling.k8s.io \
+PodGroups) are said; scheduler extenders and custom profiles are not modelled (a pod \
+naming another scheduler is that scheduler's); a non-empty namespaceSelector in a pod \
 (anti-)affinity term selects no namespace here (placekit does not read namespaces).
 
 Exit codes: 0 when the pod is scheduled or a node fits now, 1 when it cannot be placed now \
@@ -140,4 +147,7 @@ POD: when any pending pod cannot), 2 usage, 3 cluster.
 Checked against a real kube-scheduler v1.37.2 in placekit's test suite \
 (520 generated cases): 520/520 decisions (bound node feasible, unschedulable exactly when \
 no node is) and 352/352 per-reason node counts of the FailedScheduling message agree; \
-why-pending's predicted message equals the scheduler's for 45/45 sampled pending pods.";
+why-pending's predicted message equals the scheduler's for 45/45 sampled pending pods; \
+72/72 DRA claims written as the NVIDIA, AMD, Intel and Google TPU drivers' docs write them \
+(CEL selectors, firstAvailable, matchAttribute, All) against devices published in their \
+drivers' shapes are decided as the scheduler decides them, with the same reason counts.";
