@@ -19,6 +19,7 @@
 //!   scheduler's does.
 
 use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 
 use crate::model::dra::{
     DeviceClass, DeviceConstraint, DeviceRequest, DeviceSelector, DeviceToleration,
@@ -114,7 +115,9 @@ struct Search<'a> {
     inventory: &'a DraInventory,
     /// The node's devices, in the order they are tried.
     devices: Vec<usize>,
-    slots: Vec<Vec<Slot<'a>>>,
+    /// Per claim, its requests ready for the search; fixed once prepared (shared so that a
+    /// request can be read while the search state changes).
+    slots: Rc<Vec<Vec<Slot<'a>>>>,
     claims: &'a [ClaimSpec<'a>],
     constraints: Vec<Vec<Constraint<'a>>>,
     /// Devices taken by this attempt: by which claims, with admin access or not.
@@ -135,7 +138,7 @@ pub fn allocate<'a>(
     let mut search = Search {
         inventory,
         devices,
-        slots: Vec::new(),
+        slots: Rc::new(Vec::new()),
         claims,
         constraints: Vec::new(),
         taking: HashMap::new(),
@@ -152,10 +155,25 @@ pub fn allocate<'a>(
     }
 }
 
+/// The request at (claim, request, alternative).
+fn wanted_at<'s, 'a>(
+    slots: &'s [Vec<Slot<'a>>],
+    claim: usize,
+    request: usize,
+    sub: Option<usize>,
+) -> &'s Wanted<'a> {
+    match (&slots[claim][request], sub) {
+        (Slot::Exactly(w), _) => w,
+        (Slot::FirstAvailable(alternatives), Some(s)) => &alternatives[s],
+        (Slot::FirstAvailable(alternatives), None) => &alternatives[0],
+    }
+}
+
 impl<'a> Search<'a> {
     /// Resolves classes, builds each claim's slots and constraints, and finds the devices of
     /// `All` requests (selectors evaluated there up front, as the scheduler does).
     fn prepare(&mut self) -> Result<(), Stop> {
+        let mut all_slots = Vec::new();
         for (c, claim) in self.claims.iter().enumerate() {
             let mut slots = Vec::new();
             for request in claim.requests {
@@ -173,7 +191,7 @@ impl<'a> Search<'a> {
                 };
                 slots.push(slot);
             }
-            self.slots.push(slots);
+            all_slots.push(slots);
             self.constraints.push(
                 claim
                     .constraints
@@ -195,6 +213,7 @@ impl<'a> Search<'a> {
                     .collect(),
             );
         }
+        self.slots = Rc::new(all_slots);
         Ok(())
     }
 
@@ -418,14 +437,6 @@ impl<'a> Search<'a> {
         }
     }
 
-    fn wanted_at(&self, claim: usize, request: usize, sub: Option<usize>) -> &Wanted<'a> {
-        match (&self.slots[claim][request], sub) {
-            (Slot::Exactly(w), _) => w,
-            (Slot::FirstAvailable(alts), Some(s)) => &alts[s],
-            (Slot::FirstAvailable(alts), None) => &alts[0],
-        }
-    }
-
     /// One more device for (claim, request, alternative), from position `start` on; then the
     /// next request, the next claim. `in_alternative`: already inside one alternative of a
     /// `firstAvailable` request.
@@ -463,21 +474,19 @@ impl<'a> Search<'a> {
             }
             return Ok(false);
         }
-        let (all, needed, count) = {
-            let w = self.wanted_at(claim, request, sub);
-            (w.count.is_none(), w.needed(), w.all_devices.len())
-        };
-        if all && count == 0 {
+        let slots = Rc::clone(&self.slots);
+        let wanted = wanted_at(&slots, claim, request, sub);
+        let all = wanted.count.is_none();
+        if all && wanted.all_devices.is_empty() {
             return Ok(false);
         }
-        if device_index >= needed {
+        if device_index >= wanted.needed() {
             return self.one(claim, request + 1, None, 0, 0, false);
         }
         if all {
             // The `All` devices are fixed: try the next one and only that one.
-            let d = self.wanted_at(claim, request, sub).all_devices[device_index];
-            let taken = self.take_at(claim, request, sub, d, true)?;
-            let Some(undo) = taken else {
+            let d = wanted.all_devices[device_index];
+            let Some(undo) = self.take(wanted, d, true)? else {
                 return Ok(false);
             };
             if self.one(claim, request, sub, device_index + 1, 0, in_alternative)? {
@@ -488,14 +497,13 @@ impl<'a> Search<'a> {
         }
         for position in start..self.devices.len() {
             let d = self.devices[position];
-            let admin = self.wanted_at(claim, request, sub).admin;
-            if !admin && self.in_use(d) {
+            if !wanted.admin && self.in_use(d) {
                 continue;
             }
-            if !self.matches(self.wanted_at(claim, request, sub), d)? {
+            if !self.matches(wanted, d)? {
                 continue;
             }
-            let Some(undo) = self.take_at(claim, request, sub, d, false)? else {
+            let Some(undo) = self.take(wanted, d, false)? else {
                 continue;
             };
             if self.one(
@@ -513,35 +521,11 @@ impl<'a> Search<'a> {
         Ok(false)
     }
 
-    /// [`Self::take`] for the request at (claim, request, alternative).
-    fn take_at(
-        &mut self,
-        claim: usize,
-        request: usize,
-        sub: Option<usize>,
-        d: usize,
-        must: bool,
-    ) -> Result<Option<Undo>, Stop> {
-        // Slots are not changed by the search: move the request out for the call and back.
-        let slot = std::mem::replace(
-            &mut self.slots[claim][request],
-            Slot::FirstAvailable(Vec::new()),
-        );
-        let wanted = match (&slot, sub) {
-            (Slot::Exactly(w), _) => w,
-            (Slot::FirstAvailable(alts), Some(s)) => &alts[s],
-            (Slot::FirstAvailable(alts), None) => &alts[0],
-        };
-        let taken = self.take(wanted, d, must);
-        self.slots[claim][request] = slot;
-        taken
-    }
-
     /// Why no combination fits, in the terms of the first request that cannot be met on
     /// its own, else of a class asked for more than it has free, else of a constraint.
     fn why_short(&self) -> String {
         let mut per_class: BTreeMap<&str, (usize, Vec<usize>)> = BTreeMap::new();
-        for slots in &self.slots {
+        for slots in self.slots.iter() {
             for slot in slots {
                 let alternatives: Vec<&Wanted<'_>> = match slot {
                     Slot::Exactly(w) => vec![w],
