@@ -518,6 +518,11 @@ impl DraInventory {
             .is_some_and(|&i| self.allocated[i])
     }
 
+    /// Every device kept, in the order slices were read.
+    pub fn devices(&self) -> &[KeptDevice] {
+        &self.devices
+    }
+
     /// Whether any device at all is published.
     pub fn has_devices(&self) -> bool {
         !self.devices.is_empty()

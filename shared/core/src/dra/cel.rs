@@ -11,8 +11,8 @@
 //!   the device does not have is an empty map rather than an error, as the API server's map
 //!   wrapper answers (so `has(device.attributes["other.com"].x)` is false);
 //! - attribute values of the four types (string, int, bool, version) and their list forms;
-//! - Kubernetes' `quantity` library (`quantity()`, `isQuantity()`, `compareTo`,
-//!   `isGreaterThan`, `isLessThan`, `add`, `sub`, `sign`, `asInteger`, `isInteger`,
+//! - Kubernetes' `quantity` library (`quantity()`, `isQuantity()`, `sign()`, `compareTo`,
+//!   `isGreaterThan`, `isLessThan`, `add`, `sub`, `asInteger`, `isInteger`,
 //!   `asApproximateFloat`) and `semver` library (`semver()`, `isSemver()`, `major`,
 //!   `minor`, `patch`, `compareTo`, `isGreaterThan`, `isLessThan`);
 //! - the bindings extension's `cel.bind(name, init, expr)`, which DRA enables so a domain is
@@ -23,7 +23,8 @@
 //! comparison of an int with a string): the scheduler stops allocating on that node with the
 //! error, so placekit does too; and an expression placekit cannot evaluate (a function of a
 //! Kubernetes library not implemented here, such as `ip()` or `sets.contains()`), which
-//! makes the verdict say so instead of guessing. The runtime cost limit
+//! makes the verdict say so instead of guessing. There is no type checker: an expression the
+//! API server's checker refuses is never stored, so never reaches placekit. The runtime cost limit
 //! (`CELSelectorExpressionMaxCost`) is not metered: selectors over a device's at most 32
 //! attributes stay far below it, and the API server refuses at admission what would not.
 
@@ -630,13 +631,10 @@ fn register_quantity(env: &mut Env) -> Result<(), cel::DeclarationError> {
             bool_answer(parse_quantity_scaled(string_arg(&args, 0, "isQuantity")?, NANO).is_some())
         },
     )?;
-    env.add_member_overload(
-        "sign",
-        "quantity_sign",
-        q(),
-        vec![],
-        |args: Args<'_, '_>| int_answer(ordering_int(quantity_arg(&args, 0, "sign")?.nano.cmp(&0))),
-    )?;
+    // `sign(q)` is a global function in Kubernetes' library, not a member.
+    env.add_overload("sign", "quantity_sign", vec![q()], |args: Args<'_, '_>| {
+        int_answer(ordering_int(quantity_arg(&args, 0, "sign")?.nano.cmp(&0)))
+    })?;
     env.add_member_overload(
         "isGreaterThan",
         "quantity_is_greater_than",

@@ -116,6 +116,11 @@ fn the_nvidia_charts_classes_and_claims_evaluate() {
         ("has(device.attributes['dra.example.com'].type)", false),
         ("!has(device.attributes['gpu.nvidia.com'].parentUUID)", true),
         ("device.allowMultipleAllocations", false),
+        ("sign(device.capacity['gpu.nvidia.com'].memory) == 1", true),
+        (
+            "sign(quantity('-1m')) == -1 && sign(quantity('0')) == 0",
+            true,
+        ),
     ] {
         assert_eq!(eval(expression), Ok(want), "{expression}");
     }
