@@ -661,6 +661,36 @@ impl<'a> Object<'a> {
         labels
     }
 
+    /// Whether the object is evidently part of an OpenShift payload: in an `openshift-*`
+    /// namespace, annotated for the release payload (`include.release.openshift.io/*`,
+    /// `release.openshift.io/*`, `capability.openshift.io/*`), of an `*.openshift.io` API
+    /// group, or an OLM ClusterServiceVersion. OpenShift still taints its control planes
+    /// `node-role.kubernetes.io/master`, so what is retired elsewhere is current there.
+    pub fn openshift_payload(&self) -> bool {
+        let namespace = self.namespace.as_deref().unwrap_or_default();
+        let group = self.api_version.split('/').next().unwrap_or_default();
+        let annotated = self
+            .root
+            .path(&["metadata", "annotations"])
+            .map(Node::string_map)
+            .unwrap_or_default()
+            .iter()
+            .any(|(key, _)| {
+                [
+                    "include.release.openshift.io/",
+                    "release.openshift.io/",
+                    "capability.openshift.io/",
+                ]
+                .iter()
+                .any(|prefix| key.starts_with(prefix))
+            });
+        namespace == "openshift"
+            || namespace.starts_with("openshift-")
+            || annotated
+            || group.ends_with(".openshift.io")
+            || (self.kind == "ClusterServiceVersion" && group == "operators.coreos.com")
+    }
+
     /// Rules suppressed by `affinity-lint.placekit.dev/ignore` on the object or its template.
     pub fn ignored_rules(&self) -> Vec<String> {
         let mut out = Vec::new();

@@ -12,6 +12,11 @@ Flags a required node selector term that leaves out a key all the other terms co
 
 ## When it does not fire
 - Two terms over disjoint keys (that is AL001's case, or deliberate alternative evidence).
+- A symmetric OR: every term leaves out a key some other term constrains (`master` in one
+  term, `control-plane` in the other, both beside `kubernetes.io/os`; not master OR
+  worker; key absent OR key=value beside a shared key). Each term stands for its own
+  kind of node: the OR is the design. A slip is one-sided: a term that lacks what the others
+  all share while they lack nothing of it.
 - A term with no expressions (AL003).
 - A deprecated well-known label and its replacement (`beta.kubernetes.io/os` and
   `kubernetes.io/os`, ...) count as one key, so terms that differ only in which of the two
@@ -54,14 +59,18 @@ impl Rule for Al002 {
         if marked_as_or(cx.object, key_node, terms) {
             return;
         }
+        let key_sets: Vec<_> = terms.iter().map(keys).collect();
+        if symmetric(&key_sets) {
+            return;
+        }
         if terms.len() < 3 {
             // With two terms a missing key is either AL001 (disjoint) or a subset; check pairs.
             if terms.len() == 2 {
-                let (a, b) = (keys(&terms[0]), keys(&terms[1]));
-                if a.is_disjoint(&b) {
+                let (a, b) = (&key_sets[0], &key_sets[1]);
+                if a.is_disjoint(b) {
                     return;
                 }
-                for (term, mine, other) in [(&terms[0], &a, &b), (&terms[1], &b, &a)] {
+                for (term, mine, other) in [(&terms[0], a, b), (&terms[1], b, a)] {
                     let missing: Vec<&String> = other.difference(mine).collect();
                     if !missing.is_empty() && !mine.is_empty() {
                         out.push(message(term, &missing));
@@ -70,7 +79,6 @@ impl Rule for Al002 {
             }
             return;
         }
-        let key_sets: Vec<_> = terms.iter().map(keys).collect();
         for (i, term) in terms.iter().enumerate() {
             let others: Vec<_> = key_sets
                 .iter()
@@ -90,6 +98,17 @@ impl Rule for Al002 {
             }
         }
     }
+}
+
+/// Whether every term leaves out some key another term constrains: each term describes its
+/// own kind of node, so none is a narrower copy that lost a key.
+fn symmetric(key_sets: &[std::collections::BTreeSet<String>]) -> bool {
+    key_sets.iter().enumerate().all(|(i, mine)| {
+        key_sets
+            .iter()
+            .enumerate()
+            .any(|(j, other)| j != i && other.difference(mine).next().is_some())
+    })
 }
 
 fn message(term: &crate::yaml::Node, missing: &[&String]) -> RawFinding {

@@ -22,6 +22,10 @@ when the pod does not also tolerate the key nodes carry today:
   control-plane node of a current cluster.
 
 ## When it does not fire
+- The master taint in an OpenShift payload, where control planes still carry it: an object
+  in an `openshift-*` namespace, annotated for the release payload
+  (`include.release.openshift.io/*`, `release.openshift.io/*`, `capability.openshift.io/*`),
+  of an `*.openshift.io` API group, or an OLM ClusterServiceVersion.
 - The pod tolerates the current key too (manifests that serve old and new clusters list
   both), or tolerates every taint of the toleration's effect (`operator: Exists` without a
   key, with no effect or the same one: a key-less `Exists` for `NoSchedule` does not cover
@@ -107,6 +111,11 @@ impl Rule for Al016 {
                 continue;
             };
             if tolerated_anyway(t) || tolerations.iter().any(|other| key_of(other) == *current) {
+                continue;
+            }
+            // OpenShift taints its control planes with the master key today: its own
+            // payloads tolerate exactly that, by design.
+            if *old == ROLE_RETIRED && cx.object.openshift_payload() {
                 continue;
             }
             let at = t.get("key").unwrap_or(t);
