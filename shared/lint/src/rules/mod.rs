@@ -18,6 +18,8 @@ pub mod al015;
 pub mod al016;
 pub mod al017;
 pub mod al018;
+pub mod al019;
+pub mod al020;
 pub mod al101;
 pub mod al102;
 pub mod al103;
@@ -50,6 +52,8 @@ pub static RULES: &[&dyn Rule] = &[
     &al016::Al016,
     &al017::Al017,
     &al018::Al018,
+    &al019::Al019,
+    &al020::Al020,
 ];
 
 /// Looks a rule up by id (case-insensitive).
