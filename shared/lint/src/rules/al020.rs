@@ -81,7 +81,7 @@ impl Rule for Al020 {
             .get("nodeSelector")
             .map(Node::entries)
             .unwrap_or_default()
-            .into_iter()
+            .iter()
             .map(|(k, _)| k)
             .find(|k| k.as_str().is_some_and(is_role));
         let terms = required_terms(spec).map(|(_, t)| t).unwrap_or_default();
