@@ -787,4 +787,18 @@ async fn gpu_status_counts_whole_gpus_apart_from_mig_devices() {
         "{}",
         run.all()
     );
+    // A class the cluster does not have is said, with the one meant.
+    let run = h
+        .run_plugin(
+            "gpu-taint",
+            &["status", "dra-a", "--class", "mig.nvidia.co"],
+        )
+        .await;
+    assert!(
+        run.stderr.contains(
+            "--class mig.nvidia.co: no DeviceClass of that name (did you mean mig.nvidia.com?)"
+        ),
+        "{}",
+        run.all()
+    );
 }

@@ -332,6 +332,30 @@ pub async fn read_status(
             .iter()
             .filter_map(placekit_core::dra::taint_rule_note),
     );
+    if let Some(class) = options.class.as_deref()
+        && dra.inventory.class(class).is_none()
+    {
+        let known: Vec<&str> = dra
+            .inventory
+            .classes()
+            .iter()
+            .map(|c| c.metadata.name.as_str())
+            .collect();
+        notes.push(
+            match placekit_core::suggest::nearest_key(class, known.iter().copied()) {
+                Some(near) => {
+                    format!("--class {class}: no DeviceClass of that name (did you mean {near}?)")
+                }
+                None if known.is_empty() => {
+                    format!("--class {class}: the cluster has no DeviceClass")
+                }
+                None => format!(
+                    "--class {class}: no DeviceClass of that name (there are: {})",
+                    known.join(", ")
+                ),
+            },
+        );
+    }
     let resource = options.resource.as_deref();
     if let Some(r) = resource
         && reading == Reading::One
