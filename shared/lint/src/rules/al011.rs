@@ -34,6 +34,8 @@ example, `minAvailable: 80%` over an autoscaler with `minReplicas: 1` needs 1 of
   `maxUnavailable: 0` and `minAvailable: 100%` are judged then.
 - The PDB selects no workload of its group (it may guard pods created elsewhere).
 - Every selected workload has `replicas: 0`.
+- Two renderings of the same workload (kind and name) in one group count once, as the copy
+  with the most pods: a second rendering is not a second workload.
 - Workloads in other directories or namespaces are never counted (an object without a
   namespace counts as in `default`, where `kubectl apply` puts it unless told otherwise).
 
@@ -360,6 +362,25 @@ pub fn judge(facts: &Facts, severity: Severity) -> Vec<Finding> {
         if selected.is_empty() {
             continue;
         }
+        // Two renderings of one workload (a chart rendered twice, a base beside its overlay's
+        // output) are one workload, not twice its pods: keep the copy that runs the most (an
+        // unknown count, the most of all: it gives no verdict).
+        let mut unique: Vec<&Pods> = Vec::new();
+        for p in selected {
+            match unique
+                .iter_mut()
+                .find(|u| u.kind == p.kind && u.name == p.name)
+            {
+                Some(u) => {
+                    let more = |x: &Pods| x.count.map_or(i64::MAX, |c| c);
+                    if more(p) > more(u) {
+                        *u = p;
+                    }
+                }
+                None => unique.push(p),
+            }
+        }
+        let selected = unique;
         // An autoscaled workload runs as few pods as its autoscaler's minReplicas: the
         // budget is judged there, where it blocks drains first.
         let mut at_minimum = false;
