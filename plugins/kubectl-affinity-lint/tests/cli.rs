@@ -58,7 +58,7 @@ fn sarif_has_rule_metadata_and_physical_locations() {
     let run = &sarif["runs"][0];
     assert_eq!(run["tool"]["driver"]["name"], "affinity-lint");
     let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
-    assert_eq!(rules.len(), 20);
+    assert_eq!(rules.len(), 21);
     assert!(
         rules[0]["help"]["markdown"]
             .as_str()

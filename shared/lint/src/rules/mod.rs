@@ -20,6 +20,7 @@ pub mod al017;
 pub mod al018;
 pub mod al019;
 pub mod al020;
+pub mod al021;
 pub mod al101;
 pub mod al102;
 pub mod al103;
@@ -54,6 +55,7 @@ pub static RULES: &[&dyn Rule] = &[
     &al018::Al018,
     &al019::Al019,
     &al020::Al020,
+    &al021::Al021,
 ];
 
 /// Looks a rule up by id (case-insensitive).
