@@ -165,6 +165,7 @@ pub async fn release(
     taint: Option<Taint>,
     labels: Vec<LabelChange>,
     overrides: PolicyOverrides,
+    ignore_taint_owner: bool,
     args: &MutationArgs,
 ) -> Result<u8, CommandError> {
     let conn = placekit_cli::ui::connect(connection).await?;
@@ -180,6 +181,7 @@ pub async fn release(
     let plans: Vec<NodePlan> = nodes.iter().map(|n| plan_node(n, &request)).collect();
     let mut mutation = Mutation::new(TOOL, COMMAND, "release", args);
     mutation.apply_overrides(overrides);
+    mutation.ignore_taint_owner = ignore_taint_owner;
     mutation.findings.warn_all(
         Check::Keys,
         placekit_cli::mutation::checks::absent_removals(&request.labels, &nodes),

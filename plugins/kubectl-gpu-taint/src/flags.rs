@@ -7,7 +7,7 @@ use placekit_cli::complete::{self, Position, Slot, Source};
 use placekit_cli::fleet::FleetArgs;
 use placekit_cli::inventory::By;
 use placekit_cli::mutation::undo::RollbackArgs;
-use placekit_cli::overrides::{DependentsOverride, EvictionOverride};
+use placekit_cli::overrides::{DependentsOverride, EvictionOverride, TaintOwnerOverride};
 use placekit_cli::ui::{DisplayArgs, MutationArgs};
 use placekit_client::connect::ConnectionArgs;
 use placekit_core::exit;
@@ -93,7 +93,7 @@ pub enum Command {
     },
     /// Remove a taint whose key, value and effect all match, and pool labels.
     #[command(
-        after_help = "Examples:\n  kubectl gpu-taint release gpu-a100-1 --taint dedicated=llm-online:NoSchedule \\\n      --label ops.example.com.node-restriction.kubernetes.io/llm-pool\n  kubectl gpu-taint release -l pool=online \\\n      --taint dedicated=llm-online:NoSchedule"
+        after_help = "Examples:\n  kubectl gpu-taint release gpu-a100-1 --taint dedicated=llm-online:NoSchedule \\\n      --label ops.example.com.node-restriction.kubernetes.io/llm-pool\n  kubectl gpu-taint release -l pool=online \\\n      --taint dedicated=llm-online:NoSchedule\n  # A taint a controller owns (cluster-autoscaler here) needs the override\n  kubectl gpu-taint release gpu-a100-1 \\\n      --taint ToBeDeletedByClusterAutoscaler:NoSchedule --ignore-taint-owner"
     )]
     Release {
         #[command(flatten)]
@@ -111,6 +111,8 @@ pub enum Command {
         labels: Vec<String>,
         #[command(flatten)]
         overrides: DependentsOverride,
+        #[command(flatten)]
+        taint_owner: TaintOwnerOverride,
         #[command(flatten)]
         mutation: MutationArgs,
     },

@@ -125,6 +125,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
             taint,
             labels,
             overrides,
+            taint_owner,
             mutation,
         } => {
             let overrides = overrides.resolve()?;
@@ -150,6 +151,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 taint,
                 labels,
                 overrides,
+                taint_owner.ignore_taint_owner,
                 &mutation,
             )
             .await

@@ -1162,3 +1162,92 @@ async fn no_execute_respects_pod_disruption_budgets() {
         "NoExecute"
     );
 }
+
+/// Taints a controller owns are not released without `--ignore-taint-owner`: cluster-
+/// autoscaler's deletion mark, Karpenter's disruption taint, the node lifecycle controller's
+/// condition taint, and the taint a GKE GPU node pool adds to its nodes (an admin's own
+/// taint with the same key elsewhere is the admin's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_refuses_a_taint_a_controller_owns() {
+    let h = harness().await;
+    let node = |name: &str, labels: serde_json::Value, taint: serde_json::Value| {
+        serde_json::json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"taints": [taint]},
+            "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "8"}}})
+    };
+    h.create(node("ca-1", serde_json::json!({}),
+        serde_json::json!({"key": "ToBeDeletedByClusterAutoscaler", "value": "1733500000", "effect": "NoSchedule"}))).await;
+    h.create(node(
+        "kp-1",
+        serde_json::json!({"karpenter.sh/nodepool": "gpu"}),
+        serde_json::json!({"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}),
+    ))
+    .await;
+    h.create(node("gke-l4-1", serde_json::json!({"cloud.google.com/gke-accelerator": "nvidia-l4", "cloud.google.com/gke-nodepool": "l4-pool"}),
+        serde_json::json!({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}))).await;
+    h.create(node(
+        "own-1",
+        serde_json::json!({}),
+        serde_json::json!({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}),
+    ))
+    .await;
+    for (node, taint, owner) in [
+        (
+            "ca-1",
+            "ToBeDeletedByClusterAutoscaler=1733500000:NoSchedule",
+            "cluster-autoscaler's",
+        ),
+        ("kp-1", "karpenter.sh/disrupted:NoSchedule", "Karpenter's"),
+        (
+            "gke-l4-1",
+            "nvidia.com/gpu=present:NoSchedule",
+            "GKE (GPU node pool l4-pool)'s",
+        ),
+    ] {
+        let run = h.run(&["release", node, "--taint", taint, "-y"]).await;
+        assert_code(&run, 1);
+        assert!(
+            run.stderr
+                .contains(&format!("node/{node}: taint {taint} is {owner}"))
+                && run.stderr.contains("--ignore-taint-owner"),
+            "{}",
+            run.all()
+        );
+        assert!(
+            h.node(node).await["spec"]["taints"]
+                .as_array()
+                .is_some_and(|t| t.len() == 1)
+        );
+    }
+    assert_eq!(h.server().count("patch", "nodes"), 0);
+    // The admin's own taint of the same key, on a node of no GKE GPU pool, goes.
+    let run = h
+        .run(&[
+            "release",
+            "own-1",
+            "--taint",
+            "nvidia.com/gpu=present:NoSchedule",
+            "-y",
+        ])
+        .await;
+    assert_code(&run, 0);
+    // With the override, said as overridden, and done.
+    let run = h
+        .run(&[
+            "release",
+            "ca-1",
+            "--taint",
+            "ToBeDeletedByClusterAutoscaler=1733500000:NoSchedule",
+            "-y",
+            "--ignore-taint-owner",
+        ])
+        .await;
+    assert_code(&run, 0);
+    assert!(
+        run.stderr.contains("(--ignore-taint-owner given)"),
+        "{}",
+        run.all()
+    );
+    assert!(h.node("ca-1").await["spec"].get("taints").is_none());
+}

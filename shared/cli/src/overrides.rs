@@ -68,6 +68,18 @@ impl DependentsOverride {
     }
 }
 
+/// The override of the taint-owner check, for `release`: a taint a controller owns (the node
+/// lifecycle controller, cluster-autoscaler, Karpenter, a GKE GPU pool, the Node Readiness
+/// Controller) is not removed without it.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Overrides")]
+pub struct TaintOwnerOverride {
+    /// Remove the taint although a controller owns it: it sets it again, or relies on it
+    /// (a node about to be deleted, a condition not cleared).
+    #[arg(long)]
+    pub ignore_taint_owner: bool,
+}
+
 /// The override of the disruption-budget check, for the commands that can add a NoExecute
 /// taint (`dedicate`, `rollback`).
 #[derive(Debug, Clone, Default, clap::Args)]

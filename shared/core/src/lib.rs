@@ -50,6 +50,7 @@ pub mod scheduling;
 pub mod snapshot;
 pub mod suggest;
 pub mod syntax;
+pub mod taint_owners;
 pub mod text;
 pub mod trust;
 pub mod validation;

@@ -143,6 +143,8 @@ pub struct Findings {
     pub budget_blocking: Vec<Finding>,
     /// GPU-operator reactions that take GPUs from running pods (`--ignore-gpu-pods`).
     pub gpu_blocking: Vec<Finding>,
+    /// Taints removed that a controller owns (`--ignore-taint-owner`).
+    pub owner_blocking: Vec<Finding>,
     pub warnings: Vec<Finding>,
     /// The evictions to confirm, as the prompt says them.
     pub confirm: Option<String>,
@@ -157,6 +159,7 @@ impl Findings {
         self.refused.extend(other.refused);
         self.blocking.extend(other.blocking);
         self.gpu_blocking.extend(other.gpu_blocking);
+        self.owner_blocking.extend(other.owner_blocking);
         self.budget_blocking.extend(other.budget_blocking);
         self.warnings.extend(other.warnings);
         self.confirm = match (self.confirm.take(), other.confirm) {

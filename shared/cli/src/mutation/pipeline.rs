@@ -36,6 +36,8 @@ pub struct Mutation<'a> {
     pub ignore_disruption_budgets: bool,
     /// `--ignore-gpu-pods`: go on although the GPU operator would take GPUs from pods.
     pub ignore_gpu_pods: bool,
+    /// `--ignore-taint-owner` (`release`): remove a taint although a controller owns it.
+    pub ignore_taint_owner: bool,
     /// The command's own findings (a GPU preflight, a rollback's conflicts).
     pub findings: Findings,
     /// Reported problems that make the command exit 1 whatever the writes do.
@@ -70,6 +72,7 @@ impl<'a> Mutation<'a> {
             ignore_dependents: false,
             ignore_disruption_budgets: false,
             ignore_gpu_pods: false,
+            ignore_taint_owner: false,
             findings: Findings::default(),
             problems: Vec::new(),
             rollback_of: None,
@@ -226,6 +229,13 @@ fn decide(mut findings: Findings, mutation: &Mutation<'_>) -> Decision {
             "--ignore-gpu-pods",
             "the GPU operator would take GPUs from pods running on the node",
             "to change them anyway",
+        ),
+        (
+            std::mem::take(&mut findings.owner_blocking),
+            mutation.ignore_taint_owner,
+            "--ignore-taint-owner",
+            "a controller owns the taint being removed",
+            "to remove it anyway",
         ),
     ];
     let mut stopped: Vec<(Vec<Finding>, &str, &str, &str)> = Vec::new();

@@ -108,6 +108,20 @@ pub fn owners(plans: &[NodePlan]) -> Findings {
     let mut tainted: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for plan in plans {
         let node = plan.node();
+        for taint in plan.taints_removed() {
+            if let Some(owner) =
+                placekit_core::taint_owners::taint_owner(&taint, &plan.before.labels)
+            {
+                let text = format!(
+                    "node/{node}: taint {taint} is {}'s: {}",
+                    owner.name(),
+                    owner.consequence()
+                );
+                findings
+                    .owner_blocking
+                    .push(Finding::new(Check::LabelOwners, text).on(&[node]));
+            }
+        }
         if !plan.taints_added().is_empty()
             && let Some(consequence) =
                 replaced_by(&plan.before.labels).and_then(|o| o.taint_consequence())

@@ -1,0 +1,181 @@
+//! Who owns a node's taint: the controllers that set a taint and take it off again by
+//! themselves, so that removing it by hand either comes undone or pulls the rug from under
+//! them. A node's taints are one atomic list in managedFields (only the last writer of the
+//! whole list is recorded), so owners are known by the keys the controllers document and, for
+//! the taints a managed pool adds, by the pool's labels on the node.
+//!
+//! Sources: the node lifecycle controller's and kubelet's taints (`k8s.io/api/core/v1`
+//! well-known taints), the cloud-controller-manager's (`node.cloudprovider.kubernetes.io/*`),
+//! cluster-autoscaler's (`ToBeDeletedByClusterAutoscaler`,
+//! `DeletionCandidateOfClusterAutoscaler`), Karpenter's (`karpenter.sh/disrupted`,
+//! `karpenter.sh/unregistered`, and v0.3x's `karpenter.sh/disruption`), GKE's GPU node pools
+//! (`nvidia.com/gpu=present:NoSchedule` on nodes labelled `cloud.google.com/gke-accelerator`),
+//! and the Node Readiness Controller (`readiness.k8s.io/*`).
+
+use std::collections::BTreeMap;
+
+use crate::syntax::Taint;
+
+/// The taint keys the node lifecycle controller (and the kubelet) manage, with the node
+/// condition or field each stands for.
+const LIFECYCLE: &[(&str, &str)] = &[
+    ("node.kubernetes.io/not-ready", "Ready is False"),
+    ("node.kubernetes.io/unreachable", "Ready is Unknown"),
+    ("node.kubernetes.io/memory-pressure", "MemoryPressure"),
+    ("node.kubernetes.io/disk-pressure", "DiskPressure"),
+    ("node.kubernetes.io/pid-pressure", "PIDPressure"),
+    (
+        "node.kubernetes.io/network-unavailable",
+        "NetworkUnavailable",
+    ),
+    (
+        "node.kubernetes.io/unschedulable",
+        "spec.unschedulable (a cordon)",
+    ),
+];
+
+/// Who owns a taint and sets it again, or relies on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaintOwner {
+    /// The node lifecycle controller (or the kubelet) sets it while the condition holds.
+    NodeLifecycle { condition: &'static str },
+    /// The cloud-controller-manager: the node is not initialized yet, or is shut down.
+    CloudProvider,
+    /// cluster-autoscaler marked the node for deletion.
+    ClusterAutoscaler,
+    /// Karpenter is disrupting the node, or has not registered it yet.
+    Karpenter,
+    /// A GKE GPU node pool adds it to every node it creates.
+    GkeGpuPool { pool: String },
+    /// The Node Readiness Controller keeps it until its rule's conditions hold.
+    NodeReadiness,
+}
+
+impl TaintOwner {
+    /// Who, in a few words.
+    pub fn name(&self) -> String {
+        match self {
+            TaintOwner::NodeLifecycle { .. } => "the node lifecycle controller".into(),
+            TaintOwner::CloudProvider => "the cloud-controller-manager".into(),
+            TaintOwner::ClusterAutoscaler => "cluster-autoscaler".into(),
+            TaintOwner::Karpenter => "Karpenter".into(),
+            TaintOwner::GkeGpuPool { pool } => format!("GKE (GPU node pool {pool})"),
+            TaintOwner::NodeReadiness => "the Node Readiness Controller".into(),
+        }
+    }
+
+    /// What removing it by hand does, and where to make the change instead.
+    pub fn consequence(&self) -> String {
+        match self {
+            TaintOwner::NodeLifecycle { condition } => format!(
+                "the node lifecycle controller sets it while {condition} and takes it off when that clears: removed by hand, it is back within seconds; fix the node's condition instead (a cordon: kubectl uncordon)"
+            ),
+            TaintOwner::CloudProvider => "the cloud-controller-manager takes it off when it has initialized the node (or the node runs again): removed by hand, pods land on a node whose provider fields are not set".into(),
+            TaintOwner::ClusterAutoscaler => "cluster-autoscaler marked the node for deletion: removed by hand, pods land on a node it is about to delete (it sets the taint again); stop the scale-down in the autoscaler instead".into(),
+            TaintOwner::Karpenter => "Karpenter set it while it disrupts or registers the node: removed by hand, pods land on a node it is about to delete or has not finished; change the NodePool's disruption settings instead".into(),
+            TaintOwner::GkeGpuPool { pool } => format!(
+                "GKE adds it to every node of the GPU node pool {pool}: removed by hand, it is back on the next node the pool creates, and pods without GPUs land on GPU nodes until then; change the node pool instead"
+            ),
+            TaintOwner::NodeReadiness => "the Node Readiness Controller keeps it until its NodeReadinessRule's conditions hold: removed by hand, it is set again; fix what the rule waits for instead".into(),
+        }
+    }
+}
+
+/// The owner of `taint` on a node with `labels`, if a controller owns it.
+pub fn taint_owner(taint: &Taint, labels: &BTreeMap<String, String>) -> Option<TaintOwner> {
+    let key = taint.key.as_str();
+    if let Some((_, condition)) = LIFECYCLE.iter().find(|(k, _)| *k == key) {
+        return Some(TaintOwner::NodeLifecycle { condition });
+    }
+    if key.starts_with("node.cloudprovider.kubernetes.io/") {
+        return Some(TaintOwner::CloudProvider);
+    }
+    if matches!(
+        key,
+        "ToBeDeletedByClusterAutoscaler" | "DeletionCandidateOfClusterAutoscaler"
+    ) {
+        return Some(TaintOwner::ClusterAutoscaler);
+    }
+    if matches!(
+        key,
+        "karpenter.sh/disrupted" | "karpenter.sh/unregistered" | "karpenter.sh/disruption"
+    ) {
+        return Some(TaintOwner::Karpenter);
+    }
+    if key.starts_with("readiness.k8s.io/") {
+        return Some(TaintOwner::NodeReadiness);
+    }
+    if key == "nvidia.com/gpu"
+        && taint.value.as_deref() == Some("present")
+        && labels.contains_key("cloud.google.com/gke-accelerator")
+    {
+        return Some(TaintOwner::GkeGpuPool {
+            pool: labels
+                .get("cloud.google.com/gke-nodepool")
+                .cloned()
+                .unwrap_or_else(|| "(unnamed)".into()),
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::TaintEffect;
+
+    fn taint(key: &str, value: Option<&str>) -> Taint {
+        Taint {
+            key: key.into(),
+            value: value.map(str::to_string),
+            effect: TaintEffect::NoSchedule,
+            time_added: None,
+        }
+    }
+
+    #[test]
+    fn owners_by_key_and_pool() {
+        let none = BTreeMap::new();
+        let gke: BTreeMap<String, String> = [
+            ("cloud.google.com/gke-accelerator", "nvidia-l4"),
+            ("cloud.google.com/gke-nodepool", "l4-pool"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(
+            taint_owner(&taint("node.kubernetes.io/unreachable", None), &none),
+            Some(TaintOwner::NodeLifecycle {
+                condition: "Ready is Unknown"
+            })
+        );
+        assert_eq!(
+            taint_owner(
+                &taint("ToBeDeletedByClusterAutoscaler", Some("1733")),
+                &none
+            ),
+            Some(TaintOwner::ClusterAutoscaler)
+        );
+        assert_eq!(
+            taint_owner(&taint("karpenter.sh/disrupted", None), &none),
+            Some(TaintOwner::Karpenter)
+        );
+        assert_eq!(
+            taint_owner(&taint("nvidia.com/gpu", Some("present")), &gke),
+            Some(TaintOwner::GkeGpuPool {
+                pool: "l4-pool".into()
+            })
+        );
+        // The same taint set by an admin on a node of no GKE GPU pool is the admin's.
+        assert_eq!(
+            taint_owner(&taint("nvidia.com/gpu", Some("present")), &none),
+            None
+        );
+        assert_eq!(taint_owner(&taint("dedicated", Some("llm")), &gke), None);
+        assert_eq!(
+            taint_owner(&taint("node.kubernetes.io/out-of-service", None), &none),
+            None,
+            "an admin sets out-of-service"
+        );
+    }
+}
