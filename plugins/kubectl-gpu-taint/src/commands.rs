@@ -156,6 +156,14 @@ pub async fn dedicate(
     Ok(print_report(ui, &report))
 }
 
+/// The overrides `release` takes: the policy checks', and the taint owners'.
+#[derive(Debug, Clone, Copy)]
+pub struct ReleaseOverrides {
+    pub policy: PolicyOverrides,
+    /// `--ignore-taint-owner`.
+    pub ignore_taint_owner: bool,
+}
+
 /// `release`: removes the taint only where key, value and effect all match (a taint with
 /// the same key and effect but another value is reported and left), and the pool labels.
 pub async fn release(
@@ -164,8 +172,7 @@ pub async fn release(
     targets: Targets,
     taint: Option<Taint>,
     labels: Vec<LabelChange>,
-    overrides: PolicyOverrides,
-    ignore_taint_owner: bool,
+    overrides: ReleaseOverrides,
     args: &MutationArgs,
 ) -> Result<u8, CommandError> {
     let conn = placekit_cli::ui::connect(connection).await?;
@@ -180,8 +187,8 @@ pub async fn release(
     };
     let plans: Vec<NodePlan> = nodes.iter().map(|n| plan_node(n, &request)).collect();
     let mut mutation = Mutation::new(TOOL, COMMAND, "release", args);
-    mutation.apply_overrides(overrides);
-    mutation.ignore_taint_owner = ignore_taint_owner;
+    mutation.apply_overrides(overrides.policy);
+    mutation.ignore_taint_owner = overrides.ignore_taint_owner;
     mutation.findings.warn_all(
         Check::Keys,
         placekit_cli::mutation::checks::absent_removals(&request.labels, &nodes),

@@ -150,8 +150,10 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 targets(&selection, false)?,
                 taint,
                 labels,
-                overrides,
-                taint_owner.ignore_taint_owner,
+                commands::ReleaseOverrides {
+                    policy: overrides,
+                    ignore_taint_owner: taint_owner.ignore_taint_owner,
+                },
                 &mutation,
             )
             .await
