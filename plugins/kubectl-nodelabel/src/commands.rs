@@ -710,8 +710,15 @@ pub async fn show_labels(
         .iter()
         .flat_map(|n| label_provenance(n, &operator))
         .collect();
+    let taints: Vec<_> = nodes
+        .iter()
+        .flat_map(placekit_core::taint_owners::taint_provenance)
+        .collect();
     if ui.output.is_structured() {
-        ui.print_report(&NodeLabels { items: &rows });
+        ui.print_report(&NodeLabels {
+            items: &rows,
+            taints: &taints,
+        });
         return Ok(exit::SUCCESS);
     }
     let wide = ui.output == placekit_cli::ui::OutputFormat::Wide;
@@ -742,5 +749,33 @@ pub async fn show_labels(
         &["NODE", "KEY", "VALUE", "WRITTEN BY", "OWNER"]
     };
     print!("{}", ui.table(header, &table));
+    if !taints.is_empty() {
+        let table: Vec<Vec<String>> = taints
+            .iter()
+            .map(|t| {
+                let mut row = vec![
+                    t.node.clone(),
+                    t.taint.clone(),
+                    if t.managers.is_empty() {
+                        none()
+                    } else {
+                        t.managers.join(",")
+                    },
+                    t.owner.clone().unwrap_or_else(none),
+                ];
+                if wide {
+                    row.push(t.note.clone().unwrap_or_default());
+                }
+                row
+            })
+            .collect();
+        let header: &[&str] = if wide {
+            &["NODE", "TAINT", "WRITTEN BY", "OWNER", "NOTE"]
+        } else {
+            &["NODE", "TAINT", "WRITTEN BY", "OWNER"]
+        };
+        println!();
+        print!("{}", ui.table(header, &table));
+    }
     Ok(exit::SUCCESS)
 }

@@ -324,6 +324,15 @@ fn controllers_of_a_gpu_cluster_on_the_real_control_plane() {
         "--overwrite",
         "--field-manager=nfd-master",
     ]);
+    // cluster-autoscaler's deletion mark, written under its own field manager.
+    cluster.must(&[
+        "taint",
+        "node",
+        GPU_NODE,
+        "ToBeDeletedByClusterAutoscaler=1733500000:NoSchedule",
+        "--overwrite",
+        "--field-manager=cluster-autoscaler",
+    ]);
     let (code, out, err) = cluster.nodelabel(&["show", GPU_NODE, KARPENTER_NODE, "-o", "json"]);
     assert_eq!(code, 0, "{err}");
     let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -345,6 +354,31 @@ fn controllers_of_a_gpu_cluster_on_the_real_control_plane() {
         "{out}"
     );
     assert_eq!(row(GPU_NODE, "kubernetes.io/hostname")["owner"], "kubelet");
+    // The taint with the writer of the taint list and its owner.
+    let taint = shown["taints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| {
+            t["node"] == GPU_NODE
+                && t["taint"] == "ToBeDeletedByClusterAutoscaler=1733500000:NoSchedule"
+        })
+        .unwrap_or_else(|| panic!("no taint row in {out}"))
+        .clone();
+    assert_eq!(
+        taint["managers"],
+        serde_json::json!(["cluster-autoscaler"]),
+        "{out}"
+    );
+    assert_eq!(taint["owner"], "cluster-autoscaler", "{out}");
+    assert!(
+        taint["note"]
+            .as_str()
+            .unwrap()
+            .contains("a node it is about to delete"),
+        "{out}"
+    );
+    cluster.must(&["taint", "node", GPU_NODE, "ToBeDeletedByClusterAutoscaler-"]);
     assert_eq!(
         row(KARPENTER_NODE, "karpenter.sh/nodepool")["owner"],
         "Karpenter (NodePool gpu-spot)"

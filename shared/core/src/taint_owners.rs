@@ -179,3 +179,69 @@ mod tests {
         );
     }
 }
+
+/// One taint of a node: who wrote the taint list, who owns the taint, what a hand edit does
+/// (`nodelabel show`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaintProvenance {
+    pub node: String,
+    /// `key=value:Effect`.
+    pub taint: String,
+    /// The field managers that wrote the node's taints. The list is atomic, so the API
+    /// server records only its last writers, not who added each taint.
+    pub managers: Vec<String>,
+    /// The controller that owns it, when one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// What happens to a hand edit, and where to make the change instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Every taint of `node` with the writers of the taint list and its owner.
+pub fn taint_provenance(node: &k8s_openapi::api::core::v1::Node) -> Vec<TaintProvenance> {
+    let meta = &node.metadata;
+    let name = meta.name.clone().unwrap_or_default();
+    let labels = meta.labels.clone().unwrap_or_default();
+    let managers: Vec<String> = meta
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter(|e| {
+            e.fields_v1
+                .as_ref()
+                .is_some_and(|f| f.0.pointer("/f:spec/f:taints").is_some())
+        })
+        .filter_map(|e| e.manager.clone())
+        .fold(Vec::new(), |mut all, m| {
+            if !all.contains(&m) {
+                all.push(m);
+            }
+            all
+        });
+    node.spec
+        .iter()
+        .flat_map(|s| s.taints.iter().flatten())
+        .map(|t| {
+            let taint = Taint {
+                key: t.key.clone(),
+                value: t.value.clone().filter(|v| !v.is_empty()),
+                effect: t
+                    .effect
+                    .parse()
+                    .unwrap_or(crate::syntax::TaintEffect::NoSchedule),
+                time_added: None,
+            };
+            let owner = taint_owner(&taint, &labels);
+            let note = owner.as_ref().map(TaintOwner::consequence);
+            TaintProvenance {
+                node: name.clone(),
+                taint: taint.to_string(),
+                managers: managers.clone(),
+                owner: owner.as_ref().map(TaintOwner::name),
+                note,
+            }
+        })
+        .collect()
+}

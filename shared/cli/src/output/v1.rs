@@ -199,10 +199,12 @@ impl Published for LabelDependents<'_> {
     const KIND: &'static str = "LabelDependents";
 }
 
-/// `nodelabel show NODE`: every label with who wrote it and who owns it.
+/// `nodelabel show NODE`: every label with who wrote it and who owns it, and every taint
+/// with who wrote the taint list and who owns the taint.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct NodeLabels<'a> {
     pub items: &'a [LabelProvenance],
+    pub taints: &'a [placekit_core::taint_owners::TaintProvenance],
 }
 
 impl Published for NodeLabels<'_> {
