@@ -691,6 +691,24 @@ impl<'a> Object<'a> {
             || (self.kind == "ClusterServiceVersion" && group == "operators.coreos.com")
     }
 
+    /// Whether this view is a kustomize patch rather than an object to apply: a workload
+    /// without its selector, or a container without an image (both required by the API
+    /// server). A patch carries only what it changes, so what it leaves out says nothing.
+    pub fn is_patch(&self) -> bool {
+        let workload = matches!(
+            self.kind.as_str(),
+            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet"
+        );
+        (workload && self.root.path(&["spec", "selector"]).is_none())
+            || self.pod_spec().is_some_and(|spec| {
+                spec.get("containers")
+                    .map(Node::items)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c.get("image").is_none())
+            })
+    }
+
     /// Rules suppressed by `affinity-lint.placekit.dev/ignore` on the object or its template.
     pub fn ignored_rules(&self) -> Vec<String> {
         let mut out = Vec::new();

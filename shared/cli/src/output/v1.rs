@@ -204,6 +204,8 @@ impl Published for LabelDependents<'_> {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct NodeLabels<'a> {
     pub items: &'a [LabelProvenance],
+    /// The nodes' taints (absent when they have none).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub taints: &'a [placekit_core::taint_owners::TaintProvenance],
 }
 

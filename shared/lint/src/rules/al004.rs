@@ -258,22 +258,6 @@ fn check_strings(spec: &Node, yaml12: bool, out: &mut Vec<RawFinding>) {
     }
 }
 
-/// A kustomize patch rather than an object to apply: a workload without its selector, or
-/// a container without an image (both required by the API server).
-fn is_patch(object: &crate::source::Object<'_>, spec: &Node) -> bool {
-    let workload = matches!(
-        object.kind.as_str(),
-        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet"
-    );
-    (workload && object.root.path(&["spec", "selector"]).is_none())
-        || spec
-            .get("containers")
-            .map(Node::items)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.get("image").is_none())
-}
-
 impl Rule for Al004 {
     fn meta(&self) -> &'static RuleMeta {
         &META
@@ -289,7 +273,7 @@ impl Rule for Al004 {
             // Values read from a wrong shape would only add confusing follow-up errors.
             return;
         }
-        let yaml12 = cx.object.document.kustomize || is_patch(cx.object, spec);
+        let yaml12 = cx.object.document.kustomize || cx.object.is_patch();
         check_strings(spec, yaml12, out);
         if let Some((_, terms)) = required_terms(spec) {
             for term in terms {

@@ -124,11 +124,24 @@ impl Rule for Al016 {
                     "" => String::new(),
                     e => format!(", effect: {e}"),
                 };
+                // The same transition's label: a nodeSelector on it matches no kubeadm 1.24+
+                // node, so tolerating both taints alone would still leave the pod Pending.
+                let selects_master = spec
+                    .get("nodeSelector")
+                    .and_then(|s| s.get(ROLE_RETIRED))
+                    .is_some();
+                let label = if selects_master {
+                    format!(
+                        "; its nodeSelector also requires the {old} label, which kubeadm stopped setting in 1.24: select {current} too (a required node-affinity term for each key), or the pod matches no current control plane"
+                    )
+                } else {
+                    String::new()
+                };
                 out.push(
                     RawFinding::at(
                         at,
                         format!(
-                            "this toleration's key {old} matches no taint of a kubeadm 1.25+ control-plane node: those are tainted {current} (kubeadm dropped the master taint in 1.25; OpenShift keeps it), so the pod stays off current control planes; tolerate both keys"
+                            "this toleration's key {old} matches no taint of a kubeadm 1.25+ control-plane node: those are tainted {current} (kubeadm dropped the master taint in 1.25; OpenShift keeps it), so the pod stays off current control planes; tolerate both keys{label}"
                         ),
                     )
                     .with_fix(format!(

@@ -22,6 +22,8 @@ OpenShift).
 - A term that also admits other nodes (a term without the role key: the pod can run
   elsewhere).
 - `DoesNotExist`/`NotIn` on the role key: that keeps the pod off control planes.
+- A kustomize patch (a workload without its selector, a pod spec without containers or a
+  container without an image): it adds the affinity, and its base has the tolerations.
 
 ## Why it matters
 Every node the pod may use refuses it: it stays Pending with `untolerated taint
@@ -77,6 +79,10 @@ impl Rule for Al020 {
         let Some(spec) = cx.object.pod_spec() else {
             return;
         };
+        // A kustomize patch that adds the affinity leaves the tolerations to its base.
+        if cx.object.is_patch() || crate::podspec::app_containers(spec).is_empty() {
+            return;
+        }
         let selector_key = spec
             .get("nodeSelector")
             .map(Node::entries)
