@@ -15,10 +15,14 @@ resource a vendor's device plugin advertises: the vendor's resource name under a
 domain (`gaudi.habana.ai/gaudi` for `habana.ai/gaudi`, `nvidia/gpu` for `nvidia.com/gpu`),
 or the name one or two characters off (`nvidia.com/gpus`, `amd.con/gpu`). The resources
 known: `nvidia.com/gpu`, `amd.com/gpu`, `habana.ai/gaudi`, `gpu.intel.com/i915`,
-`gpu.intel.com/xe`, `google.com/tpu`, `aws.amazon.com/neuron`, `aws.amazon.com/neuroncore`,
+`gpu.intel.com/xe` (and Intel's `dxg`, `millicores`, `memory.max`, `*_monitoring`),
+`google.com/tpu`, `aws.amazon.com/neuron`, `aws.amazon.com/neuroncore`,
 `aws.amazon.com/neurondevice`.
 
 ## When it does not fire
+- Another name under a vendor's own domain (`gpu.intel.com/dxg`, Intel's GPU on WSL, two
+  characters from `gpu.intel.com/xe`): the vendor's plugin may advertise it. Only a plural
+  (`nvidia.com/gpus`) is a near miss there.
 - The resource is one of those, or a MIG profile (`nvidia.com/mig-1g.10gb`: profiles differ
   from each other by a character and are all real), or a shared GPU resource a device
   plugin renames (`nvidia.com/gpu.shared`).
@@ -53,6 +57,11 @@ const KNOWN: &[(&str, &[&str])] = &[
     ("habana.ai/gaudi", &["habana", "gaudi"]),
     ("gpu.intel.com/i915", &["intel"]),
     ("gpu.intel.com/xe", &["intel"]),
+    ("gpu.intel.com/dxg", &["intel"]),
+    ("gpu.intel.com/millicores", &["intel"]),
+    ("gpu.intel.com/memory.max", &["intel"]),
+    ("gpu.intel.com/i915_monitoring", &["intel"]),
+    ("gpu.intel.com/xe_monitoring", &["intel"]),
     ("google.com/tpu", &["google", "tpu"]),
     ("aws.amazon.com/neuron", &["amazon", "aws"]),
     ("aws.amazon.com/neuroncore", &["amazon", "aws"]),
@@ -73,14 +82,19 @@ fn meant(resource: &str) -> Option<&'static str> {
     if let Some((known, _)) = wrong_domain {
         return Some(known);
     }
-    // One or two characters off the whole name, under the vendor's domain or one close to it.
+    // One or two characters off the whole name: a domain misspelled (`nvidia.con/gpu`), or
+    // the name made plural (`nvidia.com/gpus`). Another name under the vendor's own domain
+    // is the vendor's to add (Intel's `gpu.intel.com/dxg` on WSL): not a near miss.
     KNOWN
         .iter()
         .filter(|(known, vendor)| {
-            let known_domain = known.split('/').next().unwrap_or_default();
+            let (known_domain, known_name) = known.split_once('/').unwrap_or_default();
+            let plural = name.strip_suffix('s') == Some(known_name);
             edit_distance(known, resource) <= 2
-                && (vendor.iter().any(|v| domain.contains(v))
-                    || edit_distance(domain, known_domain) <= 2)
+                && ((domain != known_domain
+                    && (vendor.iter().any(|v| domain.contains(v))
+                        || edit_distance(domain, known_domain) <= 2))
+                    || (domain == known_domain && plural))
         })
         .min_by_key(|(known, _)| edit_distance(known, resource))
         .map(|(known, _)| *known)
@@ -155,6 +169,11 @@ mod tests {
             ("amd.com/gpus", Some("amd.com/gpu")),
             ("intel.com/i915", Some("gpu.intel.com/i915")),
             ("google.com/tpus", Some("google.com/tpu")),
+            // Intel's own resources, one of them two characters from another.
+            ("gpu.intel.com/dxg", None),
+            ("gpu.intel.com/millicores", None),
+            ("gpu.intel.com/xe_monitoring", None),
+            ("gpu.intel.com/fpga", None),
             ("nvidia.com/gpu", None),
             ("nvidia.com/mig-1g.10gb", None),
             ("nvidia.com/mig-2g.10gb", None),
