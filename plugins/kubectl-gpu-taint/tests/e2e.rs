@@ -1251,3 +1251,43 @@ async fn release_refuses_a_taint_a_controller_owns() {
     );
     assert!(h.node("ca-1").await["spec"].get("taints").is_none());
 }
+
+/// A NoExecute dedicate of a Karpenter node says that Karpenter may consolidate the node it
+/// empties, and how to keep it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_no_execute_dedicate_of_a_karpenter_node_warns_of_consolidation() {
+    let h = harness().await;
+    h.create(serde_json::json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "kp-gpu-1", "labels": {"karpenter.sh/nodepool": "gpu-spot"}},
+        "spec": {},
+        "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "8"}}}))
+        .await;
+    let run = h
+        .run(&[
+            "dedicate",
+            "kp-gpu-1",
+            "--taint",
+            "dedicated=llm:NoExecute",
+            "-y",
+        ])
+        .await;
+    assert_code(&run, 0);
+    assert!(
+        run.stderr.contains("Karpenter may then consolidate (delete) the emptied node once NodePool gpu-spot's consolidateAfter has passed")
+            && run.stderr.contains("karpenter.sh/do-not-disrupt=true"),
+        "{}",
+        run.all()
+    );
+    // NoSchedule evicts nothing: no such warning.
+    let run = h
+        .run(&[
+            "dedicate",
+            "kp-gpu-1",
+            "--taint",
+            "other=x:NoSchedule",
+            "-y",
+        ])
+        .await;
+    assert_code(&run, 0);
+    assert!(!run.stderr.contains("consolidate"), "{}", run.all());
+}

@@ -106,6 +106,7 @@ pub fn owners(plans: &[NodePlan]) -> Findings {
     let mut findings = Findings::default();
     let mut warned: BTreeMap<(String, String), Vec<&str>> = BTreeMap::new();
     let mut tainted: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    let mut consolidated: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for plan in plans {
         let node = plan.node();
         for taint in plan.taints_removed() {
@@ -121,6 +122,20 @@ pub fn owners(plans: &[NodePlan]) -> Findings {
                     .owner_blocking
                     .push(Finding::new(Check::LabelOwners, text).on(&[node]));
             }
+        }
+        // A NoExecute taint empties a Karpenter node of the pods that do not tolerate it, and
+        // Karpenter consolidates an empty or underused node once the NodePool's
+        // `consolidateAfter` has passed.
+        if let Some(pool) = plan
+            .before
+            .labels
+            .get(placekit_core::label_controllers::KARPENTER_NODEPOOL)
+            && plan
+                .taints_added()
+                .iter()
+                .any(|t| t.effect == placekit_core::syntax::TaintEffect::NoExecute)
+        {
+            consolidated.entry(pool.clone()).or_default().push(node);
         }
         if !plan.taints_added().is_empty()
             && let Some(consequence) =
@@ -152,6 +167,15 @@ pub fn owners(plans: &[NodePlan]) -> Findings {
     }
     for (consequence, nodes) in tainted {
         let text = format!("taint on {}: {consequence}", node_list(&nodes));
+        findings
+            .warnings
+            .push(Finding::new(Check::LabelOwners, text).on(&nodes));
+    }
+    for (pool, nodes) in consolidated {
+        let text = format!(
+            "NoExecute taint on {}: the pods that do not tolerate it are evicted, and Karpenter may then consolidate (delete) the emptied node once NodePool {pool}'s consolidateAfter has passed; to keep the node, annotate it karpenter.sh/do-not-disrupt=true",
+            node_list(&nodes)
+        );
         findings
             .warnings
             .push(Finding::new(Check::LabelOwners, text).on(&nodes));
