@@ -72,6 +72,10 @@ pub enum FaultAction {
     /// Serve the request normally, with this `Warning` header on the answer (a deprecation,
     /// an admission policy in Warn mode).
     Warn { text: String },
+    /// Refuse with 403 and a message quoting the `Authorization` header the request
+    /// carried, as a server (or an authenticating webhook's error) that echoes credentials
+    /// does: a client must never print what it sent.
+    EchoCredentials,
 }
 
 /// Fire `action` on the `nth` (1-based) request matching `verb` and `resource`, and on the

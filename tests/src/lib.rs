@@ -270,6 +270,11 @@ impl TestServer {
         self.state.faults.lock().expect("faults").push(fault);
     }
 
+    /// Removes every injected fault.
+    pub fn clear_faults(&self) {
+        self.state.faults.lock().expect("faults").clear();
+    }
+
     /// Makes someone else write between a client's read and its write.
     pub fn concurrent_write(&self, write: ConcurrentWrite) {
         self.state

@@ -95,6 +95,11 @@ pub(crate) async fn forward(
                 tokio::time::sleep(Duration::from_millis(millis)).await
             }
             Some(FaultAction::LoseAnswer) => lose_answer = true,
+            Some(FaultAction::EchoCredentials) => {
+                return Err(Failure::Api(ApiError::echoing_credentials(
+                    &crate::server::sent_credentials(&req),
+                )));
+            }
             // Warnings are the real server's own behind the proxy.
             Some(FaultAction::Warn { .. }) | None => {}
         }

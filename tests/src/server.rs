@@ -367,6 +367,14 @@ fn authenticate<'a>(
         .ok_or_else(ApiError::unauthorized)
 }
 
+/// The `Authorization` header a request carried, as sent (for a fault that echoes it).
+pub(crate) fn sent_credentials(req: &Request<Incoming>) -> String {
+    req.headers()
+        .get(http::header::AUTHORIZATION)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default()
+}
+
 async fn read_bytes(body: Incoming) -> Result<Bytes, ApiError> {
     Ok(Limited::new(body, MAX_BODY)
         .collect()
@@ -552,6 +560,11 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         }
         Some(FaultAction::Delay { millis }) => {
             tokio::time::sleep(Duration::from_millis(millis)).await
+        }
+        Some(FaultAction::EchoCredentials) => {
+            return Err(Failure::Api(ApiError::echoing_credentials(
+                &sent_credentials(&req),
+            )));
         }
         Some(FaultAction::LoseAnswer | FaultAction::Warn { .. }) | None => {}
     }

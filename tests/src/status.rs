@@ -290,6 +290,17 @@ impl ApiError {
 
     /// The answer to an injected `Status` fault: 429 with its `Retry-After`, other codes
     /// with the generic message of [`ApiError::with_code`].
+    /// A refusal quoting the credentials the request carried (`sent`, the `Authorization`
+    /// header's value), in the words of a server that echoes them.
+    pub fn echoing_credentials(sent: &str) -> Self {
+        Self::new(
+            403,
+            "Forbidden",
+            format!("request with credentials [{sent}] is forbidden"),
+            Value::Null,
+        )
+    }
+
     pub fn injected(code: u16, retry_after_seconds: Option<u32>) -> Self {
         match (code, retry_after_seconds) {
             (429, Some(seconds)) => Self::too_many_requests(seconds),

@@ -24,13 +24,9 @@ use placekit_core::exit;
 
 /// How many contexts are read at once unless `--parallel-contexts` says otherwise.
 pub const DEFAULT_PARALLEL: usize = 8;
-/// The deadline for connecting and for each request unless `--context-timeout` says otherwise.
+/// Each context's deadline unless `--context-timeout` says otherwise: everything done for
+/// it (its client built, its identity asked, every page of every list) ends within it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// One context's whole read (every page of every list) may take this many times
-/// `--context-timeout`: a big cluster's many pages fit, a server that never stops answering
-/// does not hold up the report.
-pub const READ_BUDGET_FACTOR: u32 = 6;
 
 /// The flags of the read-only commands that read several clusters.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -52,10 +48,9 @@ pub struct FleetArgs {
     /// With --contexts/--all-contexts: how many contexts are read at once [default: 8].
     #[arg(long, global = true, value_name = "N")]
     pub parallel_contexts: Option<usize>,
-    /// With --contexts/--all-contexts: the deadline for reaching each context and for each
-    /// of its requests, e.g. 5s, 1m [default: 10s]; a context's whole read may take six
-    /// times it. A context that misses either is reported as failed; the others are not
-    /// held up.
+    /// With --contexts/--all-contexts: each context's deadline, e.g. 5s, 1m [default: 10s]:
+    /// its credentials, its identity and its whole read (every page) end within it. A
+    /// context that misses it is reported as failed; the others are not held up.
     #[arg(long, global = true, value_name = "DURATION")]
     pub context_timeout: Option<String>,
 }
@@ -362,12 +357,6 @@ impl Fleet {
         }
     }
 
-    /// How long one context's whole read may take: [`READ_BUDGET_FACTOR`] times the
-    /// per-request deadline.
-    fn read_budget(&self) -> Duration {
-        self.timeout * READ_BUDGET_FACTOR
-    }
-
     /// Asks one cluster for its identity within the deadline.
     async fn probe(&self, conn: &Connection) -> Result<ClusterIdentity, CommandError> {
         match tokio::time::timeout(self.timeout, placekit_client::api::probe_identity(conn)).await {
@@ -434,6 +423,9 @@ impl Fleet {
                 let (fleet, read, slots) = (self.clone(), read.clone(), slots.clone());
                 tokio::spawn(async move {
                     let _slot = slots.acquire_owned().await.expect("never closed");
+                    // One deadline for everything done for this context, from the moment
+                    // it gets its slot: building its client, its identity, every page.
+                    let deadline = tokio::time::Instant::now() + fleet.timeout;
                     let conn = fleet.connect(&context).await.map_err(|e| {
                         (
                             fleet.server_of(&context),
@@ -443,21 +435,19 @@ impl Fleet {
                     let server = conn.server.clone();
                     // The identity and the read together; whichever fails first ends both
                     // (bad credentials or no answer: said as the first request found it).
-                    // The whole read is under the context's own budget too: a server that
-                    // pages forever or drips its answers (each read resets a request's
-                    // timeout) costs this context its budget, and holds up no other.
-                    let budget = fleet.read_budget();
+                    // A server that pages forever or drips its answers costs this context
+                    // what is left of its deadline, and holds up no other.
                     let whole = placekit_client::connect::with_server(server.clone(), async {
                         tokio::try_join!(fleet.probe(&conn), read(conn.clone()))
                     });
-                    let both = match tokio::time::timeout(budget, whole).await {
+                    let both = match tokio::time::timeout_at(deadline, whole).await {
                         Ok(both) => both,
                         Err(_) => Err(CommandError::Unreachable(Box::new(Unreachable {
                             doing: "reading it".into(),
                             server: Some(server.clone()),
                             cause: format!(
-                                "timeout: its answers did not end within {} ({READ_BUDGET_FACTOR} x --context-timeout)",
-                                humantime(budget)
+                                "timeout: its answers did not end within {} (--context-timeout)",
+                                humantime(fleet.timeout)
                             ),
                             source: None,
                         }))),

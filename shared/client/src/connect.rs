@@ -282,6 +282,28 @@ fn added_headers(auth: &kube::config::AuthInfo) -> Vec<(String, String)> {
     added
 }
 
+/// The layer that sets a request's `Authorization` header, taken out of the configuration
+/// so it can be stacked above [`crate::secrets::LearnCredentials`] (kube would put it
+/// inside its own stack, out of reach). Only a bearer or basic credential moves; a client
+/// certificate (from the kubeconfig or an exec plugin) stays in the configuration, where
+/// the TLS connector reads it, and kube adds no header for it.
+fn own_auth_layer(
+    mut config: kube::Config,
+) -> Result<(kube::Config, Option<kube::client::middleware::AuthLayer>), kube::Error> {
+    use kube::client::ConfigExt as _;
+    let auth = config.auth_layer()?;
+    if auth.is_some() {
+        let info = &mut config.auth_info;
+        info.auth_provider = None;
+        info.username = None;
+        info.password = None;
+        info.token = None;
+        info.token_file = None;
+        info.exec = None;
+    }
+    Ok((config, auth))
+}
+
 /// Parses kubectl's `--request-timeout`: a bare integer is seconds; otherwise a Go
 /// duration made of `<number><unit>` parts (`h`, `m`, `s`, `ms`, `us`, `ns`). `0` means no
 /// timeout. Not `kube::core::Duration`'s parser: it panics on a value past `Duration::MAX`
@@ -809,8 +831,15 @@ impl ConnectionArgs {
         };
         let observer = crate::observe::installed();
         let added_headers = added_headers(&config.auth_info);
+        let (config, auth) = own_auth_layer(config).map_err(client_error)?;
         let client = kube::client::ClientBuilder::try_from(config)
             .map_err(client_error)?
+            // Every credential sent is noted for redaction: the layer sits under the
+            // `Authorization` header's, so it sees what an exec plugin or auth provider gave.
+            .with_layer(&tower::layer::layer_fn(
+                crate::secrets::LearnCredentials::new,
+            ))
+            .with_layer(&tower::util::option_layer(auth))
             .with_layer(&tower::layer::layer_fn(|inner| crate::deadline::Deadline {
                 inner,
                 limit: timeout,
