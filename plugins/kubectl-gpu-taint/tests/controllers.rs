@@ -3,7 +3,9 @@
 //! ResourceFlavor whose every node a taint would keep its workloads from (neither its
 //! `tolerations` nor its `nodeTaints` cover it) blocks, named with its ClusterQueue; the
 //! same taint declared in the flavor's `nodeTaints` goes through; a taint on a node
-//! Karpenter replaces warns that it is lost with the node and where to add it instead.
+//! Karpenter replaces warns that it is lost with the node and where to add it instead; a
+//! taint a Kueue Workload placed there by topology-aware scheduling does not tolerate says
+//! what Kueue then does (blocking for NoExecute).
 
 use std::process::Command;
 
@@ -58,6 +60,15 @@ fn gpu_taint(kubectl: &Kubectl, home: &std::path::Path, args: &[&str]) -> std::p
         .unwrap()
 }
 
+/// Runs the plugin: its exit code and stderr.
+fn code_and_stderr(kubectl: &Kubectl, home: &std::path::Path, args: &[&str]) -> (i32, String) {
+    let out = gpu_taint(kubectl, home, args);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn dedicate_judges_resource_flavors_and_karpenter_nodes_on_the_real_control_plane() {
     let suite = "gpu-taint against ResourceFlavors and Karpenter nodes";
@@ -66,13 +77,7 @@ fn dedicate_judges_resource_flavors_and_karpenter_nodes_on_the_real_control_plan
     };
     let home = tempfile::tempdir().unwrap();
     let must = |args: &[&str]| kubectl.must(args);
-    let gpu_taint = |args: &[&str]| {
-        let out = gpu_taint(&kubectl, home.path(), args);
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let gpu_taint = |args: &[&str]| code_and_stderr(&kubectl, home.path(), args);
     kubectl.install_crds(
         &crds,
         &[
@@ -139,6 +144,113 @@ fn dedicate_judges_resource_flavors_and_karpenter_nodes_on_the_real_control_plan
         karpenter.1
     );
     assert!(karpenter_taints.contains("dedicated"), "{karpenter_taints}");
+}
+
+/// A Workload Kueue admitted by topology-aware scheduling onto two nodes (its
+/// `status.admission` in v1beta2's compressed `slices`, written with the field manager
+/// Kueue's scheduler uses), tolerating only the GPU taint.
+const TAS_OBJECTS: &str = r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-gt-tas-1
+  labels: {kubernetes.io/hostname: pk-gt-tas-1}
+status:
+  capacity: {nvidia.com/gpu: "8"}
+  allocatable: {nvidia.com/gpu: "8"}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-gt-tas-2
+  labels: {kubernetes.io/hostname: pk-gt-tas-2}
+status:
+  capacity: {nvidia.com/gpu: "8"}
+  allocatable: {nvidia.com/gpu: "8"}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: pk-gt-trainer, namespace: default}
+spec:
+  queueName: gpu
+  podSets:
+  - name: workers
+    count: 2
+    template:
+      spec:
+        tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+        containers: [{name: w, image: trainer, resources: {requests: {nvidia.com/gpu: "8"}}}]
+"#;
+
+const TAS_ADMISSION: &str = r#"{"status":{"admission":{"clusterQueue":"gpu","podSetAssignments":[{"name":"workers","count":2,"flavors":{"nvidia.com/gpu":"h100"},"resourceUsage":{"nvidia.com/gpu":"16"},"topologyAssignment":{"levels":["kubernetes.io/hostname"],"slices":[{"domainCount":2,"valuesPerLevel":[{"individual":{"prefix":"pk-gt-tas-","roots":["1","2"]}}],"podCounts":{"universal":1}}]}}]},"conditions":[{"type":"QuotaReserved","status":"True","reason":"QuotaReserved","message":"Quota reserved in ClusterQueue gpu","lastTransitionTime":"2026-12-07T00:00:00Z"},{"type":"Admitted","status":"True","reason":"Admitted","message":"The workload is admitted","lastTransitionTime":"2026-12-07T00:00:00Z"}]}}"#;
+
+#[test]
+fn dedicate_says_what_kueue_tas_does_with_a_workload_placed_on_the_node() {
+    let suite = "gpu-taint against Kueue topology-aware Workloads";
+    let Some((kubectl, crds)) = Kubectl::for_suite(suite) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let must = |args: &[&str]| kubectl.must(args);
+    let gpu_taint = |args: &[&str]| code_and_stderr(&kubectl, home.path(), args);
+    kubectl.install_crds(&crds, &["kueue.x-k8s.io_workloads.yaml"]);
+    let objects = home.path().join("tas.yaml");
+    std::fs::write(&objects, TAS_OBJECTS).unwrap();
+    let objects = objects.display().to_string();
+    kubectl.create_when_served(&objects, || kubectl.delete_now(&objects, true));
+    must(&[
+        "patch",
+        "workloads.kueue.x-k8s.io",
+        "pk-gt-trainer",
+        "-n",
+        "default",
+        "--subresource=status",
+        "--type=merge",
+        "--field-manager=kueue-admission",
+        "-p",
+        TAS_ADMISSION,
+    ]);
+    let taints = |node: &str| must(&["get", "node", node, "-o", "jsonpath={.spec.taints}"]);
+    let dedicate = |node: &str, taint: &str, extra: &[&str]| {
+        let mut args = vec!["dedicate", node, "--taint", taint, "-y"];
+        args.extend(extra);
+        gpu_taint(&args)
+    };
+
+    let blocked = dedicate("pk-gt-tas-1", "dedicated=llm:NoExecute", &[]);
+    let blocked_left = taints("pk-gt-tas-1");
+    let overridden = dedicate(
+        "pk-gt-tas-1",
+        "dedicated=llm:NoExecute",
+        &["--ignore-dependents"],
+    );
+    let no_schedule = dedicate("pk-gt-tas-2", "dedicated=llm:NoSchedule", &[]);
+    let tolerated = dedicate("pk-gt-tas-2", "nvidia.com/gpu=present:NoSchedule", &[]);
+    kubectl.delete_now(&objects, false);
+
+    let said = "Kueue workload default/pk-gt-trainer (placed by topology-aware scheduling; pod set workers on pk-gt-tas-1) does not tolerate dedicated=llm:NoExecute";
+    assert_eq!(blocked.0, 1, "{}", blocked.1);
+    assert!(
+        blocked.1.contains(said)
+            && blocked.1.contains("evicts and requeues the whole workload")
+            && blocked.1.contains("--ignore-dependents"),
+        "{}",
+        blocked.1
+    );
+    assert!(
+        blocked_left.is_empty(),
+        "the taint was written: {blocked_left}"
+    );
+    assert_eq!(overridden.0, 0, "{}", overridden.1);
+    assert!(overridden.1.contains(said), "{}", overridden.1);
+    assert_eq!(no_schedule.0, 0, "{}", no_schedule.1);
+    assert!(
+        no_schedule.1.contains("pod set workers on pk-gt-tas-2) does not tolerate dedicated=llm:NoSchedule: its pods there keep running"),
+        "{}",
+        no_schedule.1
+    );
+    assert_eq!(tolerated.0, 0, "{}", tolerated.1);
+    assert!(!tolerated.1.contains("Kueue workload"), "{}", tolerated.1);
 }
 
 /// Two GPUs a DRA driver publishes for a node, one marked broken by a DeviceTaintRule, and

@@ -10,8 +10,10 @@ use crate::error::CommandError;
 #[command(next_help_heading = "Overrides")]
 pub struct DependentsOverride {
     /// Go on although workloads depend on the change: a label their required constraints
-    /// need, or the last node they can use, lost to a taint they do not tolerate. The
-    /// blocking findings are shown as warnings.
+    /// need, the last node they can use, lost to a taint they do not tolerate, or a node
+    /// where Kueue placed a Workload by topology-aware scheduling, given a NoExecute taint
+    /// it does not tolerate (Kueue moves or requeues it). The blocking findings are shown
+    /// as warnings.
     #[arg(long)]
     pub ignore_dependents: bool,
     /// Go on although the GPU operator would take GPUs from pods running on the node: a new

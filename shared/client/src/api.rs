@@ -955,6 +955,37 @@ fn owner_references(object: &serde_json::Value) -> impl Iterator<Item = &serde_j
         .flatten()
 }
 
+/// The Workloads Kueue admitted through topology-aware scheduling with pods on one of
+/// `nodes` (the nodes a change taints), read in one paged list of every namespace in the
+/// first served version and kept only when on those nodes; `Forbidden` says why they could
+/// not be read, `NotServed` that Kueue is not installed.
+pub async fn kueue_tas_workloads_on(
+    client: &kube::Client,
+    nodes: &[String],
+) -> Result<(Listed, Vec<placekit_core::kueue_tas::TasWorkload>), CommandError> {
+    use placekit_core::kueue_tas::TasWorkload;
+    for version in ["v1beta2", "v1beta1"] {
+        let mut found = Vec::new();
+        let listed = for_each_page_if_served(
+            client,
+            &format!("/apis/kueue.x-k8s.io/{version}/workloads"),
+            500,
+            |page: Vec<serde_json::Value>| {
+                found.extend(
+                    page.iter()
+                        .filter_map(TasWorkload::from_workload)
+                        .filter(|w| nodes.iter().any(|n| w.on_node(n))),
+                );
+            },
+        )
+        .await?;
+        if !matches!(listed, Listed::NotServed) {
+            return Ok((listed, found));
+        }
+    }
+    Ok((Listed::NotServed, Vec::new()))
+}
+
 /// Kueue's Workloads in `namespace` (or all) that `keep` accepts, read page by page in the
 /// first served version; `None` when Kueue is not served or the list is forbidden.
 async fn kueue_workloads(

@@ -39,6 +39,7 @@ pub mod exit;
 pub mod gpu;
 pub mod held_file;
 pub mod jsonpath;
+pub mod kueue_tas;
 pub mod label_controllers;
 pub mod model;
 pub mod nfd;

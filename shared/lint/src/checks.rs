@@ -191,6 +191,9 @@ pub struct ChangeView {
     pub all_nodes: Vec<NodeState>,
     /// The disruption budgets, when a NoExecute taint evicts pods.
     pub budgets: Budgets,
+    /// Kueue's topology-aware Workloads with pods on the nodes that gain a restrictive
+    /// taint (none when Kueue is not installed).
+    pub kueue_tas: Vec<placekit_core::kueue_tas::TasWorkload>,
     /// What could not be read (a kind placekit may not list): said as a warning.
     pub unreadable: Vec<String>,
 }
@@ -218,6 +221,8 @@ pub struct ViewNeeds {
     pub pods_on: Vec<String>,
     pub gpu_operator: bool,
     pub all_nodes: bool,
+    /// The nodes that gain a restrictive taint, whose Kueue TAS Workloads are needed.
+    pub kueue_tas_on: Vec<String>,
     added: Vec<(String, Taint)>,
 }
 
@@ -235,6 +240,11 @@ impl ViewNeeds {
             pods_on,
             gpu_operator: !operator_nodes.is_empty(),
             all_nodes: !added.is_empty(),
+            kueue_tas_on: {
+                let mut nodes: Vec<String> = added.iter().map(|(n, _)| n.clone()).collect();
+                nodes.dedup();
+                nodes
+            },
             added,
         }
     }
@@ -290,6 +300,7 @@ pub fn judge(plans: &[NodePlan], view: &ChangeView) -> Findings {
     if !added.is_empty() {
         findings.extend(evictions(&added, &view.pods));
         findings.extend(taint_losses(&added, &view.workloads, &view.all_nodes));
+        findings.extend(controllers::kueue_tas(&added, &view.kueue_tas));
     }
     match &view.budgets {
         Budgets::NotNeeded => {}

@@ -110,6 +110,16 @@ async fn gather(conn: &Connection, plans: &[NodePlan]) -> Result<ChangeView, Com
         view.all_nodes =
             api::fetch_nodes(&conn.client, &placekit_client::targets::Targets::All).await?;
     }
+    if !needs.kueue_tas_on.is_empty() {
+        let (listed, workloads) =
+            api::kueue_tas_workloads_on(&conn.client, &needs.kueue_tas_on).await?;
+        if let api::Listed::Forbidden(reason) = listed {
+            view.unreadable.push(format!(
+                "cannot list Kueue workloads ({reason}): whether Kueue's topology-aware scheduling moves or evicts a workload placed on the nodes is not checked"
+            ));
+        }
+        view.kueue_tas = workloads;
+    }
     let evicted_namespaces = needs.evicted_namespaces(&view.pods);
     if !evicted_namespaces.is_empty() {
         view.budgets = disruption_budgets(conn, &evicted_namespaces).await?;

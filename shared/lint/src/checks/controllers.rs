@@ -189,6 +189,54 @@ pub fn owners(plans: &[NodePlan]) -> Findings {
     findings
 }
 
+/// Kueue's reaction to an added taint on a node where it placed a Workload by
+/// topology-aware scheduling ([`placekit_core::kueue_tas`]): a `NoExecute` taint one of the
+/// Workload's pod sets does not tolerate evicts its pods there, and Kueue then moves them
+/// to another node or evicts and requeues the whole Workload, every node of it (blocking,
+/// `--ignore-dependents`); a `NoSchedule` one leaves them running, and the node counts as
+/// failed for the Workload once they end (a warning).
+pub fn kueue_tas(
+    added: &[(String, placekit_core::syntax::Taint)],
+    workloads: &[placekit_core::kueue_tas::TasWorkload],
+) -> Findings {
+    use placekit_core::syntax::TaintEffect;
+    let mut findings = Findings::default();
+    for (node, taint) in added {
+        for workload in workloads {
+            let pod_sets = workload.untolerating(node, taint);
+            if pod_sets.is_empty() {
+                continue;
+            }
+            let who = format!(
+                "Kueue workload {}/{} (placed by topology-aware scheduling; pod set{} {} on {node})",
+                workload.namespace,
+                workload.name,
+                if pod_sets.len() == 1 { "" } else { "s" },
+                pod_sets.join(", ")
+            );
+            let finding = |text: String| {
+                let mut finding = Finding::new(Check::TaintLosses, text).on(&[node.as_str()]);
+                finding.subject = Some(super::Subject {
+                    kind: "Workload".into(),
+                    namespace: workload.namespace.clone(),
+                    name: workload.name.clone(),
+                });
+                finding
+            };
+            if taint.effect == TaintEffect::NoExecute {
+                findings.blocking.push(finding(format!(
+                    "{who} does not tolerate {taint}: its pods there are evicted, and Kueue then counts the node as failed for it and moves them to another node of its topology, or evicts and requeues the whole workload on every node (TASReplaceNodeOnNodeTaints, on since Kueue 0.17)"
+                )));
+            } else {
+                findings.warnings.push(finding(format!(
+                    "{who} does not tolerate {taint}: its pods there keep running, but once they end Kueue counts the node as failed for it and moves them or evicts and requeues the whole workload; its pods assigned there and not yet scheduled are failed at once (TASReplaceNodeOnNodeTaints, on since Kueue 0.17)"
+                )));
+            }
+        }
+    }
+    findings
+}
+
 /// The first few of a list, and how many more.
 fn shown(items: &[String]) -> String {
     const SHOWN: usize = 5;
