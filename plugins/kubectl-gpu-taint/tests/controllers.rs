@@ -253,6 +253,151 @@ fn dedicate_says_what_kueue_tas_does_with_a_workload_placed_on_the_node() {
     assert!(!tolerated.1.contains("Kueue workload"), "{}", tolerated.1);
 }
 
+/// Taints the controllers' own objects declare: a Karpenter NodePool's template taint on a
+/// node of the pool and a NodeFeatureRule's taint, each written on its node with the
+/// controller's field manager.
+const DECLARED_OBJECTS: &str = r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: pk-gt-gpu-spot}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]
+      taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+---
+apiVersion: nfd.k8s-sigs.io/v1alpha1
+kind: NodeFeatureRule
+metadata: {name: pk-gt-fpga}
+spec:
+  rules:
+  - name: fpga
+    taints: [{key: feature.node.kubernetes.io/fpga, value: "true", effect: NoSchedule}]
+    matchFeatures:
+    - feature: kernel.loadedmodule
+      matchExpressions: {fpga_mgr: {op: Exists}}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-gt-kp-1
+  labels: {karpenter.sh/nodepool: pk-gt-gpu-spot}
+status:
+  capacity: {nvidia.com/gpu: "8"}
+  allocatable: {nvidia.com/gpu: "8"}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-gt-nfd-1
+status:
+  capacity: {nvidia.com/gpu: "8"}
+  allocatable: {nvidia.com/gpu: "8"}
+"#;
+
+#[test]
+fn release_refuses_taints_a_nodepool_or_a_node_feature_rule_declares() {
+    let suite = "gpu-taint release against NodePools and NodeFeatureRules";
+    let Some((kubectl, crds)) = Kubectl::for_suite(suite) else {
+        return;
+    };
+    let Some(nodelabel) = placekit_testserver::harness::built_plugin(suite, "kubectl-nodelabel")
+    else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let must = |args: &[&str]| kubectl.must(args);
+    let gpu_taint = |args: &[&str]| code_and_stderr(&kubectl, home.path(), args);
+    kubectl.install_crds(&crds, &["karpenter.sh_nodepools.yaml", "nfd-api-crds.yaml"]);
+    let objects = home.path().join("declared.yaml");
+    std::fs::write(&objects, DECLARED_OBJECTS).unwrap();
+    let objects = objects.display().to_string();
+    kubectl.create_when_served(&objects, || kubectl.delete_now(&objects, true));
+    for (node, manager, taint) in [
+        (
+            "pk-gt-kp-1",
+            "karpenter",
+            r#"{"key":"nvidia.com/gpu","value":"true","effect":"NoSchedule"}"#,
+        ),
+        (
+            "pk-gt-nfd-1",
+            "nfd-master",
+            r#"{"key":"feature.node.kubernetes.io/fpga","value":"true","effect":"NoSchedule"}"#,
+        ),
+    ] {
+        must(&[
+            "patch",
+            "node",
+            node,
+            "--type=merge",
+            &format!("--field-manager={manager}"),
+            "-p",
+            &format!(r#"{{"spec":{{"taints":[{taint}]}}}}"#),
+        ]);
+    }
+    let taints = |node: &str| must(&["get", "node", node, "-o", "jsonpath={.spec.taints}"]);
+    let pool = gpu_taint(&[
+        "release",
+        "pk-gt-kp-1",
+        "--taint",
+        "nvidia.com/gpu=true:NoSchedule",
+        "-y",
+    ]);
+    let pool_left = taints("pk-gt-kp-1");
+    let rule = gpu_taint(&[
+        "release",
+        "pk-gt-nfd-1",
+        "--taint",
+        "feature.node.kubernetes.io/fpga=true:NoSchedule",
+        "-y",
+    ]);
+    let rule_left = taints("pk-gt-nfd-1");
+    let show = Command::new(&nodelabel)
+        .args(["show", "pk-gt-kp-1", "-o", "json"])
+        .env("KUBECONFIG", kubectl.kubeconfig())
+        .env("HOME", home.path())
+        .bounded_output()
+        .unwrap();
+    let overridden = gpu_taint(&[
+        "release",
+        "pk-gt-nfd-1",
+        "--taint",
+        "feature.node.kubernetes.io/fpga=true:NoSchedule",
+        "-y",
+        "--ignore-taint-owner",
+    ]);
+    let overridden_left = taints("pk-gt-nfd-1");
+    kubectl.delete_now(&objects, false);
+
+    assert_eq!(pool.0, 1, "{}", pool.1);
+    assert!(
+        pool.1.contains("node/pk-gt-kp-1: taint nvidia.com/gpu=true:NoSchedule is Karpenter (NodePool pk-gt-gpu-spot)'s: NodePool pk-gt-gpu-spot puts it on every node it launches")
+            && pool.1.contains("--ignore-taint-owner"),
+        "{}",
+        pool.1
+    );
+    assert!(pool_left.contains("nvidia.com/gpu"), "{pool_left}");
+    assert_eq!(rule.0, 1, "{}", rule.1);
+    assert!(
+        rule.1
+            .contains("is nfd-master (NodeFeatureRule pk-gt-fpga)'s")
+            && rule.1.contains("change the rule instead"),
+        "{}",
+        rule.1
+    );
+    assert!(rule_left.contains("fpga"), "{rule_left}");
+    let shown: serde_json::Value = serde_json::from_slice(&show.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&show.stderr)));
+    assert_eq!(
+        shown["taints"][0]["owner"], "Karpenter (NodePool pk-gt-gpu-spot)",
+        "{shown:#}"
+    );
+    assert_eq!(shown["taints"][0]["managers"][0], "karpenter", "{shown:#}");
+    assert_eq!(overridden.0, 0, "{}", overridden.1);
+    assert!(!overridden_left.contains("fpga"), "{overridden_left}");
+}
+
 /// Two GPUs a DRA driver publishes for a node, one marked broken by a DeviceTaintRule, and
 /// the ComputeDomain devices the NVIDIA DRA driver publishes beside them; a node whose MIG
 /// reconfiguration failed.

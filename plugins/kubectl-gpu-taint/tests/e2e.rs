@@ -1250,6 +1250,37 @@ async fn release_refuses_a_taint_a_controller_owns() {
         run.all()
     );
     assert!(h.node("ca-1").await["spec"].get("taints").is_none());
+    // Rolled back, the owner's taint is back as it was.
+    assert_code(&h.run(&["rollback", "--last", "-y"]).await, 0);
+    assert_eq!(
+        h.node("ca-1").await["spec"]["taints"][0]["value"],
+        "1733500000"
+    );
+
+    // A taint added with a key a controller manages is said; its rollback is a removal of
+    // an owner's taint like a release, refused without the override and done with it.
+    let taint = "ToBeDeletedByClusterAutoscaler=1733600000:NoSchedule";
+    let run = h.run(&["dedicate", "own-1", "--taint", taint, "-y"]).await;
+    assert_code(&run, 0);
+    assert!(
+        run.stderr.contains(&format!(
+            "node/own-1: taint {taint} is a taint cluster-autoscaler manages"
+        )),
+        "{}",
+        run.all()
+    );
+    let run = h.run(&["rollback", "--last", "-y"]).await;
+    assert_code(&run, 1);
+    assert!(run.stderr.contains("--ignore-taint-owner"), "{}", run.all());
+    assert_eq!(
+        h.node("own-1").await["spec"]["taints"][0]["key"],
+        "ToBeDeletedByClusterAutoscaler"
+    );
+    let run = h
+        .run(&["rollback", "--last", "-y", "--ignore-taint-owner"])
+        .await;
+    assert_code(&run, 0);
+    assert!(h.node("own-1").await["spec"].get("taints").is_none());
 }
 
 /// A NoExecute dedicate of a Karpenter node says that Karpenter may consolidate the node it

@@ -710,9 +710,24 @@ pub async fn show_labels(
         .iter()
         .flat_map(|n| label_provenance(n, &operator))
         .collect();
+    // The objects that declare taints are read only when a node has one.
+    let tainted = nodes.iter().any(|n| {
+        n.spec
+            .as_ref()
+            .is_some_and(|s| s.taints.iter().flatten().next().is_some())
+    });
+    let declared = if tainted {
+        let (declared, unreadable) = api::declared_taints(&conn.client).await?;
+        for w in &unreadable {
+            ui.warn(w);
+        }
+        declared
+    } else {
+        placekit_core::taint_owners::DeclaredTaints::default()
+    };
     let taints: Vec<_> = nodes
         .iter()
-        .flat_map(placekit_core::taint_owners::taint_provenance)
+        .flat_map(|n| placekit_core::taint_owners::taint_provenance(n, &declared))
         .collect();
     if ui.output.is_structured() {
         ui.print_report(&NodeLabels {

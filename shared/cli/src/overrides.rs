@@ -70,9 +70,9 @@ impl DependentsOverride {
     }
 }
 
-/// The override of the taint-owner check, for `release`: a taint a controller owns (the node
-/// lifecycle controller, cluster-autoscaler, Karpenter, a GKE GPU pool, the Node Readiness
-/// Controller) is not removed without it.
+/// The override of the taint-owner check, for `release` and `rollback`: a taint a
+/// controller owns (the node lifecycle controller, cluster-autoscaler, Karpenter, a GKE GPU
+/// pool, the Node Readiness Controller) is not removed without it.
 #[derive(Debug, Clone, Default, clap::Args)]
 #[command(next_help_heading = "Overrides")]
 pub struct TaintOwnerOverride {
@@ -101,6 +101,8 @@ pub struct RollbackOverrides {
     pub dependents: DependentsOverride,
     #[command(flatten)]
     pub eviction: EvictionOverride,
+    #[command(flatten)]
+    pub taint_owner: TaintOwnerOverride,
     /// Also restore keys that someone changed after the command (left alone and listed
     /// otherwise).
     #[arg(long)]
@@ -115,6 +117,7 @@ pub struct RollbackOverrides {
 pub struct RollbackSettings {
     pub policy: PolicyOverrides,
     pub ignore_disruption_budgets: bool,
+    pub ignore_taint_owner: bool,
     pub overwrite_changes: bool,
     pub other_cluster: bool,
 }
@@ -124,6 +127,7 @@ impl RollbackOverrides {
         Ok(RollbackSettings {
             policy: self.dependents.resolve()?,
             ignore_disruption_budgets: self.eviction.ignore_disruption_budgets,
+            ignore_taint_owner: self.taint_owner.ignore_taint_owner,
             overwrite_changes: self.overwrite_changes,
             other_cluster: self.other_cluster,
         })

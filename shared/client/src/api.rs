@@ -955,6 +955,44 @@ fn owner_references(object: &serde_json::Value) -> impl Iterator<Item = &serde_j
         .flatten()
 }
 
+/// The taints the controllers' own objects declare: Karpenter's NodePools (`karpenter.sh/v1`)
+/// and NFD's NodeFeatureRules (`nfd.k8s-sigs.io/v1alpha1`), one paged list each where
+/// served; what may not be listed is said (the owners it would show are then not known).
+pub async fn declared_taints(
+    client: &kube::Client,
+) -> Result<(placekit_core::taint_owners::DeclaredTaints, Vec<String>), CommandError> {
+    use placekit_core::taint_owners::DeclaredTaints;
+    let mut declared = DeclaredTaints::default();
+    let mut unreadable = Vec::new();
+    /// Notes what one listed object declares.
+    type Add = fn(&mut DeclaredTaints, &serde_json::Value);
+    let sources: [(&str, Add, &str); 2] = [
+        (
+            "/apis/karpenter.sh/v1/nodepools",
+            DeclaredTaints::add_nodepool,
+            "Karpenter NodePools",
+        ),
+        (
+            "/apis/nfd.k8s-sigs.io/v1alpha1/nodefeaturerules",
+            DeclaredTaints::add_feature_rule,
+            "NodeFeatureRules",
+        ),
+    ];
+    for (collection, add, what) in sources {
+        let listed =
+            for_each_page_if_served(client, collection, 500, |page: Vec<serde_json::Value>| {
+                page.iter().for_each(|object| add(&mut declared, object))
+            })
+            .await?;
+        if let Listed::Forbidden(reason) = listed {
+            unreadable.push(format!(
+                "cannot list {what} ({reason}): the taints they declare for nodes are not known as theirs"
+            ));
+        }
+    }
+    Ok((declared, unreadable))
+}
+
 /// The Workloads Kueue admitted through topology-aware scheduling with pods on one of
 /// `nodes` (the nodes a change taints), read in one paged list of every namespace in the
 /// first served version and kept only when on those nodes; `Forbidden` says why they could

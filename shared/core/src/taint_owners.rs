@@ -10,7 +10,11 @@
 //! `DeletionCandidateOfClusterAutoscaler`), Karpenter's (`karpenter.sh/disrupted`,
 //! `karpenter.sh/unregistered`, and v0.3x's `karpenter.sh/disruption`), GKE's GPU node pools
 //! (`nvidia.com/gpu=present:NoSchedule` on nodes labelled `cloud.google.com/gke-accelerator`),
-//! and the Node Readiness Controller (`readiness.k8s.io/*`).
+//! and the Node Readiness Controller (`readiness.k8s.io/*`). Taints the controllers' own
+//! objects declare ([`DeclaredTaints`]) are theirs too: a Karpenter NodePool's template
+//! (`spec.template.spec.taints`, put on every node of the pool at registration) and a
+//! NodeFeatureRule's `spec.rules[].taints` (nfd-master with `-enable-taints` sets and removes
+//! them on each pass).
 
 use std::collections::BTreeMap;
 
@@ -49,6 +53,54 @@ pub enum TaintOwner {
     GkeGpuPool { pool: String },
     /// The Node Readiness Controller keeps it until its rule's conditions hold.
     NodeReadiness,
+    /// A Karpenter NodePool's template declares it for every node of the pool.
+    KarpenterNodePool { pool: String },
+    /// A NodeFeatureRule declares it; nfd-master sets it on the nodes the rule matches.
+    FeatureRule { rule: String },
+}
+
+/// The taints the controllers' own objects declare, read from the cluster where served.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeclaredTaints {
+    /// Each Karpenter NodePool's template taints, by pool name.
+    pub nodepools: BTreeMap<String, Vec<Taint>>,
+    /// Each NodeFeatureRule's taints (all its rules'), by rule name.
+    pub feature_rules: BTreeMap<String, Vec<Taint>>,
+}
+
+impl DeclaredTaints {
+    /// Adds a NodePool (`karpenter.sh/v1`) as the API server returns it.
+    pub fn add_nodepool(&mut self, nodepool: &serde_json::Value) {
+        let Some(name) = nodepool["metadata"]["name"].as_str() else {
+            return;
+        };
+        let taints = parse_taints(&nodepool["spec"]["template"]["spec"]["taints"]);
+        self.nodepools.insert(name.to_string(), taints);
+    }
+
+    /// Adds a NodeFeatureRule (`nfd.k8s-sigs.io/v1alpha1`) as the API server returns it.
+    pub fn add_feature_rule(&mut self, rule: &serde_json::Value) {
+        let Some(name) = rule["metadata"]["name"].as_str() else {
+            return;
+        };
+        let taints: Vec<Taint> = rule["spec"]["rules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|r| parse_taints(&r["taints"]))
+            .collect();
+        if !taints.is_empty() {
+            self.feature_rules.insert(name.to_string(), taints);
+        }
+    }
+}
+
+fn parse_taints(list: &serde_json::Value) -> Vec<Taint> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| serde_json::from_value(t.clone()).ok())
+        .collect()
 }
 
 impl TaintOwner {
@@ -61,6 +113,8 @@ impl TaintOwner {
             TaintOwner::Karpenter => "Karpenter".into(),
             TaintOwner::GkeGpuPool { pool } => format!("GKE (GPU node pool {pool})"),
             TaintOwner::NodeReadiness => "the Node Readiness Controller".into(),
+            TaintOwner::KarpenterNodePool { pool } => format!("Karpenter (NodePool {pool})"),
+            TaintOwner::FeatureRule { rule } => format!("nfd-master (NodeFeatureRule {rule})"),
         }
     }
 
@@ -77,12 +131,43 @@ impl TaintOwner {
                 "GKE adds it to every node of the GPU node pool {pool}: removed by hand, it is back on the next node the pool creates, and pods without GPUs land on GPU nodes until then; change the node pool instead"
             ),
             TaintOwner::NodeReadiness => "the Node Readiness Controller keeps it until its NodeReadinessRule's conditions hold: removed by hand, it is set again; fix what the rule waits for instead".into(),
+            TaintOwner::KarpenterNodePool { pool } => format!(
+                "NodePool {pool} puts it on every node it launches (spec.template.spec.taints): removed by hand, it stays off this node only, and pods that do not tolerate it land here until Karpenter replaces the node; change the NodePool instead"
+            ),
+            TaintOwner::FeatureRule { rule } => format!(
+                "NodeFeatureRule {rule} declares it and nfd-master sets it on the nodes the rule matches: removed by hand, it is back on nfd-master's next pass; change the rule instead"
+            ),
         }
     }
 }
 
-/// The owner of `taint` on a node with `labels`, if a controller owns it.
-pub fn taint_owner(taint: &Taint, labels: &BTreeMap<String, String>) -> Option<TaintOwner> {
+/// The owner of `taint` on a node with `labels`, if a controller owns it: by its key, or
+/// because a controller's object in `declared` puts it there.
+pub fn taint_owner(
+    taint: &Taint,
+    labels: &BTreeMap<String, String>,
+    declared: &DeclaredTaints,
+) -> Option<TaintOwner> {
+    if let Some(owner) = owner_by_key(taint, labels) {
+        return Some(owner);
+    }
+    if let Some(pool) = labels.get(crate::label_controllers::KARPENTER_NODEPOOL)
+        && declared
+            .nodepools
+            .get(pool)
+            .is_some_and(|taints| taints.iter().any(|t| t.same_as(taint)))
+    {
+        return Some(TaintOwner::KarpenterNodePool { pool: pool.clone() });
+    }
+    declared
+        .feature_rules
+        .iter()
+        .find(|(_, taints)| taints.iter().any(|t| t.same_as(taint)))
+        .map(|(rule, _)| TaintOwner::FeatureRule { rule: rule.clone() })
+}
+
+/// The owner a taint's key (and for GKE's, the node's pool labels) names.
+fn owner_by_key(taint: &Taint, labels: &BTreeMap<String, String>) -> Option<TaintOwner> {
     let key = taint.key.as_str();
     if let Some((_, condition)) = LIFECYCLE.iter().find(|(k, _)| *k == key) {
         return Some(TaintOwner::NodeLifecycle { condition });
@@ -144,38 +229,72 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         assert_eq!(
-            taint_owner(&taint("node.kubernetes.io/unreachable", None), &none),
+            owner_by_key(&taint("node.kubernetes.io/unreachable", None), &none),
             Some(TaintOwner::NodeLifecycle {
                 condition: "Ready is Unknown"
             })
         );
         assert_eq!(
-            taint_owner(
+            owner_by_key(
                 &taint("ToBeDeletedByClusterAutoscaler", Some("1733")),
                 &none
             ),
             Some(TaintOwner::ClusterAutoscaler)
         );
         assert_eq!(
-            taint_owner(&taint("karpenter.sh/disrupted", None), &none),
+            owner_by_key(&taint("karpenter.sh/disrupted", None), &none),
             Some(TaintOwner::Karpenter)
         );
         assert_eq!(
-            taint_owner(&taint("nvidia.com/gpu", Some("present")), &gke),
+            owner_by_key(&taint("nvidia.com/gpu", Some("present")), &gke),
             Some(TaintOwner::GkeGpuPool {
                 pool: "l4-pool".into()
             })
         );
         // The same taint set by an admin on a node of no GKE GPU pool is the admin's.
         assert_eq!(
-            taint_owner(&taint("nvidia.com/gpu", Some("present")), &none),
+            owner_by_key(&taint("nvidia.com/gpu", Some("present")), &none),
             None
         );
-        assert_eq!(taint_owner(&taint("dedicated", Some("llm")), &gke), None);
+        assert_eq!(owner_by_key(&taint("dedicated", Some("llm")), &gke), None);
         assert_eq!(
-            taint_owner(&taint("node.kubernetes.io/out-of-service", None), &none),
+            owner_by_key(&taint("node.kubernetes.io/out-of-service", None), &none),
             None,
             "an admin sets out-of-service"
+        );
+    }
+
+    #[test]
+    fn owners_by_the_objects_that_declare_the_taint() {
+        let mut declared = DeclaredTaints::default();
+        declared.add_nodepool(&serde_json::json!({"metadata": {"name": "gpu-spot"},
+            "spec": {"template": {"spec": {"taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]}}}}));
+        declared.add_feature_rule(&serde_json::json!({"metadata": {"name": "fpga"},
+            "spec": {"rules": [{"name": "fpga", "taints": [{"key": "feature.node.kubernetes.io/fpga", "effect": "NoSchedule"}]}]}}));
+        let pool: BTreeMap<String, String> =
+            [("karpenter.sh/nodepool".to_string(), "gpu-spot".to_string())].into();
+        let gpu = taint("nvidia.com/gpu", Some("true"));
+        assert_eq!(
+            taint_owner(&gpu, &pool, &declared),
+            Some(TaintOwner::KarpenterNodePool {
+                pool: "gpu-spot".into()
+            })
+        );
+        // Another value, or a node of no pool: the admin's.
+        assert_eq!(
+            taint_owner(&taint("nvidia.com/gpu", Some("h100")), &pool, &declared),
+            None
+        );
+        assert_eq!(taint_owner(&gpu, &BTreeMap::new(), &declared), None);
+        assert_eq!(
+            taint_owner(
+                &taint("feature.node.kubernetes.io/fpga", None),
+                &BTreeMap::new(),
+                &declared
+            ),
+            Some(TaintOwner::FeatureRule {
+                rule: "fpga".into()
+            })
         );
     }
 }
@@ -200,7 +319,10 @@ pub struct TaintProvenance {
 }
 
 /// Every taint of `node` with the writers of the taint list and its owner.
-pub fn taint_provenance(node: &k8s_openapi::api::core::v1::Node) -> Vec<TaintProvenance> {
+pub fn taint_provenance(
+    node: &k8s_openapi::api::core::v1::Node,
+    declared: &DeclaredTaints,
+) -> Vec<TaintProvenance> {
     let meta = &node.metadata;
     let name = meta.name.clone().unwrap_or_default();
     let labels = meta.labels.clone().unwrap_or_default();
@@ -233,7 +355,7 @@ pub fn taint_provenance(node: &k8s_openapi::api::core::v1::Node) -> Vec<TaintPro
                     .unwrap_or(crate::syntax::TaintEffect::NoSchedule),
                 time_added: None,
             };
-            let owner = taint_owner(&taint, &labels);
+            let owner = taint_owner(&taint, &labels, declared);
             let note = owner.as_ref().map(TaintOwner::consequence);
             TaintProvenance {
                 node: name.clone(),

@@ -194,6 +194,8 @@ pub struct ChangeView {
     /// Kueue's topology-aware Workloads with pods on the nodes that gain a restrictive
     /// taint (none when Kueue is not installed).
     pub kueue_tas: Vec<placekit_core::kueue_tas::TasWorkload>,
+    /// The taints NodePools and NodeFeatureRules declare, when a taint is removed.
+    pub declared_taints: placekit_core::taint_owners::DeclaredTaints,
     /// What could not be read (a kind placekit may not list): said as a warning.
     pub unreadable: Vec<String>,
 }
@@ -223,6 +225,8 @@ pub struct ViewNeeds {
     pub all_nodes: bool,
     /// The nodes that gain a restrictive taint, whose Kueue TAS Workloads are needed.
     pub kueue_tas_on: Vec<String>,
+    /// A taint is removed: the objects that declare taints tell whose it is.
+    pub declared_taints: bool,
     added: Vec<(String, Taint)>,
 }
 
@@ -245,6 +249,7 @@ impl ViewNeeds {
                 nodes.dedup();
                 nodes
             },
+            declared_taints: plans.iter().any(|p| !p.taints_removed().is_empty()),
             added,
         }
     }
@@ -288,7 +293,7 @@ pub fn judge(plans: &[NodePlan], view: &ChangeView) -> Findings {
     if changes_labels(plans) {
         findings.extend(dependents(plans, &view.workloads));
     }
-    findings.extend(controllers::owners(plans));
+    findings.extend(controllers::owners(plans, &view.declared_taints));
     if !gpu_operator_nodes(plans).is_empty() {
         findings.extend(controllers::gpu_operator(
             plans,

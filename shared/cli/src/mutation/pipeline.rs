@@ -120,6 +120,11 @@ async fn gather(conn: &Connection, plans: &[NodePlan]) -> Result<ChangeView, Com
         }
         view.kueue_tas = workloads;
     }
+    if needs.declared_taints {
+        let (declared, unreadable) = api::declared_taints(&conn.client).await?;
+        view.declared_taints = declared;
+        view.unreadable.extend(unreadable);
+    }
     let evicted_namespaces = needs.evicted_namespaces(&view.pods);
     if !evicted_namespaces.is_empty() {
         view.budgets = disruption_budgets(conn, &evicted_namespaces).await?;

@@ -282,6 +282,7 @@ pub async fn rollback(
     let mut mutation = Mutation::new(tool, command, "rollback", args);
     mutation.apply_overrides(overrides.policy);
     mutation.ignore_disruption_budgets = overrides.ignore_disruption_budgets;
+    mutation.ignore_taint_owner = overrides.ignore_taint_owner;
     mutation.findings = findings;
     mutation.rollback_of = Some(snapshot.path.clone());
     mutation.cluster = Some(cluster);

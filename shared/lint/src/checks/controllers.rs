@@ -102,7 +102,10 @@ pub fn gpu_operator(plans: &[NodePlan], operator: &GpuOperatorView, pods: &[Pod]
 /// The owners of the changed keys: Karpenter's own keys on its nodes are refused; a key
 /// another owner re-applies or loses warns, once per key and consequence with the nodes; a
 /// taint added to a node Karpenter or a managed pool replaces warns that it is lost then.
-pub fn owners(plans: &[NodePlan]) -> Findings {
+pub fn owners(
+    plans: &[NodePlan],
+    declared: &placekit_core::taint_owners::DeclaredTaints,
+) -> Findings {
     let mut findings = Findings::default();
     let mut warned: BTreeMap<(String, String), Vec<&str>> = BTreeMap::new();
     let mut tainted: BTreeMap<String, Vec<&str>> = BTreeMap::new();
@@ -111,7 +114,7 @@ pub fn owners(plans: &[NodePlan]) -> Findings {
         let node = plan.node();
         for taint in plan.taints_removed() {
             if let Some(owner) =
-                placekit_core::taint_owners::taint_owner(&taint, &plan.before.labels)
+                placekit_core::taint_owners::taint_owner(&taint, &plan.before.labels, declared)
             {
                 let text = format!(
                     "node/{node}: taint {taint} is {}'s: {}",
@@ -120,6 +123,21 @@ pub fn owners(plans: &[NodePlan]) -> Findings {
                 );
                 findings
                     .owner_blocking
+                    .push(Finding::new(Check::LabelOwners, text).on(&[node]));
+            }
+        }
+        // A taint added with a key a controller manages: it may take it off by itself, and
+        // removing it again (release, rollback) then needs the owner override.
+        for taint in plan.taints_added() {
+            if let Some(owner) =
+                placekit_core::taint_owners::taint_owner(&taint, &plan.before.labels, declared)
+            {
+                let text = format!(
+                    "node/{node}: taint {taint} is a taint {} manages: it may change or remove it by itself, and removing it again (release, rollback) needs --ignore-taint-owner",
+                    owner.name()
+                );
+                findings
+                    .warnings
                     .push(Finding::new(Check::LabelOwners, text).on(&[node]));
             }
         }
@@ -352,7 +370,10 @@ mod tests {
     fn karpenter_keys_are_refused_and_hand_set_labels_on_pool_nodes_warn_once_per_key() {
         let k1 = node("k-1", &[("karpenter.sh/nodepool", "gpu")]);
         let k2 = node("k-2", &[("karpenter.sh/nodepool", "gpu")]);
-        let f = owners(&[set(&k1, "team", "a"), set(&k2, "team", "a")]);
+        let f = owners(
+            &[set(&k1, "team", "a"), set(&k2, "team", "a")],
+            &Default::default(),
+        );
         assert!(f.refused.is_empty(), "{f:?}");
         assert_eq!(f.warnings.len(), 1, "{f:?}");
         assert!(
@@ -362,8 +383,17 @@ mod tests {
                     .contains("spec.template.metadata.labels"),
             "{f:?}"
         );
-        let f = owners(&[set(&k1, "karpenter.sh/capacity-type", "spot")]);
+        let f = owners(
+            &[set(&k1, "karpenter.sh/capacity-type", "spot")],
+            &Default::default(),
+        );
         assert_eq!(f.refused.len(), 1, "{f:?}");
-        assert!(owners(&[set(&node("plain", &[]), "team", "a")]).is_empty());
+        assert!(
+            owners(
+                &[set(&node("plain", &[]), "team", "a")],
+                &Default::default()
+            )
+            .is_empty()
+        );
     }
 }
