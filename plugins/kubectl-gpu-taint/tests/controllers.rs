@@ -254,8 +254,9 @@ fn dedicate_says_what_kueue_tas_does_with_a_workload_placed_on_the_node() {
 }
 
 /// Taints the controllers' own objects declare: a Karpenter NodePool's template taint on a
-/// node of the pool and a NodeFeatureRule's taint, each written on its node with the
-/// controller's field manager.
+/// node of the pool, a NodeFeatureRule's taint and a NodeReadinessRule's, each written on
+/// its node with the controller's field manager (`manager` is the Node Readiness
+/// Controller's binary).
 const DECLARED_OBJECTS: &str = r#"
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -287,6 +288,15 @@ status:
   capacity: {nvidia.com/gpu: "8"}
   allocatable: {nvidia.com/gpu: "8"}
 ---
+apiVersion: readiness.node.x-k8s.io/v1alpha1
+kind: NodeReadinessRule
+metadata: {name: pk-gt-gpu-ready}
+spec:
+  enforcementMode: continuous
+  conditions: [{type: example.com/GPUDriverReady, requiredStatus: "True"}]
+  nodeSelector: {matchLabels: {example.com/pk-gt-readiness: "1"}}
+  taint: {key: readiness.k8s.io/pk-gt-gpu-driver, value: pending, effect: NoSchedule}
+---
 apiVersion: v1
 kind: Node
 metadata:
@@ -294,10 +304,19 @@ metadata:
 status:
   capacity: {nvidia.com/gpu: "8"}
   allocatable: {nvidia.com/gpu: "8"}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-gt-nr-1
+  labels: {example.com/pk-gt-readiness: "1"}
+status:
+  capacity: {nvidia.com/gpu: "8"}
+  allocatable: {nvidia.com/gpu: "8"}
 "#;
 
 #[test]
-fn release_refuses_taints_a_nodepool_or_a_node_feature_rule_declares() {
+fn release_refuses_taints_the_controllers_own_objects_declare() {
     let suite = "gpu-taint release against NodePools and NodeFeatureRules";
     let Some((kubectl, crds)) = Kubectl::for_suite(suite) else {
         return;
@@ -310,6 +329,12 @@ fn release_refuses_taints_a_nodepool_or_a_node_feature_rule_declares() {
     let must = |args: &[&str]| kubectl.must(args);
     let gpu_taint = |args: &[&str]| code_and_stderr(&kubectl, home.path(), args);
     kubectl.install_crds(&crds, &["karpenter.sh_nodepools.yaml", "nfd-api-crds.yaml"]);
+    // The Node Readiness Controller's CRD, vendored at a pinned release.
+    kubectl.install_crd_paths(&[concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/crds/readiness.node.x-k8s.io_nodereadinessrules.yaml"
+    )
+    .to_string()]);
     let objects = home.path().join("declared.yaml");
     std::fs::write(&objects, DECLARED_OBJECTS).unwrap();
     let objects = objects.display().to_string();
@@ -324,6 +349,11 @@ fn release_refuses_taints_a_nodepool_or_a_node_feature_rule_declares() {
             "pk-gt-nfd-1",
             "nfd-master",
             r#"{"key":"feature.node.kubernetes.io/fpga","value":"true","effect":"NoSchedule"}"#,
+        ),
+        (
+            "pk-gt-nr-1",
+            "manager",
+            r#"{"key":"readiness.k8s.io/pk-gt-gpu-driver","value":"pending","effect":"NoSchedule"}"#,
         ),
     ] {
         must(&[
@@ -353,6 +383,13 @@ fn release_refuses_taints_a_nodepool_or_a_node_feature_rule_declares() {
         "-y",
     ]);
     let rule_left = taints("pk-gt-nfd-1");
+    let readiness = gpu_taint(&[
+        "release",
+        "pk-gt-nr-1",
+        "--taint",
+        "readiness.k8s.io/pk-gt-gpu-driver=pending:NoSchedule",
+        "-y",
+    ]);
     let show = Command::new(&nodelabel)
         .args(["show", "pk-gt-kp-1", "-o", "json"])
         .env("KUBECONFIG", kubectl.kubeconfig())
@@ -387,6 +424,12 @@ fn release_refuses_taints_a_nodepool_or_a_node_feature_rule_declares() {
         rule.1
     );
     assert!(rule_left.contains("fpga"), "{rule_left}");
+    assert_eq!(readiness.0, 1, "{}", readiness.1);
+    assert!(
+        readiness.1.contains("is the Node Readiness Controller (NodeReadinessRule pk-gt-gpu-ready)'s: NodeReadinessRule pk-gt-gpu-ready keeps it whenever example.com/GPUDriverReady=True do not hold"),
+        "{}",
+        readiness.1
+    );
     let shown: serde_json::Value = serde_json::from_slice(&show.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&show.stderr)));
     assert_eq!(

@@ -1187,6 +1187,18 @@ async fn release_refuses_a_taint_a_controller_owns() {
     h.create(node("gke-l4-1", serde_json::json!({"cloud.google.com/gke-accelerator": "nvidia-l4", "cloud.google.com/gke-nodepool": "l4-pool"}),
         serde_json::json!({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}))).await;
     h.create(node(
+        "lc-1",
+        serde_json::json!({}),
+        serde_json::json!({"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}),
+    ))
+    .await;
+    h.create(node(
+        "ccm-1",
+        serde_json::json!({}),
+        serde_json::json!({"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}),
+    ))
+    .await;
+    h.create(node(
         "own-1",
         serde_json::json!({}),
         serde_json::json!({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}),
@@ -1199,6 +1211,16 @@ async fn release_refuses_a_taint_a_controller_owns() {
             "cluster-autoscaler's",
         ),
         ("kp-1", "karpenter.sh/disrupted:NoSchedule", "Karpenter's"),
+        (
+            "lc-1",
+            "node.kubernetes.io/unreachable:NoExecute",
+            "the node lifecycle controller's",
+        ),
+        (
+            "ccm-1",
+            "node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule",
+            "the cloud-controller-manager's",
+        ),
         (
             "gke-l4-1",
             "nvidia.com/gpu=present:NoSchedule",

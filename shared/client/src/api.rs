@@ -955,9 +955,9 @@ fn owner_references(object: &serde_json::Value) -> impl Iterator<Item = &serde_j
         .flatten()
 }
 
-/// The taints the controllers' own objects declare: Karpenter's NodePools (`karpenter.sh/v1`)
-/// and NFD's NodeFeatureRules (`nfd.k8s-sigs.io/v1alpha1`), one paged list each where
-/// served; what may not be listed is said (the owners it would show are then not known).
+/// The taints the controllers' own objects declare: Karpenter's NodePools (`karpenter.sh/v1`),
+/// NFD's NodeFeatureRules (`nfd.k8s-sigs.io/v1alpha1`) and the Node Readiness Controller's
+/// NodeReadinessRules (`readiness.node.x-k8s.io/v1alpha1`), one paged list each where served; what may not be listed is said (the owners it would show are then not known).
 pub async fn declared_taints(
     client: &kube::Client,
 ) -> Result<(placekit_core::taint_owners::DeclaredTaints, Vec<String>), CommandError> {
@@ -966,7 +966,7 @@ pub async fn declared_taints(
     let mut unreadable = Vec::new();
     /// Notes what one listed object declares.
     type Add = fn(&mut DeclaredTaints, &serde_json::Value);
-    let sources: [(&str, Add, &str); 2] = [
+    let sources: [(&str, Add, &str); 3] = [
         (
             "/apis/karpenter.sh/v1/nodepools",
             DeclaredTaints::add_nodepool,
@@ -976,6 +976,11 @@ pub async fn declared_taints(
             "/apis/nfd.k8s-sigs.io/v1alpha1/nodefeaturerules",
             DeclaredTaints::add_feature_rule,
             "NodeFeatureRules",
+        ),
+        (
+            "/apis/readiness.node.x-k8s.io/v1alpha1/nodereadinessrules",
+            DeclaredTaints::add_readiness_rule,
+            "NodeReadinessRules",
         ),
     ];
     for (collection, add, what) in sources {

@@ -57,6 +57,24 @@ pub enum TaintOwner {
     KarpenterNodePool { pool: String },
     /// A NodeFeatureRule declares it; nfd-master sets it on the nodes the rule matches.
     FeatureRule { rule: String },
+    /// A NodeReadinessRule declares it: the Node Readiness Controller keeps it while the
+    /// rule's `conditions` (`Type=Status`, joined) do not hold, always (`continuous`) or
+    /// until they first hold (`bootstrap-only`).
+    ReadinessRule {
+        rule: String,
+        conditions: String,
+        continuous: bool,
+    },
+}
+
+/// A NodeReadinessRule's taint and what it waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadinessRule {
+    pub taint: Taint,
+    /// `Type=Status` of each condition the rule requires.
+    pub conditions: Vec<String>,
+    /// `enforcementMode: continuous` (else `bootstrap-only`).
+    pub continuous: bool,
 }
 
 /// The taints the controllers' own objects declare, read from the cluster where served.
@@ -66,6 +84,8 @@ pub struct DeclaredTaints {
     pub nodepools: BTreeMap<String, Vec<Taint>>,
     /// Each NodeFeatureRule's taints (all its rules'), by rule name.
     pub feature_rules: BTreeMap<String, Vec<Taint>>,
+    /// Each NodeReadinessRule (not in dry run), by name.
+    pub readiness_rules: BTreeMap<String, ReadinessRule>,
 }
 
 impl DeclaredTaints {
@@ -95,6 +115,43 @@ impl DeclaredTaints {
     }
 }
 
+impl DeclaredTaints {
+    /// Adds a NodeReadinessRule (`readiness.node.x-k8s.io/v1alpha1`) as the API server
+    /// returns it; one in dry run changes no taint and is left out.
+    pub fn add_readiness_rule(&mut self, rule: &serde_json::Value) {
+        let Some(name) = rule["metadata"]["name"].as_str() else {
+            return;
+        };
+        let spec = &rule["spec"];
+        if spec["dryRun"] == true {
+            return;
+        }
+        let Ok(taint) = serde_json::from_value::<Taint>(spec["taint"].clone()) else {
+            return;
+        };
+        let conditions = spec["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                format!(
+                    "{}={}",
+                    c["type"].as_str().unwrap_or_default(),
+                    c["requiredStatus"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        self.readiness_rules.insert(
+            name.to_string(),
+            ReadinessRule {
+                taint,
+                conditions,
+                continuous: spec["enforcementMode"] == "continuous",
+            },
+        );
+    }
+}
+
 fn parse_taints(list: &serde_json::Value) -> Vec<Taint> {
     list.as_array()
         .into_iter()
@@ -115,6 +172,9 @@ impl TaintOwner {
             TaintOwner::NodeReadiness => "the Node Readiness Controller".into(),
             TaintOwner::KarpenterNodePool { pool } => format!("Karpenter (NodePool {pool})"),
             TaintOwner::FeatureRule { rule } => format!("nfd-master (NodeFeatureRule {rule})"),
+            TaintOwner::ReadinessRule { rule, .. } => {
+                format!("the Node Readiness Controller (NodeReadinessRule {rule})")
+            }
         }
     }
 
@@ -137,6 +197,20 @@ impl TaintOwner {
             TaintOwner::FeatureRule { rule } => format!(
                 "NodeFeatureRule {rule} declares it and nfd-master sets it on the nodes the rule matches: removed by hand, it is back on nfd-master's next pass; change the rule instead"
             ),
+            TaintOwner::ReadinessRule {
+                rule,
+                conditions,
+                continuous,
+            } => {
+                let when = if *continuous {
+                    format!("whenever {conditions} do not hold")
+                } else {
+                    format!("until {conditions} first hold on the node")
+                };
+                format!(
+                    "NodeReadinessRule {rule} keeps it {when}: removed by hand, it is set again, and pods land on a node that is not ready for them meanwhile; fix what the rule waits for instead"
+                )
+            }
         }
     }
 }
@@ -148,6 +222,17 @@ pub fn taint_owner(
     labels: &BTreeMap<String, String>,
     declared: &DeclaredTaints,
 ) -> Option<TaintOwner> {
+    if let Some((rule, readiness)) = declared
+        .readiness_rules
+        .iter()
+        .find(|(_, r)| r.taint.same_as(taint))
+    {
+        return Some(TaintOwner::ReadinessRule {
+            rule: rule.clone(),
+            conditions: readiness.conditions.join(", "),
+            continuous: readiness.continuous,
+        });
+    }
     if let Some(owner) = owner_by_key(taint, labels) {
         return Some(owner);
     }
@@ -295,6 +380,23 @@ mod tests {
             Some(TaintOwner::FeatureRule {
                 rule: "fpga".into()
             })
+        );
+        declared.add_readiness_rule(&serde_json::json!({"metadata": {"name": "gpu-ready"},
+            "spec": {"enforcementMode": "continuous", "nodeSelector": {},
+                "conditions": [{"type": "example.com/GPUReady", "requiredStatus": "True"}],
+                "taint": {"key": "readiness.k8s.io/gpu-ready", "value": "pending", "effect": "NoSchedule"}}}));
+        let owner = taint_owner(
+            &taint("readiness.k8s.io/gpu-ready", Some("pending")),
+            &BTreeMap::new(),
+            &declared,
+        )
+        .unwrap();
+        assert!(
+            owner.consequence().starts_with(
+                "NodeReadinessRule gpu-ready keeps it whenever example.com/GPUReady=True do not hold:"
+            ),
+            "{}",
+            owner.consequence()
         );
     }
 }
