@@ -1,6 +1,6 @@
 //! One mechanism for what a test needs from outside the repository: a real cluster, a
-//! second one, kubectl, krew, util-linux `script`, the built plugins, the operators' CRDs in
-//! `../shared/crds`, the SARIF schema, zsh and fish. A suite that cannot run for want of one says so by
+//! second one, kubectl, krew, promtool, util-linux `script`, the built plugins, the
+//! operators' CRDs in `../shared/crds`, the SARIF schema, zsh and fish. A suite that cannot run for want of one says so by
 //! name on the process's stderr (`SKIPPED: <suite>: <why>`, shown by the README's test
 //! command even when every test passes), and fails instead when [`REQUIRE`] names that
 //! need: CI lists what its machine provides, so nothing there passes by doing nothing.
@@ -24,6 +24,8 @@ pub enum Need {
     Kubectl,
     /// krew, built from `tests/krew/go.mod` (Go and the module proxy).
     Krew,
+    /// Prometheus' promtool, built from `tests/metrics/go.mod` (Go and the module proxy).
+    Promtool,
     /// util-linux `script`, which gives a command a terminal.
     Script,
     /// The plugin binaries, built by `cargo build --workspace`.
@@ -38,11 +40,12 @@ pub enum Need {
 
 impl Need {
     /// Every need, in the order `PLACEKIT_REQUIRE=all` lists them.
-    pub const ALL: [Need; 9] = [
+    pub const ALL: [Need; 10] = [
         Need::RealCluster,
         Need::SecondCluster,
         Need::Kubectl,
         Need::Krew,
+        Need::Promtool,
         Need::Script,
         Need::Plugins,
         Need::SharedCrds,
@@ -57,6 +60,7 @@ impl Need {
             Need::SecondCluster => "second-cluster",
             Need::Kubectl => "kubectl",
             Need::Krew => "krew",
+            Need::Promtool => "promtool",
             Need::Script => "script",
             Need::Plugins => "plugins",
             Need::SharedCrds => "shared-crds",
@@ -76,6 +80,7 @@ impl Need {
             }
             Need::Kubectl => "install kubectl on PATH",
             Need::Krew => "install Go (krew is built from tests/krew/go.mod)",
+            Need::Promtool => "install Go (promtool is built from tests/metrics/go.mod)",
             Need::Script => "install util-linux (script)",
             Need::Plugins => "cargo build --workspace",
             Need::SharedCrds => "lay the project's shared/ folder beside the repository",
@@ -152,6 +157,37 @@ pub fn tool(suite: &str, need: Need, program: &str, args: &[&str]) -> bool {
 /// Whether kubectl is on `PATH`; if not, `suite` is skipped (or fails, when required).
 pub fn kubectl(suite: &str) -> bool {
     tool(suite, Need::Kubectl, "kubectl", &["version", "--client"])
+}
+
+/// Prometheus' promtool, built from `tests/metrics/go.mod` when missing (cached under
+/// `target/metrics/`), or `None` when `suite` is skipped for want of Go.
+pub fn promtool(suite: &str) -> Option<PathBuf> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("metrics/promtool");
+    let built = Command::new(&script).arg("--path").output();
+    match built {
+        Ok(out) if out.status.success() => Some(PathBuf::from(
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        )),
+        Ok(out) => {
+            skip(
+                suite,
+                Need::Promtool,
+                &format!(
+                    "tests/metrics/promtool could not build it: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            );
+            None
+        }
+        Err(e) => {
+            skip(
+                suite,
+                Need::Promtool,
+                &format!("tests/metrics/promtool: {e}"),
+            );
+            None
+        }
+    }
 }
 
 /// The directory of the operators' CRDs (`../shared/crds` beside the repository), or `None`

@@ -19,7 +19,7 @@ use placekit_cli::output::v1::{
     self, DriftReport, Item, KueueWorkload, NodeFit, PendingEvent, PendingItem, PendingPodRef,
     PendingReport, PendingSummary, PodOnMissingNode,
 };
-use placekit_cli::ui::Ui;
+use placekit_cli::ui::{OutputFormat, Ui};
 use placekit_client::api;
 use placekit_client::connect::{Connection, ConnectionArgs};
 use placekit_core::exit;
@@ -143,6 +143,7 @@ pub async fn lint_clusters(
             contexts: r.contexts,
             server: r.server,
             outcome,
+            took: r.took,
         });
     }
     fleet::warn_failures(ui, &outcomes);
@@ -233,8 +234,18 @@ pub async fn drift(
     selector: Option<&str>,
 ) -> Result<u8, CommandError> {
     check_selector(selector)?;
+    let started = std::time::Instant::now();
     let found = read_drift(conn, namespace, selector, true).await?;
-    if ui.output.is_structured() {
+    if ui.output == OutputFormat::OpenMetrics {
+        print!(
+            "{}",
+            crate::metrics::drift_metrics(&[crate::metrics::ClusterDrift {
+                context: None,
+                found: Some((&found.drifted, found.checked, &found.orphans)),
+                took: started.elapsed(),
+            }])
+        );
+    } else if ui.output.is_structured() {
         ui.print_report(&DriftReport {
             pods_checked: found.checked,
             list_requests: found.requests,
@@ -289,7 +300,21 @@ pub async fn drift_fleet(
             .iter()
             .filter_map(|r| r.outcome.as_ref().ok().map(|f| (r, f)))
     };
-    if ui.output.is_structured() {
+    if ui.output == OutputFormat::OpenMetrics {
+        let clusters: Vec<crate::metrics::ClusterDrift> = reads
+            .iter()
+            .map(|r| crate::metrics::ClusterDrift {
+                context: r.contexts.first().map(String::as_str),
+                found: r
+                    .outcome
+                    .as_ref()
+                    .ok()
+                    .map(|f| (f.drifted.as_slice(), f.checked, f.orphans.as_slice())),
+                took: r.took,
+            })
+            .collect();
+        print!("{}", crate::metrics::drift_metrics(&clusters));
+    } else if ui.output.is_structured() {
         let mut contexts = fleet::contexts(&reads);
         for (entry, r) in contexts.iter_mut().zip(&reads) {
             if let Ok(f) = &r.outcome {
@@ -1034,6 +1059,7 @@ pub async fn why_pending_all(
         .map(LabelSelector::parse)
         .transpose()
         .map_err(|e| CommandError::Input(e.to_string()))?;
+    let started = std::time::Instant::now();
     let (nodes, pods) = cluster_state(conn).await?;
     let all_pending: Vec<Pod> = pods
         .into_iter()
@@ -1110,7 +1136,12 @@ pub async fn why_pending_all(
         ))
     });
     let stuck = judged.iter().filter(|p| !p.placeable).count();
-    if ui.output.is_structured() {
+    if ui.output == OutputFormat::OpenMetrics {
+        print!(
+            "{}",
+            crate::metrics::pending_metrics(&judged, started.elapsed())
+        );
+    } else if ui.output.is_structured() {
         ui.print_report(&PendingSummary { items: &judged });
     } else if judged.is_empty() {
         say!("no pending pods");
@@ -1133,7 +1164,7 @@ pub async fn why_pending_all(
 /// The summary table: a row per pod, then a row per gang (its members placed together
 /// against its minimum).
 fn print_summary(ui: &Ui, judged: &[PendingItem], node_count: usize) {
-    let wide = ui.output == placekit_cli::ui::OutputFormat::Wide;
+    let wide = ui.output == OutputFormat::Wide;
     let rows: Vec<Vec<String>> = judged
         .iter()
         .map(|p| {

@@ -7,6 +7,7 @@
 mod flags;
 mod help;
 mod live;
+mod metrics;
 mod run;
 
 use std::process::ExitCode;
@@ -55,7 +56,7 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
             selector,
         } => {
             let ui = Ui::new(&display);
-            ui.check_shape("affinity-lint drift", TextShape::Table)?;
+            ui.check_metrics_shape("affinity-lint drift", TextShape::Table)?;
             block_on(async {
                 match Fleet::resolve(&cli.connection, &cli.fleet)? {
                     Some(fleet) => {
@@ -84,7 +85,9 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
             // One pod's report has a node table; the summary of every pending pod widens.
             match &pod {
                 Some(_) => ui.check_shape("affinity-lint why-pending POD", TextShape::Table)?,
-                None => ui.check_shape("affinity-lint why-pending", TextShape::WideTable)?,
+                None => {
+                    ui.check_metrics_shape("affinity-lint why-pending", TextShape::WideTable)?
+                }
             }
             block_on(async {
                 let conn = placekit_cli::ui::connect(&cli.connection).await?;

@@ -75,7 +75,11 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         Command::Show { .. } => ("show", TextShape::Report),
         Command::Completion(_) => ("completion", TextShape::Script),
     };
-    ui.check_shape(&format!("gpu-taint {name}"), shape)?;
+    if matches!(cli.command, Command::Status { .. }) {
+        ui.check_metrics_shape(&format!("gpu-taint {name}"), shape)?;
+    } else {
+        ui.check_shape(&format!("gpu-taint {name}"), shape)?;
+    }
     if let Some(command) = on_nodes {
         ui.warn_namespace_ignored(
             cli.connection.namespace.as_deref(),
@@ -198,6 +202,10 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 ("--group-by", options.group_by.is_some()),
                 ("-L/--label-columns", !options.label_columns.is_empty()),
                 ("-o wide", ui.output == placekit_cli::ui::OutputFormat::Wide),
+                (
+                    "-o openmetrics",
+                    ui.output == placekit_cli::ui::OutputFormat::OpenMetrics,
+                ),
             ];
             if let (Some(_), Some((flag, _))) =
                 (options.by, table_only.iter().find(|(_, given)| *given))

@@ -2,16 +2,18 @@
 //! table per node and accelerator, `--by namespace|pod`, JSON/YAML, several clusters) and
 //! followed with `-w`.
 
+mod metrics;
 mod render;
 mod watch;
 
 use placekit_cli::error::CommandError;
 use placekit_cli::inventory::{Reading, StatusOptions, read_status};
-use placekit_cli::ui::Ui;
+use placekit_cli::ui::{OutputFormat, Ui};
 use placekit_client::connect::Connection;
 use placekit_client::targets::Targets;
 use placekit_core::exit;
 
+pub use metrics::{ClusterStatus, status_metrics};
 pub use render::{describe_accelerators, print_fleet_status, print_status};
 pub use watch::watch_status;
 
@@ -22,9 +24,22 @@ pub async fn status(
     targets: &Targets,
     options: &StatusOptions,
 ) -> Result<u8, CommandError> {
+    let started = std::time::Instant::now();
     let found = read_status(conn, targets, options, Reading::One).await?;
     for n in &found.notes {
         ui.warn(n);
+    }
+    if ui.output == OutputFormat::OpenMetrics {
+        print!(
+            "{}",
+            status_metrics(&[ClusterStatus {
+                context: None,
+                view: Some(&found.view),
+                group_by: options.group_by.as_deref(),
+                took: started.elapsed(),
+            }])
+        );
+        return Ok(exit::SUCCESS);
     }
     print_status(ui, targets, options, &found.view);
     Ok(exit::SUCCESS)

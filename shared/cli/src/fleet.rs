@@ -214,6 +214,8 @@ pub struct ClusterRead<T> {
     pub contexts: Vec<String>,
     pub server: String,
     pub outcome: Result<T, ContextFailure>,
+    /// From the context's turn to its outcome (`placekit_read_duration_seconds`).
+    pub took: Duration,
 }
 
 impl<T> ClusterRead<T> {
@@ -423,6 +425,8 @@ impl Fleet {
                 let (fleet, read, slots) = (self.clone(), read.clone(), slots.clone());
                 tokio::spawn(async move {
                     let _slot = slots.acquire_owned().await.expect("never closed");
+                    let started = tokio::time::Instant::now();
+                    let outcome = async {
                     // One deadline for everything done for this context, from the moment
                     // it gets its slot: building its client, its identity, every page.
                     let deadline = tokio::time::Instant::now() + fleet.timeout;
@@ -454,19 +458,25 @@ impl Fleet {
                     };
                     both.map(|(identity, data)| (server.clone(), identity, data))
                         .map_err(|e| (server, ContextFailure::from_error(&e, &fleet)))
+                    }
+                    .await;
+                    (outcome, started.elapsed())
                 })
             })
             .collect();
         let mut reads: Vec<(Reached, ClusterRead<T>)> = Vec::new();
         for (group, task) in groups.into_iter().zip(tasks) {
-            let done = task.await.unwrap_or_else(|e| {
-                Err((
-                    self.server_of(&group.contexts[0]),
-                    ContextFailure {
-                        reason: format!("internal error: {e}"),
-                        exit_code: exit::CLUSTER,
-                    },
-                ))
+            let (done, took) = task.await.unwrap_or_else(|e| {
+                (
+                    Err((
+                        self.server_of(&group.contexts[0]),
+                        ContextFailure {
+                            reason: format!("internal error: {e}"),
+                            exit_code: exit::CLUSTER,
+                        },
+                    )),
+                    Duration::ZERO,
+                )
             });
             let (key, server, outcome) = match done {
                 Ok((server, identity, data)) => {
@@ -493,6 +503,7 @@ impl Fleet {
                     contexts: group.contexts,
                     server,
                     outcome,
+                    took,
                 },
             ));
         }
@@ -763,6 +774,7 @@ mod tests {
             contexts: vec!["a".into()],
             server: String::new(),
             outcome: Ok(code),
+            took: Duration::ZERO,
         };
         let failed = || ClusterRead::<u8> {
             contexts: vec!["b".into()],
@@ -771,6 +783,7 @@ mod tests {
                 reason: "x".into(),
                 exit_code: exit::CLUSTER,
             }),
+            took: Duration::ZERO,
         };
         assert_eq!(exit_code(&[ok(0), ok(1)], |c| *c), exit::PROBLEMS);
         assert_eq!(exit_code(&[ok(0), ok(0)], |c| *c), exit::SUCCESS);

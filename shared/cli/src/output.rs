@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+pub mod openmetrics;
 pub mod v1;
 
 /// Printing a published report (`apiVersion: placekit.dev/v1` and its `kind`) as `-o` asks,

@@ -33,6 +33,9 @@ pub enum OutputFormat {
     JsonPath,
     /// `custom-columns=HEADER:PATH,...` over the report's items.
     CustomColumns,
+    /// The report's facts as OpenMetrics text (`status`, `drift`, `why-pending`; see
+    /// [`crate::output::openmetrics`]).
+    OpenMetrics,
 }
 
 impl OutputFormat {
@@ -53,7 +56,7 @@ pub struct Output {
 
 /// What `-o` accepts, for its help and its error.
 pub const OUTPUT_FORMATS: &str =
-    "text, wide, json, yaml, name, jsonpath=TEMPLATE, custom-columns=SPEC";
+    "text, wide, json, yaml, name, jsonpath=TEMPLATE, custom-columns=SPEC, openmetrics";
 
 impl std::str::FromStr for Output {
     type Err = String;
@@ -71,6 +74,7 @@ impl std::str::FromStr for Output {
             "json" => plain(OutputFormat::Json),
             "yaml" => plain(OutputFormat::Yaml),
             "name" => plain(OutputFormat::Name),
+            "openmetrics" => plain(OutputFormat::OpenMetrics),
             _ => {
                 if let Some(template) = value.strip_prefix("jsonpath=") {
                     placekit_core::jsonpath::Template::parse(template)
@@ -289,11 +293,39 @@ impl Ui {
         command: &str,
         shape: TextShape,
     ) -> Result<(), placekit_client::error::CommandError> {
+        self.check_output(command, shape, false)
+    }
+
+    /// [`Ui::check_shape`] for a command that also gives its facts as `-o openmetrics`.
+    pub fn check_metrics_shape(
+        &self,
+        command: &str,
+        shape: TextShape,
+    ) -> Result<(), placekit_client::error::CommandError> {
+        self.check_output(command, shape, true)
+    }
+
+    fn check_output(
+        &self,
+        command: &str,
+        shape: TextShape,
+        metrics: bool,
+    ) -> Result<(), placekit_client::error::CommandError> {
         let refuse = |what: &str, why: &str| {
             Err(placekit_client::error::CommandError::Input(format!(
                 "{what}: `kubectl {command}` {why}"
             )))
         };
+        if self.output == OutputFormat::OpenMetrics {
+            return match (metrics, self.no_headers) {
+                (false, _) => refuse(
+                    "-o openmetrics",
+                    "has no metrics; `gpu-taint status`, `affinity-lint drift` and `affinity-lint why-pending` give them",
+                ),
+                (true, true) => refuse("--no-headers", "prints no table with -o openmetrics"),
+                (true, false) => Ok(()),
+            };
+        }
         match (shape, self.output) {
             (TextShape::Script, OutputFormat::Text) if !self.no_headers => Ok(()),
             (TextShape::Script, _) => refuse(

@@ -95,6 +95,20 @@ pub fn print_fleet_status(ui: &Ui, options: &StatusOptions, reads: &[ClusterRead
         .resource
         .clone()
         .unwrap_or_else(|| gpu::DEFAULT_RESOURCE.to_string());
+    if ui.output == OutputFormat::OpenMetrics {
+        let clusters: Vec<super::ClusterStatus> = reads
+            .iter()
+            .map(|r| super::ClusterStatus {
+                context: r.contexts.first().map(String::as_str),
+                view: r.outcome.as_ref().ok().map(|s| &s.view),
+                group_by: None,
+                took: r.took,
+            })
+            .collect();
+        print!("{}", super::status_metrics(&clusters));
+        fleet::warn_failures(ui, reads);
+        return fleet::exit_code(reads, |_| exit::SUCCESS);
+    }
     if ui.output.is_structured() {
         // Every cluster read, with its totals and warnings.
         let mut contexts = fleet::contexts(reads);

@@ -297,11 +297,13 @@ fn judge_with(pod: &Pod, view: ClusterView<'_>, gangs: &mut Gangs) -> Judgement 
         };
         j.verdict = match node_state {
             "missing" => Some(Verdict {
+            class: "boundNodeMissing".into(),
                 evidence: format!("bound to node {node}, which does not exist"),
                 judgment: "spec.nodeName names a node the cluster does not have: no kubelet will ever run the pod, and the scheduler never looks at a pod with a nodeName".into(),
                 action: "delete the pod (its controller makes a new one the scheduler places), or create the node; do not set spec.nodeName by hand".into(),
             }),
             "notReady" => Some(Verdict {
+            class: "boundNodeNotReady".into(),
                 evidence: format!("bound to node {node}, which is not Ready"),
                 judgment: "the pod waits for that node's kubelet, which is not reporting Ready".into(),
                 action: "fix the node (kubectl describe node), or delete the pod so its controller recreates it elsewhere".into(),
@@ -324,6 +326,7 @@ fn judge_with(pod: &Pod, view: ClusterView<'_>, gangs: &mut Gangs) -> Judgement 
             .as_ref()
             .and_then(|(kind, name)| find_group(view, pod, *kind, name));
         j.verdict = Some(Verdict {
+            class: "otherScheduler".into(),
             evidence: format!("schedulerName {scheduler}: not kube-scheduler's"),
             judgment: format!(
                 "kube-scheduler never looks at this pod; {scheduler} decides where it runs, so no prediction is made from kube-scheduler's filters"
@@ -439,6 +442,7 @@ fn nominated_verdict(n: &Nomination) -> Verdict {
         )
     };
     Verdict {
+            class: "nominated".into(),
         evidence: format!("preemption: nominated to node {}", n.node),
         judgment: format!(
             "the scheduler preempted lower-priority pods on {} to make room for this pod; {waiting}",
@@ -452,6 +456,7 @@ fn nominated_verdict(n: &Nomination) -> Verdict {
 fn gang_verdict(g: &GangJudgement) -> Verdict {
     let Some(min) = g.min_member else {
         return Verdict {
+            class: "gang".into(),
             evidence: format!(
                 "gang {}: its PodGroup ({}) was not read",
                 g.group,
@@ -462,6 +467,7 @@ fn gang_verdict(g: &GangJudgement) -> Verdict {
         };
     };
     Verdict {
+            class: "gang".into(),
         evidence: format!(
             "gang {} cannot start: {} of minimum {} placeable together",
             g.group,

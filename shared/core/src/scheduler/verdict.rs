@@ -12,6 +12,12 @@ use super::node_info::NodeInfo;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Verdict {
+    /// What kind of verdict, in one stable word for scripts and metrics: `affinity`,
+    /// `taint`, `resources`, `pods`, `unschedulable`, `spread`, `podAffinity`,
+    /// `antiAffinity`, `existingAntiAffinity`, `claims`, `claimNotAvailable`, `preFilter`,
+    /// `ports`, `volumes`, `claimMissing`; `gated`, `otherScheduler`, `boundNodeMissing`,
+    /// `boundNodeNotReady`, `nominated`, `gang`.
+    pub class: String,
     /// The scheduler's evidence: didn't match node affinity, untolerated taint, Insufficient X, Too many pods.
     pub evidence: String,
     pub judgment: String,
@@ -63,6 +69,7 @@ pub fn verdict(failures: &[FilterFailure]) -> Option<Verdict> {
         .iter()
         .max_by_key(|(k, n)| (**n, std::cmp::Reverse(**k)))?;
     let v = |e: &str, j: &str, a: &str| Verdict {
+        class: (*top).to_string(),
         evidence: e.into(),
         judgment: j.into(),
         action: a.into(),
@@ -225,6 +232,7 @@ pub fn gated(pod: &crate::model::Pod) -> Option<Verdict> {
     };
     let owners: Vec<String> = gates.iter().map(|g| format!("{g}: {}", owner(g))).collect();
     Some(Verdict {
+        class: "gated".into(),
         evidence: format!("scheduling gates: {}", gates.join(", ")),
         judgment: "the scheduler does not consider the pod until every scheduling gate is removed; no node is judged".into(),
         action: owners.join("; "),
@@ -292,6 +300,7 @@ pub fn kueue_admission(workload: &serde_json::Value) -> String {
 pub fn claims_missing(missing: &[crate::dra::MissingClaim]) -> Option<Verdict> {
     let listed: Vec<String> = missing.iter().map(ToString::to_string).collect();
     (!missing.is_empty()).then(|| Verdict {
+        class: "claimMissing".into(),
         evidence: format!("resource claim missing: {}", listed.join("; ")),
         judgment: "the scheduler waits for the pod's ResourceClaim to exist before it considers any node".into(),
         action: "create the claim, or run the resourceclaim controller (kube-controller-manager) that generates it from the template".into(),

@@ -1,0 +1,211 @@
+//! `-o openmetrics` across the plugins: `gpu-taint status`, `affinity-lint drift` and
+//! `affinity-lint why-pending` on the demo cluster, each exposition checked by Prometheus'
+//! own promtool (`check metrics`, built from tests/metrics/go.mod) and read back for the
+//! facts the cluster holds: free GPUs per node, a pool node without its pool's dedication
+//! taint, pods drifted by a NoExecute taint, pending pods by verdict class and gang.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use placekit_testserver::DEMO_FIXTURE;
+use placekit_testserver::harness::{Harness, assert_code, built_plugin};
+use placekit_testserver::require;
+use serde_json::json;
+
+const SUITE: &str = "the OpenMetrics suite";
+
+/// `promtool check metrics` over `text`: its exit code and what it said.
+fn promtool_check(promtool: &Path, text: &str) -> (i32, String) {
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("promtool ends");
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// The sample lines of `text` for `family` whose labels include every `labels` pair.
+fn samples<'a>(text: &'a str, family: &str, labels: &[(&str, &str)]) -> Vec<&'a str> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")) || l.starts_with(&format!("{family} ")))
+        .filter(|l| {
+            labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_drift_and_why_pending_expose_what_prometheus_reads() {
+    let Some(gpu_taint) = built_plugin(SUITE, "kubectl-gpu_taint") else {
+        return;
+    };
+    let Some(affinity_lint) = built_plugin(SUITE, "kubectl-affinity_lint") else {
+        return;
+    };
+    let Some(promtool) = require::promtool(SUITE) else {
+        return;
+    };
+    // The demo's Volcano PodGroup is created once its CRD is served (a real cluster needs
+    // it installed first).
+    let pod_group = "- apiVersion: scheduling.volcano.sh/v1beta1\n  kind: PodGroup\n  metadata: {name: training, namespace: research}\n  spec: {minMember: 4, queue: default}\n  status: {phase: Pending}\n";
+    assert!(
+        DEMO_FIXTURE.contains(pod_group),
+        "the demo's PodGroup moved"
+    );
+    let h = Harness::start(
+        "gpu-taint",
+        &gpu_taint,
+        &DEMO_FIXTURE.replace(pod_group, ""),
+    )
+    .await;
+    if h.is_real()
+        && let Some((kubectl, crds)) = placekit_testserver::crds::Kubectl::for_suite(SUITE)
+    {
+        kubectl.install_crds(&crds, &["scheduling.volcano.sh_podgroups.yaml"]);
+    }
+    h.create(
+        json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "training", "namespace": "research"},
+        "spec": {"minMember": 4, "queue": "default"}}),
+    )
+    .await;
+    h.install_plugin("affinity-lint", &affinity_lint);
+    // Two of the three online nodes dedicated: the third lacks its pool's taint. A
+    // NoExecute taint on the H100 node its running pods do not tolerate: they drifted.
+    for node in ["gpu-a100-1", "gpu-a100-2"] {
+        h.merge_patch(
+            "nodes",
+            None,
+            node,
+            &json!({"spec": {"taints": [{"key": "dedicated", "value": "llm", "effect": "NoSchedule"}]}}),
+        )
+        .await;
+    }
+    h.merge_patch(
+        "nodes",
+        None,
+        "gpu-h100-1",
+        &json!({"spec": {"taints": [{"key": "pk-metrics", "value": "drain", "effect": "NoExecute"}]}}),
+    )
+    .await;
+
+    let status = h.run(&["status", "-o", "openmetrics"]).await;
+    assert_code(&status, 0);
+    let drift = h
+        .run_plugin("affinity-lint", &["drift", "-A", "-o", "openmetrics"])
+        .await;
+    assert_code(&drift, 1);
+    let pending = h
+        .run_plugin("affinity-lint", &["why-pending", "-A", "-o", "openmetrics"])
+        .await;
+    for (what, run) in [
+        ("status", &status),
+        ("drift", &drift),
+        ("why-pending", &pending),
+    ] {
+        assert!(run.stdout.ends_with("# EOF\n"), "{what}: {}", run.all());
+        let (code, said) = promtool_check(&promtool, &run.stdout);
+        assert_eq!(
+            code, 0,
+            "{what}: promtool check metrics: {said}\n{}",
+            run.stdout
+        );
+    }
+
+    let text = &status.stdout;
+    let free = samples(
+        text,
+        "placekit_node_accelerator_free",
+        &[
+            ("node", "gpu-a100-3"),
+            ("resource", "nvidia.com/gpu"),
+            ("form", "whole"),
+        ],
+    );
+    assert_eq!(free.len(), 1, "{text}");
+    assert!(free[0].ends_with(" 8"), "{text}");
+    let undedicated = samples(
+        text,
+        "placekit_node_undedicated",
+        &[
+            ("node", "gpu-a100-3"),
+            ("pool", "online"),
+            ("taint", "dedicated=llm:NoSchedule"),
+        ],
+    );
+    assert_eq!(undedicated.len(), 1, "{text}");
+    assert_eq!(
+        samples(
+            text,
+            "placekit_pool_undedicated_nodes",
+            &[("pool", "online")]
+        ),
+        vec![
+            "placekit_pool_undedicated_nodes{pool_label=\"ops.example.com.node-restriction.kubernetes.io/llm-pool\",pool=\"online\"} 1"
+        ],
+        "{text}"
+    );
+    assert_eq!(
+        samples(text, "placekit_read_up", &[]),
+        vec!["placekit_read_up 1"]
+    );
+
+    let text = &drift.stdout;
+    let drifted = samples(
+        text,
+        "placekit_drifted_pods",
+        &[("node", "gpu-h100-1"), ("reason", "taint")],
+    );
+    assert!(!drifted.is_empty(), "{text}");
+    assert!(!text.contains("pod=\""), "no pod-level series: {text}");
+
+    let text = &pending.stdout;
+    assert_eq!(
+        samples(
+            text,
+            "placekit_pending_pods",
+            &[("namespace", "ml"), ("class", "affinity")]
+        ),
+        vec!["placekit_pending_pods{namespace=\"ml\",class=\"affinity\"} 1"],
+        "{text}"
+    );
+    assert!(
+        !samples(
+            text,
+            "placekit_pending_gang_pods",
+            &[("gang", "research/training")]
+        )
+        .is_empty(),
+        "{text}"
+    );
+
+    // Elsewhere -o openmetrics is refused before any request, naming what gives metrics.
+    let refused = h.run(&["history", "-o", "openmetrics"]).await;
+    assert_code(&refused, 2);
+    assert!(
+        refused
+            .stderr
+            .contains("-o openmetrics: `kubectl gpu-taint history` has no metrics"),
+        "{}",
+        refused.all()
+    );
+}
