@@ -41,6 +41,37 @@ fn promtool_check(promtool: &Path, text: &str) -> (i32, String) {
     )
 }
 
+/// Runs promtool with `args`; its output when it fails.
+fn promtool_ok(promtool: &Path, args: &[&str]) {
+    let out = Command::new(promtool)
+        .args(args)
+        .output()
+        .expect("promtool");
+    assert!(
+        out.status.success(),
+        "promtool {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every `placekit_…` family `text` (rules, queries) names is documented in docs/metrics.md.
+fn assert_documented(root: &Path, text: &str, what: &str) {
+    let documented =
+        std::fs::read_to_string(root.join("docs/metrics.md")).expect("docs/metrics.md");
+    let named: Vec<&str> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("placekit_"))
+        .collect();
+    assert!(!named.is_empty(), "{what} names no placekit family");
+    for family in named {
+        assert!(
+            documented.contains(&format!("`{family}`")),
+            "{family}, in {what}, is not documented in docs/metrics.md"
+        );
+    }
+}
+
 /// The sample lines of `text` for `family` whose labels include every `labels` pair.
 fn samples<'a>(text: &'a str, family: &str, labels: &[(&str, &str)]) -> Vec<&'a str> {
     text.lines()
@@ -208,4 +239,84 @@ async fn status_drift_and_why_pending_expose_what_prometheus_reads() {
         "{}",
         refused.all()
     );
+}
+
+/// The example alerting rules (examples/monitoring/prometheusrule.yaml): valid rules to
+/// `promtool check rules`, firing as tests/metrics/alerts.test.yaml says on series written
+/// as the exporters and `-o openmetrics` write them, and naming only placekit families
+/// docs/metrics.md documents.
+#[test]
+fn the_alerting_rules_check_and_fire_as_their_tests_say() {
+    let Some(promtool) = require::promtool(SUITE) else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let rule: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(root.join("examples/monitoring/prometheusrule.yaml"))
+            .expect("the PrometheusRule"),
+    )
+    .expect("yaml");
+    assert_eq!(rule["kind"], "PrometheusRule");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = dir.path().join("rules.yaml");
+    let groups = serde_yaml::to_string(&serde_json::json!({
+        "groups": serde_json::to_value(&rule["spec"]["groups"]).expect("groups")
+    }))
+    .expect("yaml");
+    std::fs::write(&rules, &groups).expect("write");
+    let tests = dir.path().join("alerts.test.yaml");
+    let text = std::fs::read_to_string(root.join("tests/metrics/alerts.test.yaml"))
+        .expect("the rule tests");
+    std::fs::write(
+        &tests,
+        text.replace("  - RULES", &format!("  - {}", rules.display())),
+    )
+    .expect("write");
+    promtool_ok(
+        &promtool,
+        &["check", "rules", rules.to_str().expect("path")],
+    );
+    promtool_ok(&promtool, &["test", "rules", tests.to_str().expect("path")]);
+    assert_documented(&root, &groups, "the alerting rules");
+}
+
+/// The example Grafana dashboard (examples/monitoring/grafana-dashboard.json): every panel's
+/// query is PromQL Prometheus accepts (`promtool check rules` over them as recording rules)
+/// and names only placekit families docs/metrics.md documents.
+#[test]
+fn the_dashboard_queries_are_promql_over_documented_families() {
+    let Some(promtool) = require::promtool(SUITE) else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("examples/monitoring/grafana-dashboard.json"))
+            .expect("the dashboard"),
+    )
+    .expect("json");
+    let exprs: Vec<String> = dashboard["panels"]
+        .as_array()
+        .expect("panels")
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["expr"].as_str().map(str::to_string))
+        .collect();
+    assert!(exprs.len() >= 10, "{exprs:?}");
+    let rules: Vec<serde_json::Value> = exprs
+        .iter()
+        .enumerate()
+        .map(|(i, e)| serde_json::json!({"record": format!("dashboard:panel_{i}"), "expr": e}))
+        .collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("dashboard.rules.yaml");
+    std::fs::write(
+        &file,
+        serde_yaml::to_string(
+            &serde_json::json!({"groups": [{"name": "dashboard", "rules": rules}]}),
+        )
+        .expect("yaml"),
+    )
+    .expect("write");
+    promtool_ok(&promtool, &["check", "rules", file.to_str().expect("path")]);
+    assert_documented(&root, &exprs.join("\n"), "the dashboard");
 }
