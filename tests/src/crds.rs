@@ -55,6 +55,59 @@ impl Kubectl {
         out
     }
 
+    /// What a pod of `account` (a ServiceAccount in `namespace`) runs with, written under
+    /// `dir`: a token from TokenRequest, the cluster's CA and the namespace in the standard
+    /// files, and the environment that points a process at them and at the API server
+    /// (`KUBERNETES_SERVICE_HOST`/`PORT`, `PLACEKIT_TEST_SERVICEACCOUNT_DIR`). Returns the
+    /// environment and the token.
+    pub fn in_cluster(
+        &self,
+        namespace: &str,
+        account: &str,
+        dir: &Path,
+    ) -> (Vec<(&'static str, String)>, String) {
+        use base64::Engine as _;
+        let token = self.must(&["create", "token", account, "-n", namespace]);
+        let view = |path: &str| {
+            self.must(&[
+                "config",
+                "view",
+                "--raw",
+                "-o",
+                &format!("jsonpath={{.clusters[0].cluster.{path}}}"),
+            ])
+        };
+        let server = view("server");
+        let ca = view("certificate-authority-data");
+        let files = dir.join("serviceaccount");
+        std::fs::create_dir_all(&files).expect("service account directory");
+        std::fs::write(files.join("token"), token.trim()).expect("token");
+        std::fs::write(
+            files.join("ca.crt"),
+            base64::engine::general_purpose::STANDARD
+                .decode(ca.trim())
+                .expect("the CA is base64"),
+        )
+        .expect("ca.crt");
+        std::fs::write(files.join("namespace"), namespace).expect("namespace");
+        let url: http::Uri = server.trim().parse().expect("the server is a URL");
+        let env = vec![
+            (
+                "KUBERNETES_SERVICE_HOST",
+                url.host().expect("a host").to_string(),
+            ),
+            (
+                "KUBERNETES_SERVICE_PORT",
+                url.port_u16().expect("a port").to_string(),
+            ),
+            (
+                "PLACEKIT_TEST_SERVICEACCOUNT_DIR",
+                files.display().to_string(),
+            ),
+        ];
+        (env, token.trim().to_string())
+    }
+
     /// Installs `files` of the CRD directory server-side (the largest would pass the
     /// 256 KiB last-applied annotation of a client-side apply) and waits until they are
     /// Established.

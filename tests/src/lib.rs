@@ -387,3 +387,23 @@ pub fn kubeconfig_yaml(url: &str, token: &str, ca_pem: Option<&str>) -> String {
         "apiVersion: v1\nkind: Config\ncurrent-context: placekit-test\nclusters:\n- name: placekit-test\n  cluster:\n    server: {url}{ca}\ncontexts:\n- name: placekit-test\n  context:\n    cluster: placekit-test\n    user: placekit-test\nusers:\n- name: placekit-test\n  user:\n    token: {token}\n"
     )
 }
+
+/// One plain HTTP/1.1 GET on loopback (`127.0.0.1:port`): the status code and the body, or
+/// `None` when nothing answered. For tests and benchmarks of `serve-metrics`.
+pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let code = answer.split_whitespace().nth(1)?.parse().ok()?;
+    let body = answer.split_once("\r\n\r\n")?.1.to_string();
+    Some((code, body))
+}

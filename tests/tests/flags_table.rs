@@ -49,6 +49,7 @@ fn commands(manifest: &str, features: &str) -> Vec<(&'static str, &'static str, 
         ("history", "history".into()),
         ("show", "show --last".into()),
         ("completion", "completion bash".into()),
+        ("serve-metrics", "serve-metrics --listen 127.0.0.1:0".into()),
     ];
     let affinity_lint = [
         ("lint", format!("-f {manifest}")),

@@ -387,11 +387,13 @@ async fn help_examples_run_on_the_demo_cluster() {
             } else {
                 example.clone()
             };
-            // A watch runs until interrupted: it must print, then keep watching for 5 s
-            // (`timeout` ends it with 124).
-            let watches = example
-                .split_whitespace()
-                .any(|w| w == "-w" || w == "--watch");
+            // A watch (or the exporter) runs until interrupted: it must print, then keep
+            // watching (serving) for 5 s (`timeout` ends it with 124).
+            let serves = example.split_whitespace().any(|w| w == "serve-metrics");
+            let watches = serves
+                || example
+                    .split_whitespace()
+                    .any(|w| w == "-w" || w == "--watch");
             let command = if watches {
                 format!("timeout 5 {command}")
             } else {
@@ -413,7 +415,13 @@ async fn help_examples_run_on_the_demo_cluster() {
             });
             ran += 1;
             let mut code = out.status.code().unwrap_or(-1);
-            if watches && code == 124 && !out.stdout.is_empty() {
+            // The exporter says where it serves, on stderr.
+            let printed = if serves {
+                String::from_utf8_lossy(&out.stderr).contains("serving /metrics")
+            } else {
+                !out.stdout.is_empty()
+            };
+            if watches && code == 124 && printed {
                 code = 0;
             }
             // `rollback --last` with nothing to undo is the one input error that is right.

@@ -185,6 +185,37 @@ accelerators of any kind is a GPU node. --by namespace|pod breaks the requests d
         #[arg(short = 'w', long)]
         watch: bool,
     },
+    /// Serve the inventory's metrics (those of status -o openmetrics) on /metrics, kept
+    /// current from watches of the nodes and pods, with /healthz: an exporter for
+    /// Prometheus, in a Deployment (examples/monitoring/exporter.yaml) or on a host.
+    #[command(
+        name = "serve-metrics",
+        long_about = "Serve the inventory's metrics (those of `status -o openmetrics`: accelerators per node, pool, \
+resource, form and DRA class; GPU nodes without their pool's dedication taint) on GET /metrics, kept \
+current from watches of the nodes and pods as `status -w` keeps its table: listed once, then \
+followed from the version the lists ended at, resumed from the last version seen, listed again \
+when the server says the version is too old. Memory is what that keeps: the nodes and the \
+accelerator requests of their pods. GET /healthz answers 200 while the watches follow the \
+cluster and 503 (with the error) while they are being restarted after a growing pause. \
+A scraper that accepts application/openmetrics-text gets it; others get Prometheus' text \
+format (the same text). In a pod, the service account's credentials are used (RBAC: list and \
+watch nodes and pods, list the resource.k8s.io objects). Runs until interrupted.",
+        after_help = "Examples:\n  kubectl gpu-taint serve-metrics\n  curl -s http://127.0.0.1:9402/metrics | grep placekit_node_accelerator_free\n  # in a pod (examples/monitoring/exporter.yaml): every node, all interfaces\n  kubectl-gpu_taint serve-metrics --listen 0.0.0.0:9402"
+    )]
+    ServeMetrics {
+        #[command(flatten)]
+        selection: Selection,
+        /// The address to serve on.
+        #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:9402")]
+        listen: std::net::SocketAddr,
+        /// Only this accelerator (as status --resource).
+        #[arg(long, value_name = "NAME")]
+        resource: Option<String>,
+        /// The label whose value is a node's pool (as status --group-by); default: the
+        /// node's first pool label.
+        #[arg(long, value_name = "LABEL")]
+        pool_label: Option<String>,
+    },
     /// Print a shell's completion script, or (`kubectl`) the helper for `kubectl gpu-taint <TAB>`.
     #[command(
         after_help = "Examples:\n  # kubectl gpu-taint <TAB> (kubectl 1.26+): the helper goes next to\n  # the plugin on PATH; remove it before kubectl krew uninstall gpu-taint\n  kubectl gpu-taint completion kubectl --install\n  kubectl gpu-taint completion kubectl --uninstall\n\n  # or print it and put it on PATH yourself\n  kubectl gpu-taint completion kubectl \\\n      > ~/bin/kubectl_complete-gpu_taint\n  chmod +x ~/bin/kubectl_complete-gpu_taint\n\n  # without the helper, in bash: kubectl gpu-taint <TAB> (and the binary),\n  # after kubectl's own completion (zsh alike; fish: ... fish | source)\n  source <(kubectl gpu-taint completion bash)"

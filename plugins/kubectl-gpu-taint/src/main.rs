@@ -54,6 +54,9 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
     // Several clusters are read by status and history only; the rest refuse before any work.
     match &cli.command {
         Command::Status { .. } | Command::History | Command::Completion(_) => {}
+        Command::ServeMetrics { .. } => cli
+            .fleet
+            .refuse("kubectl gpu-taint serve-metrics", READERS)?,
         Command::Dedicate { .. } => cli.fleet.refuse("kubectl gpu-taint dedicate", READERS)?,
         Command::Release { .. } => cli.fleet.refuse("kubectl gpu-taint release", READERS)?,
         Command::Rollback { .. } => cli.fleet.refuse("kubectl gpu-taint rollback", READERS)?,
@@ -64,7 +67,10 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         Command::Release { .. } => Some("release"),
         Command::Rollback { .. } => Some("rollback"),
         Command::Show { .. } => Some("show"),
-        Command::Status { .. } | Command::History | Command::Completion(_) => None,
+        Command::Status { .. }
+        | Command::History
+        | Command::Completion(_)
+        | Command::ServeMetrics { .. } => None,
     };
     let (name, shape) = match &cli.command {
         Command::Dedicate { .. } => ("dedicate", TextShape::Report),
@@ -74,6 +80,7 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
         Command::History => ("history", TextShape::WideTable),
         Command::Show { .. } => ("show", TextShape::Report),
         Command::Completion(_) => ("completion", TextShape::Script),
+        Command::ServeMetrics { .. } => ("serve-metrics", TextShape::Service),
     };
     if matches!(cli.command, Command::Status { .. }) {
         ui.check_metrics_shape(&format!("gpu-taint {name}"), shape)?;
@@ -246,6 +253,21 @@ async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
                 return status::watch_status(&conn, ui, &targets, &options).await;
             }
             commands::status_command(&cli.connection, fleet.as_ref(), ui, targets, &options).await
+        }
+        Command::ServeMetrics {
+            selection,
+            listen,
+            resource,
+            pool_label,
+        } => {
+            let options = StatusOptions {
+                resource,
+                group_by: pool_label,
+                ..StatusOptions::default()
+            };
+            let targets = targets(&selection, true)?;
+            let conn = placekit_cli::ui::connect(&cli.connection).await?;
+            status::serve_metrics(&conn, ui, &targets, &options, listen).await
         }
         Command::Completion(args) => {
             complete::run_completion(

@@ -4,6 +4,7 @@
 
 mod metrics;
 mod render;
+mod serve;
 mod watch;
 
 use placekit_cli::error::CommandError;
@@ -15,6 +16,7 @@ use placekit_core::exit;
 
 pub use metrics::{ClusterStatus, status_metrics};
 pub use render::{describe_accelerators, print_fleet_status, print_status};
+pub use serve::serve_metrics;
 pub use watch::watch_status;
 
 /// `status`: the accelerator inventory of the targets (all nodes by default).

@@ -690,3 +690,133 @@ spec:
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert_eq!((cells[4], cells[5]), ("0", "7"), "{row}");
 }
+
+/// A GPU node and a pod holding two of its GPUs, for the exporter.
+const EXPORTER_OBJECTS: &str = r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: pk-gt-exp-1
+  labels: {kubernetes.io/hostname: pk-gt-exp-1, example.com/pk-gt-pool: exp}
+status:
+  capacity: {nvidia.com/gpu: "8", cpu: "64", memory: 512Gi, pods: "110"}
+  allocatable: {nvidia.com/gpu: "8", cpu: "64", memory: 512Gi, pods: "110"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pk-gt-exp-trainer, namespace: default}
+spec:
+  nodeName: pk-gt-exp-1
+  containers: [{name: c, image: trainer, resources: {limits: {nvidia.com/gpu: "2"}}}]
+"#;
+
+/// The exporter as examples/monitoring/exporter.yaml runs it: the example's ServiceAccount,
+/// ClusterRole and binding applied to the real control plane, then `serve-metrics` with that
+/// account's token in the in-cluster files (no kubeconfig). Its /metrics shows the node's
+/// free GPUs, and a GPU freed by a deleted pod in a later scrape (the watches, not a new
+/// list); /healthz answers 200.
+#[test]
+fn serve_metrics_runs_in_cluster_under_the_examples_rbac_and_follows_the_cluster() {
+    let suite = "gpu-taint serve-metrics on the real control plane";
+    let Some((kubectl, _)) = Kubectl::for_suite(suite) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/monitoring/exporter.yaml"
+    ))
+    .unwrap();
+    // The ServiceMonitor needs the Prometheus Operator's CRD, which this cluster lacks.
+    let applied: Vec<&str> = example
+        .split("\n---\n")
+        .filter(|d| !d.contains("kind: ServiceMonitor"))
+        .collect();
+    let rbac = home.path().join("exporter.yaml");
+    std::fs::write(&rbac, applied.join("\n---\n")).unwrap();
+    let rbac = rbac.display().to_string();
+    kubectl.run(&["create", "namespace", "monitoring"]);
+    kubectl.must(&["apply", "-f", &rbac]);
+    let objects = home.path().join("objects.yaml");
+    std::fs::write(&objects, EXPORTER_OBJECTS).unwrap();
+    let objects = objects.display().to_string();
+    kubectl.create_when_served(&objects, || kubectl.delete_now(&objects, true));
+    kubectl.must(&[
+        "patch",
+        "pod",
+        "pk-gt-exp-trainer",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Running"}}"#,
+    ]);
+    let (env, token) = kubectl.in_cluster("monitoring", "placekit-exporter", home.path());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut exporter = Command::new(env!("CARGO_BIN_EXE_kubectl-gpu_taint"))
+        .args(["serve-metrics", "--listen", &format!("127.0.0.1:{port}")])
+        .env_remove("KUBECONFIG")
+        .env("HOME", home.path())
+        .envs(env)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let free_of = |body: &str| -> Option<String> {
+        body.lines()
+            .find(|l| {
+                l.starts_with("placekit_node_accelerator_free{")
+                    && l.contains("node=\"pk-gt-exp-1\"")
+                    && l.contains("resource=\"nvidia.com/gpu\"")
+            })
+            .and_then(|l| l.rsplit(' ').next())
+            .map(str::to_string)
+    };
+    let poll = |want: &str| -> (Option<String>, String) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        let mut last = (None, String::new());
+        while std::time::Instant::now() < deadline {
+            if let Some((200, body)) = placekit_testserver::http_get(port, "/metrics") {
+                last = (free_of(&body), body);
+                if last.0.as_deref() == Some(want) {
+                    break;
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        last
+    };
+    let before = poll("6");
+    let health = placekit_testserver::http_get(port, "/healthz");
+    kubectl.must(&[
+        "delete",
+        "pod",
+        "pk-gt-exp-trainer",
+        "--grace-period=0",
+        "--force",
+    ]);
+    let after = poll("8");
+    let _ = exporter.kill();
+    let stderr = {
+        use std::io::Read as _;
+        let _ = exporter.wait();
+        let mut text = String::new();
+        let _ = exporter.stderr.take().unwrap().read_to_string(&mut text);
+        text
+    };
+    kubectl.delete_now(&objects, false);
+
+    assert_eq!(before.0.as_deref(), Some("6"), "{}\n{stderr}", before.1);
+    assert!(before.1.ends_with("# EOF\n"), "{}", before.1);
+    assert_eq!(health, Some((200, "ok\n".to_string())), "{stderr}");
+    assert_eq!(after.0.as_deref(), Some("8"), "{}\n{stderr}", after.1);
+    assert!(
+        stderr.contains(&format!(
+            "serving /metrics and /healthz on http://127.0.0.1:{port}"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&token), "{stderr}");
+}

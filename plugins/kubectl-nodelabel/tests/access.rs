@@ -605,38 +605,9 @@ fn a_cronjob_with_a_namespaced_service_account_gets_answers() {
         "-p",
         r#"{"status":{"phase":"Running"}}"#,
     ]);
-    let token = kubectl.must(&["create", "token", "reporter", "-n", "pk-cron"]);
-    let server = kubectl.must(&[
-        "config",
-        "view",
-        "--raw",
-        "-o",
-        "jsonpath={.clusters[0].cluster.server}",
-    ]);
-    let ca = kubectl.must(&[
-        "config",
-        "view",
-        "--raw",
-        "-o",
-        "jsonpath={.clusters[0].cluster.certificate-authority-data}",
-    ]);
-    let account = home.path().join("serviceaccount");
-    std::fs::create_dir_all(&account).unwrap();
-    std::fs::write(account.join("token"), token.trim()).unwrap();
-    std::fs::write(
-        account.join("ca.crt"),
-        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, ca.trim()).unwrap(),
-    )
-    .unwrap();
-    std::fs::write(account.join("namespace"), "pk-cron").unwrap();
-    let url: http::Uri = server.trim().parse().unwrap();
-    let port = url.port_u16().unwrap().to_string();
-    let account_dir = account.display().to_string();
-    let env = [
-        ("KUBERNETES_SERVICE_HOST", url.host().unwrap()),
-        ("KUBERNETES_SERVICE_PORT", port.as_str()),
-        ("PLACEKIT_TEST_SERVICEACCOUNT_DIR", account_dir.as_str()),
-    ];
+    let (env, token) = kubectl.in_cluster("pk-cron", "reporter", home.path());
+    let server = format!("https://{}:{}", env[0].1, env[1].1);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
 
     let (code, out, err) = run_plugin(&lint, home.path(), &env, &["drift"]);
     let (code_all, _, err_all) = run_plugin(&lint, home.path(), &env, &["drift", "-A"]);

@@ -245,6 +245,8 @@ pub enum TextShape {
     Report,
     /// Not a report at all (a shell script): text only.
     Script,
+    /// A server (`serve-metrics`): it prints no report at all.
+    Service,
 }
 
 /// How to talk to the person running the command.
@@ -331,6 +333,11 @@ impl Ui {
             (TextShape::Script, _) => refuse(
                 "-o and --no-headers",
                 "prints a shell script, in no other format",
+            ),
+            (TextShape::Service, OutputFormat::Text) if !self.no_headers => Ok(()),
+            (TextShape::Service, _) => refuse(
+                "-o and --no-headers",
+                "serves metrics over HTTP and prints no report",
             ),
             (TextShape::Table | TextShape::Report, OutputFormat::Wide) => refuse(
                 "-o wide",

@@ -131,6 +131,18 @@ enum Bench {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
     },
+    /// `kubectl gpu-taint serve-metrics` on a generated cluster: the time to its first
+    /// healthy answer, each scrape's time, the series, and its peak memory.
+    Exporter {
+        #[arg(long, default_value_t = 5000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 150_000)]
+        pods: usize,
+        #[arg(long, default_value_t = 10)]
+        scrapes: usize,
+        #[arg(long)]
+        plugin: Option<PathBuf>,
+    },
     /// `kubectl gpu-taint status` on a generated cluster: wall time, peak memory, requests.
     GpuStatus {
         #[arg(long, default_value_t = 5000)]
@@ -809,6 +821,88 @@ async fn fleet(
     }
 }
 
+/// Runs `serve-metrics` against `kubeconfig`: the time until /healthz answers 200, then
+/// `scrapes` scrapes of /metrics timed one by one, and the process's peak memory.
+fn exporter(
+    plugin: &Path,
+    kubeconfig: &Path,
+    nodes: usize,
+    pods: usize,
+    scrapes: usize,
+) -> ExitCode {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let get = |path: &str| placekit_testserver::http_get(port, path);
+    let started = Instant::now();
+    let mut child = Command::new(plugin)
+        .args(["serve-metrics", "--listen", &format!("127.0.0.1:{port}")])
+        .env("KUBECONFIG", kubeconfig)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("serve-metrics runs");
+    let status_path = format!("/proc/{}/status", child.id());
+    let peak = || -> Option<u64> {
+        std::fs::read_to_string(&status_path)
+            .ok()?
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    };
+    let ready = loop {
+        if let Some((200, _)) = get("/healthz") {
+            break Some(started.elapsed().as_secs_f64());
+        }
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut times = Vec::new();
+    let mut body = String::new();
+    for _ in 0..scrapes {
+        let t = Instant::now();
+        if let Some((200, text)) = get("/metrics") {
+            times.push(t.elapsed().as_secs_f64());
+            body = text;
+        }
+    }
+    let peak_kib = peak();
+    let _ = child.kill();
+    let _ = child.wait();
+    println!(
+        "kubectl gpu-taint serve-metrics on {nodes} nodes and {pods} pods of the test API server"
+    );
+    match ready {
+        Some(s) => println!("ready:       {s:.2} s (first list and watches; target < 2 s)"),
+        None => println!("ready:       never (120 s)"),
+    }
+    times.sort_by(f64::total_cmp);
+    if let (Some(first), Some(last)) = (times.first(), times.last()) {
+        println!(
+            "scrape:      {:.3} s median, {first:.3}-{last:.3} s over {} scrapes ({} bytes, {} series)",
+            times[times.len() / 2],
+            times.len(),
+            body.len(),
+            body.lines().filter(|l| !l.starts_with('#')).count()
+        );
+    }
+    match peak_kib {
+        Some(kib) => println!(
+            "peak memory: {:.1} MiB (target < 300 MiB)",
+            kib as f64 / 1024.0
+        ),
+        None => println!("peak memory: not measurable here (no /proc)"),
+    }
+    if ready.is_some() && times.len() == scrapes {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 fn sibling(name: &str) -> PathBuf {
     std::env::current_exe()
         .ok()
@@ -1305,6 +1399,26 @@ async fn main() -> ExitCode {
                 );
             }
             ExitCode::SUCCESS
+        }
+        Bench::Exporter {
+            nodes,
+            pods,
+            scrapes,
+            plugin,
+        } => {
+            let plugin = plugin.unwrap_or_else(|| sibling("kubectl-gpu_taint"));
+            let generator = Generator {
+                nodes,
+                pods,
+                gpus_per_node: 8,
+            };
+            let cluster = Cluster::generate(generator, None).await;
+            let kubeconfig = cluster.counting_kubeconfig.clone();
+            tokio::task::spawn_blocking(move || {
+                exporter(&plugin, &kubeconfig, nodes, pods, scrapes)
+            })
+            .await
+            .expect("join")
         }
         Bench::GpuStatus {
             nodes,

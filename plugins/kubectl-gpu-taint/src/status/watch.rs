@@ -34,20 +34,35 @@ const ACTIVE_PODS: &str = "status.phase!=Succeeded,status.phase!=Failed";
 /// One pod's accelerator requests and the node they are counted on.
 type Requests = (String, BTreeMap<String, i128>);
 
-/// What the watch keeps.
+/// What the watch keeps: the target nodes and, per node, its pods' accelerator requests.
 #[derive(Default)]
-struct Watched {
-    nodes: BTreeMap<String, Node>,
+pub(super) struct Watched {
+    pub(super) nodes: BTreeMap<String, Node>,
     /// Per pod (namespace, name) that asks for an accelerator and is bound.
     pods: HashMap<(String, String), Requests>,
     /// Per node, the sum of its pods' requests.
-    requested: BTreeMap<String, BTreeMap<String, i128>>,
-    /// Per node, the rows last printed.
-    printed: BTreeMap<String, Vec<Vec<String>>>,
-    /// The columns' widths so far: changed rows line up under the table.
-    widths: Vec<usize>,
+    pub(super) requested: BTreeMap<String, BTreeMap<String, i128>>,
     node_version: String,
     pod_version: String,
+}
+
+/// What `status -w` has printed: each node's rows, and the columns' widths so far (changed
+/// rows line up under the table).
+#[derive(Default)]
+struct Printer {
+    printed: BTreeMap<String, Vec<Vec<String>>>,
+    widths: Vec<usize>,
+}
+
+/// The inventory a watch keeps current, shared with whoever reads it (the exporter's
+/// scrapes) while the watch applies events.
+pub(super) type Shared = std::sync::Arc<std::sync::Mutex<Watched>>;
+
+/// Locks the shared inventory (a poisoned lock still holds the last state).
+pub(super) fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Watched> {
+    shared
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// `status -w`: prints the table, then each node's rows again when they change, until
@@ -65,18 +80,19 @@ pub async fn watch_status(
     }
     let mut watched = Watched::default();
     list(conn, targets, options, &mut watched, Names::MustExist).await?;
+    let mut printer = Printer::default();
     let nodes: Vec<Node> = watched.nodes.values().cloned().collect();
     let view = nodes_view(&nodes, &watched.requested, &dra.inventory, options)?;
     let header = inventory_header(ui, options);
-    let _ = aligned_rows(std::slice::from_ref(&header), &mut watched.widths);
+    let _ = aligned_rows(std::slice::from_ref(&header), &mut printer.widths);
     if let StatusView::Nodes {
         rows, by_resource, ..
     } = &view
     {
         for row in rows {
             let printed = node_rows(ui, row, options);
-            let _ = aligned_rows(&printed, &mut watched.widths);
-            watched.printed.insert(row.primary.name.clone(), printed);
+            let _ = aligned_rows(&printed, &mut printer.widths);
+            printer.printed.insert(row.primary.name.clone(), printed);
         }
         // The totals' first cell (`TOTAL (12 nodes)`) can be the widest; `--no-headers`
         // prints one row per node and no totals, so they do not widen it there.
@@ -90,10 +106,30 @@ pub async fn watch_status(
                     )]
                 })
                 .collect();
-            let _ = aligned_rows(&totals, &mut watched.widths);
+            let _ = aligned_rows(&totals, &mut printer.widths);
         }
     }
     print_status(ui, targets, options, &view);
+    let shared: Shared = std::sync::Arc::new(std::sync::Mutex::new(watched));
+    follow(conn, targets, options, &shared, |watched, changed| {
+        print_changed(ui, &mut printer, watched, changed, &dra.inventory, options)
+    })
+    .await?;
+    Ok(placekit_core::exit::SUCCESS)
+}
+
+/// Keeps `shared` current from watches of the target nodes and the active pods, from the
+/// versions its lists ended at, calling `changed` with the nodes each event may have changed
+/// (under the lock). A watch the server ends is resumed from the last version seen (an
+/// event's or a bookmark's); one too old for the server (410 Gone) starts over from new
+/// lists, reporting every node then or before. Returns only with an error.
+pub(super) async fn follow(
+    conn: &Connection,
+    targets: &Targets,
+    options: &StatusOptions,
+    shared: &Shared,
+    mut changed: impl FnMut(&Watched, BTreeSet<String>),
+) -> Result<(), CommandError> {
     let label_selector = match targets {
         Targets::Selector(s) => Some(s.to_string()),
         _ => None,
@@ -101,12 +137,16 @@ pub async fn watch_status(
     let mut restart = api::WatchRestart::default();
     loop {
         restart.started();
+        let (node_version, pod_version) = {
+            let w = lock(shared);
+            (w.node_version.clone(), w.pod_version.clone())
+        };
         let nodes = api::watch::<Value>(
             &conn.client,
             "/api/v1/nodes",
             None,
             label_selector.as_deref(),
-            &watched.node_version,
+            &node_version,
         )
         .await?;
         let pods = api::watch::<Value>(
@@ -114,7 +154,7 @@ pub async fn watch_status(
             "/api/v1/pods",
             Some(ACTIVE_PODS),
             None,
-            &watched.pod_version,
+            &pod_version,
         )
         .await?;
         // Either watch ending (the server's timeout) ends both: they resume together.
@@ -141,31 +181,31 @@ pub async fn watch_status(
                 }
                 return Err(watch_error(status));
             }
-            let changed = if of_nodes {
+            let mut watched = lock(shared);
+            let nodes = if of_nodes {
                 let (event, version) = typed::<Node>(event)?;
-                watched.node_version = version.unwrap_or(watched.node_version);
+                watched.node_version = version.unwrap_or(std::mem::take(&mut watched.node_version));
                 watched.node_event(event, targets)
             } else {
                 let (event, version) = typed::<Pod>(event)?;
-                watched.pod_version = version.unwrap_or(watched.pod_version);
+                watched.pod_version = version.unwrap_or(std::mem::take(&mut watched.pod_version));
                 watched.pod_event(event, options)
             };
-            print_changed(ui, &mut watched, changed, &dra.inventory, options);
+            changed(&watched, nodes);
         }
         if gone {
             // Too old for the server: list again and say what changed meanwhile.
-            let before: BTreeSet<String> = watched.nodes.keys().cloned().collect();
-            watched = Watched {
-                printed: std::mem::take(&mut watched.printed),
-                widths: std::mem::take(&mut watched.widths),
-                ..Watched::default()
-            };
-            list(conn, targets, options, &mut watched, Names::MayBeGone).await?;
-            let changed: BTreeSet<String> = before
-                .union(&watched.nodes.keys().cloned().collect())
+            let mut fresh = Watched::default();
+            list(conn, targets, options, &mut fresh, Names::MayBeGone).await?;
+            let mut watched = lock(shared);
+            let nodes: BTreeSet<String> = watched
+                .nodes
+                .keys()
+                .chain(fresh.nodes.keys())
                 .cloned()
                 .collect();
-            print_changed(ui, &mut watched, changed, &dra.inventory, options);
+            *watched = fresh;
+            changed(&watched, nodes);
         }
         restart.ended().await;
     }
@@ -208,7 +248,7 @@ fn typed<T: serde::de::DeserializeOwned>(
 /// Whether named nodes must all exist: on the first list (a typo is the user's), not on a
 /// list after the watch lost its place (a node deleted meanwhile is said to be gone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Names {
+pub(super) enum Names {
     MustExist,
     MayBeGone,
 }
@@ -227,7 +267,7 @@ enum Change {
 }
 
 /// Lists the target nodes and the active pods into `watched`, with their versions.
-async fn list(
+pub(super) async fn list(
     conn: &Connection,
     targets: &Targets,
     options: &StatusOptions,
@@ -381,7 +421,8 @@ impl Watched {
 /// from the targets is said to be gone once.
 fn print_changed(
     ui: &Ui,
-    watched: &mut Watched,
+    printer: &mut Printer,
+    watched: &Watched,
     nodes: BTreeSet<String>,
     dra: &placekit_core::dra::DraInventory,
     options: &StatusOptions,
@@ -403,7 +444,7 @@ fn print_changed(
     let mut out: Vec<Vec<String>> = Vec::new();
     for name in nodes {
         let Some(node) = watched.nodes.get(&name) else {
-            if watched.printed.remove(&name).is_some() {
+            if printer.printed.remove(&name).is_some() {
                 let mut row = vec![String::new(); inventory_header(ui, options).len()];
                 row[0] = name.clone();
                 if let Some(last) = row.last_mut() {
@@ -420,13 +461,13 @@ fn print_changed(
             &scope,
         );
         let rows = node_rows(ui, &inventory, options);
-        if watched.printed.get(&name) != Some(&rows) {
+        if printer.printed.get(&name) != Some(&rows) {
             out.extend(rows.iter().cloned());
-            watched.printed.insert(name, rows);
+            printer.printed.insert(name, rows);
         }
     }
     if !out.is_empty() {
-        print!("{}", aligned_rows(&out, &mut watched.widths));
+        print!("{}", aligned_rows(&out, &mut printer.widths));
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
     }

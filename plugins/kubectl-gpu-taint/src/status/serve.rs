@@ -1,0 +1,224 @@
+//! `serve-metrics`: `status -o openmetrics` as an exporter. The inventory is listed once and
+//! then kept current from the watches `status -w` uses (resumed from the last version seen,
+//! listed again on 410 Gone), so memory is what `status -w` keeps: the target nodes and, per
+//! node, the accelerator requests of its pods. `GET /metrics` renders the families from that
+//! state under a short lock; `GET /healthz` answers 200 while the watches follow the
+//! cluster and 503 with the last error while they are being restarted.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Method, Request, Response, StatusCode};
+
+use super::metrics::{ClusterStatus, status_metrics};
+use super::watch::{Names, Shared, Watched, follow, list, lock};
+use placekit_cli::error::CommandError;
+use placekit_cli::inventory::{StatusOptions, nodes_view, read_dra};
+use placekit_cli::ui::Ui;
+use placekit_client::connect::Connection;
+use placekit_client::targets::Targets;
+use placekit_core::dra::DraInventory;
+use placekit_core::model::Node;
+
+/// How the watches stand, for `/healthz` and `placekit_read_up`.
+#[derive(Debug, Default)]
+struct Health {
+    /// The last error that ended the watches, until they follow the cluster again.
+    error: Option<String>,
+    /// How long the last full list took.
+    listed_in: Duration,
+}
+
+/// What every request reads.
+struct Served {
+    inventory: Shared,
+    health: Mutex<Health>,
+    dra: DraInventory,
+    options: StatusOptions,
+}
+
+/// Serves the inventory's metrics on `listen` until interrupted.
+pub async fn serve_metrics(
+    conn: &Connection,
+    ui: &Ui,
+    targets: &Targets,
+    options: &StatusOptions,
+    listen: SocketAddr,
+) -> Result<u8, CommandError> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| CommandError::Input(format!("--listen {listen}: {e}")))?;
+    let dra = read_dra(conn, false).await?;
+    for n in &dra.notes {
+        ui.warn(n);
+    }
+    let started = Instant::now();
+    let mut watched = Watched::default();
+    list(conn, targets, options, &mut watched, Names::MustExist).await?;
+    let served = Arc::new(Served {
+        inventory: Arc::new(Mutex::new(watched)),
+        health: Mutex::new(Health {
+            error: None,
+            listed_in: started.elapsed(),
+        }),
+        dra: dra.inventory,
+        options: options.clone(),
+    });
+    let address = listener.local_addr().unwrap_or(listen);
+    eprintln!(
+        "serving /metrics and /healthz on http://{address} ({} watched)",
+        placekit_cli::ui::count(lock(&served.inventory).nodes.len(), "node")
+    );
+    let watching = tokio::spawn(keep_current(
+        conn.clone(),
+        targets.clone(),
+        served.clone(),
+        ui.clone(),
+    ));
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        // The watches end only with a panic, a bug: the exporter stops rather than serve
+        // a state nothing updates.
+        if watching.is_finished() {
+            return Err(CommandError::Cluster(
+                "the inventory's watches stopped".into(),
+            ));
+        }
+        let served = served.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let served = served.clone();
+                async move { Ok::<_, std::convert::Infallible>(answer(&served, &request)) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+/// Follows the cluster for ever: when the watches end with an error (the API server
+/// restarting, RBAC changed), `/healthz` says so, and after a growing pause (1 s to 30 s) the
+/// inventory is listed again and followed from there.
+async fn keep_current(conn: Connection, targets: Targets, served: Arc<Served>, ui: Ui) {
+    let mut pause = Duration::from_secs(1);
+    loop {
+        let outcome = follow(
+            &conn,
+            &targets,
+            &served.options,
+            &served.inventory,
+            |_, _| {},
+        )
+        .await;
+        if let Err(e) = outcome {
+            ui.warn(&format!(
+                "the watches stopped, restarting them in {pause:?}: {e}"
+            ));
+            health(&served).error = Some(placekit_client::secrets::redact(&e.to_string()));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(30));
+        let started = Instant::now();
+        let mut fresh = Watched::default();
+        match list(
+            &conn,
+            &targets,
+            &served.options,
+            &mut fresh,
+            Names::MayBeGone,
+        )
+        .await
+        {
+            Ok(()) => {
+                *lock(&served.inventory) = fresh;
+                let mut health = health(&served);
+                health.error = None;
+                health.listed_in = started.elapsed();
+                pause = Duration::from_secs(1);
+            }
+            Err(e) => {
+                ui.warn(&format!("listing the inventory again: {e}"));
+                health(&served).error = Some(placekit_client::secrets::redact(&e.to_string()));
+            }
+        }
+    }
+}
+
+fn health(served: &Served) -> std::sync::MutexGuard<'_, Health> {
+    served
+        .health
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One request's answer: `/metrics`, `/healthz`, or 404.
+fn answer(served: &Served, request: &Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
+    let reply = |status: StatusCode, content_type: &str, body: String| {
+        Response::builder()
+            .status(status)
+            .header(hyper::header::CONTENT_TYPE, content_type)
+            .body(Full::new(Bytes::from(body)))
+            .expect("a valid response")
+    };
+    if request.method() != Method::GET {
+        return reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain; charset=utf-8",
+            "GET only\n".into(),
+        );
+    }
+    let (error, listed_in) = {
+        let h = health(served);
+        (h.error.clone(), h.listed_in)
+    };
+    match request.uri().path() {
+        "/metrics" => {
+            let (nodes, requested): (Vec<Node>, _) = {
+                let watched = lock(&served.inventory);
+                (
+                    watched.nodes.values().cloned().collect(),
+                    watched.requested.clone(),
+                )
+            };
+            let view = nodes_view(&nodes, &requested, &served.dra, &served.options).ok();
+            let text = status_metrics(&[ClusterStatus {
+                context: None,
+                view: view.as_ref().filter(|_| error.is_none()),
+                group_by: served.options.group_by.as_deref(),
+                took: listed_in,
+            }]);
+            // OpenMetrics for a scraper that asks for it, else Prometheus' text format
+            // (the same text: its `# EOF` is a comment there).
+            let openmetrics = request
+                .headers()
+                .get(hyper::header::ACCEPT)
+                .and_then(|a| a.to_str().ok())
+                .is_some_and(|a| a.contains("application/openmetrics-text"));
+            let content_type = if openmetrics {
+                "application/openmetrics-text; version=1.0.0; charset=utf-8"
+            } else {
+                "text/plain; version=0.0.4; charset=utf-8"
+            };
+            reply(StatusCode::OK, content_type, text)
+        }
+        "/healthz" => match error {
+            None => reply(StatusCode::OK, "text/plain; charset=utf-8", "ok\n".into()),
+            Some(e) => reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain; charset=utf-8",
+                format!("the watches stopped and are being restarted: {e}\n"),
+            ),
+        },
+        _ => reply(
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            "not found: /metrics and /healthz are served\n".into(),
+        ),
+    }
+}
