@@ -62,6 +62,7 @@ fn commands(manifest: &str, features: &str) -> Vec<(&'static str, &'static str, 
         ("policy", "policy".into()),
         ("rules", "rules".into()),
         ("completion", "completion bash".into()),
+        ("serve-metrics", "serve-metrics --listen 127.0.0.1:0".into()),
     ];
     let mut out = Vec::new();
     for (plugin, list) in [

@@ -320,3 +320,157 @@ fn the_dashboard_queries_are_promql_over_documented_families() {
     promtool_ok(&promtool, &["check", "rules", file.to_str().expect("path")]);
     assert_documented(&root, &exprs.join("\n"), "the dashboard");
 }
+
+/// A running exporter, stopped when dropped.
+struct Exporter {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Exporter {
+    fn start(binary: &Path, kubeconfig: &Path, args: &[&str]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new(binary)
+            .arg("serve-metrics")
+            .args(args)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env("KUBECONFIG", kubeconfig)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve-metrics runs");
+        Exporter { child, port }
+    }
+
+    /// Scrapes until a sample line of `family` with `labels` ends in ` value` (20 s at
+    /// most): that line, or the last exposition when none came.
+    fn wait_for(
+        &self,
+        family: &str,
+        labels: &[(&str, &str)],
+        value: &str,
+    ) -> Result<String, String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut last = String::new();
+        while std::time::Instant::now() < deadline {
+            if let Some((200, body)) = placekit_testserver::http_get(self.port, "/metrics") {
+                if let Some(line) = samples(&body, family, labels)
+                    .into_iter()
+                    .find(|l| l.ends_with(&format!(" {value}")))
+                {
+                    return Ok(line.to_string());
+                }
+                last = body;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+        Err(last)
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Both exporters scraped while the cluster changes: `affinity-lint serve-metrics` shows a
+/// pod that goes pending (no node has the GPUs it asks for) and a pod that drifts (its node
+/// takes a NoExecute taint it does not tolerate) in a later scrape; `gpu-taint
+/// serve-metrics` shows the GPUs a deleted pod frees. Every exposition passes promtool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_exporters_follow_the_cluster_as_it_changes() {
+    let Some(gpu_taint) = built_plugin(SUITE, "kubectl-gpu_taint") else {
+        return;
+    };
+    let Some(affinity_lint) = built_plugin(SUITE, "kubectl-affinity_lint") else {
+        return;
+    };
+    let Some(promtool) = require::promtool(SUITE) else {
+        return;
+    };
+    let h = Harness::start(
+        "gpu-taint",
+        &gpu_taint,
+        include_str!("../fixtures/fleet-east.yaml"),
+    )
+    .await;
+    let judge = Exporter::start(&affinity_lint, &h.kubeconfig, &["-A", "--interval", "1s"]);
+    let inventory = Exporter::start(&gpu_taint, &h.kubeconfig, &[]);
+    let free = |value: &str| {
+        tokio::task::block_in_place(|| {
+            inventory.wait_for(
+                "placekit_node_accelerator_free",
+                &[("node", "east-a100-1"), ("resource", "nvidia.com/gpu")],
+                value,
+            )
+        })
+    };
+    let before = free("5");
+    assert!(before.is_ok(), "{before:?}");
+
+    // A pod no node can take: 16 GPUs.
+    h.create(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "too-big", "namespace": "ml"},
+        "spec": {"containers": [{"name": "c", "image": "x",
+            "resources": {"limits": {"nvidia.com/gpu": "16"}}}]}}))
+        .await;
+    // The running trainer's node takes a NoExecute taint it does not tolerate.
+    h.merge_patch(
+        "nodes",
+        None,
+        "east-a100-1",
+        &json!({"spec": {"taints": [{"key": "pk-metrics", "value": "drain", "effect": "NoExecute"}]}}),
+    )
+    .await;
+    let pending = tokio::task::block_in_place(|| {
+        judge.wait_for(
+            "placekit_pending_pods",
+            &[("namespace", "ml"), ("class", "resources")],
+            "1",
+        )
+    });
+    assert!(pending.is_ok(), "{pending:?}");
+    let drifted = tokio::task::block_in_place(|| {
+        judge.wait_for(
+            "placekit_drifted_pods",
+            &[
+                ("namespace", "ml"),
+                ("node", "east-a100-1"),
+                ("reason", "taint"),
+            ],
+            "1",
+        )
+    });
+    assert!(drifted.is_ok(), "{drifted:?}");
+
+    // The trainer goes: its 3 GPUs are free in a later scrape of the inventory.
+    kube::Api::<k8s_openapi::api::core::v1::Pod>::namespaced(h.client(), "ml")
+        .delete(
+            "trainer-east",
+            &kube::api::DeleteParams {
+                grace_period_seconds: Some(0),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("the trainer deleted");
+    let after = free("8");
+    assert!(after.is_ok(), "{after:?}");
+
+    for exporter in [&judge, &inventory] {
+        let (code, body) =
+            placekit_testserver::http_get(exporter.port, "/metrics").expect("a scrape");
+        assert_eq!(code, 200);
+        let (code, said) = promtool_check(&promtool, &body);
+        assert_eq!(code, 0, "{said}\n{body}");
+        assert_eq!(
+            placekit_testserver::http_get(exporter.port, "/healthz"),
+            Some((200, "ok\n".to_string()))
+        );
+    }
+}

@@ -148,6 +148,32 @@ pub enum Command {
         #[arg(long)]
         no_headers: bool,
     },
+    /// Serve drift's and why-pending's metrics (those of -o openmetrics) on /metrics, judged
+    /// again every --interval, with /healthz: an exporter for Prometheus.
+    #[command(
+        name = "serve-metrics",
+        long_about = "Serve drift's and why-pending's metrics (those of `drift -o openmetrics` and \
+`why-pending -o openmetrics`: drifted pods per namespace, node and reason; pending pods per \
+namespace and verdict class; gangs that cannot start) on GET /metrics, with GET /healthz. \
+Judging a pending pod needs the whole scheduling view, so both are read and judged again \
+every --interval (one read each, as the commands make); what is kept between judgements is \
+their families, not the cluster. /healthz answers 503 while the last judgement failed (the \
+one before is still served, with placekit_read_up 0). The namespaces are drift's: -A for \
+all, -n, else the context's (a pod's own in a pod). The inventory's metrics are gpu-taint \
+serve-metrics'. Runs until interrupted.",
+        after_help = "Examples:\n  kubectl affinity-lint serve-metrics -A\n  kubectl affinity-lint serve-metrics -n ml --interval 30s --listen 127.0.0.1:9403"
+    )]
+    ServeMetrics {
+        /// All namespaces (without it, as kubectl: -n, else the context's namespace).
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+        /// The address to serve on.
+        #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:9403")]
+        listen: std::net::SocketAddr,
+        /// How often drift and the pending pods are judged again (e.g. 30s, 2m).
+        #[arg(long, value_name = "DURATION", default_value = "60s")]
+        interval: String,
+    },
     /// Print a ValidatingAdmissionPolicy and its binding that enforce AL001, AL003, AL006
     /// and AL007 in the cluster (apply with `| kubectl apply -f -`).
     #[command(long_about = help::POLICY_ABOUT)]
@@ -243,6 +269,12 @@ pub enum Mode {
         namespaces: Namespaces,
         selector: Option<String>,
     },
+    ServeMetrics {
+        log: LogArgs,
+        namespaces: Namespaces,
+        listen: std::net::SocketAddr,
+        interval: std::time::Duration,
+    },
     WhyPending {
         display: DisplayArgs,
         pod: Option<String>,
@@ -316,6 +348,31 @@ pub fn resolve(cli: &Cli) -> Result<Mode, CommandError> {
                     (false, None) => Namespaces::Context,
                 },
                 selector: selector.clone(),
+            });
+        }
+        Some(Command::ServeMetrics {
+            all_namespaces,
+            listen,
+            interval,
+        }) => {
+            let interval = placekit_client::connect::parse_request_timeout(interval)
+                .ok()
+                .flatten()
+                .filter(|d| *d >= std::time::Duration::from_secs(1))
+                .ok_or_else(|| {
+                    CommandError::Input(format!(
+                        "invalid --interval {interval:?}: use a duration of at least 1s (30s, 2m)"
+                    ))
+                })?;
+            return Ok(Mode::ServeMetrics {
+                log: cli.log.clone(),
+                namespaces: match (all_namespaces, &cli.connection.namespace) {
+                    (true, _) => Namespaces::All,
+                    (false, Some(ns)) => Namespaces::Given(ns.clone()),
+                    (false, None) => Namespaces::Context,
+                },
+                listen: *listen,
+                interval,
             });
         }
         Some(Command::WhyPending {

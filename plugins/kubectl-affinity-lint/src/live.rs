@@ -357,6 +357,16 @@ pub async fn drift_fleet(
     Ok(fleet::exit_code(&reads, drift_exit_code))
 }
 
+/// What `serve-metrics` keeps of a drift read: the drifted pods, how many were checked,
+/// and the pods on missing nodes.
+pub async fn read_drift_for_metrics(
+    conn: &Connection,
+    namespace: Option<&str>,
+) -> Result<(Vec<Drift>, usize, Vec<PodOnMissingNode>), CommandError> {
+    let found = read_drift(conn, namespace, None, false).await?;
+    Ok((found.drifted, found.checked, found.orphans))
+}
+
 /// Reads nodes and running pods and judges each pod against its node. A namespace that is
 /// not there is an error on one cluster (`namespace_must_exist`), and nothing to check on
 /// one of several.
@@ -1055,11 +1065,46 @@ pub async fn why_pending_all(
     namespace: Option<&str>,
     selector: Option<&str>,
 ) -> Result<u8, CommandError> {
+    let started = std::time::Instant::now();
+    let (judged, node_count) = judge_pending(conn, ui, namespace, selector).await?;
+    let stuck = judged.iter().filter(|p| !p.placeable).count();
+    if ui.output == OutputFormat::OpenMetrics {
+        print!(
+            "{}",
+            crate::metrics::pending_metrics(&judged, started.elapsed())
+        );
+    } else if ui.output.is_structured() {
+        ui.print_report(&PendingSummary { items: &judged });
+    } else if judged.is_empty() {
+        say!("no pending pods");
+    } else {
+        print_summary(ui, &judged, node_count);
+        if !ui.no_headers {
+            say!(
+                "{} pending: {stuck} cannot be placed now; `why-pending POD -n NS` for one pod's evidence",
+                placekit_cli::ui::count(judged.len(), "pod")
+            );
+        }
+    }
+    Ok(if stuck > 0 {
+        exit::PROBLEMS
+    } else {
+        exit::SUCCESS
+    })
+}
+
+/// Every pending pod of `namespace` (or all) matching `selector`, judged as
+/// `why-pending` judges them, grouped by verdict; and how many nodes were judged against.
+pub async fn judge_pending(
+    conn: &Connection,
+    ui: &Ui,
+    namespace: Option<&str>,
+    selector: Option<&str>,
+) -> Result<(Vec<PendingItem>, usize), CommandError> {
     let selector = selector
         .map(LabelSelector::parse)
         .transpose()
         .map_err(|e| CommandError::Input(e.to_string()))?;
-    let started = std::time::Instant::now();
     let (nodes, pods) = cluster_state(conn).await?;
     let all_pending: Vec<Pod> = pods
         .into_iter()
@@ -1135,30 +1180,7 @@ pub async fn why_pending_all(
             &b.name,
         ))
     });
-    let stuck = judged.iter().filter(|p| !p.placeable).count();
-    if ui.output == OutputFormat::OpenMetrics {
-        print!(
-            "{}",
-            crate::metrics::pending_metrics(&judged, started.elapsed())
-        );
-    } else if ui.output.is_structured() {
-        ui.print_report(&PendingSummary { items: &judged });
-    } else if judged.is_empty() {
-        say!("no pending pods");
-    } else {
-        print_summary(ui, &judged, nodes.len());
-        if !ui.no_headers {
-            say!(
-                "{} pending: {stuck} cannot be placed now; `why-pending POD -n NS` for one pod's evidence",
-                placekit_cli::ui::count(judged.len(), "pod")
-            );
-        }
-    }
-    Ok(if stuck > 0 {
-        exit::PROBLEMS
-    } else {
-        exit::SUCCESS
-    })
+    Ok((judged, nodes.len()))
 }
 
 /// The summary table: a row per pod, then a row per gang (its members placed together

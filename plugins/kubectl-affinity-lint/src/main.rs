@@ -9,6 +9,7 @@ mod help;
 mod live;
 mod metrics;
 mod run;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -49,6 +50,26 @@ fn dispatch(cli: &Cli) -> Result<u8, CommandError> {
                 "affinity-lint",
             )?;
             Ok(placekit_core::exit::SUCCESS)
+        }
+        Mode::ServeMetrics {
+            log,
+            namespaces,
+            listen,
+            interval,
+        } => {
+            cli.fleet.refuse(
+                "kubectl affinity-lint serve-metrics",
+                "`kubectl affinity-lint --cluster` and `drift`",
+            )?;
+            let ui = Ui::new(&placekit_cli::ui::DisplayArgs {
+                log,
+                ..Default::default()
+            });
+            block_on(async {
+                let conn = placekit_cli::ui::connect(&cli.connection).await?;
+                let namespace = namespaces.on(&conn).map(str::to_string);
+                serve::serve_metrics(&conn, &ui, namespace.as_deref(), listen, interval).await
+            })
         }
         Mode::Drift {
             display,

@@ -18,6 +18,21 @@ pub struct ClusterDrift<'a> {
 
 /// The exposition of `drift` over one or several clusters.
 pub fn drift_metrics(clusters: &[ClusterDrift<'_>]) -> String {
+    let reads: Vec<ReadOutcome> = clusters
+        .iter()
+        .map(|c| ReadOutcome {
+            context: c.context,
+            ok: c.found.is_some(),
+            seconds: Some(c.took.as_secs_f64()),
+        })
+        .collect();
+    let mut families = drift_families(clusters);
+    families.extend(read_families(&reads));
+    render(&families)
+}
+
+/// `drift`'s own families (without the read's).
+pub fn drift_families(clusters: &[ClusterDrift<'_>]) -> Vec<Family> {
     let mut checked = Family::gauge(
         "placekit_drift_pods_checked",
         "Running pods drift judged against their node.",
@@ -30,13 +45,7 @@ pub fn drift_metrics(clusters: &[ClusterDrift<'_>]) -> String {
         "placekit_pods_on_missing_nodes",
         "Running pods bound to a node that no longer exists, per namespace.",
     );
-    let mut reads = Vec::new();
     for cluster in clusters {
-        reads.push(ReadOutcome {
-            context: cluster.context,
-            ok: cluster.found.is_some(),
-            seconds: Some(cluster.took.as_secs_f64()),
-        });
         let Some((found, pods_checked, missing)) = cluster.found else {
             continue;
         };
@@ -64,14 +73,23 @@ pub fn drift_metrics(clusters: &[ClusterDrift<'_>]) -> String {
             orphans.add(&labels, 1.0);
         }
     }
-    let mut families = vec![checked, drifted, orphans];
-    families.extend(read_families(&reads));
-    render(&families)
+    vec![checked, drifted, orphans]
 }
 
 /// The exposition of `why-pending` (every pending pod of the namespaces read): pending pods
 /// per namespace and verdict class, and the pending members of each gang.
 pub fn pending_metrics(items: &[PendingItem], took: Duration) -> String {
+    let mut families = pending_families(items);
+    families.extend(read_families(&[ReadOutcome {
+        context: None,
+        ok: true,
+        seconds: Some(took.as_secs_f64()),
+    }]));
+    render(&families)
+}
+
+/// `why-pending`'s own families (without the read's).
+pub fn pending_families(items: &[PendingItem]) -> Vec<Family> {
     let mut pending = Family::gauge(
         "placekit_pending_pods",
         "Pending pods per namespace and verdict class (the verdict's class in why-pending's report; placeable: some node fits, the scheduler has not bound it yet).",
@@ -125,11 +143,5 @@ pub fn pending_metrics(items: &[PendingItem], took: Duration) -> String {
             },
         );
     }
-    let mut families = vec![pending, unplaceable, gangs, disagreements];
-    families.extend(read_families(&[ReadOutcome {
-        context: None,
-        ok: true,
-        seconds: Some(took.as_secs_f64()),
-    }]));
-    render(&families)
+    vec![pending, unplaceable, gangs, disagreements]
 }

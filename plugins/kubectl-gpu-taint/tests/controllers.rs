@@ -760,7 +760,7 @@ fn serve_metrics_runs_in_cluster_under_the_examples_rbac_and_follows_the_cluster
         .args(["serve-metrics", "--listen", &format!("127.0.0.1:{port}")])
         .env_remove("KUBECONFIG")
         .env("HOME", home.path())
-        .envs(env)
+        .envs(env.clone())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -798,6 +798,39 @@ fn serve_metrics_runs_in_cluster_under_the_examples_rbac_and_follows_the_cluster
         "--force",
     ]);
     let after = poll("8");
+    // The judge (affinity-lint serve-metrics) under the same account: the example's RBAC
+    // lets it read what drift and why-pending read.
+    let judged =
+        placekit_testserver::harness::built_plugin(suite, "kubectl-affinity_lint").map(|lint| {
+            let judge_port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let mut judge = Command::new(lint)
+                .args([
+                    "serve-metrics",
+                    "-A",
+                    "--listen",
+                    &format!("127.0.0.1:{judge_port}"),
+                ])
+                .env_remove("KUBECONFIG")
+                .env("HOME", home.path())
+                .envs(env.clone())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            let mut answer = None;
+            while std::time::Instant::now() < deadline && answer.is_none() {
+                answer = placekit_testserver::http_get(judge_port, "/metrics");
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            let health = placekit_testserver::http_get(judge_port, "/healthz");
+            let _ = judge.kill();
+            let _ = judge.wait();
+            (answer, health)
+        });
     let _ = exporter.kill();
     let stderr = {
         use std::io::Read as _;
@@ -819,4 +852,13 @@ fn serve_metrics_runs_in_cluster_under_the_examples_rbac_and_follows_the_cluster
         "{stderr}"
     );
     assert!(!stderr.contains(&token), "{stderr}");
+    if let Some((answer, health)) = judged {
+        let (code, body) = answer.expect("the judge answers");
+        assert_eq!(code, 200);
+        assert!(
+            body.contains("placekit_drift_pods_checked ") && body.contains("placekit_read_up 1"),
+            "{body}"
+        );
+        assert_eq!(health, Some((200, "ok\n".to_string())));
+    }
 }

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+pub mod metrics_server;
 pub mod openmetrics;
 pub mod v1;
 

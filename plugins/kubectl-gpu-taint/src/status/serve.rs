@@ -9,14 +9,11 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::{Method, Request, Response, StatusCode};
-
 use super::metrics::{ClusterStatus, status_metrics};
 use super::watch::{Names, Shared, Watched, follow, list, lock};
 use placekit_cli::error::CommandError;
 use placekit_cli::inventory::{StatusOptions, nodes_view, read_dra};
+use placekit_cli::output::metrics_server::{self, MetricsSource};
 use placekit_cli::ui::Ui;
 use placekit_client::connect::Connection;
 use placekit_client::targets::Targets;
@@ -72,34 +69,14 @@ pub async fn serve_metrics(
         "serving /metrics and /healthz on http://{address} ({} watched)",
         placekit_cli::ui::count(lock(&served.inventory).nodes.len(), "node")
     );
-    let watching = tokio::spawn(keep_current(
+    tokio::spawn(keep_current(
         conn.clone(),
         targets.clone(),
         served.clone(),
         ui.clone(),
     ));
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        // The watches end only with a panic, a bug: the exporter stops rather than serve
-        // a state nothing updates.
-        if watching.is_finished() {
-            return Err(CommandError::Cluster(
-                "the inventory's watches stopped".into(),
-            ));
-        }
-        let served = served.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |request| {
-                let served = served.clone();
-                async move { Ok::<_, std::convert::Infallible>(answer(&served, &request)) }
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                .await;
-        });
-    }
+    metrics_server::serve(listener, served).await;
+    Ok(placekit_core::exit::SUCCESS)
 }
 
 /// Follows the cluster for ever: when the watches end with an error (the API server
@@ -157,68 +134,32 @@ fn health(served: &Served) -> std::sync::MutexGuard<'_, Health> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// One request's answer: `/metrics`, `/healthz`, or 404.
-fn answer(served: &Served, request: &Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
-    let reply = |status: StatusCode, content_type: &str, body: String| {
-        Response::builder()
-            .status(status)
-            .header(hyper::header::CONTENT_TYPE, content_type)
-            .body(Full::new(Bytes::from(body)))
-            .expect("a valid response")
-    };
-    if request.method() != Method::GET {
-        return reply(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "text/plain; charset=utf-8",
-            "GET only\n".into(),
-        );
+impl MetricsSource for Served {
+    fn exposition(&self) -> String {
+        let (error, listed_in) = {
+            let h = health(self);
+            (h.error.clone(), h.listed_in)
+        };
+        let (nodes, requested): (Vec<Node>, _) = {
+            let watched = lock(&self.inventory);
+            (
+                watched.nodes.values().cloned().collect(),
+                watched.requested.clone(),
+            )
+        };
+        let view = nodes_view(&nodes, &requested, &self.dra, &self.options).ok();
+        status_metrics(&[ClusterStatus {
+            context: None,
+            view: view.as_ref().filter(|_| error.is_none()),
+            group_by: self.options.group_by.as_deref(),
+            took: listed_in,
+        }])
     }
-    let (error, listed_in) = {
-        let h = health(served);
-        (h.error.clone(), h.listed_in)
-    };
-    match request.uri().path() {
-        "/metrics" => {
-            let (nodes, requested): (Vec<Node>, _) = {
-                let watched = lock(&served.inventory);
-                (
-                    watched.nodes.values().cloned().collect(),
-                    watched.requested.clone(),
-                )
-            };
-            let view = nodes_view(&nodes, &requested, &served.dra, &served.options).ok();
-            let text = status_metrics(&[ClusterStatus {
-                context: None,
-                view: view.as_ref().filter(|_| error.is_none()),
-                group_by: served.options.group_by.as_deref(),
-                took: listed_in,
-            }]);
-            // OpenMetrics for a scraper that asks for it, else Prometheus' text format
-            // (the same text: its `# EOF` is a comment there).
-            let openmetrics = request
-                .headers()
-                .get(hyper::header::ACCEPT)
-                .and_then(|a| a.to_str().ok())
-                .is_some_and(|a| a.contains("application/openmetrics-text"));
-            let content_type = if openmetrics {
-                "application/openmetrics-text; version=1.0.0; charset=utf-8"
-            } else {
-                "text/plain; version=0.0.4; charset=utf-8"
-            };
-            reply(StatusCode::OK, content_type, text)
+
+    fn health(&self) -> Result<(), String> {
+        match &health(self).error {
+            None => Ok(()),
+            Some(e) => Err(format!("the watches stopped and are being restarted: {e}")),
         }
-        "/healthz" => match error {
-            None => reply(StatusCode::OK, "text/plain; charset=utf-8", "ok\n".into()),
-            Some(e) => reply(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "text/plain; charset=utf-8",
-                format!("the watches stopped and are being restarted: {e}\n"),
-            ),
-        },
-        _ => reply(
-            StatusCode::NOT_FOUND,
-            "text/plain; charset=utf-8",
-            "not found: /metrics and /healthz are served\n".into(),
-        ),
     }
 }
