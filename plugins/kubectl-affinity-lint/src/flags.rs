@@ -161,7 +161,7 @@ their families, not the cluster. /healthz answers 503 while the last judgement f
 one before is still served, with placekit_read_up 0). The namespaces are drift's: -A for \
 all, -n, else the context's (a pod's own in a pod). The inventory's metrics are gpu-taint \
 serve-metrics'. Runs until interrupted.",
-        after_help = "Examples:\n  kubectl affinity-lint serve-metrics -A\n  kubectl affinity-lint serve-metrics -n ml --interval 30s --listen 127.0.0.1:9403"
+        after_help = "Examples:\n  kubectl affinity-lint serve-metrics -A\n  kubectl affinity-lint serve-metrics -n ml --interval 30s \\\n      --listen 127.0.0.1:9403"
     )]
     ServeMetrics {
         /// All namespaces (without it, as kubectl: -n, else the context's namespace).

@@ -39,7 +39,7 @@ pub fn drift_families(clusters: &[ClusterDrift<'_>]) -> Vec<Family> {
     );
     let mut drifted = Family::gauge(
         "placekit_drifted_pods",
-        "Running pods whose node no longer satisfies their required node constraints (reason labels: they keep running) or carries a NoExecute taint they do not tolerate (reason taint: they are evicted), per namespace and node.",
+        "Running pods whose node no longer satisfies their required node constraints (reason labels: they keep running) or carries a NoExecute taint they do not tolerate (reason taint: they are evicted), per namespace, node and controller (owner_kind, owner).",
     );
     let mut orphans = Family::gauge(
         "placekit_pods_on_missing_nodes",
@@ -59,9 +59,15 @@ pub fn drift_families(clusters: &[ClusterDrift<'_>]) -> Vec<Family> {
                 DriftKind::Labels => "labels",
                 DriftKind::Taint => "taint",
             };
+            let (owner_kind, owner) = d
+                .owner
+                .as_ref()
+                .map_or(("", ""), |o| (o.kind.as_str(), o.name.as_str()));
             let mut labels = base.clone();
             labels.extend([
                 ("namespace", d.namespace.as_str()),
+                ("owner_kind", owner_kind),
+                ("owner", owner),
                 ("node", d.node.as_str()),
                 ("reason", reason),
             ]);

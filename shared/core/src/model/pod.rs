@@ -43,7 +43,17 @@ pub struct OwnerReference {
     #[serde(default)]
     pub kind: String,
     #[serde(default)]
+    pub name: String,
+    #[serde(default)]
     pub controller: Option<bool>,
+}
+
+/// The controller among `owners` (`controller: true`), as `kind` and `name`.
+pub fn controller_of(owners: &[OwnerReference]) -> Option<(&str, &str)> {
+    owners
+        .iter()
+        .find(|o| o.controller == Some(true))
+        .map(|o| (o.kind.as_str(), o.name.as_str()))
 }
 
 /// The placement-relevant part of a pod spec. The linter reads a workload's template into
@@ -268,6 +278,9 @@ pub struct PlacementMeta {
     pub name: String,
     #[serde(default)]
     pub namespace: String,
+    /// For the workload a drifted pod belongs to (its controller).
+    #[serde(default, rename = "ownerReferences")]
+    pub owner_references: Vec<OwnerReference>,
 }
 
 /// [`PodSpec`]'s placement fields.

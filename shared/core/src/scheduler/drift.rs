@@ -22,6 +22,16 @@ pub struct Drift {
     /// `labels`: the node's labels no longer satisfy the pod (it keeps running); `taint`: a
     /// NoExecute taint it does not tolerate (it is evicted).
     pub kind: DriftKind,
+    /// The pod's controller (a ReplicaSet, StatefulSet, Job...), when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<DriftOwner>,
+}
+
+/// The controller a drifted pod belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct DriftOwner {
+    pub kind: String,
+    pub name: String,
 }
 
 /// Why a pod drifted, which decides what happens to it.
@@ -66,5 +76,11 @@ pub fn drift(pod: &PodPlacement, node: &NodeInfo) -> Option<Drift> {
         node: node.name.clone(),
         reason,
         kind,
+        owner: crate::model::pod::controller_of(&pod.metadata.owner_references).map(
+            |(kind, name)| DriftOwner {
+                kind: kind.to_string(),
+                name: name.to_string(),
+            },
+        ),
     })
 }

@@ -429,6 +429,18 @@ fn drift_names_the_failing_expression() {
     let p: PodPlacement = serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [], "nodeName": "n", "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "family", "operator": "In", "values": ["a100"]}]}]}}}}})).unwrap();
     let d = drift(&p, &nodes[0]).unwrap();
     assert_eq!(d.reason, "family In [a100], node has family=h100");
+    assert_eq!(d.owner, None, "a bare pod has no controller");
+    // A ReplicaSet's pod names its controller (not another owner).
+    let owned: PodPlacement = serde_json::from_value(json!({"metadata": {"name": "llm-1", "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "other"},
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "llm-7d9f8", "controller": true}]},
+        "spec": {"containers": [], "nodeName": "n", "nodeSelector": {"family": "a100"}}})).unwrap();
+    let d = drift(&owned, &nodes[0]).unwrap();
+    let owner = d.owner.expect("the controller");
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("ReplicaSet", "llm-7d9f8")
+    );
 }
 
 #[test]
