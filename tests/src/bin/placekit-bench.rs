@@ -140,6 +140,9 @@ enum Bench {
         pods: usize,
         #[arg(long, default_value_t = 10)]
         scrapes: usize,
+        /// The judge instead: `affinity-lint serve-metrics -A` (drift and pending pods).
+        #[arg(long)]
+        judge: bool,
         #[arg(long)]
         plugin: Option<PathBuf>,
     },
@@ -821,10 +824,11 @@ async fn fleet(
     }
 }
 
-/// Runs `serve-metrics` against `kubeconfig`: the time until /healthz answers 200, then
+/// Runs `serve-metrics ARGS` against `kubeconfig`: the time until /healthz answers 200, then
 /// `scrapes` scrapes of /metrics timed one by one, and the process's peak memory.
 fn exporter(
     plugin: &Path,
+    args: &[&str],
     kubeconfig: &Path,
     nodes: usize,
     pods: usize,
@@ -837,7 +841,9 @@ fn exporter(
     let get = |path: &str| placekit_testserver::http_get(port, path);
     let started = Instant::now();
     let mut child = Command::new(plugin)
-        .args(["serve-metrics", "--listen", &format!("127.0.0.1:{port}")])
+        .arg("serve-metrics")
+        .args(args)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
         .env("KUBECONFIG", kubeconfig)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -873,7 +879,9 @@ fn exporter(
     let _ = child.kill();
     let _ = child.wait();
     println!(
-        "kubectl gpu-taint serve-metrics on {nodes} nodes and {pods} pods of the test API server"
+        "{} serve-metrics {} on {nodes} nodes and {pods} pods of the test API server",
+        plugin.file_name().unwrap_or_default().to_string_lossy(),
+        args.join(" ")
     );
     match ready {
         Some(s) => println!("ready:       {s:.2} s (first list and watches; target < 2 s)"),
@@ -1404,9 +1412,16 @@ async fn main() -> ExitCode {
             nodes,
             pods,
             scrapes,
+            judge,
             plugin,
         } => {
-            let plugin = plugin.unwrap_or_else(|| sibling("kubectl-gpu_taint"));
+            let plugin = plugin.unwrap_or_else(|| {
+                sibling(if judge {
+                    "kubectl-affinity_lint"
+                } else {
+                    "kubectl-gpu_taint"
+                })
+            });
             let generator = Generator {
                 nodes,
                 pods,
@@ -1414,8 +1429,9 @@ async fn main() -> ExitCode {
             };
             let cluster = Cluster::generate(generator, None).await;
             let kubeconfig = cluster.counting_kubeconfig.clone();
+            let args: &'static [&'static str] = if judge { &["-A"] } else { &[] };
             tokio::task::spawn_blocking(move || {
-                exporter(&plugin, &kubeconfig, nodes, pods, scrapes)
+                exporter(&plugin, args, &kubeconfig, nodes, pods, scrapes)
             })
             .await
             .expect("join")
