@@ -36,24 +36,36 @@ const PAGE: u32 = 5_000;
 /// request count does not grow with the pods of a typical namespace or cluster.
 const DRIFT_PAGE: u32 = 20_000;
 
-/// Nodes and active pods, from two paged lists; returns the node infos and the pods.
+/// Nodes and active pods, from two paged lists; returns the node infos and the pending pods
+/// (the others live on in their nodes' infos).
 pub async fn cluster_state(conn: &Connection) -> Result<(Vec<NodeInfo>, Vec<Pod>), CommandError> {
     let mut nodes: Vec<Node> = Vec::new();
     api::for_each_page(&conn.client, "/api/v1/nodes", None, None, PAGE, |p| {
         nodes.extend(p)
     })
     .await?;
-    let mut pods: Vec<Pod> = Vec::new();
+    // Each page is folded into its nodes as it arrives; only the pending pods are kept
+    // whole (what is judged), so memory follows the nodes and what the inter-pod filters
+    // keep of each bound pod, not 150,000 whole pods.
+    let mut bound = scheduler::BoundPods::default();
+    let mut pending: Vec<Pod> = Vec::new();
     api::for_each_page(
         &conn.client,
         "/api/v1/pods",
         Some("status.phase!=Succeeded,status.phase!=Failed"),
         None,
         PAGE,
-        |p| pods.extend(p),
+        |page: Vec<Pod>| {
+            for pod in page {
+                bound.add(&pod);
+                if pod.status.phase.as_deref() == Some("Pending") {
+                    pending.push(pod);
+                }
+            }
+        },
     )
     .await?;
-    Ok((scheduler::node_infos(&nodes, &pods), pods))
+    Ok((bound.into_node_infos(&nodes), pending))
 }
 
 /// [`cluster_state`] for the live lint rules: an extended resource a DeviceClass serves

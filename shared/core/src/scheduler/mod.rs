@@ -25,6 +25,6 @@ pub use candidates::{affinity_candidates, any_term_matches};
 pub use drift::{Drift, DriftKind, drift};
 pub use filters::{FilterFailure, PodFilters, affinity_detail, evaluate, filter};
 pub use message::{parse_scheduler_message, scheduler_message};
-pub use node_info::{NodeInfo, PlacedPod, node_infos};
+pub use node_info::{BoundPods, NodeInfo, PlacedPod, node_infos};
 pub use verdict::{Verdict, verdict};
 pub use volumes::{PodVolumes, VolumeHold};
