@@ -131,3 +131,68 @@ fn the_libraries_deny_printing() {
         );
     }
 }
+
+/// Every `.rs` file under `dir`, with its text.
+fn sources(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("the source folder reads") {
+        let path = entry.expect("a folder entry").path();
+        if path.is_dir() {
+            out.extend(sources(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).expect("the source reads");
+            out.push((path, text));
+        }
+    }
+    out
+}
+
+/// The lines of `text` that are code, not comments.
+fn code_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter(|l| !l.trim_start().starts_with("//"))
+}
+
+/// No facade: a crate re-exports no other placekit crate's items, so an import always names
+/// the crate that defines what it imports.
+#[test]
+fn no_crate_re_exports_another() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut found = Vec::new();
+    for dir in [
+        "shared/core/src",
+        "shared/lint/src",
+        "shared/client/src",
+        "shared/cli/src",
+        "plugins/kubectl-nodelabel/src",
+        "plugins/kubectl-gpu-taint/src",
+        "plugins/kubectl-affinity-lint/src",
+    ] {
+        for (path, text) in sources(&root.join(dir)) {
+            for line in code_lines(&text) {
+                if line.trim_start().starts_with("pub use placekit_") {
+                    found.push(format!("{}: {}", path.display(), line.trim()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "re-exports of another crate: {found:#?}");
+}
+
+/// The client says why a request failed; which exit code that is, and what to do about it,
+/// is the application's (placekit-cli's `CommandError`).
+#[test]
+fn the_client_decides_no_exit_code() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/client/src");
+    let mut found = Vec::new();
+    for (path, text) in sources(&root) {
+        for line in code_lines(&text) {
+            if line.contains("exit::") || line.contains("CommandError") {
+                found.push(format!("{}: {}", path.display(), line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the client decides exit codes: {found:#?}"
+    );
+}

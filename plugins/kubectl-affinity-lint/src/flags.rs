@@ -311,6 +311,9 @@ pub struct LintSettings {
 pub struct Diff(pub bool);
 
 /// Turns the parsed flags into what to do; every refusal is a usage error.
+///
+/// Long on purpose: one arm per mode, each refusing the flags that mode does not take before
+/// it settles what the mode runs with, so every refusal is in one place.
 pub fn resolve(cli: &Cli) -> Result<Mode, CommandError> {
     let display = |output: &Output, no_headers: bool| DisplayArgs {
         output: output.clone(),

@@ -6,7 +6,7 @@
 /// value cannot move the cursor or forge a line of the report.
 macro_rules! say {
     ($($arg:tt)*) => {
-        println!("{}", placekit_cli::ui::escaped(&format!($($arg)*)))
+        println!("{}", placekit_core::text::escaped(&format!($($arg)*)))
     };
 }
 
@@ -24,7 +24,8 @@ use placekit_client::api;
 use placekit_client::connect::{Connection, ConnectionArgs};
 use placekit_core::exit;
 use placekit_core::model::{Node, Pod, PodPlacement};
-use placekit_core::scheduler::pending::{self, ClusterView, DraView, GangKind, PodGroup, Standing};
+use placekit_core::scheduler::gang::{self, GangKind, PodGroup};
+use placekit_core::scheduler::pending::{self, ClusterView, DraView, Standing};
 use placekit_core::scheduler::{self, Drift, DriftKind, FilterFailure, NodeInfo};
 use placekit_core::syntax::LabelSelector;
 use placekit_lint::engine::LiveCluster;
@@ -203,10 +204,11 @@ async fn served_crds(
                 crds.add(&crd);
             }
             Ok(None) => {}
-            Err(CommandError::Forbidden(m)) => {
+            // RBAC may refuse CRDs to a linter's reader: the files are still judged.
+            Err(e) if e.is_forbidden() => {
                 if notes.is_empty() {
                     notes.push(format!(
-                        "{m}: custom resources are not judged by the cluster's CRDs (give --crd-dir)"
+                        "cannot read customresourcedefinition {plural}.{group} (forbidden): custom resources are not judged by the cluster's CRDs (give --crd-dir)"
                     ));
                 }
             }
@@ -354,7 +356,7 @@ pub async fn drift_fleet(
             print!("{}", fleet::context_table(ui, &DRIFT_HEADER, &parts));
         }
         for (r, f) in ok() {
-            let pods = placekit_cli::ui::count(f.checked, "running pod");
+            let pods = placekit_core::text::count(f.checked, "running pod");
             if f.drifted.is_empty() {
                 say!("{}: no drift ({pods} checked)", r.label());
             } else {
@@ -465,7 +467,7 @@ fn orphan_message(o: &PodOnMissingNode) -> String {
 }
 
 fn print_drift(drifted: &[Drift], checked: usize, orphans: &[PodOnMissingNode], ui: &Ui) {
-    let pods = |n: usize| placekit_cli::ui::count(n, "running pod");
+    let pods = |n: usize| placekit_core::text::count(n, "running pod");
     if drifted.is_empty() {
         match checked {
             0 => say!("no drift: no running pods to check"),
@@ -541,7 +543,7 @@ impl Extra {
         };
         let mut kinds: Vec<GangKind> = pods
             .iter()
-            .filter_map(|p| pending::gang_of(p).map(|(k, _)| k))
+            .filter_map(|p| gang::gang_of(p).map(|(k, _)| k))
             .collect();
         kinds.sort();
         kinds.dedup();
@@ -1094,7 +1096,7 @@ pub async fn why_pending_all(
         if !ui.no_headers {
             say!(
                 "{} pending: {stuck} cannot be placed now; `why-pending POD -n NS` for one pod's evidence",
-                placekit_cli::ui::count(judged.len(), "pod")
+                placekit_core::text::count(judged.len(), "pod")
             );
         }
     }
@@ -1429,7 +1431,7 @@ fn print_text(
             .filter_map(|e| e["message"].as_str())
             .next_back()
         {
-            say!("the scheduler says: {}", placekit_cli::ui::escaped(m));
+            say!("the scheduler says: {}", placekit_core::text::escaped(m));
         }
         if verdict.is_none() {
             return;
@@ -1519,8 +1521,8 @@ fn print_verdict(ui: &Ui, v: &scheduler::Verdict) {
     println!(
         "action:   {}",
         ui.paint(
-            &placekit_cli::ui::escaped(&v.action),
-            placekit_cli::ui::Color::Bold
+            &placekit_core::text::escaped(&v.action),
+            placekit_core::text::Color::Bold
         )
     );
 }

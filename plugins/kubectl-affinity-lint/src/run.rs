@@ -292,7 +292,7 @@ fn fix(
                 .split_inclusive('\n')
                 .map(|l| {
                     let (text, end) = l.strip_suffix('\n').map_or((l, ""), |t| (t, "\n"));
-                    format!("{}{end}", placekit_cli::ui::escaped(text))
+                    format!("{}{end}", placekit_core::text::escaped(text))
                 })
                 .collect();
             write_out(&shown, false);

@@ -906,3 +906,70 @@ async fn warnings_as_errors_holds_for_drift_and_why_pending() {
         );
     }
 }
+
+/// A reader RBAC refuses CustomResourceDefinitions (a linter's service account often is one)
+/// still gets the files judged under `--cluster`: the refusal is said once, and custom
+/// resources are judged without the cluster's schemas. It stopped the whole command (exit 3)
+/// before: the refusal was never recognised as one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crd_rbac_refuses_is_said_and_the_files_are_still_judged() {
+    use placekit_testserver::{Fault, FaultAction};
+    let h = Harness::local(
+        "affinity-lint",
+        binary(),
+        ServerConfig::default().with_fixture_yaml(CLUSTER),
+    )
+    .await;
+    h.server().inject(Fault {
+        times: 1000,
+        ..Fault::new(
+            "get",
+            "customresourcedefinitions",
+            1,
+            FaultAction::Status {
+                code: 403,
+                retry_after_seconds: None,
+            },
+        )
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ray.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: ray, namespace: default}
+spec:
+  headGroupSpec:
+    template:
+      spec:
+        containers: [{name: head, image: rayproject/ray}]
+        affinity:
+          nodeAffinity:
+            requiredDuringSchedulingIgnoredDuringExecution:
+              nodeSelectorTerms:
+              - matchExpressions: [{key: pool, operator: In, values: [train]}]
+              - matchExpressions: [{key: gpu, operator: In, values: [a100]}]
+",
+    )
+    .unwrap();
+    let run = h
+        .run(&["-f", path.to_str().unwrap(), "--cluster", "-o", "json"])
+        .await;
+    assert_code(&run, 1);
+    let report = run.json();
+    let rules: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["rule"].as_str())
+        .collect();
+    assert!(rules.contains(&"AL001"), "{}", run.all());
+    assert!(
+        run.stderr.contains(
+            "cannot read customresourcedefinition rayclusters.ray.io (forbidden): custom resources are not judged by the cluster's CRDs (give --crd-dir)"
+        ),
+        "{}",
+        run.all()
+    );
+}

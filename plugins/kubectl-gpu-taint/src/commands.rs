@@ -16,9 +16,9 @@ use placekit_core::model::Node;
 use placekit_core::plan::{ChangeRequest, NodePlan, plan_node};
 use placekit_core::syntax::{LabelChange, Taint, TaintMatcher};
 
-use placekit_cli::mutation::checks::{Check, Finding, Findings};
 use placekit_cli::mutation::pipeline::{self, Mutation};
 use placekit_cli::mutation::report::print_report;
+use placekit_lint::checks::{Check, Finding, Findings};
 
 /// `kubectl gpu-taint`'s name in snapshots and in printed commands.
 pub const TOOL: &str = "kubectl-gpu_taint";
@@ -96,7 +96,7 @@ pub async fn dedicate(
                 if !ui.output.is_structured() {
                     eprintln!(
                         "{}",
-                        placekit_cli::ui::escaped(&format!(
+                        placekit_core::text::escaped(&format!(
                             "node/{}: {described}",
                             view.metadata.name
                         ))
@@ -191,7 +191,7 @@ pub async fn release(
     mutation.ignore_taint_owner = overrides.ignore_taint_owner;
     mutation.findings.warn_all(
         Check::Keys,
-        placekit_cli::mutation::checks::absent_removals(&request.labels, &nodes),
+        placekit_lint::checks::absent_removals(&request.labels, &nodes),
     );
     mutation.problems = plans
         .iter()

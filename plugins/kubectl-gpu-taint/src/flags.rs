@@ -3,12 +3,13 @@
 
 use crate::commands::TOOL;
 use clap::{Args, Parser, Subcommand};
+use placekit_cli::command::CommandRow;
 use placekit_cli::complete::{self, Position, Slot, Source};
 use placekit_cli::fleet::FleetArgs;
 use placekit_cli::inventory::By;
 use placekit_cli::mutation::undo::RollbackArgs;
 use placekit_cli::overrides::{DependentsOverride, EvictionOverride, TaintOwnerOverride};
-use placekit_cli::ui::{DisplayArgs, MutationArgs};
+use placekit_cli::ui::{DisplayArgs, MutationArgs, TextShape};
 use placekit_client::connect::ConnectionArgs;
 use placekit_core::exit;
 
@@ -238,6 +239,25 @@ watch nodes and pods, list the resource.k8s.io objects). Runs until interrupted.
         #[arg(long)]
         last: bool,
     },
+}
+
+impl Command {
+    /// The command's row: what is checked before it runs ([`CommandRow::admit`]).
+    pub fn row(&self) -> CommandRow {
+        use TextShape::{Report, Script, Service, WideTable};
+        match self {
+            Command::Dedicate { .. } => CommandRow::new("dedicate", Report).on_nodes(),
+            Command::Release { .. } => CommandRow::new("release", Report).on_nodes(),
+            Command::Rollback { .. } => CommandRow::new("rollback", Report).on_nodes(),
+            Command::Show { .. } => CommandRow::new("show", Report).on_nodes(),
+            Command::Status { .. } => CommandRow::new("status", WideTable)
+                .many_contexts()
+                .metrics(),
+            Command::History => CommandRow::new("history", WideTable).many_contexts(),
+            Command::Completion(_) => CommandRow::new("completion", Script).many_contexts(),
+            Command::ServeMetrics { .. } => CommandRow::new("serve-metrics", Service),
+        }
+    }
 }
 
 /// What `kubectl gpu-taint <TAB>` offers where the shared flags do not decide.

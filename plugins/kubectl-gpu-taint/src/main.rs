@@ -16,7 +16,7 @@ use placekit_cli::fleet::Fleet;
 use placekit_cli::inventory::{By, StatusOptions};
 use placekit_cli::mutation::report::print_report;
 use placekit_cli::mutation::undo::{self, SnapshotChoice};
-use placekit_cli::ui::{TextShape, Ui};
+use placekit_cli::ui::Ui;
 use placekit_client::targets::Targets;
 use placekit_core::exit;
 use placekit_core::syntax::{parse_label_changes, parse_taint, parse_taint_to_remove};
@@ -38,7 +38,11 @@ fn main() -> ExitCode {
 
 fn targets(selection: &Selection, all_by_default: bool) -> Result<Targets, CommandError> {
     let all = all_by_default && selection.nodes.is_empty() && selection.selector.is_none();
-    Targets::from_args_without_all_flag(selection.nodes.clone(), selection.selector.as_deref(), all)
+    Ok(Targets::from_args_without_all_flag(
+        selection.nodes.clone(),
+        selection.selector.as_deref(),
+        all,
+    )?)
 }
 
 fn input(e: impl std::fmt::Display) -> CommandError {
@@ -49,50 +53,16 @@ fn input(e: impl std::fmt::Display) -> CommandError {
 const READERS: &str = "`kubectl gpu-taint status` and `history`";
 
 /// One arm per subcommand, each resolving its flags and calling its command: long because
-/// the plugin has that many commands, not because an arm does much.
+/// the plugin has that many commands, not because an arm does much. What is checked before
+/// any of them runs is read from the command's row ([`Command::row`]).
 async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
-    // Several clusters are read by status and history only; the rest refuse before any work.
-    match &cli.command {
-        Command::Status { .. } | Command::History | Command::Completion(_) => {}
-        Command::ServeMetrics { .. } => cli
-            .fleet
-            .refuse("kubectl gpu-taint serve-metrics", READERS)?,
-        Command::Dedicate { .. } => cli.fleet.refuse("kubectl gpu-taint dedicate", READERS)?,
-        Command::Release { .. } => cli.fleet.refuse("kubectl gpu-taint release", READERS)?,
-        Command::Rollback { .. } => cli.fleet.refuse("kubectl gpu-taint rollback", READERS)?,
-        Command::Show { .. } => cli.fleet.refuse("kubectl gpu-taint show", READERS)?,
-    }
-    let on_nodes = match &cli.command {
-        Command::Dedicate { .. } => Some("dedicate"),
-        Command::Release { .. } => Some("release"),
-        Command::Rollback { .. } => Some("rollback"),
-        Command::Show { .. } => Some("show"),
-        Command::Status { .. }
-        | Command::History
-        | Command::Completion(_)
-        | Command::ServeMetrics { .. } => None,
-    };
-    let (name, shape) = match &cli.command {
-        Command::Dedicate { .. } => ("dedicate", TextShape::Report),
-        Command::Release { .. } => ("release", TextShape::Report),
-        Command::Rollback { .. } => ("rollback", TextShape::Report),
-        Command::Status { .. } => ("status", TextShape::WideTable),
-        Command::History => ("history", TextShape::WideTable),
-        Command::Show { .. } => ("show", TextShape::Report),
-        Command::Completion(_) => ("completion", TextShape::Script),
-        Command::ServeMetrics { .. } => ("serve-metrics", TextShape::Service),
-    };
-    if matches!(cli.command, Command::Status { .. }) {
-        ui.check_metrics_shape(&format!("gpu-taint {name}"), shape)?;
-    } else {
-        ui.check_shape(&format!("gpu-taint {name}"), shape)?;
-    }
-    if let Some(command) = on_nodes {
-        ui.warn_namespace_ignored(
-            cli.connection.namespace.as_deref(),
-            &format!("gpu-taint {command}"),
-        );
-    }
+    cli.command.row().admit(
+        "gpu-taint",
+        READERS,
+        ui,
+        &cli.fleet,
+        cli.connection.namespace.as_deref(),
+    )?;
     match cli.command {
         Command::Dedicate {
             selection,

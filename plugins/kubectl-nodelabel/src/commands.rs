@@ -19,10 +19,10 @@ use placekit_core::plan::{Blocker, ChangeRequest, NodePlan, NodeState, plan_node
 use placekit_core::syntax::LabelChange;
 use placekit_lint::dependents::{Dependent, KeyQuery, find_dependents};
 
-use placekit_cli::mutation::checks::{Check, Finding};
 use placekit_cli::mutation::pipeline::{self, Mutation};
 use placekit_cli::mutation::report::print_report;
 use placekit_cli::output::v1::{Item, LabelDependents, NodeLabels};
+use placekit_lint::checks::{Check, Finding};
 
 /// `kubectl nodelabel`'s name in snapshots and in printed commands.
 pub const TOOL: &str = "kubectl-nodelabel";
@@ -76,14 +76,14 @@ pub async fn change_labels(
     mutation.apply_overrides(request.overrides);
     mutation.findings.warn_all(
         Check::Keys,
-        placekit_cli::mutation::checks::absent_removals(&change.labels, &nodes),
+        placekit_lint::checks::absent_removals(&change.labels, &nodes),
     );
     if request.operation == "set" {
         // Typos before the confirmation: a new key near one the nodes have, a value near
         // one the key has on the cluster.
         mutation.findings.warn_all(
             Check::Keys,
-            placekit_cli::mutation::checks::near_keys(&change.labels, &nodes),
+            placekit_lint::checks::near_keys(&change.labels, &nodes),
         );
         let set_keys: Vec<&str> = change
             .labels
@@ -94,7 +94,7 @@ pub async fn change_labels(
         let values = api::label_values(&conn.client, &set_keys).await?;
         mutation.findings.warn_all(
             Check::Keys,
-            placekit_cli::mutation::checks::near_values(&change.labels, &values),
+            placekit_lint::checks::near_values(&change.labels, &values),
         );
     }
     let report = pipeline::apply(&conn, ui, plans, mutation).await?;
@@ -279,7 +279,7 @@ pub async fn import(
     };
     let conn = placekit_cli::ui::connect(connection).await?;
     let nodes = read_targets(&conn, &targets).await?;
-    let mut findings = placekit_cli::mutation::checks::Findings::default();
+    let mut findings = placekit_lint::checks::Findings::default();
     let mut stderr_by_node: std::collections::BTreeMap<String, String> = Default::default();
     if let FeatureSource::Hook { path, timeout } = &source {
         let runs = run_hooks(path, *timeout, &nodes).await?;
@@ -613,7 +613,7 @@ fn print_fleet_dependents(
                 } else {
                     "these labels"
                 },
-                placekit_cli::ui::count(
+                placekit_core::text::count(
                     reads.iter().filter(|r| r.outcome.is_ok()).count(),
                     "cluster"
                 )

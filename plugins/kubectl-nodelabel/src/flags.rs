@@ -3,11 +3,12 @@
 
 use crate::commands::TOOL;
 use clap::{Args, Parser, Subcommand};
+use placekit_cli::command::CommandRow;
 use placekit_cli::complete::{self, Position, Slot, Source};
 use placekit_cli::fleet::FleetArgs;
 use placekit_cli::mutation::undo::RollbackArgs;
 use placekit_cli::overrides::DependentsOverride;
-use placekit_cli::ui::{DisplayArgs, MutationArgs};
+use placekit_cli::ui::{DisplayArgs, MutationArgs, TextShape};
 use placekit_client::connect::ConnectionArgs;
 use placekit_core::exit;
 use std::path::PathBuf;
@@ -201,6 +202,24 @@ warn that they come back or are lost. A blocked change shows every finding at on
         #[arg(short = 'A', long)]
         all_namespaces: bool,
     },
+}
+
+impl Command {
+    /// The command's row: what is checked before it runs ([`CommandRow::admit`]).
+    pub fn row(&self) -> CommandRow {
+        use TextShape::{Report, Script, Table, WideTable};
+        match self {
+            Command::Set { .. } => CommandRow::new("set", Report).on_nodes(),
+            Command::Remove { .. } => CommandRow::new("remove", Report).on_nodes(),
+            Command::Import { .. } => CommandRow::new("import", Report).on_nodes(),
+            Command::Rollback { .. } => CommandRow::new("rollback", Report).on_nodes(),
+            // A node's labels are a wide table; a snapshot's page is checked when it is shown.
+            Command::Show { .. } => CommandRow::new("show", WideTable).on_nodes(),
+            Command::History => CommandRow::new("history", WideTable).many_contexts(),
+            Command::Dependents { .. } => CommandRow::new("dependents", Table).many_contexts(),
+            Command::Completion(_) => CommandRow::new("completion", Script).many_contexts(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

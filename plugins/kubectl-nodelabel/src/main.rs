@@ -42,54 +42,24 @@ fn input(e: impl std::fmt::Display) -> CommandError {
 }
 
 fn targets(names: Vec<String>, selection: &Selection) -> Result<Targets, CommandError> {
-    Targets::from_args(names, selection.selector.as_deref(), selection.all)
+    Ok(Targets::from_args(
+        names,
+        selection.selector.as_deref(),
+        selection.all,
+    )?)
 }
 
 /// One arm per subcommand, each resolving its flags and calling its command: long because
-/// the plugin has that many commands, not because an arm does much.
+/// the plugin has that many commands, not because an arm does much. What is checked before
+/// any of them runs is read from the command's row ([`Command::row`]).
 async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
-    // Several clusters are read by dependents and history only; the rest refuse before any
-    // work.
-    let refuse = |command: &str| {
-        cli.fleet.refuse(
-            &format!("kubectl nodelabel {command}"),
-            "`kubectl nodelabel dependents` and `history`",
-        )
-    };
-    match &cli.command {
-        Command::Dependents { .. } | Command::History | Command::Completion(_) => {}
-        Command::Set { .. } => refuse("set")?,
-        Command::Remove { .. } => refuse("remove")?,
-        Command::Import { .. } => refuse("import")?,
-        Command::Rollback { .. } => refuse("rollback")?,
-        Command::Show { .. } => refuse("show")?,
-    }
-    let on_nodes = match &cli.command {
-        Command::Set { .. } => Some("set"),
-        Command::Remove { .. } => Some("remove"),
-        Command::Import { .. } => Some("import"),
-        Command::Rollback { .. } => Some("rollback"),
-        Command::Show { .. } => Some("show"),
-        Command::Dependents { .. } | Command::History | Command::Completion(_) => None,
-    };
-    let (name, shape) = match &cli.command {
-        Command::Set { .. } => ("set", TextShape::Report),
-        Command::Remove { .. } => ("remove", TextShape::Report),
-        Command::Import { .. } => ("import", TextShape::Report),
-        Command::Rollback { .. } => ("rollback", TextShape::Report),
-        Command::History => ("history", TextShape::WideTable),
-        // A node's labels are a wide table; a snapshot's page is checked below.
-        Command::Show { .. } => ("show", TextShape::WideTable),
-        Command::Dependents { .. } => ("dependents", TextShape::Table),
-        Command::Completion(_) => ("completion", TextShape::Script),
-    };
-    ui.check_shape(&format!("nodelabel {name}"), shape)?;
-    if let Some(command) = on_nodes {
-        ui.warn_namespace_ignored(
-            cli.connection.namespace.as_deref(),
-            &format!("nodelabel {command}"),
-        );
-    }
+    cli.command.row().admit(
+        "nodelabel",
+        "`kubectl nodelabel dependents` and `history`",
+        ui,
+        &cli.fleet,
+        cli.connection.namespace.as_deref(),
+    )?;
     match cli.command {
         Command::Set {
             args,

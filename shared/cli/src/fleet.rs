@@ -15,10 +15,11 @@ use std::time::Duration;
 
 use kube::config::Kubeconfig;
 
-use crate::error::{CommandError, Unreachable};
+use crate::error::CommandError;
 use crate::output::v1::{ContextRead, Item, Origin};
 use crate::ui::Ui;
 use placekit_client::connect::{Connection, ConnectionArgs, parse_request_timeout};
+use placekit_client::error::{ClientError, Unreachable};
 use placekit_core::cluster::ClusterIdentity;
 use placekit_core::exit;
 
@@ -227,7 +228,7 @@ impl<T> ClusterRead<T> {
             Some((first, rest)) => format!("{first} (also {})", rest.join(", ")),
             None => String::new(),
         };
-        crate::ui::escape_controls(&label, true).into_owned()
+        placekit_core::text::escape_controls(&label, true).into_owned()
     }
 }
 
@@ -252,8 +253,11 @@ impl ContextFailure {
                 .replace("see --request-timeout", "see --context-timeout")
         };
         ContextFailure {
-            reason: crate::ui::escape_controls(&placekit_client::secrets::redact(&reason), true)
-                .into_owned(),
+            reason: placekit_core::text::escape_controls(
+                &placekit_client::secrets::redact(&reason),
+                true,
+            )
+            .into_owned(),
             exit_code: e.exit_code(),
         }
     }
@@ -362,16 +366,18 @@ impl Fleet {
     /// Asks one cluster for its identity within the deadline.
     async fn probe(&self, conn: &Connection) -> Result<ClusterIdentity, CommandError> {
         match tokio::time::timeout(self.timeout, placekit_client::api::probe_identity(conn)).await {
-            Ok(result) => result,
-            Err(_) => Err(CommandError::Unreachable(Box::new(Unreachable {
-                doing: "waiting for its first answer".into(),
-                server: Some(conn.server.clone()),
-                cause: format!(
-                    "timeout: no answer within {} (--context-timeout)",
-                    humantime(self.timeout)
-                ),
-                source: None,
-            }))),
+            Ok(result) => result.map_err(CommandError::from),
+            Err(_) => Err(CommandError::Client(ClientError::Unreachable(Box::new(
+                Unreachable {
+                    doing: "waiting for its first answer".into(),
+                    server: Some(conn.server.clone()),
+                    cause: format!(
+                        "timeout: no answer within {} (--context-timeout)",
+                        humantime(self.timeout)
+                    ),
+                    source: None,
+                },
+            )))),
         }
     }
 
@@ -446,7 +452,7 @@ impl Fleet {
                     });
                     let both = match tokio::time::timeout_at(deadline, whole).await {
                         Ok(both) => both,
-                        Err(_) => Err(CommandError::Unreachable(Box::new(Unreachable {
+                        Err(_) => Err(CommandError::Client(ClientError::Unreachable(Box::new(Unreachable {
                             doing: "reading it".into(),
                             server: Some(server.clone()),
                             cause: format!(
@@ -454,7 +460,7 @@ impl Fleet {
                                 humantime(fleet.timeout)
                             ),
                             source: None,
-                        }))),
+                        })))),
                     };
                     both.map(|(identity, data)| (server.clone(), identity, data))
                         .map_err(|e| (server, ContextFailure::from_error(&e, &fleet)))
@@ -524,15 +530,17 @@ impl Fleet {
                 crate::ui::say_notices(&format!("context {context}: "), &notices);
                 Ok(connection)
             }
-            None => Err(CommandError::Unreachable(Box::new(Unreachable {
-                doing: "getting credentials".into(),
-                server: Some(self.server_of(context)),
-                cause: format!(
-                    "timeout: no credentials within {} (--context-timeout; is the exec credential plugin waiting for a login?)",
-                    humantime(self.timeout)
-                ),
-                source: None,
-            }))),
+            None => Err(CommandError::Client(ClientError::Unreachable(Box::new(
+                Unreachable {
+                    doing: "getting credentials".into(),
+                    server: Some(self.server_of(context)),
+                    cause: format!(
+                        "timeout: no credentials within {} (--context-timeout; is the exec credential plugin waiting for a login?)",
+                        humantime(self.timeout)
+                    ),
+                    source: None,
+                },
+            )))),
         }
     }
 
@@ -648,7 +656,7 @@ pub fn warn_failures<T>(ui: &Ui, reads: &[ClusterRead<T>]) {
     if failed > 0 && failed < reads.len() {
         ui.warn(&format!(
             "{} of {} could not be read; the report covers the others (exit {})",
-            crate::ui::count(failed, "cluster"),
+            placekit_core::text::count(failed, "cluster"),
             reads.len(),
             exit::SOME_CONTEXTS_UNREAD
         ));

@@ -6,6 +6,6 @@
 mod read;
 
 pub use read::{
-    By, DraRead, NodeGroup, Reading, RequestRow, Status, StatusOptions, StatusView,
-    counted_resources, node_view, nodes_view, read_dra, read_status, resources_for,
+    By, DraRead, Reading, Status, StatusOptions, StatusView, counted_resources, node_view,
+    nodes_view, read_dra, read_status, resources_for,
 };

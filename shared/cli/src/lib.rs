@@ -1,6 +1,6 @@
 //! What the three placekit plugins share above the model and the client: talking to a
-//! person ([`ui`]: output formats, colour, prompts, progress, connection notices), shell
-//! completion ([`complete`]), the one pipeline every node change goes through
+//! person ([`ui`]: output formats, colour, prompts, progress, connection notices), the
+//! checks before a command runs ([`command`]), shell completion ([`complete`]), the one pipeline every node change goes through
 //! ([`mutation`]), the GPU inventory ([`inventory`]), reads across kubeconfig contexts
 //! ([`fleet`]), the published reports' types and schemas ([`output`]), the policy overrides ([`overrides`]) and how a command's error becomes its
 //! exit code ([`error`]). Each plugin's commands live in that plugin.
@@ -16,6 +16,7 @@
 //! Nothing of theirs is re-exported here: an import names the crate that defines it
 //! (`placekit_core::syntax`, `placekit_client::api`, `placekit_lint::engine`).
 
+pub mod command;
 pub mod complete;
 pub mod error;
 pub mod fleet;

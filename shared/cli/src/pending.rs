@@ -3,11 +3,11 @@
 //! PersistentVolumes, StorageClasses and CSINodes) and its gang's PodGroups (one list per
 //! PodGroup kind its pods name, where the cluster serves it). Never a call per pod.
 
+use crate::error::CommandError;
 use placekit_client::api::{self, Listed};
 use placekit_client::connect::Connection;
-use placekit_client::error::CommandError;
 use placekit_core::model::storage::{Claim, CsiNode, Storage, StorageClass, Volume};
-use placekit_core::scheduler::pending::{GangKind, PodGroup};
+use placekit_core::scheduler::gang::{GangKind, PodGroup};
 use serde_json::Value;
 
 /// Page size of the storage and PodGroup lists.

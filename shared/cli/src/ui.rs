@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde::Serialize;
 
-pub use placekit_core::text::{Color, Paint, count, escape_controls, escaped, shell_quote, table};
+use placekit_core::text::{Color, Paint, escape_controls, escaped, shell_quote, table};
 
 /// `--color`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -294,7 +294,7 @@ impl Ui {
         &self,
         command: &str,
         shape: TextShape,
-    ) -> Result<(), placekit_client::error::CommandError> {
+    ) -> Result<(), crate::error::CommandError> {
         self.check_output(command, shape, false)
     }
 
@@ -303,7 +303,7 @@ impl Ui {
         &self,
         command: &str,
         shape: TextShape,
-    ) -> Result<(), placekit_client::error::CommandError> {
+    ) -> Result<(), crate::error::CommandError> {
         self.check_output(command, shape, true)
     }
 
@@ -312,9 +312,9 @@ impl Ui {
         command: &str,
         shape: TextShape,
         metrics: bool,
-    ) -> Result<(), placekit_client::error::CommandError> {
+    ) -> Result<(), crate::error::CommandError> {
         let refuse = |what: &str, why: &str| {
-            Err(placekit_client::error::CommandError::Input(format!(
+            Err(crate::error::CommandError::Input(format!(
                 "{what}: `kubectl {command}` {why}"
             )))
         };

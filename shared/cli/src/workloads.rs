@@ -4,11 +4,11 @@
 //! It lives above the client (which reads pages and knows no linter) and below the
 //! commands that judge what it returns.
 
+use crate::error::CommandError;
 use kube::api::{Api, ListParams};
 use placekit_client::api::{
     Listed, PAGE, POD_PAGE, for_each_page, for_each_page_if_served, list_pages,
 };
-use placekit_client::error::CommandError;
 
 /// Lists every workload that can carry node constraints (Deployments, StatefulSets,
 /// DaemonSets, ReplicaSets, Jobs, CronJobs and bare Pods) in `namespace` or all namespaces.
@@ -96,7 +96,7 @@ pub async fn list_workloads(
                     first_forbidden.get_or_insert_with(|| m.clone());
                     warnings.push(format!("cannot list {}: {m}", $name))
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             }
         };
     }
@@ -176,7 +176,7 @@ pub async fn list_workloads(
             first_forbidden.get_or_insert_with(|| m.clone());
             warnings.push(format!("cannot list pods: {m}"))
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     }
     if let (false, Some(m)) = (listed_any, first_forbidden) {
         return Err(CommandError::Forbidden(format!(

@@ -9,16 +9,18 @@ use k8s_openapi::api::authorization::v1::{
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::api::{Api, ListParams, PostParams};
 
+use crate::bounded::MAX_RESPONSE_BYTES;
 use crate::connect::Connection;
-use crate::error::CommandError;
+use crate::error::ClientError;
+use crate::paging::{MAX_PAGES, PageError};
 use crate::protobuf;
 use crate::targets::Targets;
 use placekit_core::cluster::ClusterIdentity;
 use placekit_core::model::Pod;
 use placekit_core::plan::NodeState;
 
-fn api_error(e: kube::Error, doing: &str) -> CommandError {
-    CommandError::from_api(e, doing)
+fn api_error(e: kube::Error, doing: &str) -> ClientError {
+    ClientError::from_api(e, doing)
 }
 
 /// Page size of node lists (and of the workload lists built on [`list_pages`]).
@@ -29,7 +31,7 @@ pub const PAGE: u32 = 500;
 pub async fn fetch_node_objects(
     client: &kube::Client,
     targets: &Targets,
-) -> Result<Vec<Node>, CommandError> {
+) -> Result<Vec<Node>, ClientError> {
     let api: Api<Node> = Api::all(client.clone());
     match targets {
         Targets::Names(names) => {
@@ -42,7 +44,7 @@ pub async fn fetch_node_objects(
                 }
             }
             if !missing.is_empty() {
-                return Err(CommandError::NodesNotFound(missing));
+                return Err(ClientError::NodesNotFound(missing));
             }
             Ok(found)
         }
@@ -57,7 +59,7 @@ pub async fn fetch_node_objects(
 pub async fn fetch_nodes(
     client: &kube::Client,
     targets: &Targets,
-) -> Result<Vec<NodeState>, CommandError> {
+) -> Result<Vec<NodeState>, ClientError> {
     fetch_node_objects(client, targets)
         .await?
         .iter()
@@ -66,12 +68,10 @@ pub async fn fetch_nodes(
 }
 
 /// A node's plan state, or an error naming the unreadable node.
-pub fn node_state(node: &Node) -> Result<NodeState, CommandError> {
-    NodeState::from_node(node).map_err(|e| {
-        CommandError::Cluster(format!(
-            "unreadable node {}: {e}",
-            node.metadata.name.as_deref().unwrap_or_default()
-        ))
+pub fn node_state(node: &Node) -> Result<NodeState, ClientError> {
+    NodeState::from_node(node).map_err(|source| ClientError::UnreadableNode {
+        node: node.metadata.name.clone().unwrap_or_default(),
+        source,
     })
 }
 
@@ -80,7 +80,7 @@ pub async fn list_all<K>(
     api: &Api<K>,
     label_selector: Option<&str>,
     doing: &str,
-) -> Result<Vec<K>, CommandError>
+) -> Result<Vec<K>, ClientError>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -93,7 +93,7 @@ async fn list_all_paged<K>(
     label_selector: Option<&str>,
     doing: &str,
     page_size: u32,
-) -> Result<Vec<K>, CommandError>
+) -> Result<Vec<K>, ClientError>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -113,7 +113,7 @@ pub async fn list_pages<K>(
     mut params: ListParams,
     doing: &str,
     mut on_page: impl FnMut(Vec<K>),
-) -> Result<(), CommandError>
+) -> Result<(), ClientError>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -133,7 +133,7 @@ pub async fn check_permission(
     verb: &str,
     resource: &str,
     group: &str,
-) -> Result<(), CommandError> {
+) -> Result<(), ClientError> {
     let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
     let review = SelfSubjectAccessReview {
         spec: SelfSubjectAccessReviewSpec {
@@ -154,9 +154,11 @@ pub async fn check_permission(
     if answer.status.is_some_and(|s| s.allowed) {
         Ok(())
     } else {
-        Err(CommandError::Forbidden(format!(
-            "you are not allowed to {verb} {resource}: missing RBAC permission verb={verb:?} resource={resource:?} group={group:?}; nothing was changed"
-        )))
+        Err(ClientError::Denied {
+            verb: verb.to_string(),
+            resource: resource.to_string(),
+            group: group.to_string(),
+        })
     }
 }
 
@@ -165,7 +167,7 @@ pub async fn check_permission(
 pub async fn label_values(
     client: &kube::Client,
     keys: &[&str],
-) -> Result<std::collections::BTreeMap<String, std::collections::BTreeSet<String>>, CommandError> {
+) -> Result<std::collections::BTreeMap<String, std::collections::BTreeSet<String>>, ClientError> {
     #[derive(serde::Deserialize)]
     struct Labelled {
         #[serde(default)]
@@ -238,7 +240,7 @@ pub async fn for_each_page<T: serde::de::DeserializeOwned>(
     label_selector: Option<&str>,
     page_size: u32,
     on_page: impl FnMut(Vec<T>),
-) -> Result<usize, CommandError> {
+) -> Result<usize, ClientError> {
     pages(
         client,
         collection,
@@ -249,7 +251,7 @@ pub async fn for_each_page<T: serde::de::DeserializeOwned>(
     )
     .await
     .map(|(requests, _)| requests)
-    .map_err(|e| e.into_command_error(&format!("listing {}", described(collection))))
+    .map_err(|e| e.into_client_error(&format!("listing {}", described(collection))))
 }
 
 /// [`for_each_page`], returning the list's resourceVersion for [`watch`] to start from.
@@ -260,7 +262,7 @@ pub async fn for_each_page_at<T: serde::de::DeserializeOwned>(
     label_selector: Option<&str>,
     page_size: u32,
     on_page: impl FnMut(Vec<T>),
-) -> Result<String, CommandError> {
+) -> Result<String, ClientError> {
     pages(
         client,
         collection,
@@ -271,7 +273,7 @@ pub async fn for_each_page_at<T: serde::de::DeserializeOwned>(
     )
     .await
     .map(|(_, version)| version)
-    .map_err(|e| e.into_command_error(&format!("listing {}", described(collection))))
+    .map_err(|e| e.into_client_error(&format!("listing {}", described(collection))))
 }
 
 /// A watch of a collection from `resource_version` (a list's), with bookmarks, each change
@@ -285,8 +287,8 @@ pub async fn watch<T: Clone + serde::de::DeserializeOwned>(
     label_selector: Option<&str>,
     resource_version: &str,
 ) -> Result<
-    impl futures::Stream<Item = Result<kube::core::WatchEvent<T>, CommandError>> + use<T>,
-    CommandError,
+    impl futures::Stream<Item = Result<kube::core::WatchEvent<T>, ClientError>> + use<T>,
+    ClientError,
 > {
     use futures::StreamExt as _;
     let mut uri = format!(
@@ -373,56 +375,25 @@ pub async fn for_each_page_if_served<T: serde::de::DeserializeOwned>(
     collection: &str,
     page_size: u32,
     on_page: impl FnMut(Vec<T>),
-) -> Result<Listed, CommandError> {
+) -> Result<Listed, ClientError> {
     match pages(client, collection, None, None, page_size, on_page).await {
         Ok((n, _)) => Ok(Listed::Read(n)),
         Err(PageError::Api(kube::Error::Api(s))) if s.code == 404 => Ok(Listed::NotServed),
         Err(PageError::Api(kube::Error::Api(s))) if s.code == 403 => Ok(Listed::Forbidden(
             format!("cannot list {}: {}", described(collection), s.message),
         )),
-        Err(e) => Err(e.into_command_error(&format!("listing {}", described(collection)))),
+        Err(e) => Err(e.into_client_error(&format!("listing {}", described(collection)))),
     }
 }
 
-/// The most list pages followed for one collection: more than any real cluster needs (5
-/// million nodes at 500 a page), few enough that a server answering `continue` forever
-/// stops the command instead of holding it.
-pub const MAX_PAGES: usize = 10_000;
-
-/// The largest list answer read (a page of 10,000 pods is about 40 MB of JSON): a server
-/// answering one endless page stops the command instead of exhausting its memory.
-pub const MAX_RESPONSE_BYTES: usize = 512 * 1024 * 1024;
-
-/// Why paging through a collection stopped.
-#[derive(Debug, thiserror::Error)]
-enum PageError {
-    #[error(transparent)]
-    Api(kube::Error),
-    #[error(
-        "the API server answered {MAX_PAGES} pages and still gave a continue token; stopped (is a proxy or server broken?)"
-    )]
-    TooManyPages,
-    #[error(
-        "the API server gave the same continue token twice; stopped instead of asking for the same page forever"
-    )]
-    RepeatedToken,
-    #[error("the API server's answer is over {MAX_RESPONSE_BYTES} bytes; stopped")]
-    TooLarge,
-    #[error(
-        "the API server answered {got} items to a page of at most {asked}: refused (a server that ignores the limit could exhaust memory with tiny items)"
-    )]
-    TooManyItems { asked: u32, got: usize },
-    #[error("the API server's answer is not a list: {0}")]
-    NotAList(#[source] serde_json::Error),
-    #[error("the API server's protobuf answer is not a list placekit reads: {0}")]
-    NotAProtobufList(#[source] protobuf::DecodeError),
-}
-
 impl PageError {
-    fn into_command_error(self, doing: &str) -> CommandError {
+    fn into_client_error(self, doing: &str) -> ClientError {
         match self {
             PageError::Api(e) => api_error(e, doing),
-            other => CommandError::Cluster(format!("{doing}: {other}")),
+            source => ClientError::Paging {
+                doing: doing.to_string(),
+                source,
+            },
         }
     }
 }
@@ -674,7 +645,7 @@ const PER_NODE_POD_LISTS: usize = 10;
 pub async fn active_pods_on(
     client: &kube::Client,
     nodes: &[String],
-) -> Result<Vec<Pod>, CommandError> {
+) -> Result<Vec<Pod>, ClientError> {
     let mut pods = Vec::new();
     if nodes.len() <= PER_NODE_POD_LISTS {
         for node in nodes {
@@ -714,15 +685,12 @@ pub async fn active_pods_on(
 /// or an error leaves it out: the identity then rests on the server URL and CA.
 /// Whether the namespace exists (an empty answer from a namespace that does not is not "no
 /// pods").
-pub async fn namespace_exists(
-    client: &kube::Client,
-    namespace: &str,
-) -> Result<bool, CommandError> {
+pub async fn namespace_exists(client: &kube::Client, namespace: &str) -> Result<bool, ClientError> {
     let api: Api<Namespace> = Api::all(client.clone());
     api.get_opt(namespace)
         .await
         .map(|found| found.is_some())
-        .map_err(|e| CommandError::from_api(e, &format!("reading namespace {namespace}")))
+        .map_err(|e| ClientError::from_api(e, &format!("reading namespace {namespace}")))
 }
 
 pub async fn cluster_identity(conn: &Connection) -> ClusterIdentity {
@@ -742,13 +710,13 @@ pub async fn cluster_identity(conn: &Connection) -> ClusterIdentity {
 /// [`cluster_identity`] for a context that may not answer: a request that gets no answer,
 /// or is refused for bad credentials, is an error; one RBAC forbids still proves the
 /// cluster is there (the identity then has no `kube-system` uid).
-pub async fn probe_identity(conn: &Connection) -> Result<ClusterIdentity, CommandError> {
+pub async fn probe_identity(conn: &Connection) -> Result<ClusterIdentity, ClientError> {
     let api: Api<Namespace> = Api::all(conn.client.clone());
     let uid = match api.get_opt("kube-system").await {
         Ok(ns) => ns.and_then(|ns| ns.metadata.uid),
         Err(kube::Error::Api(status)) if status.code == 403 => None,
         Err(e) => {
-            return Err(CommandError::from_api(
+            return Err(ClientError::from_api(
                 e,
                 "reading the kube-system namespace",
             ));
@@ -764,7 +732,7 @@ pub async fn probe_identity(conn: &Connection) -> Result<ClusterIdentity, Comman
 async fn get_nodes(
     client: &kube::Client,
     names: Vec<String>,
-) -> Result<Vec<(String, Option<Node>)>, CommandError> {
+) -> Result<Vec<(String, Option<Node>)>, ClientError> {
     let api: Api<Node> = Api::all(client.clone());
     futures::stream::iter(names)
         .map(|name| {
@@ -789,7 +757,7 @@ async fn get_nodes(
 pub async fn read_nodes(
     client: &kube::Client,
     names: Vec<String>,
-) -> Result<Vec<(String, Option<NodeState>)>, CommandError> {
+) -> Result<Vec<(String, Option<NodeState>)>, ClientError> {
     get_nodes(client, names)
         .await?
         .into_iter()
@@ -809,7 +777,7 @@ pub async fn gpu_operator_view(
         placekit_core::label_controllers::GpuOperatorView,
         Vec<String>,
     ),
-    CommandError,
+    ClientError,
 > {
     use placekit_core::label_controllers::{DevicePluginConfigs, GpuOperatorView};
     use serde_json::Value;
@@ -883,7 +851,7 @@ pub async fn gpu_operator_view(
                 s.message
             ))
         }
-        (Err(e), _) => return Err(e.into_command_error("listing the device plugin's ConfigMap")),
+        (Err(e), _) => return Err(e.into_client_error("listing the device plugin's ConfigMap")),
         (Ok(_), 0) => DevicePluginConfigs::Unknown(format!("ConfigMap {config_map} not found")),
         (Ok(_), 1) => {
             let (ns, keys) = found.remove(0);
@@ -908,7 +876,7 @@ pub async fn kueue_workload_of(
     client: &kube::Client,
     namespace: &str,
     owner_uids: &[String],
-) -> Result<Option<serde_json::Value>, CommandError> {
+) -> Result<Option<serde_json::Value>, ClientError> {
     let found = kueue_workloads(client, Some(namespace), |w| {
         owner_references(w).any(|o| {
             o["uid"]
@@ -928,7 +896,7 @@ pub async fn kueue_workloads_of_pods(
     client: &kube::Client,
     namespace: Option<&str>,
     pods: &std::collections::BTreeSet<(String, String)>,
-) -> Result<std::collections::BTreeMap<(String, String), serde_json::Value>, CommandError> {
+) -> Result<std::collections::BTreeMap<(String, String), serde_json::Value>, ClientError> {
     let owned_pods = |w: &serde_json::Value| -> Vec<(String, String)> {
         let namespace = w["metadata"]["namespace"].as_str().unwrap_or_default();
         owner_references(w)
@@ -960,7 +928,7 @@ fn owner_references(object: &serde_json::Value) -> impl Iterator<Item = &serde_j
 /// NodeReadinessRules (`readiness.node.x-k8s.io/v1alpha1`), one paged list each where served; what may not be listed is said (the owners it would show are then not known).
 pub async fn declared_taints(
     client: &kube::Client,
-) -> Result<(placekit_core::taint_owners::DeclaredTaints, Vec<String>), CommandError> {
+) -> Result<(placekit_core::taint_owners::DeclaredTaints, Vec<String>), ClientError> {
     use placekit_core::taint_owners::DeclaredTaints;
     let mut declared = DeclaredTaints::default();
     let mut unreadable = Vec::new();
@@ -1005,7 +973,7 @@ pub async fn declared_taints(
 pub async fn kueue_tas_workloads_on(
     client: &kube::Client,
     nodes: &[String],
-) -> Result<(Listed, Vec<placekit_core::kueue_tas::TasWorkload>), CommandError> {
+) -> Result<(Listed, Vec<placekit_core::kueue_tas::TasWorkload>), ClientError> {
     use placekit_core::kueue_tas::TasWorkload;
     for version in ["v1beta2", "v1beta1"] {
         let mut found = Vec::new();
@@ -1035,7 +1003,7 @@ async fn kueue_workloads(
     client: &kube::Client,
     namespace: Option<&str>,
     mut keep: impl FnMut(&serde_json::Value) -> bool,
-) -> Result<Option<Vec<serde_json::Value>>, CommandError> {
+) -> Result<Option<Vec<serde_json::Value>>, ClientError> {
     for version in ["v1beta2", "v1beta1"] {
         let mut found = Vec::new();
         let collection = match namespace {

@@ -1,6 +1,6 @@
 //! Every answer is bounded before it is kept: a tower layer over the client that cuts an
 //! answer's body at a cap chosen by what was asked — a list page (`limit=`) at
-//! [`MAX_RESPONSE_BYTES`](crate::api::MAX_RESPONSE_BYTES), any other answer (one object,
+//! [`MAX_RESPONSE_BYTES`], any other answer (one object,
 //! discovery) at [`MAX_OBJECT_BYTES`], a watch's stream at [`MAX_EVENT_BYTES`] per event
 //! (the stream itself runs as long as the command) — with an error naming the server, so a
 //! server answering one endless object or event stops the command instead of exhausting
@@ -10,6 +10,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures::future::BoxFuture;
+
+/// The largest list answer read (a page of 10,000 pods is about 40 MB of JSON): a server
+/// answering one endless page stops the command instead of exhausting its memory.
+pub const MAX_RESPONSE_BYTES: usize = 512 * 1024 * 1024;
 
 /// The largest answer read for one object or a discovery document (an object is at most
 /// 1.5 MiB in etcd; an OpenAPI document a few MiB).
@@ -61,7 +65,7 @@ where
         let (cap, what) = if crate::deadline::is_watch(&request) {
             (Cap::PerLine(MAX_EVENT_BYTES), "one watch event")
         } else if query.split('&').any(|p| p.starts_with("limit=")) {
-            (Cap::Total(crate::api::MAX_RESPONSE_BYTES), "one list page")
+            (Cap::Total(MAX_RESPONSE_BYTES), "one list page")
         } else {
             (Cap::Total(MAX_OBJECT_BYTES), "one object")
         };

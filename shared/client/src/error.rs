@@ -1,50 +1,26 @@
-//! Why a command stopped, each reason with its fixed exit code. The plugins' `main` turns
-//! it into that code and says it (`placekit_cli::error::report`).
+//! Why a request to the API server failed, each cause kept typed ([`ClientError`]): an
+//! answer of the API server whole, a transport error with kubectl's words for it, a
+//! connection that could not be made. Exit codes and what the person should do next belong
+//! to the application (`placekit_cli::error::CommandError`).
 
 use crate::connect::ConnectError;
-use placekit_core::exit;
-use placekit_core::snapshot::SnapshotError;
 
-/// Why a command stopped. Each maps to one of the fixed exit codes ([`CommandError::exit_code`]).
+/// Why a request to the API server, or the reading of its answer, failed. The cli crate's
+/// `CommandError` carries it whole and gives it its exit code.
 #[derive(Debug, thiserror::Error)]
-pub enum CommandError {
-    /// Bad arguments or input; nothing was changed.
-    #[error("{0}")]
-    Input(String),
+pub enum ClientError {
     /// Named nodes that do not exist; nothing was changed.
     #[error("{}", missing_nodes_message(.0))]
     NodesNotFound(Vec<String>),
-    /// Plans or policy checks blocked the change; nothing was changed.
-    #[error("{0}")]
-    Blocked(String),
-    /// No terminal to confirm on and no --yes; nothing was changed.
+    /// A permission check (SelfSubjectAccessReview) said no; nothing was changed.
     #[error(
-        "refusing to change {0} without confirmation: there is no terminal to ask on; re-run with --yes after checking the plan (or --dry-run=client to see it)"
+        "you are not allowed to {verb} {resource}: missing RBAC permission verb={verb:?} resource={resource:?} group={group:?}; nothing was changed"
     )]
-    NeedsConfirmation(String),
-    /// The person answered no.
-    #[error("aborted: nothing was changed")]
-    Declined,
-    /// A snapshot of another cluster was named without `--other-cluster`.
-    #[error(
-        "{snapshot} was taken on another cluster ({taken_on}); the current context {context:?} points at {current}: nothing was changed (switch with --context, or pass --other-cluster to roll it back here anyway)"
-    )]
-    OtherCluster {
-        snapshot: String,
-        taken_on: String,
-        context: String,
-        current: String,
+    Denied {
+        verb: String,
+        resource: String,
+        group: String,
     },
-    /// `rollback --last` (or `show --last`) found the other plugin's change on top of the
-    /// cluster's undo stack; nothing was changed.
-    #[error("{0}")]
-    UndoOrder(String),
-    /// RBAC denies what the command needs; nothing was changed.
-    #[error("{0}")]
-    Forbidden(String),
-    /// The API server answered with an error the command cannot go on from.
-    #[error("{0}")]
-    Cluster(String),
     /// The request never got an answer: the cause in the words kubectl users know
     /// (`connection refused`, `no such host`, `x509: certificate signed by unknown
     /// authority`), with the server it was for.
@@ -52,20 +28,27 @@ pub enum CommandError {
     Unreachable(Box<Unreachable>),
     /// The API server answered with an error (RBAC, credentials, a refused request, an
     /// answer that could not be read): the answer is kept whole as the cause, with its
-    /// status code and reason ([`CommandError::status_code`]).
+    /// status code and reason ([`ClientError::status_code`]).
     #[error(transparent)]
     Api(Box<ApiError>),
-    #[error("cannot start the async runtime: {0}")]
-    Runtime(#[source] std::io::Error),
+    /// The kubeconfig, the flags or the credentials could not give a client.
     #[error(transparent)]
     Connect(#[from] ConnectError),
-    /// The snapshot could not be written (so nothing was changed) or read.
-    #[error(transparent)]
-    Snapshot(#[from] SnapshotError),
-    /// `completion --install/--uninstall` could not write or remove the helper (the
-    /// plugins' `complete::HelperError`, kept whole as the cause).
-    #[error("{0}")]
-    Completion(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// A list's pages could not be followed to the end (too many, a repeated token, too
+    /// large, not a list).
+    #[error("{doing}: {source}")]
+    Paging {
+        doing: String,
+        #[source]
+        source: crate::paging::PageError,
+    },
+    /// A node whose labels or taints could not be read into a plan's state.
+    #[error("unreadable node {node}: {source}")]
+    UnreadableNode {
+        node: String,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// A request that got no answer, or none within its deadline.
@@ -98,41 +81,19 @@ fn missing_nodes_message(names: &[String]) -> String {
     )
 }
 
-impl CommandError {
-    /// The exit code this error stands for.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            CommandError::Connect(e) if e.is_usage() => exit::USAGE,
-            CommandError::Input(_)
-            | CommandError::NodesNotFound(_)
-            | CommandError::NeedsConfirmation(_)
-            | CommandError::OtherCluster { .. }
-            | CommandError::UndoOrder(_)
-            | CommandError::Snapshot(_)
-            | CommandError::Completion(_) => exit::USAGE,
-            CommandError::Api(_) if self.status_code() == Some(400) => exit::USAGE,
-            CommandError::Blocked(_) | CommandError::Declined => exit::PROBLEMS,
-            CommandError::Forbidden(_)
-            | CommandError::Cluster(_)
-            | CommandError::Unreachable(_)
-            | CommandError::Api(_)
-            | CommandError::Runtime(_)
-            | CommandError::Connect(_) => exit::CLUSTER,
-        }
-    }
-
+impl ClientError {
     /// A kube error with the verb/resource it was about: an answer of the API server is kept
-    /// whole as the cause ([`CommandError::Api`]); a request that got no answer is
-    /// [`CommandError::Unreachable`], with the transport error as its cause.
-    pub fn from_api(e: kube::Error, doing: &str) -> CommandError {
+    /// whole as the cause ([`ClientError::Api`]); a request that got no answer is
+    /// [`ClientError::Unreachable`], with the transport error as its cause.
+    pub fn from_api(e: kube::Error, doing: &str) -> ClientError {
         match e {
             kube::Error::Api(_) | kube::Error::SerdeError(_) => {
-                CommandError::Api(Box::new(ApiError {
+                ClientError::Api(Box::new(ApiError {
                     doing: doing.to_string(),
                     source: e,
                 }))
             }
-            source => CommandError::Unreachable(Box::new(Unreachable {
+            source => ClientError::Unreachable(Box::new(Unreachable {
                 doing: doing.to_string(),
                 server: crate::connect::current_server(),
                 cause: transport_cause(&source),
@@ -144,7 +105,7 @@ impl CommandError {
     /// The HTTP status the API server answered with, when it answered.
     pub fn status_code(&self) -> Option<u16> {
         match self {
-            CommandError::Api(e) => match &e.source {
+            ClientError::Api(e) => match &e.source {
                 kube::Error::Api(status) => Some(status.code),
                 _ => None,
             },
@@ -154,7 +115,7 @@ impl CommandError {
 
     /// RBAC denies it: a 403 answer, or a permission check that said no.
     pub fn is_forbidden(&self) -> bool {
-        matches!(self, CommandError::Forbidden(_)) || self.status_code() == Some(403)
+        matches!(self, ClientError::Denied { .. }) || self.status_code() == Some(403)
     }
 }
 
@@ -255,49 +216,20 @@ pub fn transport_cause(error: &(dyn std::error::Error + 'static)) -> String {
     chain.last().cloned().unwrap_or_default()
 }
 
-/// Runs async work on a multi-thread runtime built for it.
-pub fn block_on<T>(work: impl Future<Output = Result<T, CommandError>>) -> Result<T, CommandError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(CommandError::Runtime)?;
-    let result = runtime.block_on(work);
-    // Work left behind — an exec credential plugin a context's deadline gave up on — must
-    // not keep the finished command waiting.
-    runtime.shutdown_background();
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn exit_codes_are_fixed() {
+    fn missing_nodes_are_named() {
         assert_eq!(
-            CommandError::NodesNotFound(vec!["x".into()]).exit_code(),
-            exit::USAGE
-        );
-        assert_eq!(
-            CommandError::Forbidden("x".into()).exit_code(),
-            exit::CLUSTER
-        );
-        assert_eq!(
-            CommandError::Blocked("x".into()).exit_code(),
-            exit::PROBLEMS
-        );
-        assert_eq!(
-            CommandError::NeedsConfirmation("x".into()).exit_code(),
-            exit::USAGE
-        );
-        assert_eq!(
-            CommandError::NodesNotFound(vec!["a".into(), "b".into()]).to_string(),
+            ClientError::NodesNotFound(vec!["a".into(), "b".into()]).to_string(),
             "nodes \"a\", \"b\" not found; nothing was changed (check the name with `kubectl get nodes`)"
         );
     }
 
-    /// An answer of the API server stays typed through the command's error: whoever handles
-    /// it reads the status code and reason from the cause, and the message is kubectl's.
+    /// An answer of the API server stays typed: whoever handles it reads the status code and
+    /// reason from the cause, and the message is kubectl's.
     #[test]
     fn an_api_answer_is_kept_as_the_cause() {
         use std::error::Error as _;
@@ -308,10 +240,9 @@ mod tests {
                     .boxed(),
             )
         };
-        let forbidden = CommandError::from_api(answer(403, "Forbidden"), "listing nodes");
+        let forbidden = ClientError::from_api(answer(403, "Forbidden"), "listing nodes");
         assert_eq!(forbidden.status_code(), Some(403));
         assert!(forbidden.is_forbidden());
-        assert_eq!(forbidden.exit_code(), exit::CLUSTER);
         assert_eq!(
             forbidden.to_string(),
             "forbidden while listing nodes: nodes is forbidden: User \"u\" cannot list (ask for the missing RBAC permission; nothing was changed)"
@@ -321,10 +252,10 @@ mod tests {
             Some(kube::Error::Api(status)) => assert_eq!(status.reason, "Forbidden"),
             other => panic!("not the API answer: {other:?}"),
         }
-        let bad_request = CommandError::from_api(answer(400, "BadRequest"), "patching node/a");
-        assert_eq!(bad_request.exit_code(), exit::USAGE);
+        let bad_request = ClientError::from_api(answer(400, "BadRequest"), "patching node/a");
+        assert_eq!(bad_request.status_code(), Some(400));
         assert!(!bad_request.is_forbidden());
-        let conflict = CommandError::from_api(answer(409, "Conflict"), "patching node/a");
+        let conflict = ClientError::from_api(answer(409, "Conflict"), "patching node/a");
         assert_eq!(
             conflict.to_string(),
             "the API server answered 409 Conflict while patching node/a: nodes is forbidden: User \"u\" cannot list"

@@ -1,7 +1,26 @@
 //! Which nodes a command acts on, from kubectl-style arguments.
 
-use crate::error::CommandError;
 use placekit_core::syntax::LabelSelector;
+
+/// Why the arguments do not name the nodes to act on; nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetsError {
+    #[error("{arg:?} is not a node: expected NAME or node/NAME, not a {kind}")]
+    NotANode { arg: String, kind: String },
+    #[error("{arg:?}: empty node name")]
+    EmptyName { arg: String },
+    #[error(transparent)]
+    Selector(#[from] placekit_core::syntax::SyntaxError),
+    #[error("no nodes given: name nodes, or use -l/--selector{or_all}")]
+    NoneGiven { or_all: &'static str },
+    #[error("node names ({}) cannot be combined with -l/--selector{or_all}", .names.join(", "))]
+    NamesAndSelector {
+        names: Vec<String>,
+        or_all: &'static str,
+    },
+    #[error("--all and -l/--selector are mutually exclusive")]
+    AllAndSelector,
+}
 
 /// Which nodes a command acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,18 +33,21 @@ pub enum Targets {
 
 /// A node argument as a name: `node/NAME` and `nodes/NAME` (what `kubectl get nodes -o name`
 /// prints) are accepted like kubectl accepts them.
-pub fn node_name(arg: &str) -> Result<String, CommandError> {
+pub fn node_name(arg: &str) -> Result<String, TargetsError> {
     let name = match arg.split_once('/') {
         Some(("node" | "nodes" | "no", name)) => name,
         Some((kind, _)) => {
-            return Err(CommandError::Input(format!(
-                "{arg:?} is not a node: expected NAME or node/NAME, not a {kind}"
-            )));
+            return Err(TargetsError::NotANode {
+                arg: arg.to_string(),
+                kind: kind.to_string(),
+            });
         }
         None => arg,
     };
     if name.is_empty() {
-        return Err(CommandError::Input(format!("{arg:?}: empty node name")));
+        return Err(TargetsError::EmptyName {
+            arg: arg.to_string(),
+        });
     }
     Ok(name.to_string())
 }
@@ -37,7 +59,7 @@ impl Targets {
         names: Vec<String>,
         selector: Option<&str>,
         all: bool,
-    ) -> Result<Self, CommandError> {
+    ) -> Result<Self, TargetsError> {
         Self::build(names, selector, all, " or --all")
     }
 
@@ -47,7 +69,7 @@ impl Targets {
         names: Vec<String>,
         selector: Option<&str>,
         all: bool,
-    ) -> Result<Self, CommandError> {
+    ) -> Result<Self, TargetsError> {
         Self::build(names, selector, all, "")
     }
 
@@ -68,8 +90,8 @@ impl Targets {
         names: Vec<String>,
         selector: Option<&str>,
         all: bool,
-        or_all: &str,
-    ) -> Result<Self, CommandError> {
+        or_all: &'static str,
+    ) -> Result<Self, TargetsError> {
         match (names.is_empty(), selector, all) {
             (false, None, false) => {
                 let mut unique: Vec<String> = Vec::with_capacity(names.len());
@@ -83,18 +105,11 @@ impl Targets {
             }
             (true, Some(s), false) => LabelSelector::parse(s)
                 .map(Targets::Selector)
-                .map_err(|e| CommandError::Input(e.to_string())),
+                .map_err(TargetsError::from),
             (true, None, true) => Ok(Targets::All),
-            (true, None, false) => Err(CommandError::Input(format!(
-                "no nodes given: name nodes, or use -l/--selector{or_all}"
-            ))),
-            (false, _, _) => Err(CommandError::Input(format!(
-                "node names ({}) cannot be combined with -l/--selector{or_all}",
-                names.join(", ")
-            ))),
-            (true, Some(_), true) => Err(CommandError::Input(
-                "--all and -l/--selector are mutually exclusive".into(),
-            )),
+            (true, None, false) => Err(TargetsError::NoneGiven { or_all }),
+            (false, _, _) => Err(TargetsError::NamesAndSelector { names, or_all }),
+            (true, Some(_), true) => Err(TargetsError::AllAndSelector),
         }
     }
 }
@@ -102,7 +117,6 @@ impl Targets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use placekit_core::exit;
 
     #[test]
     fn targets_follow_kubectl_rules() {
@@ -125,8 +139,7 @@ mod tests {
             (vec!["pod/a".to_string()], None, false),
             (vec!["node/".to_string()], None, false),
         ] {
-            let err = Targets::from_args(names, sel, all).unwrap_err();
-            assert_eq!(err.exit_code(), exit::USAGE);
+            assert!(Targets::from_args(names, sel, all).is_err());
         }
         assert!(
             Targets::from_args(vec![], Some("a in"), false)

@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use placekit_cli::inventory::{NodeGroup, StatusView};
+use placekit_cli::inventory::StatusView;
 use placekit_cli::output::openmetrics::{Family, ReadOutcome, read_families, render};
+use placekit_cli::output::v1::NodeGroup;
 use placekit_core::accelerators::{Form, NodeInventory};
 
 /// One cluster's `status`, for the families: its context under `--contexts`, what was

@@ -11,7 +11,8 @@ use placekit_core::exit;
 use placekit_core::gpu;
 use placekit_core::model::quantity::format_milli;
 
-use placekit_cli::inventory::{By, NodeGroup, RequestRow, Status, StatusOptions, StatusView};
+use placekit_cli::inventory::{By, Status, StatusOptions, StatusView};
+use placekit_cli::output::v1::{NodeGroup, RequestRow};
 
 /// Renders one cluster's `status`.
 pub fn print_status(ui: &Ui, targets: &Targets, options: &StatusOptions, view: &StatusView) {
@@ -471,7 +472,7 @@ fn inventory_rows(
     let totals = if ui.no_headers { &[][..] } else { totals };
     for t in totals {
         let mut row = vec![
-            format!("TOTAL ({})", placekit_cli::ui::count(t.nodes, "node")),
+            format!("TOTAL ({})", placekit_core::text::count(t.nodes, "node")),
             t.resource_text(),
             cell(t.figures.capacity),
             cell(t.figures.allocatable),

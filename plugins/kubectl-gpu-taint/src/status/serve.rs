@@ -67,7 +67,7 @@ pub async fn serve_metrics(
     let address = listener.local_addr().unwrap_or(listen);
     eprintln!(
         "serving /metrics and /healthz on http://{address} ({} watched)",
-        placekit_cli::ui::count(lock(&served.inventory).nodes.len(), "node")
+        placekit_core::text::count(lock(&served.inventory).nodes.len(), "node")
     );
     tokio::spawn(keep_current(
         conn.clone(),

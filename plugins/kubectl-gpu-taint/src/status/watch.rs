@@ -102,7 +102,7 @@ pub async fn watch_status(
                 .map(|t| {
                     vec![format!(
                         "TOTAL ({})",
-                        placekit_cli::ui::count(t.nodes, "node")
+                        placekit_core::text::count(t.nodes, "node")
                     )]
                 })
                 .collect();

@@ -3,11 +3,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
-
 use crate::error::CommandError;
+use crate::output::v1::{NodeGroup, RequestRow};
 use placekit_client::api::{self, Listed, POD_PAGE};
 use placekit_client::connect::Connection;
+use placekit_client::error::ClientError;
 use placekit_client::targets::Targets;
 use placekit_core::accelerators::{self, NodeInventory, ResourceTotal, Scope};
 use placekit_core::dra::DraInventory;
@@ -187,7 +187,7 @@ async fn read_nodes(conn: &Connection, targets: &Targets) -> Result<Vec<Node>, C
         Targets::Names(_) => {
             let found = match api::fetch_node_objects(&conn.client, targets).await {
                 // A read-only command: "nothing was changed" would be beside the point.
-                Err(CommandError::NodesNotFound(names)) => {
+                Err(ClientError::NodesNotFound(names)) => {
                     return Err(CommandError::Input(format!(
                         "node{} {} not found (check the name with `kubectl get nodes`)",
                         if names.len() == 1 { "" } else { "s" },
@@ -230,27 +230,6 @@ pub fn node_view(node: &k8s_openapi::api::core::v1::Node) -> Result<Node, Comman
     Node::from_typed(node).map_err(|e| CommandError::Input(e.to_string()))
 }
 
-/// One line of `--by namespace|pod`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RequestRow {
-    pub namespace: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pod: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub node: Option<String>,
-    /// The extended resource, or the DRA driver.
-    pub resource: String,
-    /// DRA devices allocated to the pod's (or namespace's) claims.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub dra: bool,
-    #[serde(serialize_with = "placekit_core::model::quantity::units")]
-    pub requested: i128,
-    /// `--by namespace`: how many pods (or claims, for DRA) it sums.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pods: Option<usize>,
-}
-
 /// A `--by` line's identity: namespace, pod and node (per pod), resource.
 type BreakdownKey = (String, Option<String>, Option<String>, String);
 
@@ -281,17 +260,6 @@ pub enum StatusView {
     },
 }
 
-/// One `--group-by` group: the nodes whose label has one value (or lacks it).
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeGroup {
-    /// The label's value; `None` for the nodes without the label.
-    pub value: Option<String>,
-    pub nodes: usize,
-    /// The group's totals per resource.
-    pub by_resource: Vec<ResourceTotal>,
-}
-
 /// How a cluster's reads are judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reading {
@@ -304,6 +272,9 @@ pub enum Reading {
 }
 
 /// Reads what `status` shows for one cluster.
+///
+/// Long on purpose: the nodes, DRA's objects and the active pods are read in that order and
+/// folded page by page into what is kept per node; the steps share that state.
 pub async fn read_status(
     conn: &Connection,
     targets: &Targets,

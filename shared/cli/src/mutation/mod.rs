@@ -5,7 +5,8 @@
 //!
 //! 1. targets, deduplicated ([`placekit_client::targets`]), are read ([`placekit_client::api`]);
 //! 2. each command plans its change per node ([`placekit_core::plan`], [`placekit_core::rollback`]);
-//! 3. the same policy checks run for every command ([`checks`]: dependents of removed or
+//! 3. the same policy checks run for every command ([`placekit_lint::checks`], pure over
+//!    a view of the cluster the pipeline gathers: dependents of removed or
 //!    changed labels, risky keys, pods kept away or evicted by added taints);
 //! 4. the plan is shown, confirmed, snapshotted ([`placekit_core::snapshot`]) and written with
 //!    conditional patches ([`placekit_client::executor`]);
@@ -14,9 +15,6 @@
 //! [`undo`] is rollback, history and show. The two plugins' commands on top of the pipeline
 //! live in their plugins (`kubectl-nodelabel/src/commands.rs`, `kubectl-gpu-taint/src/commands.rs`).
 
-/// The policy checks, pure over a view of the cluster, live with the workload model in
-/// `placekit-lint`; the pipeline gathers their view.
-pub use placekit_lint::checks;
 pub mod pipeline;
 pub mod report;
 pub mod undo;

@@ -1,5 +1,5 @@
 //! The one path every change to nodes takes — set, remove, import, dedicate, release and
-//! rollback alike: plan blockers → policy checks ([`super::checks`]) → show → confirm →
+//! rollback alike: plan blockers → policy checks ([`placekit_lint::checks`]) → show → confirm →
 //! snapshot → conditional write ([`placekit_client::executor`]) → report.
 
 use crate::output::PrintReport as _;
@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::CommandError;
-use crate::ui::{DryRun, MutationArgs, Ui, shell_quote};
+use crate::ui::{DryRun, MutationArgs, Ui};
 use placekit_client::api;
 use placekit_client::connect::Connection;
 use placekit_client::executor::{
@@ -17,9 +17,11 @@ use placekit_client::interrupt::Interrupt;
 use placekit_core::cluster::ClusterIdentity;
 use placekit_core::plan::NodePlan;
 use placekit_core::snapshot::{Journal, SnapshotHeader, SnapshotStore};
+use placekit_core::text::shell_quote;
 
-use super::checks::{self, ChangeView, Finding, Findings};
-use super::report::{NodeReport, Outcome, Report, ReportedFinding, Standing, render_plan};
+use super::report::render_plan;
+use crate::output::v1::change::{NodeReport, Outcome, Report, ReportedFinding, Standing};
+use placekit_lint::checks::{self, ChangeView, Finding, Findings};
 
 /// What a mutating command is, besides its plans.
 #[derive(Debug, Clone)]
@@ -149,7 +151,7 @@ async fn disruption_budgets(
     {
         Ok(b) => b,
         Err(e) if e.is_forbidden() => return Ok(checks::Budgets::Unreadable(e.to_string())),
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let budgets: Vec<PodDisruptionBudget> = budgets
         .into_iter()
@@ -666,8 +668,11 @@ fn confirm(
         return Ok(());
     }
     let what = match &mutation.undoes {
-        Some(undoes) => format!("{} to undo {undoes}", crate::ui::count(nodes, "node")),
-        None => crate::ui::count(nodes, "node"),
+        Some(undoes) => format!(
+            "{} to undo {undoes}",
+            placekit_core::text::count(nodes, "node")
+        ),
+        None => placekit_core::text::count(nodes, "node"),
     };
     if !ui.interactive {
         return Err(CommandError::NeedsConfirmation(match evictions {
@@ -680,12 +685,12 @@ fn confirm(
         (Some(_), _) => format!("Apply the change to {what}, evictions included (see above)?"),
         (None, Some(undoes)) => format!(
             "Undo {undoes} (writing {})?",
-            crate::ui::count(nodes, "node")
+            placekit_core::text::count(nodes, "node")
         ),
         (None, None) => format!("Apply the change to {what}?"),
     };
     // `undoes` quotes a snapshot: escaped like every string the prompt shows.
-    if ui.confirm(&crate::ui::escaped(&question)) {
+    if ui.confirm(&placekit_core::text::escaped(&question)) {
         Ok(())
     } else {
         Err(CommandError::Declined)
@@ -727,7 +732,7 @@ async fn preflight_warnings(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mutation::checks::Check;
+    use placekit_lint::checks::Check;
 
     fn finding(text: &str) -> Finding {
         Finding::new(Check::Dependents, text)

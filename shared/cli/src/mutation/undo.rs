@@ -25,13 +25,14 @@ use placekit_core::snapshot::{
     now_rfc3339,
 };
 
-use super::checks::{Check, Finding, Findings};
 use super::pipeline::{self, Mutation};
-use super::report::{NodeReport, Outcome, Report};
+use crate::output::v1::HistoryEntry;
+use crate::output::v1::change::{NodeReport, Outcome, Report};
 use crate::output::v1::{SnapshotHistory, SnapshotPage};
 use crate::overrides::{RollbackOverrides, RollbackSettings};
-use crate::ui::shell_quote;
 use placekit_client::targets::Targets;
+use placekit_core::text::shell_quote;
+use placekit_lint::checks::{Check, Finding, Findings};
 
 /// Which snapshot a `rollback` or `show` names.
 #[derive(Debug, Clone, Copy)]
@@ -69,7 +70,7 @@ impl<'a> SnapshotChoice<'a> {
                         top.header.user_command(),
                         top.header.created_at,
                         top.header.context,
-                        crate::ui::count(top.header.nodes.len(), "node"),
+                        placekit_core::text::count(top.header.nodes.len(), "node"),
                         placekit_core::snapshot::plugin_name(&top.header.tool),
                         placekit_core::snapshot::plugin_name(tool),
                     )));
@@ -290,7 +291,7 @@ pub async fn rollback(
     if !ui.output.is_structured() {
         println!(
             "undoing {}",
-            crate::ui::escaped(mutation.undoes.as_deref().unwrap_or_default())
+            placekit_core::text::escaped(mutation.undoes.as_deref().unwrap_or_default())
         );
         for s in &skipped {
             ui.warn(&format!(
@@ -338,7 +339,7 @@ pub async fn rollback(
     if not_selected_left > 0 && !ui.output.is_structured() {
         println!(
             "{} of the snapshot not selected still to restore: it stays on the undo stack",
-            crate::ui::count(not_selected_left, "node")
+            placekit_core::text::count(not_selected_left, "node")
         );
     }
     if args.dry_run == crate::ui::DryRun::None {
@@ -419,10 +420,10 @@ fn undo_description(
             format!(
                 "{} of its {}",
                 s.len(),
-                crate::ui::count(h.nodes.len(), "node")
+                placekit_core::text::count(h.nodes.len(), "node")
             )
         }
-        _ => crate::ui::count(h.nodes.len(), "node"),
+        _ => placekit_core::text::count(h.nodes.len(), "node"),
     };
     format!(
         "`{}` of {} on context {}, {nodes}",
@@ -446,28 +447,6 @@ pub async fn show(
     };
     print_snapshot(ui, &choice.load(tool, &cluster)?);
     Ok(exit::SUCCESS)
-}
-
-/// One row of `history`.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct HistoryEntry {
-    pub created_at: String,
-    pub context: String,
-    pub server: String,
-    pub operation: String,
-    pub command: String,
-    pub nodes: usize,
-    pub outcome: String,
-    /// `no`, `yes` or `partly`.
-    pub rolled_back: String,
-    pub rolled_back_by: Vec<String>,
-    /// What the newest rollback left alone because someone changed it since.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub left_alone: Vec<String>,
-    /// The snapshot's name, which `show NAME` and `rollback NAME` take (`-o name` prints it).
-    pub name: String,
-    pub path: std::path::PathBuf,
 }
 
 /// `history`: every snapshot of `tool`, oldest first, and the files that could not be read.
@@ -663,7 +642,7 @@ pub fn print_snapshot(ui: &Ui, snapshot: &Snapshot) {
     // A snapshot is a file: what it says is shown with its control characters escaped.
     macro_rules! println {
         ($($arg:tt)*) => {
-            std::println!("{}", crate::ui::escaped(&format!($($arg)*)))
+            std::println!("{}", placekit_core::text::escaped(&format!($($arg)*)))
         };
     }
     println!("snapshot:  {}", snapshot.path.display());

@@ -14,9 +14,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::inventory::{NodeGroup, RequestRow};
-use crate::mutation::report::Report as ChangeReport;
-use crate::mutation::undo::HistoryEntry;
+pub mod change;
+
+use change::Report as ChangeReport;
+
 use placekit_core::accelerators::{NodeInventory, ResourceTotal};
 use placekit_core::dra::ClaimState;
 use placekit_core::gpu::GpuTotals;
@@ -457,4 +458,58 @@ pub struct PendingItem {
     /// The gang the pod belongs to, judged as a group.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gang: Option<GangJudgement>,
+}
+
+/// One row of `history`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    pub created_at: String,
+    pub context: String,
+    pub server: String,
+    pub operation: String,
+    pub command: String,
+    pub nodes: usize,
+    pub outcome: String,
+    /// `no`, `yes` or `partly`.
+    pub rolled_back: String,
+    pub rolled_back_by: Vec<String>,
+    /// What the newest rollback left alone because someone changed it since.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_alone: Vec<String>,
+    /// The snapshot's name, which `show NAME` and `rollback NAME` take (`-o name` prints it).
+    pub name: String,
+    pub path: std::path::PathBuf,
+}
+
+/// One `--group-by` group: the nodes whose label has one value (or lacks it).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeGroup {
+    /// The label's value; `None` for the nodes without the label.
+    pub value: Option<String>,
+    pub nodes: usize,
+    /// The group's totals per resource.
+    pub by_resource: Vec<ResourceTotal>,
+}
+
+/// One line of `--by namespace|pod`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestRow {
+    pub namespace: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The extended resource, or the DRA driver.
+    pub resource: String,
+    /// DRA devices allocated to the pod's (or namespace's) claims.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dra: bool,
+    #[serde(serialize_with = "placekit_core::model::quantity::units")]
+    pub requested: i128,
+    /// `--by namespace`: how many pods (or claims, for DRA) it sums.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pods: Option<usize>,
 }

@@ -608,6 +608,11 @@ fn ordering_int(o: Ordering) -> i64 {
     }
 }
 
+/// Declares Kubernetes' quantity library in `env`: `quantity()`, `isQuantity()` and each
+/// method of a quantity (`isGreaterThan`, `compareTo`, `add`, `sub`, `asInteger`...).
+///
+/// Long on purpose: one declaration per function of the library, each a few lines, kept
+/// together so the list reads against Kubernetes' `library/quantity.go`.
 fn register_quantity(env: &mut Env) -> Result<(), cel::DeclarationError> {
     let q = || QUANTITY_TYPE.to_owned();
     env.add_overload(

@@ -10,6 +10,7 @@
 pub mod candidates;
 pub mod drift;
 pub mod filters;
+pub mod gang;
 pub mod message;
 pub mod node_info;
 pub mod pending;

@@ -58,7 +58,7 @@ pub struct PlacedPod {
     /// pods are kept this way.
     pub requests: Vec<(String, i128)>,
     /// The gang it belongs to, by its scheduler's marks.
-    pub gang: Option<(super::pending::GangKind, String)>,
+    pub gang: Option<(super::gang::GangKind, String)>,
 }
 
 impl PlacedPod {
@@ -91,7 +91,7 @@ impl PlacedPod {
                 .into_iter()
                 .filter(|(r, _)| !pod.extended_resource_served_by_dra(r))
                 .collect(),
-            gang: super::pending::gang_of(pod),
+            gang: super::gang::gang_of(pod),
         }
     }
 }

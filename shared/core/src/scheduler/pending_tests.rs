@@ -4,7 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::pending::{ClusterView, GangKind, PodGroup, Standing, gang_of, judge};
+use super::gang::{GangKind, PodGroup, gang_of};
+use super::pending::{ClusterView, Standing, judge};
 use super::*;
 use crate::model::storage::{Claim, CsiNode, Storage, StorageClass, Volume};
 use crate::model::{Node, Pod};

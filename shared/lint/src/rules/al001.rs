@@ -1,4 +1,5 @@
-//! AL001 split-required-terms.
+//! AL001 split-required-terms finds required nodeSelectorTerms split into terms over
+//! different keys: they are OR-ed.
 use crate::affinity::{
     Req, keys, marked_as_or, merged_term_yaml, render_term, required_terms, requirements,
 };

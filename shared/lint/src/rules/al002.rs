@@ -1,4 +1,4 @@
-//! AL002 term-omits-key.
+//! AL002 term-omits-key finds a required term omits a key that every other term constrains.
 use crate::affinity::{keys, marked_as_or, required_terms};
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
 

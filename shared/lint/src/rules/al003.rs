@@ -1,4 +1,5 @@
-//! AL003 empty-term.
+//! AL003 empty-term finds a node selector term with no expressions and no fields matches no
+//! node.
 use crate::affinity::{preferred_terms, required_terms};
 use crate::fix::{TextEdit, TextFix, alone_on_lines};
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Severity};

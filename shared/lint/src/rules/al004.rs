@@ -1,4 +1,5 @@
-//! AL004 invalid-requirement.
+//! AL004 invalid-requirement finds a node selector requirement, toleration, pod affinity
+//! term or spread constraint the API server rejects.
 use crate::affinity::{Req, preferred_terms, required_terms, requirements};
 use crate::fix::{TextEdit, TextFix};
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Severity};

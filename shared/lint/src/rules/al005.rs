@@ -1,4 +1,5 @@
-//! AL005 unsatisfiable-term.
+//! AL005 unsatisfiable-term finds a required term (or nodeSelector) that no node can
+//! satisfy.
 use crate::affinity::{contradiction, required_terms, requirements, tuples};
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
 

@@ -1,4 +1,4 @@
-//! AL006 preferred-weight-range.
+//! AL006 preferred-weight-range finds a preferred node affinity weight outside 1..100.
 use crate::affinity::preferred_terms;
 use crate::fix::{TextEdit, TextFix, scalar_json};
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Severity};

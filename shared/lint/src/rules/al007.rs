@@ -1,4 +1,5 @@
-//! AL007 extended-resource-limits.
+//! AL007 extended-resource-limits finds an extended resource (GPU) with requests but no
+//! limits, or requests != limits.
 use crate::fix::{TextEdit, TextFix, is_flow, source};
 use crate::podspec::all_containers;
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Severity};

@@ -1,4 +1,5 @@
-//! AL008 spread-selector-mismatch.
+//! AL008 spread-selector-mismatch finds a topology spread or anti-affinity labelSelector
+//! that does not match the pod's own labels.
 use crate::affinity::LabelSelector;
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Severity, UnlessSelected};
 use crate::yaml::Node;

@@ -1,4 +1,5 @@
-//! AL009 preference-never-holds.
+//! AL009 preference-never-holds finds a preferred term that can never hold given the
+//! required terms.
 use crate::affinity::{
     contradiction, preferred_terms, render_term, required_terms, requirements, tuples,
 };

@@ -1,4 +1,5 @@
-//! AL010 gpu-rollout-surge.
+//! AL010 gpu-rollout-surge finds a GPU Deployment whose rolling update cannot progress
+//! (maxSurge and maxUnavailable 0; with --cluster: no free GPUs for the surge).
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Scope, Severity};
 use crate::rules::al007::is_extended;
 use crate::source::Object;
@@ -181,11 +182,14 @@ impl Rule for Al010 {
 
 /// With `--cluster`: flags a Deployment whose rollout needs more free accelerators (its
 /// surge) than the tolerated candidates have.
-pub(super) fn check_live(w: &super::cluster::Workload<'_>, push: &mut super::cluster::Report<'_>) {
+pub(super) fn check_live(
+    w: &super::cluster_workload::Workload<'_>,
+    push: &mut super::cluster_workload::Report<'_>,
+) {
     let Some(need) = headroom(w.object).filter(|_| w.object.view == 0) else {
         return;
     };
-    let free = super::cluster::free_on(&w.tolerated, need.resource);
+    let free = super::cluster_workload::free_on(&w.tolerated, need.resource);
     let needed = i128::from(need.needed) * 1000;
     if free < needed {
         push(

@@ -1,4 +1,5 @@
-//! AL011 pdb-blocks-evictions.
+//! AL011 pdb-blocks-evictions finds a PodDisruptionBudget that allows no eviction of its
+//! workload.
 //!
 //! A PodDisruptionBudget is judged over every pod it selects, so this rule is also a
 //! [`GroupRule`] working in two steps: [`collect`] records facts about each PDB and each

@@ -1,4 +1,5 @@
-//! AL012 no-revision-history.
+//! AL012 no-revision-history finds a `revisionHistoryLimit: 0` that leaves nothing to roll
+//! back to.
 use crate::fix::{TextEdit, TextFix, scalar_json};
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Scope, Severity};
 

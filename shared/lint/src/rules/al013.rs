@@ -1,4 +1,5 @@
-//! AL013 tolerate-everything.
+//! AL013 tolerate-everything finds a toleration with operator Exists and no key tolerates
+//! every taint.
 use std::collections::BTreeSet;
 
 use crate::affinity::{Req, required_terms, requirements};

@@ -1,4 +1,5 @@
-//! AL014 unprotected-isolation-key.
+//! AL014 unprotected-isolation-key finds a required isolation key outside
+//! node-restriction.kubernetes.io/.
 use crate::affinity::{required_terms, requirements};
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
 use crate::yaml::Node;

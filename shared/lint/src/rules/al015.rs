@@ -1,4 +1,5 @@
-//! AL015 duplicate-key.
+//! AL015 duplicate-key finds a mapping key written twice: kubectl applies the last value,
+//! other tools the first.
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Scope, Severity};
 
 pub static META: RuleMeta = RuleMeta {

@@ -1,4 +1,5 @@
-//! AL016 toleration-matches-no-taint.
+//! AL016 toleration-matches-no-taint finds a toleration for a retired or misspelled
+//! well-known taint key: it matches no taint.
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
 use crate::yaml::Node;
 

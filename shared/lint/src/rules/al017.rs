@@ -1,4 +1,5 @@
-//! AL017 retired-node-role-and.
+//! AL017 retired-node-role-and finds a required term needs both the retired master role
+//! label and the control-plane one.
 use crate::affinity::{Req, required_terms, requirements};
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
 use crate::yaml::Node;

@@ -1,4 +1,5 @@
-//! AL018 misplaced-scheduling-field.
+//! AL018 misplaced-scheduling-field finds a scheduling field where the API has none:
+//! refused by kubectl apply, dropped for other clients.
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Scope, Severity};
 use crate::yaml::{Node, NodeKind};
 use placekit_core::suggest::nearest_key;

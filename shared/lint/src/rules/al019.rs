@@ -1,4 +1,5 @@
-//! AL019 misspelled-accelerator-resource.
+//! AL019 misspelled-accelerator-resource finds an accelerator resource a known vendor's
+//! device plugin does not advertise, next to one it does.
 use crate::podspec::all_containers;
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
 use crate::yaml::Node;

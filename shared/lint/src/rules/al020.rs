@@ -1,4 +1,5 @@
-//! AL020 control-plane-untolerated.
+//! AL020 control-plane-untolerated finds a workload required to run on control-plane nodes
+//! without tolerating their taint.
 use crate::affinity::{required_terms, requirements};
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Severity};
 use crate::yaml::Node;

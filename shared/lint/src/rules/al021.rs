@@ -1,4 +1,5 @@
-//! AL021 tpu-request-exceeds-slice.
+//! AL021 tpu-request-exceeds-slice finds more google.com/tpu chips than the TPU slice
+//! topology the pod selects has in all.
 use crate::affinity::{required_terms, requirements};
 use crate::podspec::app_containers;
 use crate::rule::{Context, RawFinding, Rule, RuleMeta, Severity};

@@ -1,5 +1,7 @@
-//! AL101 no-candidate-node (`--cluster`): over the candidate nodes `rules::cluster` computes once for all the `--cluster` rules.
-use super::cluster::{Report, Workload, why_no_candidate};
+//! AL101 no-candidate-node (`--cluster`) finds a workload no node admits: no node satisfies
+//! its nodeSelector and required affinity. Judged over the workload and candidate nodes
+//! `rules::cluster_workload` computes once for all the `--cluster` rules.
+use super::cluster_workload::{Report, Workload, why_no_candidate};
 use crate::rule::{RuleMeta, Severity};
 
 pub static META: RuleMeta = RuleMeta {

@@ -1,5 +1,7 @@
-//! AL102 unknown-label-key (`--cluster`): over the candidate nodes `rules::cluster` computes once for all the `--cluster` rules.
-use super::cluster::{Report, Workload};
+//! AL102 unknown-label-key (`--cluster`) finds a key in a required constraint exists on no
+//! node (typo?). Judged over the workload and candidate nodes `rules::cluster_workload`
+//! computes once for all the `--cluster` rules.
+use super::cluster_workload::{Report, Workload};
 use crate::rule::{RuleMeta, Severity};
 use crate::yaml::Node;
 use placekit_core::suggest::nearest_key;

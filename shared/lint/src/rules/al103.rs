@@ -1,5 +1,7 @@
-//! AL103 tainted-candidates (`--cluster`): over the candidate nodes `rules::cluster` computes once for all the `--cluster` rules.
-use super::cluster::{Report, Workload, names};
+//! AL103 tainted-candidates (`--cluster`) finds every candidate node has a taint the pod
+//! does not tolerate. Judged over the workload and candidate nodes
+//! `rules::cluster_workload` computes once for all the `--cluster` rules.
+use super::cluster_workload::{Report, Workload, names};
 use crate::rule::{RuleMeta, Severity};
 use placekit_core::scheduling::{SCHEDULING_EFFECTS, untolerated_taints};
 

@@ -1,5 +1,7 @@
-//! AL104 not-enough-free-gpus (`--cluster`): over the candidate nodes `rules::cluster` computes once for all the `--cluster` rules.
-use super::cluster::{Report, Workload, free_on};
+//! AL104 not-enough-free-gpus (`--cluster`) finds replicas x GPUs per pod beyond the
+//! candidates' free allocatable. Judged over the workload and candidate nodes
+//! `rules::cluster_workload` computes once for all the `--cluster` rules.
+use super::cluster_workload::{Report, Workload, free_on};
 use crate::rule::{RuleMeta, Severity};
 use placekit_core::model::quantity::format_milli;
 

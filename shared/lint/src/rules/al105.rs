@@ -1,5 +1,8 @@
-//! AL105 hostname-spread-too-wide (`--cluster`): over the candidate nodes `rules::cluster` computes once for all the `--cluster` rules.
-use super::cluster::{Report, Workload, names};
+//! AL105 hostname-spread-too-wide (`--cluster`) finds a hostname spread that caps the
+//! replicas below their count, or candidates missing a topologyKey. Judged over the
+//! workload and candidate nodes `rules::cluster_workload` computes once for all the
+//! `--cluster` rules.
+use super::cluster_workload::{Report, Workload, names};
 use crate::rule::{RuleMeta, Severity};
 use crate::yaml::Node;
 use placekit_core::scheduler::NodeInfo;

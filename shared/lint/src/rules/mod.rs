@@ -27,6 +27,7 @@ pub mod al103;
 pub mod al104;
 pub mod al105;
 pub mod cluster;
+pub mod cluster_workload;
 
 #[cfg(test)]
 mod tests;
