@@ -36,11 +36,16 @@ pub enum Need {
     SarifSchema,
     /// zsh and fish, for the completion scripts (bash is always there).
     Shells,
+    /// A real cluster with the controllers of a GPU cluster running against it
+    /// (`tests/control-plane/cp up --with kwok,nfd`): its admin kubeconfig in
+    /// `PLACEKIT_E2E_CONTROLLERS_KUBECONFIG`, nfd-worker's features directory in
+    /// `PLACEKIT_E2E_NFD_FEATURES_DIR`.
+    Controllers,
 }
 
 impl Need {
     /// Every need, in the order `PLACEKIT_REQUIRE=all` lists them.
-    pub const ALL: [Need; 10] = [
+    pub const ALL: [Need; 11] = [
         Need::RealCluster,
         Need::SecondCluster,
         Need::Kubectl,
@@ -51,6 +56,7 @@ impl Need {
         Need::SharedCrds,
         Need::SarifSchema,
         Need::Shells,
+        Need::Controllers,
     ];
 
     /// Its name in [`REQUIRE`].
@@ -66,6 +72,7 @@ impl Need {
             Need::SharedCrds => "shared-crds",
             Need::SarifSchema => "sarif-schema",
             Need::Shells => "shells",
+            Need::Controllers => "controllers",
         }
     }
 
@@ -88,6 +95,9 @@ impl Need {
                 "run .ci/run once (it fetches target/sarif-schema/sarif-2.1.0.json)"
             }
             Need::Shells => "install zsh and fish (apt-get install zsh fish)",
+            Need::Controllers => {
+                "start a control plane with controllers (tests/control-plane/cp up --with kwok,nfd ...; docs/testing.md) and set PLACEKIT_E2E_CONTROLLERS_KUBECONFIG and PLACEKIT_E2E_NFD_FEATURES_DIR"
+            }
         }
     }
 }
@@ -184,6 +194,26 @@ pub fn promtool(suite: &str) -> Option<PathBuf> {
                 suite,
                 Need::Promtool,
                 &format!("tests/metrics/promtool: {e}"),
+            );
+            None
+        }
+    }
+}
+
+/// The cluster with controllers (`cp up --with kwok,nfd`): its admin kubeconfig and
+/// nfd-worker's features directory, or `None` when `suite` is skipped for want of them.
+pub fn controllers(suite: &str) -> Option<(PathBuf, PathBuf)> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    match (
+        var("PLACEKIT_E2E_CONTROLLERS_KUBECONFIG"),
+        var("PLACEKIT_E2E_NFD_FEATURES_DIR"),
+    ) {
+        (Some(kubeconfig), Some(features)) => Some((kubeconfig.into(), features.into())),
+        _ => {
+            skip(
+                suite,
+                Need::Controllers,
+                "PLACEKIT_E2E_CONTROLLERS_KUBECONFIG or PLACEKIT_E2E_NFD_FEATURES_DIR is not set",
             );
             None
         }

@@ -160,7 +160,8 @@ warn that they come back or are lost. A blocked change shows every finding at on
         nodes: Vec<String>,
         #[command(flatten)]
         selection: Selection,
-        /// file: key -> feature.node.kubernetes.io/key; hook: key -> feature.node.kubernetes.io/<hook>-key.
+        /// file: key -> feature.node.kubernetes.io/key (as nfd-worker names them); hook: key ->
+        /// feature.node.kubernetes.io/<hook>-key, /key -> feature.node.kubernetes.io/key.
         #[arg(long, value_enum)]
         naming: Option<NamingArg>,
         /// Re-allow a kubernetes.io label namespace.

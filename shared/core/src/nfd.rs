@@ -1,16 +1,26 @@
 //! Node features in node-feature-discovery's local-source format, for `kubectl nodelabel
 //! import`.
 //!
-//! A feature file (or a hook's standard output) holds one `key[=value]` per line; a key
-//! without `=` has the value `true`. `#` starts a comment; blank lines are ignored. Two
-//! directives are understood, as NFD does:
+//! A feature file (or a hook's standard output) holds one `key[=value]` per line, read as
+//! nfd-worker's local source reads it (checked line form by line form against nfd-worker
+//! and nfd-master v0.17.3 on a real control plane): each line is trimmed, then split at its
+//! first `=`, and the key and value are taken as they are (`key = value` is the key `key `,
+//! which no label may have); a key without `=` has the value `true`. A line starting with
+//! `#` is a comment, blank lines are ignored, and a comment starting with `# +` is a
+//! directive:
 //! - `# +expiry-time=<RFC3339>`: the entries after it are ignored once that time has
-//!   passed (until the next expiry directive);
-//! - `# +no-label`: the next entry is not turned into a label.
+//!   passed (until the next expiry directive); the time is read as Go's `time.RFC3339` reads
+//!   it, so `2030-01-01 00:00:00Z` is an invalid directive (and expires nothing);
+//! - `# +no-label`: the next entry read is not turned into a label (an expired entry is not
+//!   read: the next one after it is skipped);
+//! - `# +no-feature`: NFD's, about its raw features; no label changes;
+//! - any other is an invalid directive, reported (NFD logs it as an error and reads on).
+//!
+//! `#+no-label` (no space) is a plain comment, as for NFD.
 //!
 //! Naming (`--naming`):
 //! - `file` (today's NFD feature files): `key` becomes `feature.node.kubernetes.io/key`,
-//!   `ns/name` is used as is;
+//!   `ns/name` is used as is, and `/key` is an invalid key (nfd-worker ignores it);
 //! - `hook` (NFD's classic hooks): `key` becomes `feature.node.kubernetes.io/<hook>-key`,
 //!   `/key` becomes `feature.node.kubernetes.io/key`, `ns/name` is used as is.
 //!
@@ -189,10 +199,9 @@ impl NamespacePolicy {
 
 fn label_name(key: &str, naming: &Naming) -> String {
     match naming {
+        // A `/key` stays as it is, with its empty prefix: nfd-worker refuses the name, and
+        // so does the validation below.
         Naming::File if !key.contains('/') => format!("{FEATURE_NAMESPACE}/{key}"),
-        // Feature files use the hooks' format, where a leading `/` means "no hook-name
-        // prefix": for a file that is the plain feature namespace too.
-        Naming::File if key.starts_with('/') => format!("{FEATURE_NAMESPACE}{key}"),
         Naming::Hook { hook_name } => match key.strip_prefix('/') {
             Some(rest) => format!("{FEATURE_NAMESPACE}/{rest}"),
             None if !key.contains('/') => format!("{FEATURE_NAMESPACE}/{hook_name}-{key}"),
@@ -200,6 +209,54 @@ fn label_name(key: &str, naming: &Naming) -> String {
         },
         Naming::File => key.to_string(),
     }
+}
+
+/// How a directive starts, after the line is trimmed (`#+no-label` is a comment).
+const DIRECTIVE_PREFIX: &str = "# +";
+
+/// `text` as Go's `time.Parse(time.RFC3339, text)` reads it, which is how NFD reads an
+/// expiry: `T` and `Z` in capitals, seconds required, a fraction after them allowed (with
+/// `.` or `,`), an offset `±hh:mm`. jiff alone reads more (a space for `T`), and a time
+/// NFD refuses must expire nothing here either.
+fn go_rfc3339(text: &str) -> Option<jiff::Timestamp> {
+    let b = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| {
+        b.get(range.clone())
+            .is_some_and(|d| d.len() == range.len() && d.iter().all(u8::is_ascii_digit))
+    };
+    let shape = b.len() >= 20
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b'T'
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19);
+    if !shape {
+        return None;
+    }
+    let mut rest = &text[19..];
+    if let Some(fraction) = rest.strip_prefix(['.', ',']) {
+        let end = fraction
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(fraction.len());
+        if end == 0 {
+            return None;
+        }
+        rest = &fraction[end..];
+    }
+    let offset = rest.as_bytes();
+    let offset_ok = rest == "Z"
+        || matches!(offset, [b'+' | b'-', h1, h2, b':', m1, m2]
+            if [h1, h2, m1, m2].iter().all(|d| d.is_ascii_digit()));
+    if !offset_ok {
+        return None;
+    }
+    text.replacen(',', ".", 1).parse().ok()
 }
 
 /// Parses one feature source. Returns the features (a later line for the same label wins,
@@ -227,28 +284,40 @@ pub fn parse_features(
         if line.is_empty() {
             continue;
         }
-        if let Some(comment) = line.strip_prefix('#') {
-            let directive = comment.trim();
-            if let Some(value) = directive.strip_prefix("+expiry-time=") {
-                match value.trim().parse::<jiff::Timestamp>() {
-                    Ok(t) => expired = t <= now,
-                    Err(e) => errors.push(error(
+        if line.starts_with('#') {
+            let Some(directive) = line.strip_prefix(DIRECTIVE_PREFIX) else {
+                continue;
+            };
+            let (name, value) = match directive.split_once('=') {
+                Some((name, value)) => (name, Some(value)),
+                None => (directive, None),
+            };
+            match (name, value) {
+                ("expiry-time", Some(value)) => match go_rfc3339(value.trim()) {
+                    Some(t) => expired = t < now,
+                    None => errors.push(error(
                         line_no,
-                        format!("invalid +expiry-time {value:?}: {e}"),
+                        format!("invalid +expiry-time {value:?}: not an RFC 3339 time (2030-01-01T00:00:00Z)"),
                     )),
-                }
-            } else if directive == "+no-label" {
-                skip_next = true;
+                },
+                ("expiry-time", None) => errors.push(error(
+                    line_no,
+                    "invalid directive: write it as '# +expiry-time=<RFC 3339 time>'".into(),
+                )),
+                ("no-label", _) => skip_next = true,
+                ("no-feature", _) => {}
+                (other, _) => errors.push(error(
+                    line_no,
+                    format!("unknown directive {other:?} (known: expiry-time, no-label, no-feature)"),
+                )),
             }
             continue;
         }
-        if std::mem::take(&mut skip_next) || expired {
+        // An expired entry is not read: a `+no-label` before it waits for the next one.
+        if expired || std::mem::take(&mut skip_next) {
             continue;
         }
-        let (key, value) = match line.split_once('=') {
-            Some((k, v)) => (k.trim(), v.trim()),
-            None => (line, "true"),
-        };
+        let (key, value) = line.split_once('=').unwrap_or((line, "true"));
         let name = label_name(key, naming);
         let key_errors = qualified_name_errors(&name);
         if !key_errors.is_empty() {

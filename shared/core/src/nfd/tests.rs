@@ -45,7 +45,7 @@ fn runbook_hook_scenario() {
 #[test]
 fn file_naming_comments_and_defaults() {
     let (features, errors) = parse(
-        "# a comment\n\navx2\n  fma3 = true \nexample.com/gpu=a100\n",
+        "# a comment\n\navx2\n  fma3=true \nexample.com/gpu=a100\n",
         &Naming::File,
     );
     assert!(errors.is_empty());
@@ -56,6 +56,88 @@ fn file_naming_comments_and_defaults() {
             kv("feature.node.kubernetes.io/fma3", "true"),
             kv("example.com/gpu", "a100"),
         ]
+    );
+}
+
+/// The line forms where placekit read a file otherwise than nfd-worker v0.17.3 does, found
+/// by the differential against the real nfd-worker and nfd-master (`tests/tests/nfd.rs`):
+/// each here as NFD reads it.
+#[test]
+fn line_forms_as_nfd_worker_reads_them() {
+    // The key and value are not trimmed around `=`: `key = value` is no label.
+    let (features, errors) = parse("spaced = padded\n", &Naming::File);
+    assert!(features.is_empty());
+    assert!(
+        errors[0].starts_with("src:1: invalid label key \"feature.node.kubernetes.io/spaced \""),
+        "{errors:?}"
+    );
+    // A leading `/` in a feature file is an empty prefix, which nfd-worker refuses.
+    let (features, errors) = parse("/override=v\n", &Naming::File);
+    assert!(features.is_empty());
+    assert!(
+        errors[0].starts_with("src:1: invalid label key \"/override\""),
+        "{errors:?}"
+    );
+    // A directive starts with `# +`; `#+no-label` and `#  +no-label` are comments.
+    let (features, errors) = parse("#+no-label\na=1\n#  +no-label\nb=1\n", &Naming::File);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(
+        features,
+        vec![
+            kv("feature.node.kubernetes.io/a", "1"),
+            kv("feature.node.kubernetes.io/b", "1")
+        ]
+    );
+    // `+no-label` waits for the next entry read: an expired one is not read.
+    let (features, _) = parse(
+        "# +expiry-time=2000-01-01T00:00:00Z\n# +no-label\nold=1\n# +expiry-time=2999-01-01T00:00:00Z\nhidden=1\nshown=1\n",
+        &Naming::File,
+    );
+    assert_eq!(features, vec![kv("feature.node.kubernetes.io/shown", "1")]);
+    // An expiry is read as Go's RFC 3339: a time NFD refuses expires nothing.
+    for refused in [
+        "2000-01-01 00:00:00Z",
+        "2000-01-01T00:00:00z",
+        "2000-01-01t00:00:00Z",
+        "2000-01-01T00:00Z",
+        "2000-01-01",
+    ] {
+        let (features, errors) = parse(
+            &format!("# +expiry-time={refused}\nkept=1\n"),
+            &Naming::File,
+        );
+        assert_eq!(
+            features,
+            vec![kv("feature.node.kubernetes.io/kept", "1")],
+            "{refused}"
+        );
+        assert!(
+            errors[0].contains("invalid +expiry-time"),
+            "{refused}: {errors:?}"
+        );
+    }
+    for accepted in [
+        " 2000-01-01T00:00:00Z",
+        "2000-01-01T00:00:00.5Z",
+        "2000-01-01T00:00:00,5Z",
+        "2000-01-01T02:00:00+02:00",
+    ] {
+        let (features, errors) = parse(
+            &format!("# +expiry-time={accepted}\ngone=1\n"),
+            &Naming::File,
+        );
+        assert!(
+            features.is_empty() && errors.is_empty(),
+            "{accepted}: {errors:?}"
+        );
+    }
+    // An unknown directive is reported, as NFD logs it; +no-feature changes no label.
+    let (features, errors) = parse("# +foo\n# +no-feature\nx=1\n", &Naming::File);
+    assert_eq!(features, vec![kv("feature.node.kubernetes.io/x", "1")]);
+    assert_eq!(errors.len(), 1);
+    assert!(
+        errors[0].contains("unknown directive \"foo\""),
+        "{errors:?}"
     );
 }
 

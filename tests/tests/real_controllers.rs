@@ -1,0 +1,401 @@
+//! placekit's predictions about the controllers of a GPU cluster, checked against those
+//! controllers running: a control plane started with `tests/control-plane/cp up --with
+//! kwok,nfd` (kube-controller-manager with the deployment, replicaset, taint-eviction and
+//! garbage-collector controllers; kwok keeping its nodes Ready and running the pods bound to
+//! them; nfd-master, and nfd-worker describing node `nfd-node` from this machine and from
+//! the features directory the tests write). Each test asserts what placekit said and then
+//! what the controller did.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use placekit_testserver::crds::Kubectl;
+use placekit_testserver::harness::built_plugin;
+use placekit_testserver::process::Bounded as _;
+use placekit_testserver::require;
+
+/// The node nfd-worker describes (`cp up --with nfd`).
+const NFD_NODE: &str = "nfd-node";
+
+/// The cluster with controllers, and a scratch home for placekit's state.
+struct Controllers {
+    kubectl: Kubectl,
+    features: PathBuf,
+    home: tempfile::TempDir,
+}
+
+impl Controllers {
+    fn for_suite(suite: &str) -> Option<Self> {
+        let (kubeconfig, features) = require::controllers(suite)?;
+        require::kubectl(suite).then(|| Controllers {
+            kubectl: Kubectl::new(&kubeconfig),
+            features,
+            home: tempfile::tempdir().unwrap(),
+        })
+    }
+
+    /// Runs a plugin (`kubectl-nodelabel`): exit code, stdout, stderr.
+    fn plugin(&self, binary: &Path, args: &[&str]) -> (i32, String, String) {
+        let out = Command::new(binary)
+            .args(args)
+            .env("KUBECONFIG", self.kubectl.kubeconfig())
+            .env("HOME", self.home.path())
+            .env("NO_COLOR", "1")
+            .env("PLACEKIT_STATE_DIR", self.home.path().join("state"))
+            .bounded_output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn labels(&self, node: &str) -> BTreeMap<String, String> {
+        let json = self
+            .kubectl
+            .must(&["get", "node", node, "-o", "jsonpath={.metadata.labels}"]);
+        serde_json::from_str(&json).unwrap_or_default()
+    }
+
+    /// Waits until `done` holds on `node`'s labels; what they were when it held, or `None`
+    /// after `seconds`.
+    fn wait_labels(
+        &self,
+        node: &str,
+        seconds: u64,
+        done: impl Fn(&BTreeMap<String, String>) -> bool,
+    ) -> Option<(BTreeMap<String, String>, Duration)> {
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(seconds) {
+            let labels = self.labels(node);
+            if done(&labels) {
+                return Some((labels, started.elapsed()));
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        None
+    }
+}
+
+/// `nodelabel remove` of a label nfd-master owns (it came from a features file nfd-worker
+/// reads): `show` names nfd-master as its owner, the removal warns that nfd-master puts it
+/// back, and nfd-master does, with the file's value.
+#[test]
+fn nfd_master_restores_the_label_nodelabel_said_it_would() {
+    let suite = "nodelabel against the running nfd-master";
+    let Some(cluster) = Controllers::for_suite(suite) else {
+        return;
+    };
+    let Some(nodelabel) = built_plugin(suite, "kubectl-nodelabel") else {
+        return;
+    };
+    let key = "feature.node.kubernetes.io/pk-owned-gpu";
+    let file = cluster.features.join("pk-owned");
+    std::fs::write(&file, "pk-owned-gpu=a100\n").unwrap();
+    let published = cluster.wait_labels(NFD_NODE, 60, |l| {
+        l.get(key).map(String::as_str) == Some("a100")
+    });
+    let show = cluster.plugin(&nodelabel, &["show", NFD_NODE]);
+    let removed = cluster.plugin(&nodelabel, &["remove", NFD_NODE, key, "--yes"]);
+    let restored = cluster.wait_labels(NFD_NODE, 60, |l| {
+        l.get(key).map(String::as_str) == Some("a100")
+    });
+    std::fs::remove_file(&file).unwrap();
+    let gone = cluster.wait_labels(NFD_NODE, 60, |l| !l.contains_key(key));
+
+    assert!(published.is_some(), "nfd-master never set {key}");
+    let (code, out, err) = show;
+    assert_eq!(code, 0, "{err}");
+    let row = out
+        .lines()
+        .find(|l| l.contains(key))
+        .unwrap_or_else(|| panic!("show lists no {key}:\n{out}"));
+    let columns: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        columns,
+        [NFD_NODE, key, "a100", "nfd-master", "nfd-master"],
+        "{out}"
+    );
+    let (code, out, err) = removed;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("node/nfd-node applied"), "{out}");
+    assert!(
+        err.contains(&format!(
+            "warning: {key} on node/nfd-node: nfd-master owns it and re-applies its own value at its next update"
+        )),
+        "{err}"
+    );
+    let (_, took) = restored.expect("nfd-master did not put the label back within 60 s");
+    eprintln!("nfd-master restored {key} {took:?} after the removal");
+    assert!(
+        gone.is_some(),
+        "nfd-master kept {key} after its file was removed"
+    );
+}
+
+/// One line form of NFD's local-source format and the token its label keys carry.
+struct Form {
+    name: &'static str,
+    content: &'static str,
+}
+
+/// Every line form the local source reads, one file each, its keys marked `pkd<N>-`.
+const FORMS: &[Form] = &[
+    Form {
+        name: "key=value",
+        content: "pkd01-plain=v1\n",
+    },
+    Form {
+        name: "a bare key is true",
+        content: "pkd02-bare\n",
+    },
+    Form {
+        name: "spaces around =",
+        content: "pkd03-spaced = padded\n",
+    },
+    Form {
+        name: "a leading / (empty prefix)",
+        content: "/pkd04-slash=v\n",
+    },
+    Form {
+        name: "a namespace of one's own",
+        content: "example.com/pkd05-ns=v\n",
+    },
+    Form {
+        name: "kubernetes.io is denied",
+        content: "kubernetes.io/pkd06-denied=v\n",
+    },
+    Form {
+        name: "a feature.node.kubernetes.io sub-namespace",
+        content: "gpu.feature.node.kubernetes.io/pkd07-sub=v\n",
+    },
+    Form {
+        name: "profile.node.kubernetes.io",
+        content: "profile.node.kubernetes.io/pkd08-profile=v\n",
+    },
+    Form {
+        name: "another kubernetes.io sub-namespace",
+        content: "node.kubernetes.io/pkd09-node=v\n",
+    },
+    Form {
+        name: "a value with a space",
+        content: "pkd10-badvalue=has space\n",
+    },
+    Form {
+        name: "an empty value",
+        content: "pkd11-empty=\n",
+    },
+    Form {
+        name: "= inside the value",
+        content: "pkd12-eq=a=b\n",
+    },
+    Form {
+        name: "a value of 64 characters",
+        content: "pkd13-long=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
+    },
+    Form {
+        name: "a key twice: the last wins",
+        content: "pkd14-dup=1\npkd14-dup=2\n",
+    },
+    Form {
+        name: "+no-label skips the next entry only",
+        content: "# +no-label\npkd15-nolabel=v\npkd15-after=v\n",
+    },
+    Form {
+        name: "#+no-label is a comment",
+        content: "#+no-label\npkd16-nospace=v\n",
+    },
+    Form {
+        name: "an expiry passed",
+        content: "# +expiry-time=2000-01-01T00:00:00Z\npkd17-expired=v\n",
+    },
+    Form {
+        name: "an expiry to come",
+        content: "# +expiry-time=2999-01-01T00:00:00Z\npkd18-future=v\n",
+    },
+    Form {
+        name: "+no-label waits past expired entries",
+        content: "# +expiry-time=2000-01-01T00:00:00Z\n# +no-label\npkd19-a=v\n# +expiry-time=2999-01-01T00:00:00Z\npkd19-b=v\npkd19-c=v\n",
+    },
+    Form {
+        name: "an expiry that is no time",
+        content: "# +expiry-time=tomorrow\npkd20-badexpiry=v\n",
+    },
+    Form {
+        name: "CRLF line ends",
+        content: "pkd21-crlf=v\r\n",
+    },
+    Form {
+        name: "indented, with a trailing tab",
+        content: "   pkd22-indented=v\t\n",
+    },
+    Form {
+        name: "capitals and dots",
+        content: "pkd23-Upper=Value_1.x\n",
+    },
+    Form {
+        name: "a dynamic @ value",
+        content: "pkd24-dyn=@cpu.model.vendor_id\n",
+    },
+    Form {
+        name: "an unknown directive",
+        content: "# +foo\npkd25-unknown=v\n",
+    },
+    Form {
+        name: "a comment after the value",
+        content: "pkd26-hash=v # comment\n",
+    },
+    Form {
+        name: "#  +no-label (two spaces) is a comment",
+        content: "#  +no-label\npkd27-twospace=v\n",
+    },
+    Form {
+        name: "an expiry with an offset",
+        content: "# +expiry-time=2000-01-01T00:00:00+00:00\npkd28-offset=v\n",
+    },
+    Form {
+        name: "an expiry of a date alone",
+        content: "# +expiry-time=2000-01-01\npkd29-dateonly=v\n",
+    },
+    Form {
+        name: "trailing spaces",
+        content: "pkd30-trail=v   \n",
+    },
+    Form {
+        name: "an expiry with a space for T",
+        content: "# +expiry-time=2000-01-01 00:00:00Z\npkd31-spacetime=v\n",
+    },
+    Form {
+        name: "an expiry with a small z",
+        content: "# +expiry-time=2000-01-01T00:00:00z\npkd32-lowerz=v\n",
+    },
+    Form {
+        name: "an expiry without seconds",
+        content: "# +expiry-time=2000-01-01T00:00Z\npkd33-nosec=v\n",
+    },
+    Form {
+        name: "an expiry with a fraction",
+        content: "# +expiry-time=2000-01-01T00:00:00.5Z\npkd34-frac=v\n",
+    },
+    Form {
+        name: "a space after expiry-time=",
+        content: "# +expiry-time= 2000-01-01T00:00:00Z\npkd35-spaced=v\n",
+    },
+    Form {
+        name: "a byte-order mark",
+        content: "\u{feff}pkd36-bom=v\n",
+    },
+    Form {
+        name: "+no-label with a value",
+        content: "# +no-label=yes\npkd37-hidden=v\npkd37-shown=v\n",
+    },
+    Form {
+        name: "an indented directive",
+        content: "  # +no-label\npkd38-hidden=v\npkd38-shown=v\n",
+    },
+];
+
+/// `nodelabel import --file F` against nfd-worker reading the same F from its features
+/// directory (nfd-master then labelling the node): for every line form, the same labels,
+/// byte for byte. A differential: it found nine of these 38 forms placekit read otherwise
+/// (spaces around `=`, a leading `/`, `#+no-label` and `#  +no-label`, `+no-label` before an
+/// expired entry, `# +no-label=yes`, three expiries Go's RFC 3339 refuses), now read as NFD
+/// reads them.
+#[test]
+fn import_reads_a_feature_file_as_nfd_worker_does() {
+    let suite = "nodelabel import against nfd-worker";
+    let Some(cluster) = Controllers::for_suite(suite) else {
+        return;
+    };
+    let Some(nodelabel) = built_plugin(suite, "kubectl-nodelabel") else {
+        return;
+    };
+    let dir = cluster.home.path().join("forms");
+    std::fs::create_dir(&dir).unwrap();
+    // placekit imports onto a node of its own (dry run): none of the forms' labels on it.
+    let target = "pk-nfd-import";
+    let node = dir.join("node.json");
+    std::fs::write(
+        &node,
+        serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": target}})
+            .to_string(),
+    )
+    .unwrap();
+    cluster
+        .kubectl
+        .must(&["apply", "-f", &node.display().to_string()]);
+    let file_of = |i: usize| format!("pkd-form{:02}", i + 1);
+    // The sentinel last: the discovery pass that reads it has read every file before it.
+    let sentinel = "feature.node.kubernetes.io/pkd-sentinel";
+    for (i, form) in FORMS.iter().enumerate() {
+        std::fs::write(dir.join(file_of(i)), form.content).unwrap();
+        std::fs::write(cluster.features.join(file_of(i)), form.content).unwrap();
+    }
+    std::fs::write(cluster.features.join("pkd-sentinel"), "pkd-sentinel=1\n").unwrap();
+    let nfd = cluster
+        .wait_labels(NFD_NODE, 60, |l| l.contains_key(sentinel))
+        .map(|(labels, _)| labels);
+    let mut placekit: Vec<BTreeMap<String, String>> = Vec::new();
+    for (i, form) in FORMS.iter().enumerate() {
+        let path = dir.join(file_of(i)).display().to_string();
+        let (code, out, err) = cluster.plugin(
+            &nodelabel,
+            &[
+                "import",
+                "--file",
+                &path,
+                target,
+                "--skip-invalid",
+                "--dry-run=client",
+                "-o",
+                "json",
+            ],
+        );
+        assert_eq!(code, 0, "{}: {err}", form.name);
+        let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let mut labels = BTreeMap::new();
+        for node in report["nodes"].as_array().unwrap() {
+            for change in node["labelChanges"].as_array().unwrap() {
+                if let Some(value) = change["after"].as_str() {
+                    labels.insert(
+                        change["key"].as_str().unwrap().to_string(),
+                        value.to_string(),
+                    );
+                }
+            }
+        }
+        placekit.push(labels);
+    }
+    for i in 0..FORMS.len() {
+        std::fs::remove_file(cluster.features.join(file_of(i))).unwrap();
+    }
+    std::fs::remove_file(cluster.features.join("pkd-sentinel")).unwrap();
+    cluster.kubectl.must(&["delete", "node", target]);
+
+    let nfd = nfd.expect("nfd-master never applied the sentinel file");
+    let mut disagreements = Vec::new();
+    for (i, form) in FORMS.iter().enumerate() {
+        let token = format!("pkd{:02}-", i + 1);
+        let by_nfd: BTreeMap<String, String> = nfd
+            .iter()
+            .filter(|(k, _)| k.contains(&token))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if by_nfd != placekit[i] {
+            disagreements.push(format!(
+                "{} ({:?}): nfd {by_nfd:?}, placekit {:?}",
+                form.name, form.content, placekit[i]
+            ));
+        }
+    }
+    assert!(
+        disagreements.is_empty(),
+        "{} of {} forms read otherwise than nfd-worker:\n{}",
+        disagreements.len(),
+        FORMS.len(),
+        disagreements.join("\n")
+    );
+}
