@@ -399,3 +399,247 @@ fn import_reads_a_feature_file_as_nfd_worker_does() {
         disagreements.join("\n")
     );
 }
+
+/// A node kwok keeps Ready, with `gpus` GPUs, in pool `pool`.
+fn kwok_node(name: &str, pool: &str, gpus: u32) -> serde_json::Value {
+    let resources = serde_json::json!({
+        "cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": gpus.to_string()
+    });
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+            "labels": {"kubernetes.io/hostname": name, "pool": pool}
+        },
+        "status": {"capacity": resources, "allocatable": resources}
+    })
+}
+
+/// The pods of `app` in `default`: name, node (empty when unbound) and phase.
+fn pods_of(kubectl: &Kubectl, app: &str) -> Vec<(String, String, String)> {
+    let out = kubectl.must(&[
+        "get",
+        "pods",
+        "-n",
+        "default",
+        "-l",
+        &format!("app={app}"),
+        "-o",
+        "json",
+    ]);
+    let list: serde_json::Value = serde_json::from_str(&out).unwrap();
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .map(|p| {
+            (
+                p["metadata"]["name"].as_str().unwrap().to_string(),
+                p["spec"]["nodeName"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                p["status"]["phase"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Waits until `done` holds of the app's pods; them, or what they were after `seconds`.
+fn wait_pods(
+    kubectl: &Kubectl,
+    app: &str,
+    seconds: u64,
+    done: impl Fn(&[(String, String, String)]) -> bool,
+) -> (bool, Vec<(String, String, String)>) {
+    let started = Instant::now();
+    loop {
+        let pods = pods_of(kubectl, app);
+        if done(&pods) {
+            return (true, pods);
+        }
+        if started.elapsed() > Duration::from_secs(seconds) {
+            return (false, pods);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// `gpu-taint dedicate` with a NoExecute taint says where the evicted pods of a Deployment
+/// go: the taint-eviction controller evicts them, the Deployment's ReplicaSet replaces them,
+/// kube-scheduler places the replacements, kwok runs them. Once on the one node with a free
+/// GPU, as said; then, with no GPU left, Pending, with the message the scheduler then
+/// writes, and why-pending agrees with the scheduler.
+#[test]
+fn evicted_pods_come_back_where_dedicate_said() {
+    let suite = "gpu-taint dedicate against the taint-eviction and ReplicaSet controllers";
+    let Some(cluster) = Controllers::for_suite(suite) else {
+        return;
+    };
+    let (Some(gpu_taint), Some(affinity_lint)) = (
+        built_plugin(suite, "kubectl-gpu_taint"),
+        built_plugin(suite, "kubectl-affinity_lint"),
+    ) else {
+        return;
+    };
+    let kubectl = &cluster.kubectl;
+    let dir = cluster.home.path();
+    let app = "pk-ev-infer";
+    let nodes = ["pk-ev-a", "pk-ev-b", "pk-ev-c"];
+    let objects = dir.join("objects.json");
+    let mut items: Vec<serde_json::Value> =
+        nodes.iter().map(|n| kwok_node(n, "pk-ev", 1)).collect();
+    items.push(serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": app, "namespace": "default"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": app}},
+            "template": {
+                "metadata": {"labels": {"app": app}},
+                "spec": {
+                    "nodeSelector": {"pool": "pk-ev"},
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": "infer", "image": "example/infer",
+                                    "resources": {"limits": {"nvidia.com/gpu": "1"}}}]
+                }
+            }
+        }
+    }));
+    std::fs::write(
+        &objects,
+        serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string(),
+    )
+    .unwrap();
+    let objects = objects.display().to_string();
+    kubectl.must(&["apply", "-f", &objects]);
+    let running = |pods: &[(String, String, String)]| {
+        pods.len() == 2
+            && pods
+                .iter()
+                .all(|(_, node, phase)| !node.is_empty() && phase == "Running")
+    };
+    let (started, before) = wait_pods(kubectl, app, 60, running);
+    let dedicate = |node: &str, extra: &[&str]| {
+        let mut args = vec!["dedicate", node, "--taint", "pk-ev=llm:NoExecute", "-y"];
+        args.extend(extra);
+        cluster.plugin(&gpu_taint, &args)
+    };
+
+    // One pod's node tainted: its replacement fits only on the node with the free GPU.
+    let first = before
+        .first()
+        .map(|(_, node, _)| node.clone())
+        .unwrap_or_default();
+    let spare = nodes
+        .iter()
+        .find(|n| !before.iter().any(|(_, node, _)| node == *n))
+        .map(|n| n.to_string())
+        .unwrap_or_default();
+    let moved = dedicate(&first, &[]);
+    let (moved_back, after_move) = wait_pods(kubectl, app, 90, |pods| {
+        running(pods) && pods.iter().all(|(_, node, _)| node != &first)
+    });
+
+    // Another: no GPU is left for its replacement, which stays Pending.
+    let second = after_move
+        .iter()
+        .map(|(_, node, _)| node.clone())
+        .find(|n| n != &spare)
+        .unwrap_or_default();
+    let stuck = dedicate(&second, &["--ignore-dependents"]);
+    let (one_pending, after_stuck) = wait_pods(kubectl, app, 90, |pods| {
+        pods.len() == 2 && pods.iter().any(|(_, node, _)| node.is_empty())
+    });
+    let pending = after_stuck
+        .iter()
+        .find(|(_, node, _)| node.is_empty())
+        .map(|(name, _, _)| name.clone())
+        .unwrap_or_default();
+    // The scheduler's word, once it has tried.
+    let mut scheduler_says = String::new();
+    for _ in 0..60 {
+        scheduler_says = kubectl
+            .run(&[
+                "get",
+                "pod",
+                &pending,
+                "-n",
+                "default",
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].message}",
+            ])
+            .1;
+        if !scheduler_says.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let why = cluster.plugin(
+        &affinity_lint,
+        &["why-pending", &pending, "-n", "default", "-o", "json"],
+    );
+    kubectl.must(&["delete", "deployment", app, "-n", "default", "--wait=false"]);
+    kubectl.must(&[
+        "delete",
+        "node",
+        "pk-ev-a",
+        "pk-ev-b",
+        "pk-ev-c",
+        "--wait=false",
+    ]);
+
+    eprintln!(
+        "before {before:?}\nafter the first dedicate {after_move:?}\nafter the second {after_stuck:?}\nthe scheduler says: {scheduler_says}"
+    );
+    assert!(started, "the Deployment's pods never ran: {before:?}");
+    let (code, _, err) = moved;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!(
+            "warning: Deployment default/{app}: the replacement of its evicted pod fits on node/{spare} after the change"
+        )),
+        "{err}"
+    );
+    assert!(
+        moved_back,
+        "the replacement did not run elsewhere: {after_move:?}"
+    );
+    assert!(
+        after_move.iter().any(|(_, node, _)| node == &spare),
+        "said node/{spare}, went to {after_move:?}"
+    );
+    let (code, _, err) = stuck;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        one_pending,
+        "no replacement stayed Pending: {after_stuck:?}"
+    );
+    let said = err
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(&format!(
+                "warning: Deployment default/{app}: the replacement of its evicted pod will stay Pending: "
+            ))
+        })
+        .unwrap_or_else(|| panic!("dedicate did not say the replacement stays Pending:\n{err}"));
+    let scheduler_filters = scheduler_says
+        .split(" preemption:")
+        .next()
+        .unwrap_or_default();
+    assert_eq!(
+        said, scheduler_filters,
+        "the scheduler said: {scheduler_says}"
+    );
+    let (code, out, err) = why;
+    assert_eq!(code, 1, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["schedulerSays"]["message"], scheduler_says.as_str());
+    assert!(report["disagreement"].is_null(), "{out}");
+    assert_eq!(report["verdict"]["class"], "taint", "{out}");
+}

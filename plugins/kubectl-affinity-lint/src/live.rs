@@ -37,39 +37,7 @@ const PAGE: u32 = 5_000;
 /// request count does not grow with the pods of a typical namespace or cluster.
 const DRIFT_PAGE: u32 = 20_000;
 
-/// Nodes and active pods, from two paged lists; returns the node infos and the pending pods
-/// (the others live on in their nodes' infos).
-pub async fn cluster_state(conn: &Connection) -> Result<(Vec<NodeInfo>, Vec<Pod>), CommandError> {
-    let mut nodes: Vec<Node> = Vec::new();
-    api::for_each_page(&conn.client, "/api/v1/nodes", None, None, PAGE, |p| {
-        nodes.extend(p)
-    })
-    .await?;
-    // Each page is folded into its nodes as it arrives; only the pending pods are kept
-    // whole (what is judged), so memory follows the nodes and what the inter-pod filters
-    // keep of each bound pod, not 150,000 whole pods.
-    let mut bound = scheduler::BoundPods::default();
-    let mut pending: Vec<Pod> = Vec::new();
-    api::for_each_page(
-        &conn.client,
-        "/api/v1/pods",
-        Some("status.phase!=Succeeded,status.phase!=Failed"),
-        None,
-        PAGE,
-        |page: Vec<Pod>| {
-            for pod in page {
-                bound.add(&pod);
-                if pod.status.phase.as_deref() == Some("Pending") {
-                    pending.push(pod);
-                }
-            }
-        },
-    )
-    .await?;
-    Ok((bound.into_node_infos(&nodes), pending))
-}
-
-/// [`cluster_state`] for the live lint rules: an extended resource a DeviceClass serves
+/// [`cluster_state`](placekit_cli::pending::cluster_state) for the live lint rules: an extended resource a DeviceClass serves
 /// from DRA devices (`extendedResourceName`) counts, on a node whose allocatable lacks it,
 /// as the devices behind it there (total as allocatable, those in use as requested) — what
 /// the scheduler allocates such a request from.
@@ -77,7 +45,7 @@ pub async fn cluster_state(conn: &Connection) -> Result<(Vec<NodeInfo>, Vec<Pod>
 pub async fn lint_cluster_state(
     conn: &Connection,
 ) -> Result<(Vec<NodeInfo>, Vec<String>), CommandError> {
-    let (mut nodes, _) = cluster_state(conn).await?;
+    let (mut nodes, _) = placekit_cli::pending::cluster_state(conn).await?;
     let dra = placekit_cli::inventory::read_dra(conn, false).await?;
     for node in &mut nodes {
         let served = dra
@@ -680,7 +648,7 @@ pub async fn why_pending(
             exit::PROBLEMS
         });
     }
-    let (nodes, pods) = cluster_state(conn).await?;
+    let (nodes, pods) = placekit_cli::pending::cluster_state(conn).await?;
     let pending_pods: Vec<Pod> = pods
         .into_iter()
         .filter(|p| p.status.phase.as_deref() == Some("Pending"))
@@ -1119,7 +1087,7 @@ pub async fn judge_pending(
         .map(LabelSelector::parse)
         .transpose()
         .map_err(|e| CommandError::Input(e.to_string()))?;
-    let (nodes, pods) = cluster_state(conn).await?;
+    let (nodes, pods) = placekit_cli::pending::cluster_state(conn).await?;
     let all_pending: Vec<Pod> = pods
         .into_iter()
         .filter(|p| p.status.phase.as_deref() == Some("Pending"))

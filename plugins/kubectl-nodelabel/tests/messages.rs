@@ -53,21 +53,35 @@ async fn hooks_files_and_snapshot_names_as_users_write_them() {
         run.all()
     );
 
-    // `/key` in a feature file: the hooks' format, the plain feature namespace.
+    // `/key` in a feature file is an empty prefix, which nfd-worker refuses (checked against
+    // the real one, tests/tests/real_controllers.rs): an invalid entry, with its line.
     let file = dir.join("features.txt");
     std::fs::write(&file, "/vm.swappiness=10\nplain=1\n").unwrap();
+    let path = file.display().to_string();
+    let run = h
+        .run(&["import", "--file", &path, "gpu-a100-2", "-y"])
+        .await;
+    assert_eq!(run.code, 2, "{}", run.all());
+    assert!(
+        run.stderr.contains(&format!(
+            "{path}:1: invalid label key \"/vm.swappiness\": prefix part must be non-empty"
+        )),
+        "{}",
+        run.all()
+    );
     let run = h
         .run(&[
             "import",
             "--file",
-            &file.display().to_string(),
+            &path,
             "gpu-a100-2",
+            "--skip-invalid",
             "-y",
         ])
         .await;
     assert_eq!(run.code, 0, "{}", run.all());
     let labels = h.labels("gpu-a100-2").await;
-    assert_eq!(labels["feature.node.kubernetes.io/vm.swappiness"], "10");
+    assert!(labels["feature.node.kubernetes.io/vm.swappiness"].is_null());
     assert_eq!(labels["feature.node.kubernetes.io/plain"], "1");
 
     // Snapshots are named after the plugin as typed after `kubectl`.

@@ -1,4 +1,6 @@
-//! What why-pending reads beyond nodes, pods and DRA, only when a pod judged needs it: the
+//! What why-pending reads: the cluster's nodes with the active pods bound to them
+//! ([`cluster_state`], also where a change's evicted pods go), and beyond nodes, pods and
+//! DRA, only when a pod judged needs it: the
 //! storage objects behind its claims (one paged list each of PersistentVolumeClaims,
 //! PersistentVolumes, StorageClasses and CSINodes) and its gang's PodGroups (one list per
 //! PodGroup kind its pods name, where the cluster serves it). Never a call per pod.
@@ -7,11 +9,15 @@ use crate::error::CommandError;
 use placekit_client::api::{self, Listed};
 use placekit_client::connect::Connection;
 use placekit_core::model::storage::{Claim, CsiNode, Storage, StorageClass, Volume};
+use placekit_core::model::{Node, Pod};
 use placekit_core::scheduler::gang::{GangKind, PodGroup};
+use placekit_core::scheduler::{BoundPods, NodeInfo};
 use serde_json::Value;
 
 /// Page size of the storage and PodGroup lists.
 const PAGE: u32 = 500;
+/// Page size of the whole cluster's node and pod lists ([`cluster_state`]).
+const CLUSTER_PAGE: u32 = 5_000;
 
 /// Reads the claims (of `namespace`, or every namespace), every PersistentVolume,
 /// StorageClass and CSINode. A list RBAC forbids is kept in `unreadable`: the volume
@@ -181,6 +187,43 @@ fn pod_group(kind: GangKind, object: &Value) -> PodGroup {
         queue,
         says,
     }
+}
+
+/// Nodes and active pods, from two paged lists; returns the node infos and the pending pods
+/// (the others live on in their nodes' infos).
+pub async fn cluster_state(conn: &Connection) -> Result<(Vec<NodeInfo>, Vec<Pod>), CommandError> {
+    let mut nodes: Vec<Node> = Vec::new();
+    api::for_each_page(
+        &conn.client,
+        "/api/v1/nodes",
+        None,
+        None,
+        CLUSTER_PAGE,
+        |p| nodes.extend(p),
+    )
+    .await?;
+    // Each page is folded into its nodes as it arrives; only the pending pods are kept
+    // whole (what is judged), so memory follows the nodes and what the inter-pod filters
+    // keep of each bound pod, not 150,000 whole pods.
+    let mut bound = BoundPods::default();
+    let mut pending: Vec<Pod> = Vec::new();
+    api::for_each_page(
+        &conn.client,
+        "/api/v1/pods",
+        Some("status.phase!=Succeeded,status.phase!=Failed"),
+        None,
+        CLUSTER_PAGE,
+        |page: Vec<Pod>| {
+            for pod in page {
+                bound.add(&pod);
+                if pod.status.phase.as_deref() == Some("Pending") {
+                    pending.push(pod);
+                }
+            }
+        },
+    )
+    .await?;
+    Ok((bound.into_node_infos(&nodes), pending))
 }
 
 #[cfg(test)]

@@ -196,6 +196,9 @@ pub struct ChangeView {
     pub kueue_tas: Vec<placekit_core::kueue_tas::TasWorkload>,
     /// The taints NodePools and NodeFeatureRules declare, when a taint is removed.
     pub declared_taints: placekit_core::taint_owners::DeclaredTaints,
+    /// Every node with the active pods bound to it, when a NoExecute taint evicts pods a
+    /// controller replaces: where the replacements go is judged over it.
+    pub cluster: Option<Vec<placekit_core::scheduler::NodeInfo>>,
     /// What could not be read (a kind placekit may not list): said as a warning.
     pub unreadable: Vec<String>,
 }
@@ -254,6 +257,33 @@ impl ViewNeeds {
         }
     }
 
+    /// Whether an added NoExecute taint evicts a pod that a controller replaces, once
+    /// `pods` are read: the whole cluster's nodes and pods are needed to say where the
+    /// replacement goes.
+    pub fn replaced_evictions(&self, pods: &[Pod]) -> bool {
+        self.evicted(pods).iter().any(|p| {
+            placekit_core::model::pod::controller_of(&p.metadata.owner_references)
+                .is_some_and(|(kind, _)| kind != "DaemonSet")
+        })
+    }
+
+    /// The pods the added NoExecute taints evict.
+    fn evicted<'p>(&self, pods: &'p [Pod]) -> Vec<&'p Pod> {
+        let mut evicted: Vec<&Pod> = self
+            .added
+            .iter()
+            .flat_map(|(node, taint)| placekit_core::gpu::evicted_pods(pods, node, taint))
+            .collect();
+        evicted.sort_by(|a, b| {
+            (&a.metadata.namespace, &a.metadata.name)
+                .cmp(&(&b.metadata.namespace, &b.metadata.name))
+        });
+        evicted.dedup_by(|a, b| {
+            a.metadata.namespace == b.metadata.namespace && a.metadata.name == b.metadata.name
+        });
+        evicted
+    }
+
     /// The namespaces of the pods an added NoExecute taint evicts, once `pods` are read:
     /// their budgets are needed.
     pub fn evicted_namespaces(&self, pods: &[Pod]) -> Vec<String> {
@@ -304,6 +334,13 @@ pub fn judge(plans: &[NodePlan], view: &ChangeView) -> Findings {
     let added = added_restrictive_taints(plans);
     if !added.is_empty() {
         findings.extend(evictions(&added, &view.pods));
+        if let Some(nodes) = &view.cluster {
+            findings.extend(replacements(
+                plans,
+                &ViewNeeds::of(plans).evicted(&view.pods),
+                nodes,
+            ));
+        }
         findings.extend(taint_losses(&added, &view.workloads, &view.all_nodes));
         findings.extend(controllers::kueue_tas(&added, &view.kueue_tas));
     }
@@ -1002,6 +1039,110 @@ pub fn evictions(added: &[(String, Taint)], pods: &[Pod]) -> Findings {
     }
     if !confirm.is_empty() {
         findings.confirm = Some(confirm.join("\n"));
+    }
+    findings
+}
+
+/// Where the replacements of evicted pods go, one finding per controller: the nodes they
+/// fit on, or that they stay Pending, with the scheduler's message
+/// (`placekit_core::scheduler::replacements`).
+pub fn replacements(
+    plans: &[NodePlan],
+    evicted_pods: &[&Pod],
+    nodes: &[placekit_core::scheduler::NodeInfo],
+) -> Findings {
+    use placekit_core::scheduler::replacements::{Landing, NodeAfter, replacements};
+    let changed: Vec<NodeAfter> = plans
+        .iter()
+        .map(|p| NodeAfter {
+            name: p.node().to_string(),
+            labels: p.labels_after(),
+            taints: p.taints_after.clone(),
+        })
+        .collect();
+    let mut by_controller: BTreeMap<(String, String), Vec<(String, Landing)>> = BTreeMap::new();
+    for r in replacements(evicted_pods, nodes.to_vec(), &changed) {
+        let Some(controller) = r.controller else {
+            continue;
+        };
+        by_controller
+            .entry((r.namespace.clone(), controller))
+            .or_default()
+            .push((r.pod, r.landing));
+    }
+    let mut findings = Findings::default();
+    for ((namespace, controller), pods) in by_controller {
+        let (kind, name) = controller.split_once(' ').unwrap_or((&controller, ""));
+        let evicted = pods.len();
+        let mut fit_on: Vec<&str> = Vec::new();
+        let mut pending: Vec<&str> = Vec::new();
+        let mut judged = 0;
+        for (_, landing) in &pods {
+            match landing {
+                Landing::Fits { nodes } => {
+                    judged += 1;
+                    fit_on.extend(nodes.iter().map(String::as_str));
+                }
+                Landing::Pending { message } => {
+                    judged += 1;
+                    pending.push(message);
+                }
+                Landing::NotReplaced | Landing::NotJudged => {}
+            }
+        }
+        if judged == 0 {
+            continue;
+        }
+        fit_on.sort_unstable();
+        fit_on.dedup();
+        let nodes_list = |nodes: &[&str]| {
+            const SHOWN: usize = 5;
+            let mut shown: Vec<String> = nodes
+                .iter()
+                .take(SHOWN)
+                .map(|n| format!("node/{n}"))
+                .collect();
+            if nodes.len() > SHOWN {
+                shown.push(format!("{} more", nodes.len() - SHOWN));
+            }
+            shown.join(", ")
+        };
+        let (theirs, fit) = if evicted == 1 {
+            ("the replacement of its evicted pod".to_string(), "fits")
+        } else {
+            (
+                format!("the replacements of its {evicted} evicted pods"),
+                "fit",
+            )
+        };
+        let text = match (pending.first(), fit_on.is_empty()) {
+            (None, _) => format!(
+                "{kind} {namespace}/{name}: {theirs} {fit} on {} after the change",
+                nodes_list(&fit_on)
+            ),
+            (Some(message), true) => {
+                format!("{kind} {namespace}/{name}: {theirs} will stay Pending: {message}")
+            }
+            (Some(message), false) => format!(
+                "{kind} {namespace}/{name}: of {theirs}, {} will stay Pending ({message}); the others fit on {}",
+                pending.len(),
+                nodes_list(&fit_on)
+            ),
+        };
+        let mut on: Vec<String> = pods
+            .iter()
+            .filter_map(|(pod, _)| {
+                evicted_pods
+                    .iter()
+                    .find(|p| p.metadata.namespace == namespace && &p.metadata.name == pod)
+                    .and_then(|p| p.spec.node_name.clone())
+            })
+            .collect();
+        on.sort_unstable();
+        on.dedup();
+        findings
+            .warnings
+            .push(Finding::new(Check::Evictions, text).on(&on));
     }
     findings
 }

@@ -127,6 +127,11 @@ async fn gather(conn: &Connection, plans: &[NodePlan]) -> Result<ChangeView, Com
         view.declared_taints = declared;
         view.unreadable.extend(unreadable);
     }
+    // Where evicted pods' replacements go is judged over the whole cluster: read only when
+    // a controller replaces one (two paged lists, nodes and active pods).
+    if needs.replaced_evictions(&view.pods) {
+        view.cluster = Some(crate::pending::cluster_state(conn).await?.0);
+    }
     let evicted_namespaces = needs.evicted_namespaces(&view.pods);
     if !evicted_namespaces.is_empty() {
         view.budgets = disruption_budgets(conn, &evicted_namespaces).await?;

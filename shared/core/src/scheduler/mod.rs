@@ -14,6 +14,7 @@ pub mod gang;
 pub mod message;
 pub mod node_info;
 pub mod pending;
+pub mod replacements;
 pub mod verdict;
 pub mod volumes;
 

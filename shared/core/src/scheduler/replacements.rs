@@ -1,0 +1,251 @@
+//! Where the pods a change evicts go next: a NoExecute taint evicts the pods that do not
+//! tolerate it, their controllers create replacements, and kube-scheduler places each one
+//! through the same filters as any pod. Judged here against the cluster as the change
+//! leaves it (the changed nodes with their new labels and taints, the evicted pods gone
+//! from them), one replacement after another, each taking room on the node it is expected
+//! on, so two replacements do not both count on one free GPU.
+//!
+//! Which node the scheduler picks among those that fit is its scores' business; for the
+//! room the next replacement sees, the one with the most of the replacement's largest
+//! request left is taken (NodeResourcesFit's default, LeastAllocated). What is said is the
+//! set of nodes that fit, which does not depend on that choice for the first replacement
+//! of a controller, and "stays Pending" with the scheduler's own message when none does.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::filters::evaluate;
+use super::message::scheduler_message;
+use super::node_info::{NodeInfo, PlacedPod};
+use crate::model::Pod;
+use crate::model::pod::controller_of;
+use crate::syntax::Taint;
+
+/// A changed node as the change leaves it.
+#[derive(Debug, Clone)]
+pub struct NodeAfter {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+}
+
+/// Where one evicted pod's replacement goes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "landing")]
+pub enum Landing {
+    /// The replacement fits on these nodes (sorted).
+    Fits { nodes: Vec<String> },
+    /// No node fits: the replacement stays Pending; the scheduler's FailedScheduling
+    /// message for it.
+    Pending { message: String },
+    /// Nothing replaces it: a bare pod, or a DaemonSet's (which is never placed again on a
+    /// node whose taint it does not tolerate).
+    NotReplaced,
+    /// Not judged: it mounts claims or asks for DRA devices, which are not followed here
+    /// (why-pending judges the replacement once it exists).
+    NotJudged,
+}
+
+/// One evicted pod and where its replacement goes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Replacement {
+    pub namespace: String,
+    pub pod: String,
+    /// Its controller as a person names it: `Deployment NAME` for a ReplicaSet of a
+    /// Deployment (by the `pod-template-hash` in its name), else `KIND NAME`.
+    pub controller: Option<String>,
+    #[serde(flatten)]
+    pub landing: Landing,
+}
+
+/// The controller of `pod` as a person names it.
+pub fn controller_name(pod: &Pod) -> Option<String> {
+    let (kind, name) = controller_of(&pod.metadata.owner_references)?;
+    if kind == "ReplicaSet"
+        && let Some(hash) = pod.metadata.labels.get("pod-template-hash")
+        && let Some(deployment) = name.strip_suffix(&format!("-{hash}"))
+    {
+        return Some(format!("Deployment {deployment}"));
+    }
+    Some(format!("{kind} {name}"))
+}
+
+/// Where the replacements of `evicted` go, over `nodes` (every node, with the active pods
+/// bound to it, as read before the change) once `changed` apply.
+pub fn replacements(
+    evicted: &[&Pod],
+    mut nodes: Vec<NodeInfo>,
+    changed: &[NodeAfter],
+) -> Vec<Replacement> {
+    for after in changed {
+        if let Some(node) = nodes.iter_mut().find(|n| n.name == after.name) {
+            node.labels = after.labels.clone();
+            node.taints = after.taints.clone();
+        }
+    }
+    for pod in evicted {
+        let Some(node) = nodes
+            .iter_mut()
+            .find(|n| Some(n.name.as_str()) == pod.spec.node_name.as_deref())
+        else {
+            continue;
+        };
+        let before = node.pods.len();
+        node.pods
+            .retain(|p| !(p.namespace == pod.metadata.namespace && p.name == pod.metadata.name));
+        if node.pods.len() < before {
+            node.pod_count = node.pod_count.saturating_sub(1);
+            for (resource, quantity) in PlacedPod::of(pod).requests {
+                if let Some(requested) = node.requested.get_mut(&resource) {
+                    *requested -= quantity;
+                }
+            }
+        }
+    }
+    evicted
+        .iter()
+        .map(|pod| {
+            let landing = match controller_of(&pod.metadata.owner_references) {
+                None | Some(("DaemonSet", _)) => Landing::NotReplaced,
+                Some(_) if judged_elsewhere(pod) => Landing::NotJudged,
+                Some(_) => place(pod, &mut nodes),
+            };
+            Replacement {
+                namespace: pod.metadata.namespace.clone(),
+                pod: pod.metadata.name.clone(),
+                controller: controller_name(pod),
+                landing,
+            }
+        })
+        .collect()
+}
+
+/// A pod whose claims (volumes, DRA) decide where it can go: not followed here.
+fn judged_elsewhere(pod: &Pod) -> bool {
+    !pod.spec.resource_claims.is_empty()
+        || pod.spec.volume_claims(&pod.metadata.name).next().is_some()
+}
+
+/// Judges the replacement of `pod` (the same spec, not bound) and takes its room on the
+/// node it is expected on.
+fn place(pod: &Pod, nodes: &mut [NodeInfo]) -> Landing {
+    let mut replacement = pod.clone();
+    replacement.spec.node_name = None;
+    replacement.metadata.deletion_timestamp = None;
+    let results = evaluate(&replacement, nodes);
+    let fits: Vec<usize> = results
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.is_ok().then_some(i))
+        .collect();
+    if fits.is_empty() {
+        return Landing::Pending {
+            message: scheduler_message(&results).unwrap_or_default(),
+        };
+    }
+    let placed = PlacedPod::of(&replacement);
+    let largest = placed
+        .requests
+        .iter()
+        .filter(|(r, _)| r != "pods")
+        .max_by_key(|(_, q)| *q)
+        .map(|(r, _)| r.clone());
+    let left = |node: &NodeInfo| {
+        largest.as_ref().map_or(0, |r| {
+            node.allocatable.get(r).copied().unwrap_or(0)
+                - node.requested.get(r).copied().unwrap_or(0)
+        })
+    };
+    let chosen = *fits
+        .iter()
+        .max_by_key(|&&i| (left(&nodes[i]), std::cmp::Reverse(nodes[i].name.clone())))
+        .expect("fits is not empty");
+    let mut names: Vec<String> = fits.iter().map(|&i| nodes[i].name.clone()).collect();
+    names.sort();
+    let node = &mut nodes[chosen];
+    node.pod_count += 1;
+    for (resource, quantity) in &placed.requests {
+        *node.requested.entry(resource.clone()).or_default() += quantity;
+    }
+    node.pods.push(placed);
+    Landing::Fits { nodes: names }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::TaintEffect;
+
+    fn node(name: &str, gpus: i128, used: i128) -> NodeInfo {
+        NodeInfo {
+            name: name.into(),
+            labels: [("pool".to_string(), "a".to_string())].into(),
+            allocatable: [
+                ("nvidia.com/gpu".to_string(), gpus * 1000),
+                ("pods".to_string(), 110_000),
+            ]
+            .into(),
+            requested: [("nvidia.com/gpu".to_string(), used * 1000)].into(),
+            ready: true,
+            ..NodeInfo::default()
+        }
+    }
+
+    fn pod(name: &str, on: &str, owner: Option<(&str, &str)>) -> Pod {
+        let owners = owner
+            .map(|(kind, name)| {
+                serde_json::json!([{"kind": kind, "name": name, "controller": true}])
+            })
+            .unwrap_or(serde_json::json!([]));
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "ml", "ownerReferences": owners,
+                         "labels": {"pod-template-hash": "abc12"}},
+            "spec": {"nodeName": on, "nodeSelector": {"pool": "a"},
+                     "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+            "status": {"phase": "Running"}
+        }))
+        .unwrap()
+    }
+
+    fn tainted(name: &str) -> NodeAfter {
+        NodeAfter {
+            name: name.into(),
+            labels: [("pool".to_string(), "a".to_string())].into(),
+            taints: vec![Taint {
+                key: "dedicated".into(),
+                value: Some("llm".into()),
+                effect: TaintEffect::NoExecute,
+                time_added: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn replacements_take_room_one_after_another() {
+        let a = pod("a", "n1", Some(("ReplicaSet", "infer-abc12")));
+        let b = pod("b", "n1", Some(("ReplicaSet", "infer-abc12")));
+        let bare = pod("bare", "n1", None);
+        let mut nodes = vec![node("n1", 8, 3), node("n2", 2, 1)];
+        let placed = PlacedPod::of(&a);
+        nodes[0].pods = vec![placed, PlacedPod::of(&b), PlacedPod::of(&bare)];
+        let out = replacements(&[&a, &b, &bare], nodes, &[tainted("n1")]);
+        assert_eq!(out[0].controller.as_deref(), Some("Deployment infer"));
+        assert_eq!(
+            out[0].landing,
+            Landing::Fits {
+                nodes: vec!["n2".into()]
+            }
+        );
+        // n2 had one GPU free; the first replacement took it.
+        match &out[1].landing {
+            Landing::Pending { message } => assert_eq!(
+                message,
+                "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint(s)."
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(out[2].landing, Landing::NotReplaced);
+    }
+}
