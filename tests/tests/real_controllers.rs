@@ -36,6 +36,14 @@ impl Controllers {
         })
     }
 
+    /// The cluster and the built plugins `names` (`kubectl-nodelabel`), in that order, or
+    /// `None` when `suite` is skipped for want of one.
+    fn with_plugins(suite: &str, names: &[&str]) -> Option<(Self, Vec<PathBuf>)> {
+        let cluster = Self::for_suite(suite)?;
+        let plugins: Option<Vec<PathBuf>> = names.iter().map(|n| built_plugin(suite, n)).collect();
+        Some((cluster, plugins?))
+    }
+
     /// Runs a plugin (`kubectl-nodelabel`): exit code, stdout, stderr.
     fn plugin(&self, binary: &Path, args: &[&str]) -> (i32, String, String) {
         let out = Command::new(binary)
@@ -86,20 +94,18 @@ impl Controllers {
 #[test]
 fn nfd_master_restores_the_label_nodelabel_said_it_would() {
     let suite = "nodelabel against the running nfd-master";
-    let Some(cluster) = Controllers::for_suite(suite) else {
+    let Some((cluster, plugins)) = Controllers::with_plugins(suite, &["kubectl-nodelabel"]) else {
         return;
     };
-    let Some(nodelabel) = built_plugin(suite, "kubectl-nodelabel") else {
-        return;
-    };
+    let nodelabel = &plugins[0];
     let key = "feature.node.kubernetes.io/pk-owned-gpu";
     let file = cluster.features.join("pk-owned");
     std::fs::write(&file, "pk-owned-gpu=a100\n").unwrap();
     let published = cluster.wait_labels(NFD_NODE, 60, |l| {
         l.get(key).map(String::as_str) == Some("a100")
     });
-    let show = cluster.plugin(&nodelabel, &["show", NFD_NODE]);
-    let removed = cluster.plugin(&nodelabel, &["remove", NFD_NODE, key, "--yes"]);
+    let show = cluster.plugin(nodelabel, &["show", NFD_NODE]);
+    let removed = cluster.plugin(nodelabel, &["remove", NFD_NODE, key, "--yes"]);
     let restored = cluster.wait_labels(NFD_NODE, 60, |l| {
         l.get(key).map(String::as_str) == Some("a100")
     });
@@ -307,12 +313,10 @@ const FORMS: &[Form] = &[
 #[test]
 fn import_reads_a_feature_file_as_nfd_worker_does() {
     let suite = "nodelabel import against nfd-worker";
-    let Some(cluster) = Controllers::for_suite(suite) else {
+    let Some((cluster, plugins)) = Controllers::with_plugins(suite, &["kubectl-nodelabel"]) else {
         return;
     };
-    let Some(nodelabel) = built_plugin(suite, "kubectl-nodelabel") else {
-        return;
-    };
+    let nodelabel = &plugins[0];
     let dir = cluster.home.path().join("forms");
     std::fs::create_dir(&dir).unwrap();
     // placekit imports onto a node of its own (dry run): none of the forms' labels on it.
@@ -342,7 +346,7 @@ fn import_reads_a_feature_file_as_nfd_worker_does() {
     for (i, form) in FORMS.iter().enumerate() {
         let path = dir.join(file_of(i)).display().to_string();
         let (code, out, err) = cluster.plugin(
-            &nodelabel,
+            nodelabel,
             &[
                 "import",
                 "--file",
@@ -478,14 +482,13 @@ fn wait_pods(
 #[test]
 fn evicted_pods_come_back_where_dedicate_said() {
     let suite = "gpu-taint dedicate against the taint-eviction and ReplicaSet controllers";
-    let Some(cluster) = Controllers::for_suite(suite) else {
+    let Some((cluster, plugins)) =
+        Controllers::with_plugins(suite, &["kubectl-gpu_taint", "kubectl-affinity_lint"])
+    else {
         return;
     };
-    let (Some(gpu_taint), Some(affinity_lint)) = (
-        built_plugin(suite, "kubectl-gpu_taint"),
-        built_plugin(suite, "kubectl-affinity_lint"),
-    ) else {
-        return;
+    let [gpu_taint, affinity_lint] = &plugins[..] else {
+        unreachable!("two plugins asked for")
     };
     let kubectl = &cluster.kubectl;
     let dir = cluster.home.path();
@@ -528,7 +531,7 @@ fn evicted_pods_come_back_where_dedicate_said() {
     let dedicate = |node: &str, extra: &[&str]| {
         let mut args = vec!["dedicate", node, "--taint", "pk-ev=llm:NoExecute", "-y"];
         args.extend(extra);
-        cluster.plugin(&gpu_taint, &args)
+        cluster.plugin(gpu_taint, &args)
     };
 
     // One pod's node tainted: its replacement fits only on the node with the free GPU.
@@ -581,7 +584,7 @@ fn evicted_pods_come_back_where_dedicate_said() {
         std::thread::sleep(Duration::from_millis(500));
     }
     let why = cluster.plugin(
-        &affinity_lint,
+        affinity_lint,
         &["why-pending", &pending, "-n", "default", "-o", "json"],
     );
     kubectl.must(&["delete", "deployment", app, "-n", "default", "--wait=false"]);
@@ -642,4 +645,294 @@ fn evicted_pods_come_back_where_dedicate_said() {
     assert_eq!(report["schedulerSays"]["message"], scheduler_says.as_str());
     assert!(report["disagreement"].is_null(), "{out}");
     assert_eq!(report["verdict"]["class"], "taint", "{out}");
+}
+
+const KUEUE_OBJECTS: &str = r#"
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: pk-kq-flavor}
+spec:
+  nodeLabels: {pool: pk-kq}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: pk-kq-cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: pk-kq-flavor
+      resources: [{name: nvidia.com/gpu, nominalQuota: 4}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: pk-kq-lq, namespace: default}
+spec:
+  clusterQueue: pk-kq-cq
+"#;
+
+/// A Job of `name` in Kueue's queue, asking one GPU.
+fn kueue_job(name: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": "default",
+                     "labels": {"kueue.x-k8s.io/queue-name": "pk-kq-lq"}},
+        "spec": {
+            "parallelism": 1, "completions": 1,
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": "train", "image": "example/train",
+                                    "resources": {"limits": {"nvidia.com/gpu": "1"}}}]
+                }
+            }
+        }
+    })
+}
+
+/// Kueue itself, with its webhooks: it admits a Job to the ResourceFlavor whose
+/// `nodeLabels` select a node, and `nodelabel remove` of that label is refused for the
+/// flavor. With the override, Kueue still admits the next Job by quota — Kueue does not
+/// look at nodes — and injects the flavor's nodeSelector, so its pod stays Pending, as the
+/// refusal said ("could not be scheduled anywhere"). A pod Kueue gates for want of quota:
+/// why-pending quotes the condition Kueue wrote on its Workload.
+#[test]
+fn kueue_admits_and_holds_where_placekit_says() {
+    let suite = "nodelabel and why-pending against the running Kueue";
+    let Some((cluster, plugins)) =
+        Controllers::with_plugins(suite, &["kubectl-nodelabel", "kubectl-affinity_lint"])
+    else {
+        return;
+    };
+    let [nodelabel, affinity_lint] = &plugins[..] else {
+        unreachable!("two plugins asked for")
+    };
+    let kubectl = &cluster.kubectl;
+    let dir = cluster.home.path();
+    let apply = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let path = path.display().to_string();
+        // A just-installed CRD or webhook may refuse for a moment.
+        let mut last = String::new();
+        for _ in 0..60 {
+            let (ok, _, err) = kubectl.run(&["apply", "-f", &path]);
+            if ok {
+                return;
+            }
+            last = err;
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        panic!("kubectl apply {name}: {last}");
+    };
+    apply("node.json", &kwok_node("pk-kq-a", "pk-kq", 4).to_string());
+    apply("kueue.yaml", KUEUE_OBJECTS);
+    apply("job1.json", &kueue_job("pk-kq-job1").to_string());
+    let workload_of = |job: &str| -> serde_json::Value {
+        let out = kubectl.must(&[
+            "get",
+            "workloads.kueue.x-k8s.io",
+            "-n",
+            "default",
+            "-o",
+            "json",
+        ]);
+        let list: serde_json::Value = serde_json::from_str(&out).unwrap();
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| {
+                w["metadata"]["ownerReferences"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|o| o["name"] == job)
+            })
+            .cloned()
+            .unwrap_or_default()
+    };
+    let admitted_flavor = |job: &str| {
+        workload_of(job)["status"]["admission"]["podSetAssignments"][0]["flavors"]["nvidia.com/gpu"]
+            .as_str()
+            .map(str::to_string)
+    };
+    let wait = |seconds: u64, done: &mut dyn FnMut() -> bool| {
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(seconds) {
+            if done() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        false
+    };
+    let job1_admitted = wait(60, &mut || admitted_flavor("pk-kq-job1").is_some());
+    let job1_flavor = admitted_flavor("pk-kq-job1");
+    let job1_ran = wait(60, &mut || {
+        pods_of(kubectl, "pk-kq-job1")
+            .iter()
+            .any(|(_, node, _)| node == "pk-kq-a")
+    });
+
+    let refused = cluster.plugin(nodelabel, &["remove", "pk-kq-a", "pool-", "--yes"]);
+    let kept = cluster.labels("pk-kq-a").get("pool").cloned();
+    let overridden = cluster.plugin(
+        nodelabel,
+        &["remove", "pk-kq-a", "pool-", "--yes", "--ignore-dependents"],
+    );
+    apply("job2.json", &kueue_job("pk-kq-job2").to_string());
+    let job2_admitted = wait(60, &mut || admitted_flavor("pk-kq-job2").is_some());
+    let mut job2_pod = (String::new(), String::new());
+    wait(60, &mut || {
+        let pods = pods_of(kubectl, "pk-kq-job2");
+        let Some((name, _, _)) = pods.first() else {
+            return false;
+        };
+        let says = kubectl
+            .run(&[
+                "get",
+                "pod",
+                name,
+                "-n",
+                "default",
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].message}",
+            ])
+            .1;
+        job2_pod = (name.clone(), says.clone());
+        !says.is_empty()
+    });
+
+    // A pod asking more than the ClusterQueue ever has: gated by Kueue, with its reason.
+    apply(
+        "big.json",
+        &serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "pk-kq-big", "namespace": "default",
+                         "labels": {"kueue.x-k8s.io/queue-name": "pk-kq-lq"}},
+            "spec": {"terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "big", "image": "example/big",
+                                     "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
+        })
+        .to_string(),
+    );
+    let gate_condition = || -> String {
+        let out = kubectl.must(&[
+            "get",
+            "workloads.kueue.x-k8s.io",
+            "-n",
+            "default",
+            "-o",
+            "json",
+        ]);
+        let list: serde_json::Value = serde_json::from_str(&out).unwrap();
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| {
+                w["metadata"]["ownerReferences"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|o| o["kind"] == "Pod" && o["name"] == "pk-kq-big")
+            })
+            .flat_map(|w| {
+                w["status"]["conditions"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .find(|c| c["type"] == "QuotaReserved" && c["status"] == "False")
+            .and_then(|c| c["message"].as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
+    let mut kueue_says = String::new();
+    wait(60, &mut || !gate_condition().is_empty());
+    kueue_says.push_str(&gate_condition());
+    let gates = kubectl
+        .run(&[
+            "get",
+            "pod",
+            "pk-kq-big",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.spec.schedulingGates}",
+        ])
+        .1;
+    let why = cluster.plugin(
+        affinity_lint,
+        &["why-pending", "pk-kq-big", "-n", "default"],
+    );
+
+    for (kind, name) in [
+        ("job", "pk-kq-job1"),
+        ("job", "pk-kq-job2"),
+        ("pod", "pk-kq-big"),
+    ] {
+        kubectl.run(&[
+            "delete",
+            kind,
+            name,
+            "-n",
+            "default",
+            "--wait=false",
+            "--cascade=background",
+        ]);
+    }
+    kubectl.run(&[
+        "delete",
+        "-f",
+        &dir.join("kueue.yaml").display().to_string(),
+        "--wait=false",
+    ]);
+    kubectl.run(&["delete", "node", "pk-kq-a", "--wait=false"]);
+
+    eprintln!(
+        "job1 admitted to {job1_flavor:?}; job2's pod: {job2_pod:?}; Kueue on pk-kq-big: {kueue_says}"
+    );
+    assert!(
+        job1_admitted,
+        "Kueue never admitted the first Job: {}",
+        workload_of("pk-kq-job1")
+    );
+    assert_eq!(job1_flavor.as_deref(), Some("pk-kq-flavor"));
+    assert!(job1_ran, "the first Job's pod never ran on pk-kq-a");
+    let (code, out, err) = refused;
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("ResourceFlavor pk-kq-flavor") && err.contains("ClusterQueue pk-kq-cq"),
+        "{err}"
+    );
+    assert!(err.contains("--ignore-dependents"), "{err}");
+    assert_eq!(kept.as_deref(), Some("pk-kq"), "the label was removed");
+    let (code, out, err) = overridden;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(job2_admitted, "Kueue did not admit the second Job by quota");
+    let (pod, says) = job2_pod;
+    assert!(
+        says.contains("didn't match Pod's node affinity/selector"),
+        "the second Job's pod {pod} was placed, or not said why: {says}"
+    );
+    assert!(gates.contains("kueue.x-k8s.io/admission"), "{gates}");
+    assert!(
+        !kueue_says.is_empty(),
+        "Kueue wrote no QuotaReserved=False condition"
+    );
+    let (code, out, err) = why;
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains(&kueue_says),
+        "why-pending does not quote Kueue ({kueue_says}):\n{out}"
+    );
+    // Both of the gates Kueue v0.17 puts on the pods it manages, each with who lifts it.
+    assert!(
+        out.contains("kueue.x-k8s.io/topology: Kueue removes it at admission"),
+        "{out}"
+    );
 }

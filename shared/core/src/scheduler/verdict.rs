@@ -223,11 +223,17 @@ pub fn gated(pod: &crate::model::Pod) -> Option<Verdict> {
     if gates.is_empty() {
         return None;
     }
+    // Kueue v0.17 gates each pod it manages with both (checked on the running Kueue; its
+    // pod controller's `prepare` and the TAS topology ungater remove the second).
     let owner = |gate: &str| -> &'static str {
-        if gate.starts_with("kueue.x-k8s.io/") {
-            "Kueue removes it when it admits the workload (see its Workload's conditions and the ClusterQueue's quota)"
-        } else {
-            "the controller that added it removes it when the pod may run"
+        match gate {
+            "kueue.x-k8s.io/topology" => {
+                "Kueue removes it at admission, or under topology-aware scheduling once the pod is given its topology domain"
+            }
+            g if g.starts_with("kueue.x-k8s.io/") => {
+                "Kueue removes it when it admits the workload (see its Workload's conditions and the ClusterQueue's quota)"
+            }
+            _ => "the controller that added it removes it when the pod may run",
         }
     };
     let owners: Vec<String> = gates.iter().map(|g| format!("{g}: {}", owner(g))).collect();
