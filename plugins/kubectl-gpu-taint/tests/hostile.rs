@@ -56,10 +56,12 @@ fn hostile_server(mode: Hostile) -> String {
     format!("http://{address}")
 }
 
+/// The pages the hostile servers have answered, for continue tokens that never repeat.
+static NEXT_PAGE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 fn serve(stream: std::net::TcpStream, mode: Hostile) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone"));
     let mut stream = stream;
-    let mut page = 0u64;
     loop {
         let mut request_line = String::new();
         if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
@@ -127,7 +129,9 @@ fn serve(stream: std::net::TcpStream, mode: Hostile) {
             while stream.write_all(chunk.as_bytes()).is_ok() {}
             return;
         } else if path.contains("limit=") {
-            page += 1;
+            // Counted across connections: the client asks for the next page while it
+            // decodes one, on a second connection when the first is still busy.
+            let page = NEXT_PAGE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             match mode {
                 Hostile::TinyItems => {
                     let items = vec!["{}"; 300_000].join(",");
