@@ -37,7 +37,7 @@ pub enum Need {
     /// zsh and fish, for the completion scripts (bash is always there).
     Shells,
     /// A real cluster with the controllers of a GPU cluster running against it
-    /// (`tests/control-plane/cp up --with kwok,nfd`): its admin kubeconfig in
+    /// (`tests/control-plane/cp up --with kwok,nfd,kueue,karpenter`): its admin kubeconfig in
     /// `PLACEKIT_E2E_CONTROLLERS_KUBECONFIG`, nfd-worker's features directory in
     /// `PLACEKIT_E2E_NFD_FEATURES_DIR`.
     Controllers,
@@ -96,7 +96,7 @@ impl Need {
             }
             Need::Shells => "install zsh and fish (apt-get install zsh fish)",
             Need::Controllers => {
-                "start a control plane with controllers (tests/control-plane/cp up --with kwok,nfd ...; docs/testing.md) and set PLACEKIT_E2E_CONTROLLERS_KUBECONFIG and PLACEKIT_E2E_NFD_FEATURES_DIR"
+                "start a control plane with controllers (tests/control-plane/cp up --with kwok,nfd,kueue,karpenter ...; docs/testing.md) and set PLACEKIT_E2E_CONTROLLERS_KUBECONFIG and PLACEKIT_E2E_NFD_FEATURES_DIR"
             }
         }
     }

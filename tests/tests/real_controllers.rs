@@ -936,3 +936,187 @@ fn kueue_admits_and_holds_where_placekit_says() {
         "{out}"
     );
 }
+
+const KARPENTER_OBJECTS: &str = r#"
+apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata: {name: pk-kp}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: pk-kp}
+spec:
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: Never
+    budgets: [{nodes: "100%"}]
+  template:
+    metadata:
+      labels: {pool: pk-kp-v1}
+    spec:
+      expireAfter: Never
+      # Only this test's pods tolerate it: Karpenter launches nodes for nobody else's.
+      taints: [{key: pk-kp, value: only, effect: NoSchedule}]
+      requirements:
+      - {key: kubernetes.io/os, operator: In, values: [linux]}
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: pk-kp}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: pk-kp-app, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: pk-kp-app}}
+  template:
+    metadata: {labels: {app: pk-kp-app}}
+    spec:
+      nodeSelector: {karpenter.sh/nodepool: pk-kp}
+      tolerations: [{key: pk-kp, operator: Exists}]
+      terminationGracePeriodSeconds: 0
+      containers: [{name: app, image: example/app, resources: {requests: {cpu: "1"}}}]
+"#;
+
+/// Karpenter itself, with its kwok provider: it launches a node for a pending pod of its
+/// NodePool; `nodelabel set` of a hand label and `gpu-taint dedicate` there warn that the
+/// label and the taint are lost when the node is replaced (and the dedicate is not refused
+/// for taking the Deployment's only node: the pool launches others); a change of the
+/// NodePool's template drifts the node, Karpenter replaces it, and the new node has
+/// neither.
+#[test]
+fn karpenter_replaces_the_node_and_loses_what_placekit_said() {
+    let suite = "nodelabel and gpu-taint against the running Karpenter";
+    let Some((cluster, plugins)) =
+        Controllers::with_plugins(suite, &["kubectl-nodelabel", "kubectl-gpu_taint"])
+    else {
+        return;
+    };
+    let [nodelabel, gpu_taint] = &plugins[..] else {
+        unreachable!("two plugins asked for")
+    };
+    let kubectl = &cluster.kubectl;
+    let objects = cluster.home.path().join("karpenter.yaml");
+    std::fs::write(&objects, KARPENTER_OBJECTS).unwrap();
+    let objects = objects.display().to_string();
+    kubectl.must(&["apply", "-f", &objects]);
+    let nodes_of_pool = || -> Vec<(String, BTreeMap<String, String>, String)> {
+        let out = kubectl.must(&[
+            "get",
+            "nodes",
+            "-l",
+            "karpenter.sh/nodepool=pk-kp",
+            "-o",
+            "json",
+        ]);
+        let list: serde_json::Value = serde_json::from_str(&out).unwrap();
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["metadata"]["deletionTimestamp"].is_null())
+            .map(|n| {
+                (
+                    n["metadata"]["name"].as_str().unwrap().to_string(),
+                    serde_json::from_value(n["metadata"]["labels"].clone()).unwrap_or_default(),
+                    n["spec"]["taints"].to_string(),
+                )
+            })
+            .collect()
+    };
+    let (launched, pods) = wait_pods(kubectl, "pk-kp-app", 90, |pods| {
+        pods.len() == 1 && pods[0].2 == "Running"
+    });
+    let node = pods
+        .first()
+        .map(|(_, node, _)| node.clone())
+        .unwrap_or_default();
+    let set = cluster.plugin(nodelabel, &["set", &node, "example.com/team=ml", "--yes"]);
+    let dedicate = cluster.plugin(
+        gpu_taint,
+        &[
+            "dedicate",
+            &node,
+            "--taint",
+            "pk-kp-dedicated=llm:NoSchedule",
+            "--allow-no-gpu",
+            "-y",
+        ],
+    );
+    let before = nodes_of_pool();
+    kubectl.must(&[
+        "patch",
+        "nodepool",
+        "pk-kp",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"template":{"metadata":{"labels":{"pool":"pk-kp-v2"}}}}}"#,
+    ]);
+    let started = Instant::now();
+    let mut after = Vec::new();
+    while started.elapsed() < Duration::from_secs(180) {
+        after = nodes_of_pool();
+        if !after.is_empty()
+            && after.iter().all(|(name, labels, _)| {
+                name != &node && labels.get("pool").map(String::as_str) == Some("pk-kp-v2")
+            })
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let took = started.elapsed();
+    kubectl.run(&["delete", "-f", &objects, "--wait=false"]);
+
+    assert!(
+        launched,
+        "Karpenter launched no node the pod ran on: {pods:?}"
+    );
+    let (code, out, err) = set;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains(&format!(
+            "example.com/team on node/{node}: the node belongs to Karpenter's NodePool pk-kp: the label is lost when the node is replaced"
+        )),
+        "{err}"
+    );
+    let (code, out, err) = dedicate;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("the node belongs to Karpenter's NodePool pk-kp: the taint is not in its template and is lost when the node is replaced"),
+        "{err}"
+    );
+    // The Deployment's only node taken, but not stranded: the NodePool launches another
+    // (this was refused as "could not be scheduled anywhere" before the real Karpenter
+    // showed otherwise).
+    assert!(
+        err.contains("Karpenter's NodePool pk-kp launches a node for its new pods"),
+        "{err}"
+    );
+    assert!(
+        before.iter().any(|(name, labels, taints)| name == &node
+            && labels.get("example.com/team").map(String::as_str) == Some("ml")
+            && taints.contains("pk-kp-dedicated")),
+        "the label and taint were not on the node: {before:?}"
+    );
+    eprintln!(
+        "Karpenter replaced node/{node} {took:?} after the NodePool's template changed: {after:?}"
+    );
+    let (replacement, labels, taints) = after
+        .iter()
+        .find(|(name, _, _)| name != &node)
+        .unwrap_or_else(|| panic!("Karpenter did not replace node/{node} within 180 s: {after:?}"));
+    assert!(
+        after.iter().all(|(name, _, _)| name != &node),
+        "node/{node} is still there: {after:?}"
+    );
+    assert_eq!(labels.get("pool").map(String::as_str), Some("pk-kp-v2"));
+    assert!(
+        !labels.contains_key("example.com/team"),
+        "node/{replacement} kept the hand label: {labels:?}"
+    );
+    assert!(
+        !taints.contains("pk-kp-dedicated"),
+        "node/{replacement} kept the dedicated taint: {taints}"
+    );
+}

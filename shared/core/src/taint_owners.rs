@@ -82,6 +82,10 @@ pub struct ReadinessRule {
 pub struct DeclaredTaints {
     /// Each Karpenter NodePool's template taints, by pool name.
     pub nodepools: BTreeMap<String, Vec<Taint>>,
+    /// Each Karpenter NodePool's template, as the labels every node it launches is sure to
+    /// have, by pool name (`nodepool_labels`): a workload whose last node is taken can still
+    /// get a node from a pool whose template it matches.
+    pub nodepool_labels: BTreeMap<String, BTreeMap<String, String>>,
     /// Each NodeFeatureRule's taints (all its rules'), by rule name.
     pub feature_rules: BTreeMap<String, Vec<Taint>>,
     /// Each NodeReadinessRule (not in dry run), by name.
@@ -96,6 +100,8 @@ impl DeclaredTaints {
         };
         let taints = parse_taints(&nodepool["spec"]["template"]["spec"]["taints"]);
         self.nodepools.insert(name.to_string(), taints);
+        self.nodepool_labels
+            .insert(name.to_string(), nodepool_labels(name, nodepool));
     }
 
     /// Adds a NodeFeatureRule (`nfd.k8s-sigs.io/v1alpha1`) as the API server returns it.
@@ -287,6 +293,36 @@ fn owner_by_key(taint: &Taint, labels: &BTreeMap<String, String>) -> Option<Tain
         });
     }
     None
+}
+
+/// The labels every node a NodePool launches is sure to have: its template's labels,
+/// `karpenter.sh/nodepool`, and each requirement that allows one value only (`In` with one
+/// value). A requirement that allows several values leaves its key out: which one a node
+/// gets is not known, so a workload that needs one is not counted as served by the pool.
+pub fn nodepool_labels(name: &str, nodepool: &serde_json::Value) -> BTreeMap<String, String> {
+    let template = &nodepool["spec"]["template"];
+    let mut labels: BTreeMap<String, String> = template["metadata"]["labels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect();
+    for requirement in template["spec"]["requirements"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let values = requirement["values"].as_array();
+        if requirement["operator"] == "In"
+            && let (Some(key), Some([value])) =
+                (requirement["key"].as_str(), values.map(Vec::as_slice))
+            && let Some(value) = value.as_str()
+        {
+            labels.insert(key.to_string(), value.to_string());
+        }
+    }
+    labels.insert("karpenter.sh/nodepool".to_string(), name.to_string());
+    labels
 }
 
 #[cfg(test)]

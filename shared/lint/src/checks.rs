@@ -228,7 +228,8 @@ pub struct ViewNeeds {
     pub all_nodes: bool,
     /// The nodes that gain a restrictive taint, whose Kueue TAS Workloads are needed.
     pub kueue_tas_on: Vec<String>,
-    /// A taint is removed: the objects that declare taints tell whose it is.
+    /// A taint is removed (the objects that declare taints tell whose it is) or added (the
+    /// NodePools' templates tell where a workload can still get a node).
     pub declared_taints: bool,
     added: Vec<(String, Taint)>,
 }
@@ -252,7 +253,10 @@ impl ViewNeeds {
                 nodes.dedup();
                 nodes
             },
-            declared_taints: plans.iter().any(|p| !p.taints_removed().is_empty()),
+            // A removed taint: whose it is. An added one: the NodePools that can still
+            // launch a node for a workload whose last node it takes.
+            declared_taints: plans.iter().any(|p| !p.taints_removed().is_empty())
+                || !added.is_empty(),
             added,
         }
     }
@@ -341,7 +345,12 @@ pub fn judge(plans: &[NodePlan], view: &ChangeView) -> Findings {
                 nodes,
             ));
         }
-        findings.extend(taint_losses(&added, &view.workloads, &view.all_nodes));
+        findings.extend(taint_losses(
+            &added,
+            &view.workloads,
+            &view.all_nodes,
+            &view.declared_taints,
+        ));
         findings.extend(controllers::kueue_tas(&added, &view.kueue_tas));
     }
     match &view.budgets {
@@ -692,6 +701,7 @@ pub fn taint_losses(
     added: &[(String, Taint)],
     workloads: &[Workload],
     nodes: &[NodeState],
+    declared: &placekit_core::taint_owners::DeclaredTaints,
 ) -> Findings {
     let mut findings = Findings::default();
     let mut new_taints: BTreeMap<&str, Vec<&Taint>> = BTreeMap::new();
@@ -761,7 +771,35 @@ pub fn taint_losses(
             continue;
         }
         let remaining = candidates - lost.len();
-        if remaining == 0 {
+        // A Karpenter NodePool whose nodes the workload can use launches one for its pods:
+        // the last node taken strands nothing (checked against the running Karpenter).
+        let pool = (remaining == 0)
+            .then(|| {
+                declared.nodepool_labels.iter().find(|(name, labels)| {
+                    let taints = declared.nodepools.get(*name).map(Vec::as_slice);
+                    pod_fits_node_affinity(spec, NodeFacts { name, labels })
+                        && untolerated_taints(
+                            tolerations,
+                            taints.unwrap_or_default(),
+                            SCHEDULING_EFFECTS,
+                        )
+                        .is_empty()
+                })
+            })
+            .flatten();
+        if let Some((pool, _)) = pool {
+            let text = format!(
+                "{who} does not tolerate {taint_text}, and {} {} the only node{} it can use now; Karpenter's NodePool {pool} launches a node for its new pods (its template has no such taint){hint}",
+                node_list(&lost_nodes),
+                if lost.len() == 1 { "is" } else { "are" },
+                if lost.len() == 1 { "" } else { "s" },
+            );
+            findings.warnings.push(
+                Finding::new(Check::TaintLosses, text)
+                    .about(w)
+                    .on(&lost_nodes),
+            );
+        } else if remaining == 0 {
             let text = format!(
                 "{who} does not tolerate {taint_text}, and {} {} the only node{} it can use now: new pods of it could not be scheduled anywhere{hint}",
                 node_list(&lost_nodes),

@@ -301,3 +301,63 @@ fn judge_runs_every_check_over_one_view() {
         "{found:?}"
     );
 }
+
+/// The last node a workload can use, tainted: stranded, unless a Karpenter NodePool whose
+/// template the workload matches (labels it is sure to give, taints it tolerates) launches
+/// another; a pool whose template it does not match, or whose taint it does not tolerate,
+/// rescues nothing.
+#[test]
+fn a_nodepool_that_can_launch_a_node_keeps_the_last_node_from_blocking() {
+    use placekit_core::syntax::{Taint, TaintEffect};
+    let pool_node = node(
+        "kwok-pk-1",
+        &[("karpenter.sh/nodepool", "gpu"), ("pool", "v1")],
+    );
+    let app = workload(
+        "Deployment",
+        "app",
+        json!({"containers": [], "nodeSelector": {"karpenter.sh/nodepool": "gpu"}}),
+    );
+    let taint = Taint {
+        key: "dedicated".into(),
+        value: Some("llm".into()),
+        effect: TaintEffect::NoSchedule,
+        time_added: None,
+    };
+    let added = [("kwok-pk-1".to_string(), taint)];
+    let judge_with = |pools: &[(&str, serde_json::Value)]| {
+        let mut declared = placekit_core::taint_owners::DeclaredTaints::default();
+        for (_, nodepool) in pools {
+            declared.add_nodepool(nodepool);
+        }
+        taint_losses(
+            &added,
+            std::slice::from_ref(&app),
+            std::slice::from_ref(&pool_node),
+            &declared,
+        )
+    };
+    let nodepool = |name: &str, taints: serde_json::Value| {
+        json!({"metadata": {"name": name}, "spec": {"template": {
+            "metadata": {"labels": {"pool": "v1"}},
+            "spec": {"taints": taints, "requirements": [
+                {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}}}})
+    };
+    let stranded = judge_with(&[]);
+    assert_eq!(stranded.blocking.len(), 1, "{stranded:?}");
+    let rescued = judge_with(&[("gpu", nodepool("gpu", json!([])))]);
+    assert!(rescued.blocking.is_empty(), "{rescued:?}");
+    assert!(
+        rescued.warnings[0]
+            .message
+            .contains("Karpenter's NodePool gpu launches a node for its new pods"),
+        "{rescued:?}"
+    );
+    let other_pool = judge_with(&[("cpu", nodepool("cpu", json!([])))]);
+    assert_eq!(other_pool.blocking.len(), 1, "{other_pool:?}");
+    let tainted_pool = judge_with(&[(
+        "gpu",
+        nodepool("gpu", json!([{"key": "gpu-only", "effect": "NoSchedule"}])),
+    )]);
+    assert_eq!(tainted_pool.blocking.len(), 1, "{tainted_pool:?}");
+}
