@@ -787,40 +787,44 @@ pub fn taint_losses(
                 })
             })
             .flatten();
-        if let Some((pool, _)) = pool {
-            let text = format!(
-                "{who} does not tolerate {taint_text}, and {} {} the only node{} it can use now; Karpenter's NodePool {pool} launches a node for its new pods (its template has no such taint){hint}",
+        let only = || {
+            format!(
+                "{who} does not tolerate {taint_text}, and {} {} the only node{} it can use now",
                 node_list(&lost_nodes),
                 if lost.len() == 1 { "is" } else { "are" },
                 if lost.len() == 1 { "" } else { "s" },
-            );
-            findings.warnings.push(
-                Finding::new(Check::TaintLosses, text)
-                    .about(w)
-                    .on(&lost_nodes),
-            );
-        } else if remaining == 0 {
-            let text = format!(
-                "{who} does not tolerate {taint_text}, and {} {} the only node{} it can use now: new pods of it could not be scheduled anywhere{hint}",
-                node_list(&lost_nodes),
-                if lost.len() == 1 { "is" } else { "are" },
-                if lost.len() == 1 { "" } else { "s" },
-            );
-            findings.blocking.push(
-                Finding::new(Check::TaintLosses, text)
-                    .about(w)
-                    .on(&lost_nodes),
-            );
+            )
+        };
+        let (text, blocks) = match pool {
+            Some((pool, _)) => (
+                format!(
+                    "{}; Karpenter's NodePool {pool} launches a node for its new pods (its template has no such taint){hint}",
+                    only()
+                ),
+                false,
+            ),
+            None if remaining == 0 => (
+                format!(
+                    "{}: new pods of it could not be scheduled anywhere{hint}",
+                    only()
+                ),
+                true,
+            ),
+            None => (
+                format!(
+                    "{who} does not tolerate {taint_text} and loses {}: {remaining} of its {candidates} candidate nodes remain{hint}",
+                    node_list(&lost_nodes),
+                ),
+                false,
+            ),
+        };
+        let finding = Finding::new(Check::TaintLosses, text)
+            .about(w)
+            .on(&lost_nodes);
+        if blocks {
+            findings.blocking.push(finding);
         } else {
-            let text = format!(
-                "{who} does not tolerate {taint_text} and loses {}: {remaining} of its {candidates} candidate nodes remain{hint}",
-                node_list(&lost_nodes),
-            );
-            findings.warnings.push(
-                Finding::new(Check::TaintLosses, text)
-                    .about(w)
-                    .on(&lost_nodes),
-            );
+            findings.warnings.push(finding);
         }
     }
     findings
