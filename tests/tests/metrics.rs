@@ -474,3 +474,61 @@ async fn the_exporters_follow_the_cluster_as_it_changes() {
         );
     }
 }
+
+/// One cluster that does not answer: `-o openmetrics` still prints its exposition,
+/// `placekit_read_up 0` and the attempt's duration, then says why on stderr (exit 3), so a
+/// cron job feeding a textfile collector records the failure and PlacekitClusterNotRead
+/// can fire. It printed nothing before.
+#[test]
+fn a_cluster_that_does_not_answer_is_read_up_zero() {
+    let Some(gpu_taint) = built_plugin(SUITE, "kubectl-gpu_taint") else {
+        return;
+    };
+    let Some(affinity_lint) = built_plugin(SUITE, "kubectl-affinity_lint") else {
+        return;
+    };
+    let Some(promtool) = require::promtool(SUITE) else {
+        return;
+    };
+    // A port nothing listens on: the connection is refused at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: gone\n  cluster: {{server: \"http://127.0.0.1:{port}\"}}\ncontexts:\n- name: gone\n  context: {{cluster: gone, user: nobody}}\ncurrent-context: gone\nusers:\n- name: nobody\n  user: {{}}\n"
+        ),
+    )
+    .unwrap();
+    for (binary, args) in [
+        (&gpu_taint, &["status", "-o", "openmetrics"][..]),
+        (&affinity_lint, &["drift", "-A", "-o", "openmetrics"][..]),
+        (
+            &affinity_lint,
+            &["why-pending", "-A", "-o", "openmetrics"][..],
+        ),
+    ] {
+        let out = Command::new(binary)
+            .args(args)
+            .env("KUBECONFIG", &kubeconfig)
+            .env("HOME", dir.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {stdout}{stderr}");
+        assert!(
+            stdout.lines().any(|l| l == "placekit_read_up 0")
+                && stdout.contains("placekit_read_duration_seconds ")
+                && stdout.ends_with("# EOF\n"),
+            "{args:?}: {stdout}"
+        );
+        assert!(stderr.contains("connection refused"), "{args:?}: {stderr}");
+        let (code, said) = promtool_check(&promtool, &stdout);
+        assert_eq!(code, 0, "{args:?}: promtool: {said}\n{stdout}");
+    }
+}

@@ -208,6 +208,18 @@ pub struct DriftFound {
     requests: usize,
 }
 
+/// Under `-o openmetrics`, a read the cluster did not answer still prints its exposition
+/// (`placekit_read_up 0`, placekit_cli's `failed_read`) before the error; `e` is returned.
+fn failed_metrics(ui: &Ui, e: CommandError, started: std::time::Instant) -> CommandError {
+    if ui.output == OutputFormat::OpenMetrics && e.exit_code() == exit::CLUSTER {
+        print!(
+            "{}",
+            placekit_cli::output::openmetrics::failed_read(started.elapsed().as_secs_f64())
+        );
+    }
+    e
+}
+
 /// `drift`: running pods whose node no longer satisfies their constraints.
 pub async fn drift(
     conn: &Connection,
@@ -217,7 +229,10 @@ pub async fn drift(
 ) -> Result<u8, CommandError> {
     check_selector(selector)?;
     let started = std::time::Instant::now();
-    let found = read_drift(conn, namespace, selector, true).await?;
+    let found = match read_drift(conn, namespace, selector, true).await {
+        Ok(found) => found,
+        Err(e) => return Err(failed_metrics(ui, e, started)),
+    };
     if ui.output == OutputFormat::OpenMetrics {
         print!(
             "{}",
@@ -1048,7 +1063,10 @@ pub async fn why_pending_all(
     selector: Option<&str>,
 ) -> Result<u8, CommandError> {
     let started = std::time::Instant::now();
-    let (judged, node_count) = judge_pending(conn, ui, namespace, selector).await?;
+    let (judged, node_count) = match judge_pending(conn, ui, namespace, selector).await {
+        Ok(judged) => judged,
+        Err(e) => return Err(failed_metrics(ui, e, started)),
+    };
     let stuck = judged.iter().filter(|p| !p.placeable).count();
     if ui.output == OutputFormat::OpenMetrics {
         print!(

@@ -9,6 +9,7 @@ mod watch;
 
 use placekit_cli::error::CommandError;
 use placekit_cli::inventory::{Reading, StatusOptions, read_status};
+use placekit_cli::output::openmetrics::failed_read;
 use placekit_cli::ui::{OutputFormat, Ui};
 use placekit_client::connect::Connection;
 use placekit_client::targets::Targets;
@@ -27,7 +28,15 @@ pub async fn status(
     options: &StatusOptions,
 ) -> Result<u8, CommandError> {
     let started = std::time::Instant::now();
-    let found = read_status(conn, targets, options, Reading::One).await?;
+    let found = match read_status(conn, targets, options, Reading::One).await {
+        Ok(found) => found,
+        // The cluster could not be read: the exposition says so (placekit_read_up 0).
+        Err(e) if ui.output == OutputFormat::OpenMetrics && e.exit_code() == exit::CLUSTER => {
+            print!("{}", failed_read(started.elapsed().as_secs_f64()));
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
     for n in &found.notes {
         ui.warn(n);
     }

@@ -165,6 +165,17 @@ pub struct ReadOutcome<'a> {
     pub seconds: Option<f64>,
 }
 
+/// The exposition of a one-cluster report whose read failed: `placekit_read_up 0` and how
+/// long the attempt took, so that a one-shot `-o openmetrics` (a cron job feeding a textfile
+/// collector) records that the cluster could not be read instead of printing nothing.
+pub fn failed_read(seconds: f64) -> String {
+    render(&read_families(&[ReadOutcome {
+        context: None,
+        ok: false,
+        seconds: Some(seconds),
+    }]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
