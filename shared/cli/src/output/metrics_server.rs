@@ -37,18 +37,46 @@ pub async fn serve(listener: tokio::net::TcpListener, source: Arc<dyn MetricsSou
     }
 }
 
-/// One request's answer: `/metrics`, `/healthz`, or 404 (405 for anything but GET).
+/// Whether an `Accept` header asks for OpenMetrics: a media range
+/// `application/openmetrics-text` (matched without regard to case, as media types are)
+/// whose `q` is not 0.
+fn accepts_openmetrics(accept: &str) -> bool {
+    accept.split(',').any(|range| {
+        let mut parts = range.split(';').map(str::trim);
+        let media = parts.next().unwrap_or_default();
+        let refused = parts.any(|p| {
+            p.split_once('=').is_some_and(|(k, v)| {
+                k.trim().eq_ignore_ascii_case("q")
+                    && v.trim().parse::<f32>().is_ok_and(|q| q <= 0.0)
+            })
+        });
+        media.eq_ignore_ascii_case("application/openmetrics-text") && !refused
+    })
+}
+
+/// One request's answer: `/metrics`, `/healthz`, or 404; GET and HEAD (the headers alone),
+/// 405 with `Allow` for anything else.
 pub fn answer<B>(source: &dyn MetricsSource, request: &Request<B>) -> Response<Full<Bytes>> {
+    let head = request.method() == Method::HEAD;
     let reply = |status: StatusCode, content_type: &str, body: String| {
         Response::builder()
             .status(status)
             .header(hyper::header::CONTENT_TYPE, content_type)
-            .body(Full::new(Bytes::from(body)))
+            .header(hyper::header::ALLOW, "GET, HEAD")
+            .body(Full::new(if head {
+                Bytes::new()
+            } else {
+                Bytes::from(body)
+            }))
             .expect("a valid response")
     };
     let plain = "text/plain; charset=utf-8";
-    if request.method() != Method::GET {
-        return reply(StatusCode::METHOD_NOT_ALLOWED, plain, "GET only\n".into());
+    if request.method() != Method::GET && !head {
+        return reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            plain,
+            "GET or HEAD only\n".into(),
+        );
     }
     match request.uri().path() {
         "/metrics" => {
@@ -56,7 +84,7 @@ pub fn answer<B>(source: &dyn MetricsSource, request: &Request<B>) -> Response<F
                 .headers()
                 .get(hyper::header::ACCEPT)
                 .and_then(|a| a.to_str().ok())
-                .is_some_and(|a| a.contains("application/openmetrics-text"));
+                .is_some_and(accepts_openmetrics);
             let content_type = if openmetrics {
                 "application/openmetrics-text; version=1.0.0; charset=utf-8"
             } else {
@@ -134,6 +162,33 @@ mod tests {
             StatusCode::NOT_FOUND
         );
         let post = Request::post("/metrics").body(()).unwrap();
-        assert_eq!(answer(&ok, &post).status(), StatusCode::METHOD_NOT_ALLOWED);
+        let refused = answer(&ok, &post);
+        assert_eq!(refused.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(refused.headers()[hyper::header::ALLOW], "GET, HEAD");
+    }
+
+    #[test]
+    fn head_answers_the_headers_and_accept_is_negotiated_as_http_says() {
+        use http_body_util::BodyExt as _;
+        let ok = Fixed(Ok(()));
+        let head = Request::head("/metrics").body(()).unwrap();
+        let answered = answer(&ok, &head);
+        assert_eq!(answered.status(), StatusCode::OK);
+        let body = futures::executor::block_on(answered.into_body().collect())
+            .unwrap()
+            .to_bytes();
+        assert!(body.is_empty());
+        for (accept, openmetrics) in [
+            ("application/openmetrics-text; version=1.0.0", true),
+            (
+                "Application/OpenMetrics-Text;version=1.0.0;q=0.5,*/*;q=0.1",
+                true,
+            ),
+            ("application/openmetrics-text;q=0, text/plain", false),
+            ("application/openmetrics-text; q=0.0", false),
+            ("text/plain;version=0.0.4", false),
+        ] {
+            assert_eq!(accepts_openmetrics(accept), openmetrics, "{accept}");
+        }
     }
 }
