@@ -239,6 +239,16 @@ async fn status_drift_and_why_pending_expose_what_prometheus_reads() {
         "{}",
         refused.all()
     );
+    // The exporter has metrics, over HTTP: it is told so, not sent elsewhere for them.
+    let refused = h.run(&["serve-metrics", "-o", "openmetrics"]).await;
+    assert_code(&refused, 2);
+    assert!(
+        refused.stderr.contains(
+            "-o openmetrics: `kubectl gpu-taint serve-metrics` serves its metrics over HTTP (GET /metrics) and prints none"
+        ),
+        "{}",
+        refused.all()
+    );
 }
 
 /// The example alerting rules (examples/monitoring/prometheusrule.yaml): valid rules to

@@ -320,6 +320,11 @@ impl Ui {
         };
         if self.output == OutputFormat::OpenMetrics {
             return match (metrics, self.no_headers) {
+                // An exporter serves them: it prints nothing to format.
+                (false, _) if shape == TextShape::Service => refuse(
+                    "-o openmetrics",
+                    "serves its metrics over HTTP (GET /metrics) and prints none",
+                ),
                 (false, _) => refuse(
                     "-o openmetrics",
                     "has no metrics; `gpu-taint status`, `affinity-lint drift` and `affinity-lint why-pending` give them",
@@ -336,7 +341,11 @@ impl Ui {
             ),
             (TextShape::Service, OutputFormat::Text) if !self.no_headers => Ok(()),
             (TextShape::Service, _) => refuse(
-                "-o and --no-headers",
+                if self.no_headers && self.output == OutputFormat::Text {
+                    "--no-headers"
+                } else {
+                    "-o"
+                },
                 "serves metrics over HTTP and prints no report",
             ),
             (TextShape::Table | TextShape::Report, OutputFormat::Wide) => refuse(
