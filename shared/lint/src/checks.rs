@@ -265,43 +265,38 @@ impl ViewNeeds {
     /// `pods` are read: the whole cluster's nodes and pods are needed to say where the
     /// replacement goes.
     pub fn replaced_evictions(&self, pods: &[Pod]) -> bool {
-        self.evicted(pods).iter().any(|p| {
+        evicted_by(&self.added, pods).iter().any(|p| {
             placekit_core::model::pod::controller_of(&p.metadata.owner_references)
                 .is_some_and(|(kind, _)| kind != "DaemonSet")
         })
     }
 
-    /// The pods the added NoExecute taints evict.
-    fn evicted<'p>(&self, pods: &'p [Pod]) -> Vec<&'p Pod> {
-        let mut evicted: Vec<&Pod> = self
-            .added
-            .iter()
-            .flat_map(|(node, taint)| placekit_core::gpu::evicted_pods(pods, node, taint))
-            .collect();
-        evicted.sort_by(|a, b| {
-            (&a.metadata.namespace, &a.metadata.name)
-                .cmp(&(&b.metadata.namespace, &b.metadata.name))
-        });
-        evicted.dedup_by(|a, b| {
-            a.metadata.namespace == b.metadata.namespace && a.metadata.name == b.metadata.name
-        });
-        evicted
-    }
-
     /// The namespaces of the pods an added NoExecute taint evicts, once `pods` are read:
     /// their budgets are needed.
     pub fn evicted_namespaces(&self, pods: &[Pod]) -> Vec<String> {
-        let mut namespaces: Vec<String> = self
-            .added
-            .iter()
-            .filter(|(_, t)| evicts(t))
-            .flat_map(|(node, taint)| placekit_core::gpu::evicted_pods(pods, node, taint))
+        let mut namespaces: Vec<String> = evicted_by(&self.added, pods)
+            .into_iter()
             .map(|p| p.metadata.namespace.clone())
             .collect();
         namespaces.sort_unstable();
         namespaces.dedup();
         namespaces
     }
+}
+
+/// The pods the `added` taints evict (NoExecute, not tolerated), each once.
+fn evicted_by<'p>(added: &[(String, Taint)], pods: &'p [Pod]) -> Vec<&'p Pod> {
+    let mut evicted: Vec<&Pod> = added
+        .iter()
+        .flat_map(|(node, taint)| placekit_core::gpu::evicted_pods(pods, node, taint))
+        .collect();
+    evicted.sort_by(|a, b| {
+        (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
+    });
+    evicted.dedup_by(|a, b| {
+        a.metadata.namespace == b.metadata.namespace && a.metadata.name == b.metadata.name
+    });
+    evicted
 }
 
 /// The nodes whose plans change a key the GPU operator acts on.
@@ -339,11 +334,7 @@ pub fn judge(plans: &[NodePlan], view: &ChangeView) -> Findings {
     if !added.is_empty() {
         findings.extend(evictions(&added, &view.pods));
         if let Some(nodes) = &view.cluster {
-            findings.extend(replacements(
-                plans,
-                &ViewNeeds::of(plans).evicted(&view.pods),
-                nodes,
-            ));
+            findings.extend(replacements(plans, &evicted_by(&added, &view.pods), nodes));
         }
         findings.extend(taint_losses(
             &added,
