@@ -7,8 +7,9 @@ use placekit_cli::ui::Ui;
 use placekit_core::exit;
 use placekit_lint::engine::{FileReport, Outcome, Settings, lint_paths_streaming};
 use placekit_lint::fix::files::{self as fixer, FixMode};
-use placekit_lint::output::{self, Structured, StructuredWriter};
+use placekit_lint::output;
 use placekit_lint::rule::Severity;
+use placekit_lint::structured::{Structured, StructuredWriter};
 
 use crate::flags::{Diff, Format, LintSettings};
 use crate::live;

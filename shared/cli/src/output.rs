@@ -33,7 +33,7 @@ pub fn published_schemas() -> Vec<(String, Value)> {
         .collect();
     all.push((
         "affinity-lint/v1.json".into(),
-        schema_for::<placekit_lint::output::JsonReport>("affinity-lint/v1.json"),
+        schema_for::<placekit_lint::structured::JsonReport>("affinity-lint/v1.json"),
     ));
     all
 }

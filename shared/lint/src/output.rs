@@ -11,8 +11,6 @@ use placekit_core::text::{Color, Paint, escaped};
 /// The `version` of the JSON report.
 pub const JSON_VERSION: &str = "placekit.dev/affinity-lint/v1";
 
-pub use super::structured::{JsonReport, Structured, StructuredWriter};
-
 /// The totals a report ends with, added up as files are reported.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
