@@ -158,16 +158,36 @@ fn describe(cmd: &Command) -> String {
 /// line by line on a thread: each line arrives with the moment it was read, so a test can
 /// say how soon a change was printed. Stderr is discarded.
 pub fn spawn_lines(command: &mut Command) -> (Child, std::sync::mpsc::Receiver<(Instant, String)>) {
-    use std::io::BufRead as _;
     let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("the command starts");
     let stdout = child.stdout.take().expect("stdout is piped");
+    (child, lines_of(stdout))
+}
+
+/// [`spawn_lines`] over stderr (what a server says while it starts); stdout is discarded.
+pub fn spawn_stderr_lines(
+    command: &mut Command,
+) -> (Child, std::sync::mpsc::Receiver<(Instant, String)>) {
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command starts");
+    let stderr = child.stderr.take().expect("stderr is piped");
+    (child, lines_of(stderr))
+}
+
+/// The lines of `stream`, each with the moment it was read, from a thread.
+fn lines_of(
+    stream: impl std::io::Read + Send + 'static,
+) -> std::sync::mpsc::Receiver<(Instant, String)> {
+    use std::io::BufRead as _;
     let (lines, received) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
+        for line in std::io::BufReader::new(stream)
             .lines()
             .map_while(Result::ok)
         {
@@ -176,7 +196,7 @@ pub fn spawn_lines(command: &mut Command) -> (Child, std::sync::mpsc::Receiver<(
             }
         }
     });
-    (child, received)
+    received
 }
 
 #[cfg(test)]

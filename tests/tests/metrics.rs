@@ -244,7 +244,7 @@ async fn status_drift_and_why_pending_expose_what_prometheus_reads() {
     assert_code(&refused, 2);
     assert!(
         refused.stderr.contains(
-            "-o openmetrics: `kubectl gpu-taint serve-metrics` serves its metrics over HTTP (GET /metrics) and prints none"
+            "-o openmetrics: `kubectl gpu-taint serve-metrics` serves its metrics over HTTP (GET /metrics) and prints no report"
         ),
         "{}",
         refused.all()
@@ -331,6 +331,21 @@ fn the_dashboard_queries_are_promql_over_documented_families() {
     assert_documented(&root, &exprs.join("\n"), "the dashboard");
 }
 
+/// `binary serve-metrics ARGS` on a free port of 127.0.0.1, and that port.
+fn exporter_command(binary: &Path, kubeconfig: &Path, args: &[&str]) -> (Command, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut command = Command::new(binary);
+    command
+        .arg("serve-metrics")
+        .args(args)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env("KUBECONFIG", kubeconfig);
+    (command, port)
+}
+
 /// A running exporter, stopped when dropped.
 struct Exporter {
     child: std::process::Child,
@@ -339,15 +354,8 @@ struct Exporter {
 
 impl Exporter {
     fn start(binary: &Path, kubeconfig: &Path, args: &[&str]) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let child = Command::new(binary)
-            .arg("serve-metrics")
-            .args(args)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .env("KUBECONFIG", kubeconfig)
+        let (mut command, port) = exporter_command(binary, kubeconfig, args);
+        let child = command
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -540,5 +548,95 @@ fn a_cluster_that_does_not_answer_is_read_up_zero() {
         assert!(stderr.contains("connection refused"), "{args:?}: {stderr}");
         let (code, said) = promtool_check(&promtool, &stdout);
         assert_eq!(code, 0, "{args:?}: promtool: {said}\n{stdout}");
+    }
+}
+
+/// An exporter's stderr until it says it serves (20 s at most), then stopped.
+fn exporter_start_up(binary: &Path, kubeconfig: &Path, args: &[&str]) -> String {
+    let (mut command, _) = exporter_command(binary, kubeconfig, args);
+    let (mut child, received) = placekit_testserver::process::spawn_stderr_lines(&mut command);
+    let mut said = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        let Ok((_, line)) = received.recv_timeout(left) else {
+            break;
+        };
+        said.push_str(&line);
+        said.push('\n');
+        if line.starts_with("serving /metrics") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    said
+}
+
+/// What an exporter would ignore or cannot do is said before it serves, as the commands
+/// say it: a `-n` that narrows nothing (the inventory counts every namespace's pods), a
+/// `--resource` no node offers (a typo passes for an empty pool otherwise; a pool at zero
+/// still serves), and `-o`, `--no-headers` and a negative `--interval` refused with why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_exporters_say_what_they_ignore_and_refuse_what_they_cannot_do() {
+    let Some(gpu_taint) = built_plugin(SUITE, "kubectl-gpu_taint") else {
+        return;
+    };
+    let Some(affinity_lint) = built_plugin(SUITE, "kubectl-affinity_lint") else {
+        return;
+    };
+    let h = Harness::start("gpu-taint", &gpu_taint, DEMO_FIXTURE).await;
+    h.install_plugin("affinity-lint", &affinity_lint);
+
+    let said =
+        tokio::task::block_in_place(|| exporter_start_up(&gpu_taint, &h.kubeconfig, &["-n", "ml"]));
+    assert!(
+        said.contains(
+            "warning: -n ml is ignored by gpu-taint serve-metrics: the exporter counts the accelerators of every namespace's pods"
+        ) && said.contains("serving /metrics"),
+        "{said}"
+    );
+    let said = tokio::task::block_in_place(|| {
+        exporter_start_up(
+            &gpu_taint,
+            &h.kubeconfig,
+            &["--resource", "nvidia.com/gpus"],
+        )
+    });
+    assert!(
+        said.contains("warning: --resource nvidia.com/gpus: its families stay empty until a node offers it (nvidia.com/gpus is on none of the ")
+            && said.contains(" nodes listed: did you mean nvidia.com/gpu?)\n")
+            && said.contains("serving /metrics"),
+        "{said}"
+    );
+    let said = tokio::task::block_in_place(|| {
+        exporter_start_up(&gpu_taint, &h.kubeconfig, &["--resource", "nvidia.com/gpu"])
+    });
+    assert!(!said.contains("warning"), "{said}");
+
+    for (args, refusal) in [
+        (
+            &["serve-metrics", "-o", "json"][..],
+            "-o: `kubectl affinity-lint serve-metrics` serves its metrics over HTTP (GET /metrics) and prints no report",
+        ),
+        (
+            &["serve-metrics", "-o", "openmetrics"],
+            "-o openmetrics: `kubectl affinity-lint serve-metrics` serves its metrics over HTTP (GET /metrics) and prints no report",
+        ),
+        (
+            &["serve-metrics", "--no-headers"],
+            "--no-headers: `kubectl affinity-lint serve-metrics` serves its metrics over HTTP (GET /metrics) and prints no report",
+        ),
+        (
+            &["serve-metrics", "--interval", "-5s"],
+            "invalid --interval \"-5s\": use a duration of at least 1s (30s, 2m)",
+        ),
+    ] {
+        let refused = h.run_plugin("affinity-lint", args).await;
+        assert_code(&refused, 2);
+        assert!(
+            refused.stderr.contains(refusal),
+            "{args:?}: {}",
+            refused.all()
+        );
     }
 }

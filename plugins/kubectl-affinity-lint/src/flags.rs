@@ -8,7 +8,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use placekit_cli::complete::{self, Candidate, Position, Slot, Source};
 use placekit_cli::error::CommandError;
 use placekit_cli::fleet::FleetArgs;
-use placekit_cli::ui::{ColorChoice, DisplayArgs, LogArgs, Output, parse_output};
+use placekit_cli::ui::{
+    ColorChoice, DisplayArgs, LogArgs, Output, parse_output, service_prints_no_report,
+};
 use placekit_client::connect::ConnectionArgs;
 use placekit_lint::admission;
 use placekit_lint::engine::Config;
@@ -171,8 +173,21 @@ serve-metrics'. Runs until interrupted.",
         #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:9403")]
         listen: std::net::SocketAddr,
         /// How often drift and the pending pods are judged again (e.g. 30s, 2m).
-        #[arg(long, value_name = "DURATION", default_value = "60s")]
+        // A value that starts with `-` (`-5s`) is taken as the value, to be refused as a
+        // duration, not as an unknown flag.
+        #[arg(
+            long,
+            value_name = "DURATION",
+            default_value = "60s",
+            allow_hyphen_values = true
+        )]
         interval: String,
+        /// Refused, with why: the exporter prints no report (drift and why-pending take -o).
+        #[arg(short = 'o', long, hide = true, value_name = "FORMAT")]
+        output: Option<String>,
+        /// Refused, with why (as -o).
+        #[arg(long, hide = true)]
+        no_headers: bool,
     },
     /// Print a ValidatingAdmissionPolicy and its binding that enforce AL001, AL003, AL006
     /// and AL007 in the cluster (apply with `| kubectl apply -f -`).
@@ -357,7 +372,20 @@ pub fn resolve(cli: &Cli) -> Result<Mode, CommandError> {
             all_namespaces,
             listen,
             interval,
+            output,
+            no_headers,
         }) => {
+            const SERVE_METRICS: &str = "affinity-lint serve-metrics";
+            match (output.as_deref(), no_headers) {
+                (Some("openmetrics"), _) => {
+                    return Err(service_prints_no_report(SERVE_METRICS, "-o openmetrics"));
+                }
+                (Some(_), _) => return Err(service_prints_no_report(SERVE_METRICS, "-o")),
+                (None, true) => {
+                    return Err(service_prints_no_report(SERVE_METRICS, "--no-headers"));
+                }
+                (None, false) => {}
+            }
             let interval = placekit_client::connect::parse_request_timeout(interval)
                 .ok()
                 .flatten()

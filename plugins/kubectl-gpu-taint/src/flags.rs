@@ -255,7 +255,10 @@ impl Command {
                 .metrics(),
             Command::History => CommandRow::new("history", WideTable).many_contexts(),
             Command::Completion(_) => CommandRow::new("completion", Script).many_contexts(),
-            Command::ServeMetrics { .. } => CommandRow::new("serve-metrics", Service),
+            Command::ServeMetrics { .. } => CommandRow::new("serve-metrics", Service)
+                .ignores_namespace(
+                    "the exporter counts the accelerators of every namespace's pods",
+                ),
         }
     }
 }

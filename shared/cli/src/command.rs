@@ -1,7 +1,7 @@
 //! What the application checks of a plugin's command before it runs, read from one row per
 //! command ([`CommandRow`]) instead of a match per question: whether it may read several
-//! contexts, the shape of its text output (`-o` is checked against it), whether it acts on
-//! nodes (so `-n` is said to be ignored).
+//! contexts, the shape of its text output (`-o` is checked against it), whether it reads
+//! every namespace whatever `-n` says (so a `-n` is said to be ignored, and why).
 
 use crate::error::CommandError;
 use crate::fleet::FleetArgs;
@@ -18,8 +18,9 @@ pub struct CommandRow {
     pub many_contexts: bool,
     /// It prints `-o openmetrics` too.
     pub metrics: bool,
-    /// It acts on nodes, which are cluster-scoped: a `-n` is said to be ignored.
-    pub on_nodes: bool,
+    /// Why a `-n` does not narrow what it reads (nodes are cluster-scoped; an exporter
+    /// counts every namespace's pods), when it does not: the `-n` is said to be ignored.
+    pub ignores_namespace: Option<&'static str>,
 }
 
 impl CommandRow {
@@ -30,7 +31,7 @@ impl CommandRow {
             shape,
             many_contexts: false,
             metrics: false,
-            on_nodes: false,
+            ignores_namespace: None,
         }
     }
 
@@ -48,9 +49,18 @@ impl CommandRow {
         }
     }
 
+    /// It acts on nodes, which are cluster-scoped, and its checks read the workloads of
+    /// every namespace.
     pub const fn on_nodes(self) -> Self {
+        self.ignores_namespace(
+            "nodes are cluster-scoped, and the checks read the workloads of every namespace",
+        )
+    }
+
+    /// It reads every namespace whatever `-n` says, for the reason given.
+    pub const fn ignores_namespace(self, because: &'static str) -> Self {
         CommandRow {
-            on_nodes: true,
+            ignores_namespace: Some(because),
             ..self
         }
     }
@@ -75,8 +85,8 @@ impl CommandRow {
         } else {
             ui.check_shape(&what, self.shape)?;
         }
-        if self.on_nodes {
-            ui.warn_namespace_ignored(namespace, &what);
+        if let Some(because) = self.ignores_namespace {
+            ui.warn_namespace_ignored(namespace, &what, because);
         }
         Ok(())
     }

@@ -321,10 +321,9 @@ impl Ui {
         if self.output == OutputFormat::OpenMetrics {
             return match (metrics, self.no_headers) {
                 // An exporter serves them: it prints nothing to format.
-                (false, _) if shape == TextShape::Service => refuse(
-                    "-o openmetrics",
-                    "serves its metrics over HTTP (GET /metrics) and prints none",
-                ),
+                (false, _) if shape == TextShape::Service => {
+                    Err(service_prints_no_report(command, "-o openmetrics"))
+                }
                 (false, _) => refuse(
                     "-o openmetrics",
                     "has no metrics; `gpu-taint status`, `affinity-lint drift` and `affinity-lint why-pending` give them",
@@ -340,14 +339,14 @@ impl Ui {
                 "prints a shell script, in no other format",
             ),
             (TextShape::Service, OutputFormat::Text) if !self.no_headers => Ok(()),
-            (TextShape::Service, _) => refuse(
+            (TextShape::Service, _) => Err(service_prints_no_report(
+                command,
                 if self.no_headers && self.output == OutputFormat::Text {
                     "--no-headers"
                 } else {
                     "-o"
                 },
-                "serves metrics over HTTP and prints no report",
-            ),
+            )),
             (TextShape::Table | TextShape::Report, OutputFormat::Wide) => refuse(
                 "-o wide",
                 "has no wider table; -o json or -o yaml give every field",
@@ -409,13 +408,13 @@ impl Ui {
         );
     }
 
-    /// `-n` on a command about nodes: nodes are cluster-scoped, so the flag changes nothing
-    /// there, and the checks read workloads in every namespace. kubectl ignores it silently;
-    /// a user who meant to narrow the checks is told.
-    pub fn warn_namespace_ignored(&self, namespace: Option<&str>, command: &str) {
+    /// `-n` on a command it does not narrow (`because` says why: nodes are cluster-scoped,
+    /// the checks or an exporter read every namespace). kubectl ignores it silently; a user
+    /// who meant to narrow the command is told.
+    pub fn warn_namespace_ignored(&self, namespace: Option<&str>, command: &str, because: &str) {
         if let Some(namespace) = namespace {
             self.warn(&format!(
-                "-n {namespace} is ignored by {command}: nodes are cluster-scoped, and the checks read the workloads of every namespace"
+                "-n {namespace} is ignored by {command}: {because}"
             ));
         }
     }
@@ -788,6 +787,14 @@ impl Paint for Ui {
     fn paint(&self, text: &str, color: Color) -> String {
         Ui::paint(self, text, color)
     }
+}
+
+/// Why an exporter (`command`: `gpu-taint serve-metrics`) refuses `flag` (`-o`, `-o
+/// openmetrics`, `--no-headers`): it serves its metrics over HTTP and prints nothing to format.
+pub fn service_prints_no_report(command: &str, flag: &str) -> crate::error::CommandError {
+    crate::error::CommandError::Input(format!(
+        "{flag}: `kubectl {command}` serves its metrics over HTTP (GET /metrics) and prints no report"
+    ))
 }
 
 /// Builds the client from kubectl's access flags and says on stderr what the person should

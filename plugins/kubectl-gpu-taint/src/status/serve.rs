@@ -55,6 +55,20 @@ pub async fn serve_metrics(
     let started = Instant::now();
     let mut watched = Watched::default();
     list(conn, targets, options, &mut watched, Names::MustExist).await?;
+    // `status --resource` refuses a resource no node has; an exporter serves on, since a
+    // pool scaled to zero or a MIG profile not configured yet has none today, but a typo
+    // (`nvidia.com/gpus`) must not pass for an empty pool.
+    if let Some(resource) = &options.resource
+        && dra.inventory.class_serving(resource).is_none()
+    {
+        let nodes: Vec<Node> = watched.nodes.values().cloned().collect();
+        if let Some(unknown) = placekit_core::gpu::unknown_resource(&nodes, resource) {
+            ui.warn(&format!(
+                "--resource {resource}: its families stay empty until a node offers it ({})",
+                unknown.message
+            ));
+        }
+    }
     let served = Arc::new(Served {
         inventory: Arc::new(Mutex::new(watched)),
         health: Mutex::new(Health {
