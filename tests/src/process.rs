@@ -181,9 +181,7 @@ pub fn spawn_stderr_lines(
 }
 
 /// The lines of `stream`, each with the moment it was read, from a thread.
-fn lines_of(
-    stream: impl std::io::Read + Send + 'static,
-) -> std::sync::mpsc::Receiver<(Instant, String)> {
+fn lines_of(stream: impl Read + Send + 'static) -> std::sync::mpsc::Receiver<(Instant, String)> {
     use std::io::BufRead as _;
     let (lines, received) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
