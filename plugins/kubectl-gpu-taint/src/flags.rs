@@ -197,7 +197,8 @@ current from watches of the nodes and pods as `status -w` keeps its table: liste
 followed from the version the lists ended at, resumed from the last version seen, listed again \
 when the server says the version is too old. Memory is what that keeps: the nodes and the \
 accelerator requests of their pods. GET /healthz answers 200 while the watches follow the \
-cluster and 503 (with the error) while they are being restarted after a growing pause. \
+cluster and 503 (with the error) while they are being restarted after a growing pause \
+(meanwhile /metrics serves what they last saw, with placekit_read_up 0). \
 A scraper that accepts application/openmetrics-text gets it; others get Prometheus' text \
 format (the same text). In a pod, the service account's credentials are used (RBAC: list and \
 watch nodes and pods, list the resource.k8s.io objects). Runs until interrupted.",

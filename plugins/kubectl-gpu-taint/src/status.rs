@@ -46,6 +46,7 @@ pub async fn status(
             status_metrics(&[ClusterStatus {
                 context: None,
                 view: Some(&found.view),
+                read_up: true,
                 group_by: options.group_by.as_deref(),
                 took: started.elapsed(),
             }])

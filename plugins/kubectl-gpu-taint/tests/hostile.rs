@@ -574,3 +574,78 @@ async fn a_token_learnt_while_running_is_never_printed() {
         h.server().clear_faults();
     }
 }
+
+/// An API server that stops answering the exporter once it has listed the inventory (its
+/// watches refused, its lists after the first too) does not empty the exporter: `/healthz`
+/// says 503 with the error, and `/metrics` serves the inventory last read with
+/// `placekit_read_up 0`, so a series does not vanish (and an alert's `for:` start again) over
+/// an outage that `placekit_read_up` reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_exporter_keeps_the_last_inventory_while_the_server_fails() {
+    use placekit_testserver::{Fault, FaultAction, ServerConfig, http_get};
+    let h = Harness::local(
+        "gpu-taint",
+        binary(),
+        ServerConfig::default().with_fixture_yaml(EAST),
+    )
+    .await;
+    let refused = FaultAction::Status {
+        code: 500,
+        retry_after_seconds: None,
+    };
+    // The first list of nodes (the exporter's start) is answered; every watch and every
+    // list after it is refused.
+    h.server().inject(Fault {
+        times: 100_000,
+        ..Fault::new("watch", "nodes", 1, refused.clone())
+    });
+    h.server().inject(Fault {
+        times: 100_000,
+        ..Fault::new("list", "nodes", 2, refused)
+    });
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut exporter = std::process::Command::new(binary())
+        .args(["serve-metrics", "--listen", &format!("127.0.0.1:{port}")])
+        .env("KUBECONFIG", &h.kubeconfig)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("serve-metrics runs");
+    let scrape = |path: &str, until: &dyn Fn(u16, &str) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut last = (0, String::new());
+        while Instant::now() < deadline {
+            if let Some((code, body)) = http_get(port, path) {
+                if until(code, &body) {
+                    return Ok((code, body));
+                }
+                last = (code, body);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Err(last)
+    };
+    let unhealthy = tokio::task::block_in_place(|| {
+        // Past the first pause (1 s): the list again was refused too.
+        std::thread::sleep(Duration::from_millis(1500));
+        scrape("/healthz", &|code, _| code == 503)
+    });
+    let metrics = tokio::task::block_in_place(|| scrape("/metrics", &|code, _| code == 200));
+    let _ = exporter.kill();
+    let _ = exporter.wait();
+    let (_, said) = unhealthy.expect("/healthz answers 503 while the server fails");
+    assert!(said.contains("the watches stopped"), "{said}");
+    let (_, body) = metrics.expect("/metrics answers");
+    assert!(body.lines().any(|l| l == "placekit_read_up 0"), "{body}");
+    assert!(
+        body.contains("placekit_node_accelerator_free{node=\"east-a100-1\""),
+        "the last inventory is still served:\n{body}"
+    );
+    assert!(
+        h.server().count("list", "nodes") >= 2,
+        "the list again was tried"
+    );
+}

@@ -12,10 +12,15 @@ use placekit_cli::output::v1::NodeGroup;
 use placekit_core::accelerators::{Form, NodeInventory};
 
 /// One cluster's `status`, for the families: its context under `--contexts`, what was
-/// read (`None` when it could not be), and how long the read took.
+/// read (`None` when nothing could be), whether the last read succeeded, and how long it
+/// took.
 pub struct ClusterStatus<'a> {
     pub context: Option<&'a str>,
     pub view: Option<&'a StatusView>,
+    /// `placekit_read_up`. The exporter's watches can stop while it still holds what they
+    /// last saw: it serves that view with 0 here, so that a series does not vanish (and an
+    /// alert's `for:` start again) over a short outage that `placekit_read_up` reports.
+    pub read_up: bool,
     pub group_by: Option<&'a str>,
     pub took: Duration,
 }
@@ -51,7 +56,7 @@ pub fn status_metrics(clusters: &[ClusterStatus<'_>]) -> String {
     for cluster in clusters {
         reads.push(ReadOutcome {
             context: cluster.context,
-            ok: cluster.view.is_some(),
+            ok: cluster.read_up,
             seconds: Some(cluster.took.as_secs_f64()),
         });
         let Some(StatusView::Nodes { rows, groups, .. }) = cluster.view else {

@@ -102,6 +102,7 @@ pub fn print_fleet_status(ui: &Ui, options: &StatusOptions, reads: &[ClusterRead
             .map(|r| super::ClusterStatus {
                 context: r.contexts.first().map(String::as_str),
                 view: r.outcome.as_ref().ok().map(|s| &s.view),
+                read_up: r.outcome.is_ok(),
                 group_by: None,
                 took: r.took,
             })

@@ -3,7 +3,8 @@
 //! listed again on 410 Gone), so memory is what `status -w` keeps: the target nodes and, per
 //! node, the accelerator requests of its pods. `GET /metrics` renders the families from that
 //! state under a short lock; `GET /healthz` answers 200 while the watches follow the
-//! cluster and 503 with the last error while they are being restarted.
+//! cluster and 503 with the last error while they are being restarted (meanwhile
+//! `/metrics` serves what they last saw, with `placekit_read_up 0`).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -164,7 +165,9 @@ impl MetricsSource for Served {
         let view = nodes_view(&nodes, &requested, &self.dra, &self.options).ok();
         status_metrics(&[ClusterStatus {
             context: None,
-            view: view.as_ref().filter(|_| error.is_none()),
+            // What the watches last saw, while they are restarted too (read_up says so).
+            view: view.as_ref(),
+            read_up: error.is_none() && view.is_some(),
             group_by: self.options.group_by.as_deref(),
             took: listed_in,
         }])

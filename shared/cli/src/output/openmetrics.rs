@@ -141,7 +141,7 @@ pub fn read_families(reads: &[ReadOutcome<'_>]) -> Vec<Family> {
     .unit("seconds");
     let mut up = Family::gauge(
         "placekit_read_up",
-        "1 when the cluster was read for this report, 0 when it could not be (the report holds nothing of it).",
+        "1 when the cluster was read for this report, 0 when it could not be (a report then holds nothing of it; an exporter serves what it read last).",
     );
     for read in reads {
         let labels: Vec<(&'static str, &str)> = read
