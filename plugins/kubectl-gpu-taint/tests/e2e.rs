@@ -1344,3 +1344,123 @@ async fn a_no_execute_dedicate_of_a_karpenter_node_warns_of_consolidation() {
     assert_code(&run, 0);
     assert!(!run.stderr.contains("consolidate"), "{}", run.all());
 }
+
+/// A StatefulSet's pod on a node-local volume, and a Deployment's pod beside it.
+const LOCAL_VOLUME: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata:
+    name: pk-lv-a
+    labels: {kubernetes.io/hostname: pk-lv-a, pool: pk-lv}
+  status:
+    capacity: {cpu: "8", memory: 32Gi, pods: "110", nvidia.com/gpu: "2"}
+    allocatable: {cpu: "8", memory: 32Gi, pods: "110", nvidia.com/gpu: "2"}
+- apiVersion: v1
+  kind: Node
+  metadata:
+    name: pk-lv-b
+    labels: {kubernetes.io/hostname: pk-lv-b, pool: pk-lv}
+  status:
+    capacity: {cpu: "8", memory: 32Gi, pods: "110", nvidia.com/gpu: "2"}
+    allocatable: {cpu: "8", memory: 32Gi, pods: "110", nvidia.com/gpu: "2"}
+- apiVersion: storage.k8s.io/v1
+  kind: StorageClass
+  metadata: {name: pk-local-nvme}
+  provisioner: kubernetes.io/no-provisioner
+  volumeBindingMode: WaitForFirstConsumer
+- apiVersion: v1
+  kind: PersistentVolume
+  metadata: {name: pk-lv-pv}
+  spec:
+    capacity: {storage: 100Gi}
+    accessModes: [ReadWriteOnce]
+    storageClassName: pk-local-nvme
+    claimRef: {namespace: default, name: data-vector-db-0}
+    local: {path: /mnt/nvme0}
+    nodeAffinity:
+      required:
+        nodeSelectorTerms:
+        - matchExpressions:
+          - {key: kubernetes.io/hostname, operator: In, values: [pk-lv-a]}
+- apiVersion: v1
+  kind: PersistentVolumeClaim
+  metadata:
+    name: data-vector-db-0
+    namespace: default
+    annotations: {pv.kubernetes.io/bind-completed: "yes"}
+  spec:
+    accessModes: [ReadWriteOnce]
+    storageClassName: pk-local-nvme
+    volumeName: pk-lv-pv
+    resources: {requests: {storage: 100Gi}}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: vector-db-0
+    namespace: default
+    ownerReferences:
+    - {apiVersion: apps/v1, kind: StatefulSet, name: vector-db, uid: 0b7c3f4e-5d6a-4b8c-9e1f-2a3b4c5d6e7f, controller: true}
+  spec:
+    nodeName: pk-lv-a
+    nodeSelector: {pool: pk-lv}
+    containers:
+    - name: db
+      image: example/vector-db
+      resources: {limits: {nvidia.com/gpu: "1"}}
+    volumes:
+    - name: data
+      persistentVolumeClaim: {claimName: data-vector-db-0}
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: embed-7d9f8-x2x4q
+    namespace: default
+    labels: {pod-template-hash: 7d9f8}
+    ownerReferences:
+    - {apiVersion: apps/v1, kind: ReplicaSet, name: embed-7d9f8, uid: 1c8d4a5f-6e7b-4c9d-8f2a-3b4c5d6e7f80, controller: true}
+  spec:
+    nodeName: pk-lv-a
+    nodeSelector: {pool: pk-lv}
+    containers:
+    - name: embed
+      image: example/embed
+      resources: {limits: {nvidia.com/gpu: "1"}}
+  status: {phase: Running}
+"#;
+
+/// A replacement keeps its pod's claims: a NoExecute dedicate of the node a StatefulSet's
+/// pod has its local volume on says the replacement stays Pending (the volume's node
+/// affinity leaves it no other node), with the scheduler's message, while the Deployment's
+/// pod beside it fits on the other node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replacement_on_a_node_local_volume_stays_pending_as_said() {
+    let h = Harness::start("gpu-taint", binary(), LOCAL_VOLUME).await;
+    let run = h
+        .run(&[
+            "dedicate",
+            "pk-lv-a",
+            "--taint",
+            "pk-lv=db:NoExecute",
+            "--yes",
+        ])
+        .await;
+    assert_code(&run, 0);
+    assert!(
+        run.stderr.contains(
+            "warning: StatefulSet default/vector-db: the replacement of its evicted pod will stay Pending: 0/2 nodes are available: 1 node(s) didn't match PersistentVolume's node affinity, 1 node(s) had untolerated taint(s)."
+        ),
+        "{}",
+        run.all()
+    );
+    assert!(
+        run.stderr.contains(
+            "warning: Deployment default/embed: the replacement of its evicted pod fits on node/pk-lv-b after the change"
+        ),
+        "{}",
+        run.all()
+    );
+}

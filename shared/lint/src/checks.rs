@@ -199,6 +199,9 @@ pub struct ChangeView {
     /// Every node with the active pods bound to it, when a NoExecute taint evicts pods a
     /// controller replaces: where the replacements go is judged over it.
     pub cluster: Option<Vec<placekit_core::scheduler::NodeInfo>>,
+    /// The storage objects behind the claims of the replaced pods, when one mounts a claim:
+    /// a replacement keeps its pod's claims, so a node-local volume keeps it where it was.
+    pub storage: Option<placekit_core::model::storage::Storage>,
     /// What could not be read (a kind placekit may not list): said as a warning.
     pub unreadable: Vec<String>,
 }
@@ -271,6 +274,29 @@ impl ViewNeeds {
         })
     }
 
+    /// Whether a pod an added NoExecute taint evicts, that a controller replaces, mounts a
+    /// PersistentVolumeClaim, once `pods` are read: the storage objects are needed to judge
+    /// where its replacement can go. `Some` with the claims' namespace when they are all in
+    /// one, `Some(None)` for every namespace.
+    pub fn replaced_claims(&self, pods: &[Pod]) -> Option<Option<String>> {
+        let mut namespaces: Vec<&str> = evicted_by(&self.added, pods)
+            .into_iter()
+            .filter(|p| {
+                placekit_core::model::pod::controller_of(&p.metadata.owner_references)
+                    .is_some_and(|(kind, _)| kind != "DaemonSet")
+                    && placekit_core::scheduler::volumes::PodVolumes::has_claims(p)
+            })
+            .map(|p| p.metadata.namespace.as_str())
+            .collect();
+        namespaces.sort_unstable();
+        namespaces.dedup();
+        match namespaces.as_slice() {
+            [] => None,
+            [one] => Some(Some(one.to_string())),
+            _ => Some(None),
+        }
+    }
+
     /// The namespaces of the pods an added NoExecute taint evicts, once `pods` are read:
     /// their budgets are needed.
     pub fn evicted_namespaces(&self, pods: &[Pod]) -> Vec<String> {
@@ -334,7 +360,12 @@ pub fn judge(plans: &[NodePlan], view: &ChangeView) -> Findings {
     if !added.is_empty() {
         findings.extend(evictions(&added, &view.pods));
         if let Some(nodes) = &view.cluster {
-            findings.extend(replacements(plans, &evicted_by(&added, &view.pods), nodes));
+            findings.extend(replacements(
+                plans,
+                &evicted_by(&added, &view.pods),
+                nodes,
+                view.storage.as_ref(),
+            ));
         }
         findings.extend(taint_losses(
             &added,
@@ -1083,6 +1114,7 @@ pub fn replacements(
     plans: &[NodePlan],
     evicted_pods: &[&Pod],
     nodes: &[placekit_core::scheduler::NodeInfo],
+    storage: Option<&placekit_core::model::storage::Storage>,
 ) -> Findings {
     use placekit_core::scheduler::replacements::{Landing, NodeAfter, replacements};
     let changed: Vec<NodeAfter> = plans
@@ -1094,7 +1126,7 @@ pub fn replacements(
         })
         .collect();
     let mut by_controller: BTreeMap<(String, String), Vec<(String, Landing)>> = BTreeMap::new();
-    for r in replacements(evicted_pods, nodes.to_vec(), &changed) {
+    for r in replacements(evicted_pods, nodes.to_vec(), &changed, storage) {
         let Some(controller) = r.controller else {
             continue;
         };

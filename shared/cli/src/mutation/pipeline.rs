@@ -131,6 +131,15 @@ async fn gather(conn: &Connection, plans: &[NodePlan]) -> Result<ChangeView, Com
     // a controller replaces one (two paged lists, nodes and active pods).
     if needs.replaced_evictions(&view.pods) {
         view.cluster = Some(crate::pending::cluster_state(conn).await?.0);
+        // A replacement keeps its pod's claims: their volumes (a node-local one above all)
+        // decide where it can go. One paged list each, as why-pending reads them.
+        if let Some(namespace) = needs.replaced_claims(&view.pods) {
+            let storage = crate::pending::read_storage(conn, namespace.as_deref()).await?;
+            view.unreadable.extend(storage.unreadable.iter().map(|u| {
+                format!("{u}: where the replacements of evicted pods with claims go is not judged")
+            }));
+            view.storage = Some(storage);
+        }
     }
     let evicted_namespaces = needs.evicted_namespaces(&view.pods);
     if !evicted_namespaces.is_empty() {

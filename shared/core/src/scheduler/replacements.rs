@@ -10,16 +10,24 @@
 //! request left is taken (NodeResourcesFit's default, LeastAllocated). What is said is the
 //! set of nodes that fit, which does not depend on that choice for the first replacement
 //! of a controller, and "stays Pending" with the scheduler's own message when none does.
+//!
+//! A replacement keeps its pod's claims (a StatefulSet's pod comes back with its name and
+//! so its PersistentVolumeClaims; a Deployment's pods share theirs): with the cluster's
+//! storage read, the volume filters judge it too, so a pod on a node-local volume is said to
+//! stay Pending rather than to fit elsewhere. A generic ephemeral volume's claim is made
+//! anew for the replacement, and DRA claims are not followed: those are not judged here.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::filters::evaluate;
+use super::filters::PodFilters;
 use super::message::scheduler_message;
 use super::node_info::{NodeInfo, PlacedPod};
+use super::volumes::PodVolumes;
 use crate::model::Pod;
-use crate::model::pod::controller_of;
+use crate::model::pod::{VolumeSource, controller_of};
+use crate::model::storage::Storage;
 use crate::syntax::Taint;
 
 /// A changed node as the change leaves it.
@@ -42,7 +50,8 @@ pub enum Landing {
     /// Nothing replaces it: a bare pod, or a DaemonSet's (which is never placed again on a
     /// node whose taint it does not tolerate).
     NotReplaced,
-    /// Not judged: it mounts claims or asks for DRA devices, which are not followed here
+    /// Not judged: it asks for DRA devices, mounts a generic ephemeral volume (whose claim
+    /// is made anew), or mounts claims the storage objects of which could not be read
     /// (why-pending judges the replacement once it exists).
     NotJudged,
 }
@@ -73,11 +82,13 @@ pub fn controller_name(pod: &Pod) -> Option<String> {
 }
 
 /// Where the replacements of `evicted` go, over `nodes` (every node, with the active pods
-/// bound to it, as read before the change) once `changed` apply.
+/// bound to it, as read before the change) once `changed` apply, with the claims of those
+/// that mount any judged over `storage` (`None`: not read, those are not judged).
 pub fn replacements(
     evicted: &[&Pod],
     mut nodes: Vec<NodeInfo>,
     changed: &[NodeAfter],
+    storage: Option<&Storage>,
 ) -> Vec<Replacement> {
     for after in changed {
         if let Some(node) = nodes.iter_mut().find(|n| n.name == after.name) {
@@ -109,8 +120,10 @@ pub fn replacements(
         .map(|pod| {
             let landing = match controller_of(&pod.metadata.owner_references) {
                 None | Some(("DaemonSet", _)) => Landing::NotReplaced,
-                Some(_) if judged_elsewhere(pod) => Landing::NotJudged,
-                Some(_) => place(pod, &mut nodes),
+                Some(_) => match storage_for(pod, storage) {
+                    Ok(storage) => place(pod, &mut nodes, storage),
+                    Err(NotJudged) => Landing::NotJudged,
+                },
             };
             Replacement {
                 namespace: pod.metadata.namespace.clone(),
@@ -122,19 +135,48 @@ pub fn replacements(
         .collect()
 }
 
-/// A pod whose claims (volumes, DRA) decide where it can go: not followed here.
-fn judged_elsewhere(pod: &Pod) -> bool {
-    !pod.spec.resource_claims.is_empty()
-        || pod.spec.volume_claims(&pod.metadata.name).next().is_some()
+/// A replacement that is not judged here.
+struct NotJudged;
+
+/// The storage the replacement of `pod` is judged with: none when it mounts no claim
+/// (inline CSI volumes aside, whose attach limits are then judged too), `NotJudged` when its
+/// claims cannot be followed (DRA; a generic ephemeral volume; storage not read or
+/// partly unreadable).
+fn storage_for<'s>(
+    pod: &Pod,
+    storage: Option<&'s Storage>,
+) -> Result<Option<&'s Storage>, NotJudged> {
+    if !pod.spec.resource_claims.is_empty()
+        || pod
+            .spec
+            .volumes
+            .iter()
+            .any(|v| matches!(v.source, VolumeSource::Ephemeral))
+    {
+        return Err(NotJudged);
+    }
+    if !PodVolumes::has_claims(pod) {
+        return Ok(storage.filter(|s| s.unreadable.is_empty()));
+    }
+    match storage {
+        Some(storage) if storage.unreadable.is_empty() => Ok(Some(storage)),
+        _ => Err(NotJudged),
+    }
 }
 
 /// Judges the replacement of `pod` (the same spec, not bound) and takes its room on the
 /// node it is expected on.
-fn place(pod: &Pod, nodes: &mut [NodeInfo]) -> Landing {
+fn place(pod: &Pod, nodes: &mut [NodeInfo], storage: Option<&Storage>) -> Landing {
     let mut replacement = pod.clone();
     replacement.spec.node_name = None;
     replacement.metadata.deletion_timestamp = None;
-    let results = evaluate(&replacement, nodes);
+    let results: Vec<_> = {
+        let mut filters = PodFilters::new(&replacement, nodes);
+        if let Some(storage) = storage {
+            filters = filters.with_volumes(PodVolumes::new(&replacement, nodes, Some(storage)));
+        }
+        nodes.iter().map(|n| filters.check(n)).collect()
+    };
     let fits: Vec<usize> = results
         .iter()
         .enumerate()
@@ -230,7 +272,7 @@ mod tests {
         let mut nodes = vec![node("n1", 8, 3), node("n2", 2, 1)];
         let placed = PlacedPod::of(&a);
         nodes[0].pods = vec![placed, PlacedPod::of(&b), PlacedPod::of(&bare)];
-        let out = replacements(&[&a, &b, &bare], nodes, &[tainted("n1")]);
+        let out = replacements(&[&a, &b, &bare], nodes, &[tainted("n1")], None);
         assert_eq!(out[0].controller.as_deref(), Some("Deployment infer"));
         assert_eq!(
             out[0].landing,
