@@ -1,10 +1,11 @@
 //! placekit's predictions about the controllers of a GPU cluster, checked against those
 //! controllers running: a control plane started with `tests/control-plane/cp up --with
-//! kwok,nfd` (kube-controller-manager with the deployment, replicaset, taint-eviction and
-//! garbage-collector controllers; kwok keeping its nodes Ready and running the pods bound to
-//! them; nfd-master, and nfd-worker describing node `nfd-node` from this machine and from
-//! the features directory the tests write). Each test asserts what placekit said and then
-//! what the controller did.
+//! kwok,nfd,kueue,karpenter` (kube-controller-manager with the deployment, replicaset,
+//! statefulset, daemonset, taint-eviction, garbage-collector and job controllers; kwok
+//! keeping its nodes Ready and running the pods bound to them; nfd-master, and nfd-worker
+//! describing node `nfd-node` from this machine and from the features directory the tests
+//! write; Kueue with its webhooks; Karpenter with its kwok provider). Each test asserts what
+//! placekit said and then what the controller, or kube-scheduler, did.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -645,6 +646,207 @@ fn evicted_pods_come_back_where_dedicate_said() {
     assert_eq!(report["schedulerSays"]["message"], scheduler_says.as_str());
     assert!(report["disagreement"].is_null(), "{out}");
     assert_eq!(report["verdict"]["class"], "taint", "{out}");
+}
+
+/// A StatefulSet's pod whose volume is local to its node: `gpu-taint dedicate` with a
+/// NoExecute taint says its replacement stays Pending, with the message kube-scheduler then
+/// writes — the taint-eviction controller evicts the pod, the StatefulSet controller makes it
+/// again under its name with the same claim, and the scheduler finds the volume's node
+/// tainted and no other node its PersistentVolume allows.
+#[test]
+fn a_statefulset_pod_on_a_local_volume_stays_pending_as_dedicate_said() {
+    let suite = "gpu-taint dedicate against the taint-eviction and StatefulSet controllers";
+    let Some((cluster, plugins)) = Controllers::with_plugins(suite, &["kubectl-gpu_taint"]) else {
+        return;
+    };
+    let gpu_taint = &plugins[0];
+    let kubectl = &cluster.kubectl;
+    let app = "pk-sts-db";
+    let claim = format!("data-{app}-0");
+    let nodes = ["pk-sts-a", "pk-sts-b"];
+    let mut items: Vec<serde_json::Value> =
+        nodes.iter().map(|n| kwok_node(n, "pk-sts", 1)).collect();
+    items.extend([
+        serde_json::json!({
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": "pk-sts-local"},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer"
+        }),
+        // Bound ahead, as a local-volume provisioner and the volume binder leave it.
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": "pk-sts-pv"},
+            "spec": {
+                "capacity": {"storage": "100Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "pk-sts-local",
+                "claimRef": {"namespace": "default", "name": claim},
+                "local": {"path": "/mnt/nvme0"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": ["pk-sts-a"]}
+                ]}]}}
+            }
+        }),
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim, "namespace": "default",
+                         "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "pk-sts-local",
+                "volumeName": "pk-sts-pv",
+                "resources": {"requests": {"storage": "100Gi"}}
+            }
+        }),
+        serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": app, "namespace": "default"},
+            "spec": {
+                "replicas": 1,
+                "serviceName": app,
+                "selector": {"matchLabels": {"app": app}},
+                "template": {
+                    "metadata": {"labels": {"app": app}},
+                    "spec": {
+                        "nodeSelector": {"pool": "pk-sts"},
+                        "terminationGracePeriodSeconds": 0,
+                        "containers": [{"name": "db", "image": "example/vector-db",
+                                        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                                        "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]
+                    }
+                },
+                "volumeClaimTemplates": [{
+                    "metadata": {"name": "data"},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "pk-sts-local",
+                             "resources": {"requests": {"storage": "100Gi"}}}
+                }]
+            }
+        }),
+    ]);
+    let objects = cluster.home.path().join("objects.json");
+    std::fs::write(
+        &objects,
+        serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string(),
+    )
+    .unwrap();
+    kubectl.must(&["apply", "-f", &objects.display().to_string()]);
+    let on_a = |pods: &[(String, String, String)]| {
+        pods.len() == 1 && pods[0].1 == "pk-sts-a" && pods[0].2 == "Running"
+    };
+    let (started, before) = wait_pods(kubectl, app, 60, on_a);
+    let uid_of = || {
+        kubectl
+            .run(&[
+                "get",
+                "pod",
+                &format!("{app}-0"),
+                "-n",
+                "default",
+                "-o",
+                "jsonpath={.metadata.uid}",
+            ])
+            .1
+    };
+    let first_uid = uid_of();
+    let dedicated = cluster.plugin(
+        gpu_taint,
+        &[
+            "dedicate",
+            "pk-sts-a",
+            "--taint",
+            "pk-sts=db:NoExecute",
+            "-y",
+        ],
+    );
+    // The replacement: the same name, a new uid, and the scheduler's word on it.
+    let mut scheduler_says = String::new();
+    let mut replaced = false;
+    for _ in 0..120 {
+        let uid = uid_of();
+        replaced = !uid.is_empty() && uid != first_uid;
+        if replaced {
+            scheduler_says = kubectl
+                .run(&[
+                    "get",
+                    "pod",
+                    &format!("{app}-0"),
+                    "-n",
+                    "default",
+                    "-o",
+                    "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].message}",
+                ])
+                .1;
+            if !scheduler_says.is_empty() {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let after = pods_of(kubectl, app);
+    kubectl.must(&[
+        "delete",
+        "statefulset",
+        app,
+        "-n",
+        "default",
+        "--wait=false",
+    ]);
+    // No controller here removes the protection finalizers once nothing uses them.
+    let unprotected = r#"{"metadata":{"finalizers":null}}"#;
+    kubectl.must(&["delete", "pvc", &claim, "-n", "default", "--wait=false"]);
+    kubectl.must(&[
+        "patch",
+        "pvc",
+        &claim,
+        "-n",
+        "default",
+        "--type",
+        "merge",
+        "-p",
+        unprotected,
+    ]);
+    kubectl.must(&["delete", "pv", "pk-sts-pv", "--wait=false"]);
+    kubectl.must(&[
+        "patch",
+        "pv",
+        "pk-sts-pv",
+        "--type",
+        "merge",
+        "-p",
+        unprotected,
+    ]);
+    kubectl.must(&["delete", "storageclass", "pk-sts-local", "--wait=false"]);
+    kubectl.must(&["delete", "node", "pk-sts-a", "pk-sts-b", "--wait=false"]);
+
+    eprintln!("before {before:?}\nafter {after:?}\nthe scheduler says: {scheduler_says}");
+    assert!(
+        started,
+        "the StatefulSet's pod never ran on its volume's node: {before:?}"
+    );
+    let (code, _, err) = dedicated;
+    assert_eq!(code, 0, "{err}");
+    let said = err
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(&format!(
+                "warning: StatefulSet default/{app}: the replacement of its evicted pod will stay Pending: "
+            ))
+        })
+        .unwrap_or_else(|| panic!("dedicate did not say the replacement stays Pending:\n{err}"));
+    assert!(replaced, "the pod was not replaced: {after:?}");
+    assert!(
+        after.iter().all(|(_, node, _)| node.is_empty()),
+        "the replacement was placed: {after:?}"
+    );
+    let scheduler_filters = scheduler_says
+        .split(" preemption:")
+        .next()
+        .unwrap_or_default();
+    assert_eq!(
+        said, scheduler_filters,
+        "the scheduler said: {scheduler_says}"
+    );
 }
 
 const KUEUE_OBJECTS: &str = r#"
