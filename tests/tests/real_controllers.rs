@@ -1322,3 +1322,142 @@ fn karpenter_replaces_the_node_and_loses_what_placekit_said() {
         "node/{replacement} kept the dedicated taint: {taints}"
     );
 }
+
+/// Karpenter at its NodePool's limits launches no node: `gpu-taint dedicate` of the one node
+/// a Deployment can use is refused — the pool would launch a node for its pods, but its cpu
+/// limit leaves nothing — and with the override, a new pod of the Deployment stays Pending
+/// while Karpenter says its limits leave no instance type, as said.
+#[test]
+fn karpenter_at_its_limits_launches_nothing_as_dedicate_said() {
+    let suite = "gpu-taint against the running Karpenter at its NodePool's limits";
+    let Some((cluster, plugins)) = Controllers::with_plugins(suite, &["kubectl-gpu_taint"]) else {
+        return;
+    };
+    let gpu_taint = &plugins[0];
+    let kubectl = &cluster.kubectl;
+    let objects = cluster.home.path().join("karpenter-limits.yaml");
+    std::fs::write(&objects, KARPENTER_OBJECTS.replace("pk-kp", "pk-kl")).unwrap();
+    let objects = objects.display().to_string();
+    kubectl.must(&["apply", "-f", &objects]);
+    let (launched, pods) = wait_pods(kubectl, "pk-kl-app", 90, |pods| {
+        pods.len() == 1 && pods[0].2 == "Running"
+    });
+    let node = pods
+        .first()
+        .map(|(_, node, _)| node.clone())
+        .unwrap_or_default();
+    // The pool's cpu limit set to what its one node has: no other node fits in it.
+    let mut used = String::new();
+    for _ in 0..60 {
+        used = kubectl
+            .run(&[
+                "get",
+                "nodepool",
+                "pk-kl",
+                "-o",
+                "jsonpath={.status.resources.cpu}",
+            ])
+            .1;
+        if !used.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    kubectl.must(&[
+        "patch",
+        "nodepool",
+        "pk-kl",
+        "--type",
+        "merge",
+        "-p",
+        &format!(r#"{{"spec":{{"limits":{{"cpu":"{used}"}}}}}}"#),
+    ]);
+    let mut args = vec![
+        "dedicate",
+        node.as_str(),
+        "--taint",
+        "pk-kl-dedicated=llm:NoSchedule",
+        "--allow-no-gpu",
+        "-y",
+    ];
+    let refused = cluster.plugin(gpu_taint, &args);
+    args.push("--ignore-dependents");
+    let forced = cluster.plugin(gpu_taint, &args);
+    kubectl.must(&[
+        "scale",
+        "deployment",
+        "pk-kl-app",
+        "-n",
+        "default",
+        "--replicas",
+        "2",
+    ]);
+    // Karpenter's own word on the new pod: the event it writes when its NodePool's limits
+    // leave no instance type.
+    let karpenter_says = "all available instance types exceed limits for nodepool (NodePool=pk-kl)";
+    let mut said = false;
+    let started = Instant::now();
+    while !said && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_secs(1));
+        // The new pod's events only (an earlier run's pod had another name).
+        let pending: Vec<String> = pods_of(kubectl, "pk-kl-app")
+            .into_iter()
+            .filter(|(_, node, _)| node.is_empty())
+            .map(|(name, _, _)| name)
+            .collect();
+        said = pending.iter().any(|pod| {
+            kubectl
+                .run(&[
+                    "get",
+                    "events",
+                    "-n",
+                    "default",
+                    "--field-selector",
+                    &format!("involvedObject.kind=Pod,involvedObject.name={pod}"),
+                    "-o",
+                    "jsonpath={.items[*].message}",
+                ])
+                .1
+                .contains(karpenter_says)
+        });
+    }
+    let after: Vec<String> = kubectl
+        .must(&[
+            "get",
+            "nodes",
+            "-l",
+            "karpenter.sh/nodepool=pk-kl",
+            "-o",
+            "name",
+        ])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let pods_after = pods_of(kubectl, "pk-kl-app");
+    kubectl.run(&["delete", "-f", &objects, "--wait=false"]);
+
+    assert!(
+        launched,
+        "Karpenter launched no node the pod ran on: {pods:?}"
+    );
+    assert!(
+        !used.is_empty(),
+        "the NodePool never counted its node's cpu"
+    );
+    let (code, out, err) = refused;
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        err.contains(&format!(
+            "new pods of it could not be scheduled anywhere (Karpenter's NodePool pk-kl would launch a node for them, but its limit of {used} cpu leaves 0 ({used} in use))"
+        )),
+        "{err}"
+    );
+    let (code, out, err) = forced;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(said, "Karpenter never said: {karpenter_says}");
+    assert_eq!(after.len(), 1, "Karpenter launched another node: {after:?}");
+    assert!(
+        pods_after.iter().any(|(_, node, _)| node.is_empty()),
+        "the new pod was placed: {pods_after:?}"
+    );
+}

@@ -86,6 +86,9 @@ pub struct DeclaredTaints {
     /// have, by pool name (`nodepool_labels`): a workload whose last node is taken can still
     /// get a node from a pool whose template it matches.
     pub nodepool_labels: BTreeMap<String, BTreeMap<String, String>>,
+    /// Each Karpenter NodePool's `spec.limits`, with what its nodes use now
+    /// (`status.resources`), by pool name: a pool at its limits launches no node.
+    pub nodepool_limits: BTreeMap<String, Vec<PoolLimit>>,
     /// Each NodeFeatureRule's taints (all its rules'), by rule name.
     pub feature_rules: BTreeMap<String, Vec<Taint>>,
     /// Each NodeReadinessRule (not in dry run), by name.
@@ -102,6 +105,40 @@ impl DeclaredTaints {
         self.nodepools.insert(name.to_string(), taints);
         self.nodepool_labels
             .insert(name.to_string(), nodepool_labels(name, nodepool));
+        self.nodepool_limits
+            .insert(name.to_string(), nodepool_limits(nodepool));
+    }
+
+    /// Why NodePool `pool` cannot launch a node for a pod that requests `requests`
+    /// (thousandths), as Karpenter's scheduler decides it: it keeps only the instance types
+    /// whose capacity fits in what the pool's limits leave (the limit less what its nodes
+    /// use), and a node that fits the pod has at least its requests — and some CPU and
+    /// memory. A `nodes` limit is left out: Karpenter (v1.13) counts it only for static
+    /// NodePools, which launch nothing for pending pods. `None` when it can, or has no
+    /// limits.
+    pub fn nodepool_exhausted(
+        &self,
+        pool: &str,
+        requests: &BTreeMap<String, i128>,
+    ) -> Option<String> {
+        self.nodepool_limits.get(pool)?.iter().find_map(|limit| {
+            let left = limit.limit - limit.used;
+            let needed = match limit.resource.as_str() {
+                "nodes" => 0,
+                // Every node has some: an instance type of none does not exist.
+                "cpu" | "memory" => requests.get(&limit.resource).copied().unwrap_or(0).max(1),
+                other => requests.get(other).copied().unwrap_or(0),
+            };
+            (needed > 0 && left < needed).then(|| {
+                format!(
+                    "its limit of {} {} leaves {} ({} in use)",
+                    crate::model::quantity::format_quantity(&limit.resource, limit.limit),
+                    limit.resource,
+                    crate::model::quantity::format_quantity(&limit.resource, left.max(0)),
+                    crate::model::quantity::format_quantity(&limit.resource, limit.used),
+                )
+            })
+        })
     }
 
     /// Adds a NodeFeatureRule (`nfd.k8s-sigs.io/v1alpha1`) as the API server returns it.
@@ -293,6 +330,37 @@ fn owner_by_key(taint: &Taint, labels: &BTreeMap<String, String>) -> Option<Tain
         });
     }
     None
+}
+
+/// One resource a NodePool limits: the limit and what its nodes use now, in thousandths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolLimit {
+    pub resource: String,
+    pub limit: i128,
+    pub used: i128,
+}
+
+/// A NodePool's `spec.limits` with its `status.resources` (what Karpenter counts of its
+/// nodes' capacity, and `nodes`); a quantity that does not parse is left out (no limit
+/// known, as none).
+pub fn nodepool_limits(nodepool: &serde_json::Value) -> Vec<PoolLimit> {
+    let quantity = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => crate::model::quantity::parse_quantity_milli(s),
+        serde_json::Value::Number(n) => n.as_i64().map(|n| i128::from(n) * 1000),
+        _ => None,
+    };
+    nodepool["spec"]["limits"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(resource, limit)| {
+            Some(PoolLimit {
+                resource: resource.clone(),
+                limit: quantity(limit)?,
+                used: quantity(&nodepool["status"]["resources"][resource]).unwrap_or(0),
+            })
+        })
+        .collect()
 }
 
 /// The labels every node a NodePool launches is sure to have: its template's labels,

@@ -794,10 +794,13 @@ pub fn taint_losses(
         }
         let remaining = candidates - lost.len();
         // A Karpenter NodePool whose nodes the workload can use launches one for its pods:
-        // the last node taken strands nothing (checked against the running Karpenter).
-        let pool = (remaining == 0)
-            .then(|| {
-                declared.nodepool_labels.iter().find(|(name, labels)| {
+        // the last node taken strands nothing (checked against the running Karpenter) —
+        // unless the pool is at its limits.
+        let pools: Vec<&String> = if remaining == 0 {
+            declared
+                .nodepool_labels
+                .iter()
+                .filter(|(name, labels)| {
                     let taints = declared.nodepools.get(*name).map(Vec::as_slice);
                     pod_fits_node_affinity(spec, NodeFacts { name, labels })
                         && untolerated_taints(
@@ -807,8 +810,29 @@ pub fn taint_losses(
                         )
                         .is_empty()
                 })
+                .map(|(name, _)| name)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let requests = if pools.is_empty() {
+            BTreeMap::new()
+        } else {
+            pod_requests(spec)
+        };
+        let (open, full): (Vec<&String>, Vec<&String>) = pools
+            .into_iter()
+            .partition(|name| declared.nodepool_exhausted(name, &requests).is_none());
+        let pool = open.first();
+        let at_limits: String = full
+            .iter()
+            .filter_map(|name| {
+                let why = declared.nodepool_exhausted(name, &requests)?;
+                Some(format!(
+                    " (Karpenter's NodePool {name} would launch a node for them, but {why})"
+                ))
             })
-            .flatten();
+            .collect();
         let only = || {
             format!(
                 "{who} does not tolerate {taint_text}, and {} {} the only node{} it can use now",
@@ -818,7 +842,7 @@ pub fn taint_losses(
             )
         };
         let (text, blocks) = match pool {
-            Some((pool, _)) => (
+            Some(pool) => (
                 format!(
                     "{}; Karpenter's NodePool {pool} launches a node for its new pods (its template has no such taint){hint}",
                     only()
@@ -827,7 +851,7 @@ pub fn taint_losses(
             ),
             None if remaining == 0 => (
                 format!(
-                    "{}: new pods of it could not be scheduled anywhere{hint}",
+                    "{}: new pods of it could not be scheduled anywhere{at_limits}{hint}",
                     only()
                 ),
                 true,
@@ -850,6 +874,15 @@ pub fn taint_losses(
         }
     }
     findings
+}
+
+/// A pod template's effective requests, in thousandths, as the scheduler counts them.
+fn pod_requests(spec: &k8s_openapi::api::core::v1::PodSpec) -> BTreeMap<String, i128> {
+    serde_json::to_value(spec)
+        .ok()
+        .and_then(|v| serde_json::from_value::<placekit_core::model::pod::PodSpec>(v).ok())
+        .map(|spec| spec.requests())
+        .unwrap_or_default()
 }
 
 /// What a PodDisruptionBudget allows now, as the disruption controller and the eviction API

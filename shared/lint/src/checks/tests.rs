@@ -361,3 +361,70 @@ fn a_nodepool_that_can_launch_a_node_keeps_the_last_node_from_blocking() {
     )]);
     assert_eq!(tainted_pool.blocking.len(), 1, "{tainted_pool:?}");
 }
+
+/// A NodePool at its limits launches no node (Karpenter keeps only the instance types that
+/// fit in what the limits leave): it rescues nothing, and the refusal says which limit.
+/// A limit on another resource than the pods ask for, or with room left, or on `nodes`, does
+/// not stop it.
+#[test]
+fn a_nodepool_at_its_limits_rescues_nothing() {
+    use placekit_core::syntax::{Taint, TaintEffect};
+    let pool_node = node("kwok-pk-1", &[("karpenter.sh/nodepool", "gpu")]);
+    let app = workload(
+        "Deployment",
+        "app",
+        json!({"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"}}}],
+               "nodeSelector": {"karpenter.sh/nodepool": "gpu"}}),
+    );
+    let added = [(
+        "kwok-pk-1".to_string(),
+        Taint {
+            key: "dedicated".into(),
+            value: Some("llm".into()),
+            effect: TaintEffect::NoSchedule,
+            time_added: None,
+        },
+    )];
+    let judge_with = |limits: serde_json::Value, used: serde_json::Value| {
+        let mut declared = placekit_core::taint_owners::DeclaredTaints::default();
+        declared.add_nodepool(&json!({"metadata": {"name": "gpu"},
+            "spec": {"limits": limits, "template": {"spec": {"requirements": []}}},
+            "status": {"resources": used}}));
+        taint_losses(
+            &added,
+            std::slice::from_ref(&app),
+            std::slice::from_ref(&pool_node),
+            &declared,
+        )
+    };
+    let full = judge_with(
+        json!({"nvidia.com/gpu": "8", "cpu": "1000"}),
+        json!({"nvidia.com/gpu": "7", "cpu": "96", "nodes": "1"}),
+    );
+    assert_eq!(full.blocking.len(), 1, "{full:?}");
+    assert!(
+        full.blocking[0].message.contains(
+            "new pods of it could not be scheduled anywhere (Karpenter's NodePool gpu would launch a node for them, but its limit of 8 nvidia.com/gpu leaves 1 (7 in use))"
+        ),
+        "{full:?}"
+    );
+    let no_cpu_left = judge_with(json!({"cpu": 96}), json!({"cpu": "96"}));
+    assert_eq!(no_cpu_left.blocking.len(), 1, "{no_cpu_left:?}");
+    for (limits, used) in [
+        (
+            json!({"nvidia.com/gpu": "8"}),
+            json!({"nvidia.com/gpu": "6"}),
+        ),
+        (
+            json!({"example.com/fpga": "1"}),
+            json!({"example.com/fpga": "1"}),
+        ),
+        (json!({}), json!({"nvidia.com/gpu": "64"})),
+        (json!({"nvidia.com/gpu": "8"}), json!({})),
+        // Karpenter does not count its nodes against a dynamic pool's `nodes` limit.
+        (json!({"nodes": "1"}), json!({"nodes": "1"})),
+    ] {
+        let room = judge_with(limits.clone(), used.clone());
+        assert!(room.blocking.is_empty(), "{limits} {used}: {room:?}");
+    }
+}
