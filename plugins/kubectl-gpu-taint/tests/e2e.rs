@@ -1430,12 +1430,35 @@ items:
       image: example/embed
       resources: {limits: {nvidia.com/gpu: "1"}}
   status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: scratch-5c6d7-q8w2e
+    namespace: default
+    labels: {pod-template-hash: 5c6d7}
+    ownerReferences:
+    - {apiVersion: apps/v1, kind: ReplicaSet, name: scratch-5c6d7, uid: 2d9e5b6a-7f8c-4dae-9b3c-4c5d6e7f8091, controller: true}
+  spec:
+    nodeName: pk-lv-a
+    containers:
+    - name: scratch
+      image: example/scratch
+    volumes:
+    - name: tmp
+      ephemeral:
+        volumeClaimTemplate:
+          spec:
+            accessModes: [ReadWriteOnce]
+            storageClassName: pk-local-nvme
+            resources: {requests: {storage: 10Gi}}
+  status: {phase: Running}
 "#;
 
 /// A replacement keeps its pod's claims: a NoExecute dedicate of the node a StatefulSet's
 /// pod has its local volume on says the replacement stays Pending (the volume's node
 /// affinity leaves it no other node), with the scheduler's message, while the Deployment's
-/// pod beside it fits on the other node.
+/// pod beside it fits on the other node. One whose generic ephemeral volume's claim is made
+/// anew is said not to be judged, rather than left out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replacement_on_a_node_local_volume_stays_pending_as_said() {
     let h = Harness::start("gpu-taint", binary(), LOCAL_VOLUME).await;
@@ -1459,6 +1482,13 @@ async fn a_replacement_on_a_node_local_volume_stays_pending_as_said() {
     assert!(
         run.stderr.contains(
             "warning: Deployment default/embed: the replacement of its evicted pod fits on node/pk-lv-b after the change"
+        ),
+        "{}",
+        run.all()
+    );
+    assert!(
+        run.stderr.contains(
+            "warning: Deployment default/scratch: where the replacement of its evicted pod goes is not judged (its generic ephemeral volume's claim is made anew); `kubectl affinity-lint why-pending` judges it once it exists"
         ),
         "{}",
         run.all()

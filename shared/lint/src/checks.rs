@@ -1185,10 +1185,32 @@ pub fn replacements(
                     judged += 1;
                     pending.push(message);
                 }
-                Landing::NotReplaced | Landing::NotJudged => {}
+                Landing::NotReplaced | Landing::NotJudged { .. } => {}
             }
         }
         if judged == 0 {
+            // Said rather than left out: the other controllers' replacements are placed, and
+            // a silence here would read as "nothing to say".
+            if let Some(why) = pods.iter().find_map(|(_, landing)| match landing {
+                Landing::NotJudged { why } => Some(*why),
+                _ => None,
+            }) {
+                let (theirs, goes) = if evicted == 1 {
+                    ("the replacement of its evicted pod", "goes")
+                } else {
+                    ("the replacements of its evicted pods", "go")
+                };
+                let on = nodes_of_evicted(&pods, evicted_pods, &namespace);
+                findings.warnings.push(
+                    Finding::new(
+                        Check::Evictions,
+                        format!(
+                            "{kind} {namespace}/{name}: where {theirs} {goes} is not judged ({why}); `kubectl affinity-lint why-pending` judges it once it exists"
+                        ),
+                    )
+                    .on(&on),
+                );
+            }
             continue;
         }
         fit_on.sort_unstable();
@@ -1227,22 +1249,32 @@ pub fn replacements(
                 nodes_list(&fit_on)
             ),
         };
-        let mut on: Vec<String> = pods
-            .iter()
-            .filter_map(|(pod, _)| {
-                evicted_pods
-                    .iter()
-                    .find(|p| p.metadata.namespace == namespace && &p.metadata.name == pod)
-                    .and_then(|p| p.spec.node_name.clone())
-            })
-            .collect();
-        on.sort_unstable();
-        on.dedup();
+        let on = nodes_of_evicted(&pods, evicted_pods, &namespace);
         findings
             .warnings
             .push(Finding::new(Check::Evictions, text).on(&on));
     }
     findings
+}
+
+/// The nodes the evicted `pods` (of one controller, in `namespace`) are on, sorted.
+fn nodes_of_evicted<T>(
+    pods: &[(String, T)],
+    evicted_pods: &[&Pod],
+    namespace: &str,
+) -> Vec<String> {
+    let mut on: Vec<String> = pods
+        .iter()
+        .filter_map(|(pod, _)| {
+            evicted_pods
+                .iter()
+                .find(|p| p.metadata.namespace == namespace && &p.metadata.name == pod)
+                .and_then(|p| p.spec.node_name.clone())
+        })
+        .collect();
+    on.sort_unstable();
+    on.dedup();
+    on
 }
 
 pub mod controllers;

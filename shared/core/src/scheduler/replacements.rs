@@ -50,10 +50,10 @@ pub enum Landing {
     /// Nothing replaces it: a bare pod, or a DaemonSet's (which is never placed again on a
     /// node whose taint it does not tolerate).
     NotReplaced,
-    /// Not judged: it asks for DRA devices, mounts a generic ephemeral volume (whose claim
-    /// is made anew), or mounts claims the storage objects of which could not be read
-    /// (why-pending judges the replacement once it exists).
-    NotJudged,
+    /// Not judged, for the reason given: it asks for DRA devices, mounts a generic
+    /// ephemeral volume (whose claim is made anew), or mounts claims the storage objects of
+    /// which could not be read (why-pending judges the replacement once it exists).
+    NotJudged { why: &'static str },
 }
 
 /// One evicted pod and where its replacement goes.
@@ -122,7 +122,7 @@ pub fn replacements(
                 None | Some(("DaemonSet", _)) => Landing::NotReplaced,
                 Some(_) => match storage_for(pod, storage) {
                     Ok(storage) => place(pod, &mut nodes, storage),
-                    Err(NotJudged) => Landing::NotJudged,
+                    Err(NotJudged(why)) => Landing::NotJudged { why },
                 },
             };
             Replacement {
@@ -135,8 +135,8 @@ pub fn replacements(
         .collect()
 }
 
-/// A replacement that is not judged here.
-struct NotJudged;
+/// A replacement that is not judged here, and why.
+struct NotJudged(&'static str);
 
 /// The storage the replacement of `pod` is judged with: none when it mounts no claim
 /// (inline CSI volumes aside, whose attach limits are then judged too), `NotJudged` when its
@@ -146,21 +146,25 @@ fn storage_for<'s>(
     pod: &Pod,
     storage: Option<&'s Storage>,
 ) -> Result<Option<&'s Storage>, NotJudged> {
-    if !pod.spec.resource_claims.is_empty()
-        || pod
-            .spec
-            .volumes
-            .iter()
-            .any(|v| matches!(v.source, VolumeSource::Ephemeral))
+    if !pod.spec.resource_claims.is_empty() {
+        return Err(NotJudged("it asks for DRA devices"));
+    }
+    if pod
+        .spec
+        .volumes
+        .iter()
+        .any(|v| matches!(v.source, VolumeSource::Ephemeral))
     {
-        return Err(NotJudged);
+        return Err(NotJudged(
+            "its generic ephemeral volume's claim is made anew",
+        ));
     }
     if !PodVolumes::has_claims(pod) {
         return Ok(storage.filter(|s| s.unreadable.is_empty()));
     }
     match storage {
         Some(storage) if storage.unreadable.is_empty() => Ok(Some(storage)),
-        _ => Err(NotJudged),
+        _ => Err(NotJudged("its claims' storage objects could not be read")),
     }
 }
 
