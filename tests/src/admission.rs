@@ -344,6 +344,128 @@ pub(crate) fn default_new_service(obj: &mut Value) {
     obj["status"] = json!({"loadBalancer": {}});
 }
 
+/// A node's defaults and its fields as Go encodes them (status, nodeInfo, taints).
+fn default_node(obj: &mut Value) {
+    if !obj["spec"].is_object() {
+        obj["spec"] = json!({});
+    }
+    if !obj["status"].is_object() {
+        obj["status"] = json!({});
+    }
+    let status = &mut obj["status"];
+    if !status["daemonEndpoints"].is_object() {
+        status["daemonEndpoints"] = json!({});
+    }
+    if !status["daemonEndpoints"]["kubeletEndpoint"].is_object() {
+        status["daemonEndpoints"]["kubeletEndpoint"] = json!({});
+    }
+    if status["daemonEndpoints"]["kubeletEndpoint"]["Port"].is_null() {
+        status["daemonEndpoints"]["kubeletEndpoint"]["Port"] = json!(0);
+    }
+    for field in ["capacity", "allocatable"] {
+        if let Some(list) = status.get_mut(field) {
+            quantities_as_strings(list);
+        }
+    }
+    // `SetDefaults_NodeStatus`: allocatable defaults to the capacity.
+    if status["allocatable"].is_null() && status["capacity"].is_object() {
+        status["allocatable"] = status["capacity"].clone();
+    }
+    if !status["nodeInfo"].is_object() {
+        status["nodeInfo"] = json!({});
+    }
+    for field in [
+        "machineID",
+        "systemUUID",
+        "bootID",
+        "kernelVersion",
+        "osImage",
+        "containerRuntimeVersion",
+        "kubeletVersion",
+        "kubeProxyVersion",
+        "operatingSystem",
+        "architecture",
+    ] {
+        if status["nodeInfo"][field].is_null() {
+            status["nodeInfo"][field] = json!("");
+        }
+    }
+    if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+        for c in conditions.iter_mut().filter(|c| c.is_object()) {
+            for t in ["lastHeartbeatTime", "lastTransitionTime"] {
+                if c.get(t).is_none() {
+                    c[t] = Value::Null;
+                }
+            }
+        }
+    }
+    // Go's encoding of a Taint: an empty value is omitted and timeAdded is a
+    // metav1.Time, written in UTC to the second.
+    let taints = obj
+        .get_mut("spec")
+        .and_then(|spec| spec.get_mut("taints"))
+        .and_then(Value::as_array_mut);
+    for taint in taints.into_iter().flatten() {
+        let Some(t) = taint.as_object_mut() else {
+            continue;
+        };
+        if t.get("value").is_some_and(|v| v == "" || v.is_null()) {
+            t.remove("value");
+        }
+        match t
+            .get("timeAdded")
+            .map(|v| v.as_str().map(str::parse::<jiff::Timestamp>))
+        {
+            Some(Some(Ok(at))) => {
+                let seconds = jiff::Timestamp::from_second(at.as_second()).unwrap_or(at);
+                t.insert(
+                    "timeAdded".into(),
+                    json!(seconds.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
+                );
+            }
+            Some(None) => {
+                t.remove("timeAdded");
+            }
+            _ => {}
+        }
+    }
+    if obj["spec"]["taints"]
+        .as_array()
+        .is_some_and(|t| t.is_empty())
+        && let Some(spec) = obj["spec"].as_object_mut()
+    {
+        spec.remove("taints");
+    }
+}
+
+/// A namespace's name label, and its finalizers: set on create, kept from the stored
+/// object on update.
+fn default_namespace(obj: &mut Value, old: Option<&Value>) {
+    let name = obj["metadata"]["name"].clone();
+    obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
+    match old {
+        Some(old) => {
+            obj["spec"]["finalizers"] = old["spec"]["finalizers"].clone();
+            if obj["spec"]["finalizers"].is_null()
+                && let Some(spec) = obj["spec"].as_object_mut()
+            {
+                spec.remove("finalizers");
+            }
+        }
+        None => {
+            obj["status"] = json!({"phase": "Active"});
+            let finalizers = &mut obj["spec"]["finalizers"];
+            if !finalizers.is_array() {
+                *finalizers = json!([]);
+            }
+            let list = finalizers.as_array_mut().expect("array");
+            if !list.iter().any(|f| f == "kubernetes") {
+                list.push(json!("kubernetes"));
+            }
+        }
+    }
+}
+
 pub(crate) fn default_object(resource: &Resource, obj: &mut Value, old: Option<&Value>) {
     let kind = resource.kind;
     if let Some(old) = old
@@ -360,123 +482,8 @@ pub(crate) fn default_object(resource: &Resource, obj: &mut Value, old: Option<&
     }
     match kind {
         "Service" if old.is_none() => default_new_service(obj),
-        "Node" => {
-            if !obj["spec"].is_object() {
-                obj["spec"] = json!({});
-            }
-            if !obj["status"].is_object() {
-                obj["status"] = json!({});
-            }
-            let status = &mut obj["status"];
-            if !status["daemonEndpoints"].is_object() {
-                status["daemonEndpoints"] = json!({});
-            }
-            if !status["daemonEndpoints"]["kubeletEndpoint"].is_object() {
-                status["daemonEndpoints"]["kubeletEndpoint"] = json!({});
-            }
-            if status["daemonEndpoints"]["kubeletEndpoint"]["Port"].is_null() {
-                status["daemonEndpoints"]["kubeletEndpoint"]["Port"] = json!(0);
-            }
-            for field in ["capacity", "allocatable"] {
-                if let Some(list) = status.get_mut(field) {
-                    quantities_as_strings(list);
-                }
-            }
-            // `SetDefaults_NodeStatus`: allocatable defaults to the capacity.
-            if status["allocatable"].is_null() && status["capacity"].is_object() {
-                status["allocatable"] = status["capacity"].clone();
-            }
-            if !status["nodeInfo"].is_object() {
-                status["nodeInfo"] = json!({});
-            }
-            for field in [
-                "machineID",
-                "systemUUID",
-                "bootID",
-                "kernelVersion",
-                "osImage",
-                "containerRuntimeVersion",
-                "kubeletVersion",
-                "kubeProxyVersion",
-                "operatingSystem",
-                "architecture",
-            ] {
-                if status["nodeInfo"][field].is_null() {
-                    status["nodeInfo"][field] = json!("");
-                }
-            }
-            if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
-                for c in conditions.iter_mut().filter(|c| c.is_object()) {
-                    for t in ["lastHeartbeatTime", "lastTransitionTime"] {
-                        if c.get(t).is_none() {
-                            c[t] = Value::Null;
-                        }
-                    }
-                }
-            }
-            // Go's encoding of a Taint: an empty value is omitted and timeAdded is a
-            // metav1.Time, written in UTC to the second.
-            let taints = obj
-                .get_mut("spec")
-                .and_then(|spec| spec.get_mut("taints"))
-                .and_then(Value::as_array_mut);
-            for taint in taints.into_iter().flatten() {
-                let Some(t) = taint.as_object_mut() else {
-                    continue;
-                };
-                if t.get("value").is_some_and(|v| v == "" || v.is_null()) {
-                    t.remove("value");
-                }
-                match t
-                    .get("timeAdded")
-                    .map(|v| v.as_str().map(str::parse::<jiff::Timestamp>))
-                {
-                    Some(Some(Ok(at))) => {
-                        let seconds = jiff::Timestamp::from_second(at.as_second()).unwrap_or(at);
-                        t.insert(
-                            "timeAdded".into(),
-                            json!(seconds.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
-                        );
-                    }
-                    Some(None) => {
-                        t.remove("timeAdded");
-                    }
-                    _ => {}
-                }
-            }
-            if obj["spec"]["taints"]
-                .as_array()
-                .is_some_and(|t| t.is_empty())
-                && let Some(spec) = obj["spec"].as_object_mut()
-            {
-                spec.remove("taints");
-            }
-        }
-        "Namespace" => {
-            let name = obj["metadata"]["name"].clone();
-            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
-            match old {
-                Some(old) => {
-                    obj["spec"]["finalizers"] = old["spec"]["finalizers"].clone();
-                    if obj["spec"]["finalizers"].is_null()
-                        && let Some(spec) = obj["spec"].as_object_mut()
-                    {
-                        spec.remove("finalizers");
-                    }
-                }
-                None => {
-                    obj["status"] = json!({"phase": "Active"});
-                    let finalizers = &mut obj["spec"]["finalizers"];
-                    if !finalizers.is_array() {
-                        *finalizers = json!([]);
-                    }
-                    let list = finalizers.as_array_mut().expect("array");
-                    if !list.iter().any(|f| f == "kubernetes") {
-                        list.push(json!("kubernetes"));
-                    }
-                }
-            }
-        }
+        "Node" => default_node(obj),
+        "Namespace" => default_namespace(obj, old),
         "Pod" => {
             if old.is_none() {
                 default_new_pod(obj);

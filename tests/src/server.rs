@@ -515,28 +515,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         ]
         && req.method() == Method::POST
     {
-        state.count("create", "selfsubjectaccessreviews");
-        let bytes = read_bytes(req.into_body()).await?;
-        let mut review = match serde_json::from_slice::<Value>(&bytes) {
-            Ok(v) => v,
-            Err(_) => {
-                crate::protobuf::decode_self_subject_access_review(&bytes).ok_or_else(|| {
-                    ApiError::bad_request("error decoding the SelfSubjectAccessReview body")
-                })?
-            }
-        };
-        let attrs = &review["spec"]["resourceAttributes"];
-        let verb = attrs["verb"].as_str().unwrap_or_default();
-        let resource = attrs["resource"].as_str().unwrap_or_default();
-        let allowed = user.is_none_or(|u| u.can(verb, resource));
-        review["apiVersion"] = json!("authorization.k8s.io/v1");
-        review["kind"] = json!("SelfSubjectAccessReview");
-        review["status"] = if allowed {
-            json!({"allowed": true, "reason": "allowed by the placekit test server's user table"})
-        } else {
-            json!({"allowed": false})
-        };
-        return Ok(value_response(201, &review));
+        return self_subject_access_review(state, req, user).await;
     }
 
     let target = parse_target(&segments).ok_or_else(ApiError::path_not_found)?;
@@ -545,29 +524,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     state.count(verb, resource.plural);
 
     let action = state.fault_for(verb, resource.plural);
-    match action.clone() {
-        Some(FaultAction::Status {
-            code,
-            retry_after_seconds,
-        }) => {
-            return Err(Failure::Api(ApiError::injected(code, retry_after_seconds)));
-        }
-        Some(FaultAction::Drop) => {
-            // Read the whole request first: the client has then certainly sent it and cannot
-            // know whether it was processed, which is the case worth testing.
-            let _ = read_bytes(req.into_body()).await;
-            return Err(Failure::Drop);
-        }
-        Some(FaultAction::Delay { millis }) => {
-            tokio::time::sleep(Duration::from_millis(millis)).await
-        }
-        Some(FaultAction::EchoCredentials) => {
-            return Err(Failure::Api(ApiError::echoing_credentials(
-                &sent_credentials(&req),
-            )));
-        }
-        Some(FaultAction::LoseAnswer | FaultAction::Warn { .. }) | None => {}
-    }
+    let req = injected_fault(action.as_ref(), req).await?;
 
     if let Some(u) = user
         && !u.can(verb, resource.plural)
@@ -577,288 +534,469 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             ApiError::forbidden(&u.name, verb, resource, ns, target.name.as_deref()).into(),
         );
     }
-    let dry_run_values = query_values(req.uri().query(), "dryRun");
-    let options_kind = match verb {
-        "create" => "CreateOptions",
-        "update" => "UpdateOptions",
-        "patch" => "PatchOptions",
-        _ => "DeleteOptions",
-    };
-    let dry_run = if verb == "delete" {
-        false // from the DeleteOptions body or the query, below
-    } else {
-        parse_dry_run(&dry_run_values, options_kind)?
-    };
-    let field_validation = if matches!(verb, "create" | "update" | "patch") {
-        FieldValidation::parse(query.get("fieldValidation").map(String::as_str)).map_err(|bad| {
-            ApiError::invalid_kind(
-                "meta.k8s.io",
-                options_kind,
-                "",
-                vec![FieldError::not_supported(
-                    "fieldValidation",
-                    FieldValue::Str(bad),
-                    FieldValidation::SUPPORTED,
-                )],
-            )
-        })?
-    } else {
-        FieldValidation::Ignore
-    };
-    let ns = target.namespace.as_deref();
-    let lose_answer = action == Some(FaultAction::LoseAnswer);
-    // The field manager of a write (reads have none): `fieldManager`, else the user agent
-    // up to its first `/`.
-    let writer = matches!(verb, "create" | "update" | "patch").then(|| Manager {
-        name: query
-            .get("fieldManager")
-            .filter(|m| !m.is_empty())
-            .cloned()
-            .unwrap_or_else(|| {
-                req.headers()
-                    .get(http::header::USER_AGENT)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|ua| ua.split('/').next())
-                    .unwrap_or("unknown")
-                    .to_string()
-            }),
-        apply: false,
-        api_version: resource.api_version(),
-    });
+    let call = Call::new(target, verb, query, table, protobuf, &req)?;
     let answer = match verb {
-        "get" => {
-            let name = target.name.as_deref().expect("named");
-            let bytes = state.store.lock().expect("store").get(resource, ns, name)?;
-            if table && crate::table::printable(resource.kind) {
-                let object: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-                let metadata = json!({"resourceVersion": object["metadata"]["resourceVersion"]});
-                let answer =
-                    crate::table::table(resource.kind, &[object], metadata, jiff::Timestamp::now());
-                return Ok(value_response(200, &answer));
-            }
-            Ok(json_response(200, bytes))
-        }
-        "watch" => {
-            // A watch of one object's URL (deprecated) is a watch of its name.
-            let (labels, fields) = selectors(&query, resource, target.name.as_deref())?;
-            let flag = |name: &str| query.get(name).is_some_and(|v| v == "true" || v == "1");
-            let watch = crate::watch::Watch {
-                resource,
-                namespace: ns.filter(|_| resource.namespaced).map(str::to_string),
-                labels,
-                fields,
-                table,
-                timeout: query
-                    .get("timeoutSeconds")
-                    .and_then(|t| t.parse::<u64>().ok())
-                    .map(Duration::from_secs),
-                initial_events_bookmark: flag("sendInitialEvents") && flag("allowWatchBookmarks"),
-            };
-            crate::watch::start(
-                &state.store,
-                watch,
-                query.get("resourceVersion").map(String::as_str),
-            )
-            .map_err(Failure::Api)
-        }
-        "list" => {
-            let (labels, fields) = selectors(&query, resource, None)?;
-            let limit = query
-                .get("limit")
-                .and_then(|l| l.parse::<usize>().ok())
-                .filter(|l| *l > 0);
-            let page = state.store.lock().expect("store").list(
-                resource,
-                ns.filter(|_| resource.namespaced),
-                &labels,
-                &fields,
-                limit,
-                query.get("continue").map(String::as_str),
-            )?;
-            if table && crate::table::printable(resource.kind) {
-                let objects: Vec<Value> = page
-                    .items
-                    .iter()
-                    .map(|b| serde_json::from_slice(b).unwrap_or(Value::Null))
-                    .collect();
-                let answer = crate::table::table(
-                    resource.kind,
-                    &objects,
-                    list_metadata(&page),
-                    jiff::Timestamp::now(),
-                );
-                return Ok(value_response(200, &answer));
-            }
-            // Not returned early: the faults' warnings and lost answers apply below.
-            let encoded = protobuf
-                .then(|| {
-                    crate::protobuf::lists::list(resource.kind, &list_metadata(&page), &page.items)
-                })
-                .flatten();
-            match encoded {
-                Some(body) => Ok(protobuf_response(body)),
-                None => Ok(json_response(200, list_envelope(resource, page))),
-            }
-        }
-        "create" => {
-            let content_type = media_type(&req);
-            let bytes = read_bytes(req.into_body()).await?;
-            let mut body = decode_object(&content_type, &bytes)?;
-            let unknown = check_unknown_fields(resource, &mut body, field_validation)?;
-            let mut store = state.store.lock().expect("store");
-            store.writer = writer.clone();
-            let created = store.create(resource, ns, body, dry_run);
-            store.writer = None;
-            Ok(with_warnings(value_response(201, &created?), &unknown))
-        }
-        "update" | "patch" => {
-            let name = target
-                .name
-                .clone()
-                .ok_or_else(ApiError::method_not_allowed)?;
-            let content_type = media_type(&req);
-            let force = query.get("force").is_some_and(|f| f == "true" || f == "1");
-            if verb == "patch" && content_type == "application/apply-patch+yaml" {
-                let manager = query
-                    .get("fieldManager")
-                    .filter(|m| !m.is_empty())
-                    .ok_or_else(|| {
-                        ApiError::invalid_kind(
-                            "meta.k8s.io",
-                            "PatchOptions",
-                            "",
-                            vec![FieldError::required(
-                                "fieldManager",
-                                "is required for apply patch",
-                            )],
-                        )
-                    })?;
-                let bytes = read_bytes(req.into_body()).await?;
-                let config: Value = serde_yaml::from_slice(&bytes)
-                    .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
-                let manager = Manager {
-                    name: manager.clone(),
-                    apply: true,
-                    api_version: resource.api_version(),
-                };
-                let (object, created) = state
-                    .store
-                    .lock()
-                    .expect("store")
-                    .apply(resource, ns, &name, config, &manager, force, dry_run)?;
-                return Ok(value_response(if created { 201 } else { 200 }, &object));
-            }
-            if force {
-                return Err(ApiError::invalid_kind(
-                    "meta.k8s.io",
-                    options_kind,
-                    "",
-                    vec![FieldError::forbidden(
-                        "force",
-                        "may not be specified for non-apply patch",
-                    )],
-                )
-                .into());
-            }
-            let patch_type = if verb == "patch" {
-                Some(match content_type.as_str() {
-                    "application/json-patch+json" => PatchType::Json,
-                    "application/merge-patch+json" => PatchType::Merge,
-                    "application/strategic-merge-patch+json" => PatchType::Strategic,
-                    _ => return Err(ApiError::unsupported_media_type().into()),
-                })
-            } else {
-                None
-            };
-            let bytes = read_bytes(req.into_body()).await?;
-            let mut body = match patch_type {
-                Some(_) => Value::Null,
-                None => decode_object(&content_type, &bytes)?,
-            };
-            let mut unknown = match patch_type {
-                Some(_) => Vec::new(),
-                None => check_unknown_fields(resource, &mut body, field_validation)?,
-            };
-            let mut store = state.store.lock().expect("store");
-            if let Some(merge) = state.concurrent_write_for(resource.plural, &name) {
-                store.patch(resource, ns, &name, PatchType::Merge, &merge, false)?;
-            }
-            store.writer = writer.clone();
-            let result = match patch_type {
-                Some(t) => store
-                    .patch_bytes(resource, ns, &name, t, &bytes, dry_run, field_validation)
-                    .map(|(object, dropped)| {
-                        unknown = warnings_under(field_validation, dropped);
-                        object
-                    }),
-                None => store.update(resource, ns, &name, body, dry_run),
-            };
-            store.writer = None;
-            Ok(with_warnings(value_response(200, &result?), &unknown))
-        }
-        "delete" | "deletecollection" => {
-            if verb == "deletecollection" && resource.plural == "namespaces" {
-                return Err(ApiError::method_not_allowed().into());
-            }
-            // `DeleteOptions` come in the body (kubectl) or in the query.
-            let bytes = read_bytes(req.into_body()).await?;
-            let options = serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null);
-            let grace_period = options["gracePeriodSeconds"].as_i64().or_else(|| {
-                query
-                    .get("gracePeriodSeconds")
-                    .and_then(|g| g.parse::<i64>().ok())
-            });
-            let values = match serde_json::from_slice::<Value>(&bytes) {
-                Ok(options) if !bytes.is_empty() => options["dryRun"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .map(|v| v.as_str().unwrap_or_default().to_string())
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                _ => dry_run_values,
-            };
-            let dry_run = parse_dry_run(&values, options_kind)?;
-            // The job storage warns before it looks the job up, found or not.
-            let orphans_pods = resource.group == "batch"
-                && resource.kind == "Job"
-                && options["propagationPolicy"].is_null()
-                && !query.contains_key("propagationPolicy");
-            let warnings = if orphans_pods {
-                vec![JOB_DELETION_WARNING.to_string()]
-            } else {
-                Vec::new()
-            };
-            let mut store = state.store.lock().expect("store");
-            let status = match target.name.as_deref() {
-                Some(name) => store.delete(resource, ns, name, dry_run, grace_period),
-                None => {
-                    let (labels, fields) = selectors(&query, resource, None)?;
-                    store.delete_collection(
-                        resource,
-                        ns.filter(|_| resource.namespaced),
-                        &labels,
-                        &fields,
-                        dry_run,
-                        grace_period,
-                    )
-                }
-            }
-            .map_err(|e| e.with_warnings(warnings.clone()))?;
-            Ok(with_warnings(value_response(200, &status), &warnings))
-        }
+        "get" => get_object(state, &call),
+        "watch" => watch_objects(state, &call),
+        "list" => list_objects(state, &call),
+        "create" => create_object(state, req, &call).await,
+        "update" | "patch" => update_or_patch_object(state, req, &call).await,
+        "delete" | "deletecollection" => delete_objects(state, req, call).await,
         _ => Err(ApiError::method_not_allowed().into()),
     };
-    if lose_answer {
-        return Err(Failure::Drop);
-    }
+    // A lost answer and a warning apply to every answer, as a network and an admission
+    // webhook do.
     match action {
+        Some(FaultAction::LoseAnswer) => Err(Failure::Drop),
         Some(FaultAction::Warn { text }) => {
             answer.map(|r| with_warnings(r, std::slice::from_ref(&text)))
         }
         _ => answer,
     }
+}
+
+/// A SelfSubjectAccessReview, answered from the user table (JSON or protobuf body).
+async fn self_subject_access_review(
+    state: &Arc<State>,
+    req: Request<Incoming>,
+    user: Option<&User>,
+) -> Result<Response<Body>, Failure> {
+    state.count("create", "selfsubjectaccessreviews");
+    let bytes = read_bytes(req.into_body()).await?;
+    let mut review = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(v) => v,
+        Err(_) => crate::protobuf::decode_self_subject_access_review(&bytes).ok_or_else(|| {
+            ApiError::bad_request("error decoding the SelfSubjectAccessReview body")
+        })?,
+    };
+    let attrs = &review["spec"]["resourceAttributes"];
+    let verb = attrs["verb"].as_str().unwrap_or_default();
+    let resource = attrs["resource"].as_str().unwrap_or_default();
+    let allowed = user.is_none_or(|u| u.can(verb, resource));
+    review["apiVersion"] = json!("authorization.k8s.io/v1");
+    review["kind"] = json!("SelfSubjectAccessReview");
+    review["status"] = if allowed {
+        json!({"allowed": true, "reason": "allowed by the placekit test server's user table"})
+    } else {
+        json!({"allowed": false})
+    };
+    Ok(value_response(201, &review))
+}
+
+/// The fault injected for this request before it is served: an error, a dropped
+/// connection or a delay. Faults that change the answer (a lost answer, a warning) apply
+/// after it.
+async fn injected_fault(
+    action: Option<&FaultAction>,
+    req: Request<Incoming>,
+) -> Result<Request<Incoming>, Failure> {
+    match action {
+        Some(FaultAction::Status {
+            code,
+            retry_after_seconds,
+        }) => Err(Failure::Api(ApiError::injected(
+            *code,
+            *retry_after_seconds,
+        ))),
+        Some(FaultAction::Drop) => {
+            // Read the whole request first: the client has then certainly sent it and cannot
+            // know whether it was processed, which is the case worth testing.
+            let _ = read_bytes(req.into_body()).await;
+            Err(Failure::Drop)
+        }
+        Some(FaultAction::Delay { millis }) => {
+            tokio::time::sleep(Duration::from_millis(*millis)).await;
+            Ok(req)
+        }
+        Some(FaultAction::EchoCredentials) => Err(Failure::Api(ApiError::echoing_credentials(
+            &sent_credentials(&req),
+        ))),
+        Some(FaultAction::LoseAnswer | FaultAction::Warn { .. }) | None => Ok(req),
+    }
+}
+
+/// A request to an object or a collection, authenticated and authorized: what each verb's
+/// handler reads.
+struct Call {
+    target: Target,
+    verb: &'static str,
+    query: HashMap<String, String>,
+    /// Server-side printing asked for (`kubectl get`).
+    table: bool,
+    /// Lists asked for in protobuf.
+    protobuf: bool,
+    /// The options' kind an option's error names (`CreateOptions`, `PatchOptions`...).
+    options_kind: &'static str,
+    /// `dryRun` as the query gives it (a delete may give it in its body instead).
+    dry_run_values: Vec<String>,
+    /// The query's `dryRun` of a create, update or patch.
+    dry_run: bool,
+    field_validation: FieldValidation,
+    /// The field manager of a write (reads have none): `fieldManager`, else the user agent
+    /// up to its first `/`.
+    writer: Option<Manager>,
+}
+
+impl Call {
+    fn new(
+        target: Target,
+        verb: &'static str,
+        query: HashMap<String, String>,
+        table: bool,
+        protobuf: bool,
+        req: &Request<Incoming>,
+    ) -> Result<Self, Failure> {
+        let dry_run_values = query_values(req.uri().query(), "dryRun");
+        let options_kind = match verb {
+            "create" => "CreateOptions",
+            "update" => "UpdateOptions",
+            "patch" => "PatchOptions",
+            _ => "DeleteOptions",
+        };
+        let writes = matches!(verb, "create" | "update" | "patch");
+        let dry_run = if writes {
+            parse_dry_run(&dry_run_values, options_kind)?
+        } else {
+            false // a delete's comes from its DeleteOptions body or the query
+        };
+        let field_validation = if writes {
+            FieldValidation::parse(query.get("fieldValidation").map(String::as_str)).map_err(
+                |bad| {
+                    ApiError::invalid_kind(
+                        "meta.k8s.io",
+                        options_kind,
+                        "",
+                        vec![FieldError::not_supported(
+                            "fieldValidation",
+                            FieldValue::Str(bad),
+                            FieldValidation::SUPPORTED,
+                        )],
+                    )
+                },
+            )?
+        } else {
+            FieldValidation::Ignore
+        };
+        let writer = writes.then(|| Manager {
+            name: query
+                .get("fieldManager")
+                .filter(|m| !m.is_empty())
+                .cloned()
+                .unwrap_or_else(|| {
+                    req.headers()
+                        .get(http::header::USER_AGENT)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|ua| ua.split('/').next())
+                        .unwrap_or("unknown")
+                        .to_string()
+                }),
+            apply: false,
+            api_version: target.resource.api_version(),
+        });
+        Ok(Self {
+            target,
+            verb,
+            query,
+            table,
+            protobuf,
+            options_kind,
+            dry_run_values,
+            dry_run,
+            field_validation,
+            writer,
+        })
+    }
+
+    fn namespace(&self) -> Option<&str> {
+        self.target.namespace.as_deref()
+    }
+
+    fn flag(&self, name: &str) -> bool {
+        self.query
+            .get(name)
+            .is_some_and(|v| v == "true" || v == "1")
+    }
+}
+
+fn get_object(state: &Arc<State>, call: &Call) -> Result<Response<Body>, Failure> {
+    let resource = call.target.resource;
+    let name = call.target.name.as_deref().expect("named");
+    let bytes = state
+        .store
+        .lock()
+        .expect("store")
+        .get(resource, call.namespace(), name)?;
+    if call.table && crate::table::printable(resource.kind) {
+        let object: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let metadata = json!({"resourceVersion": object["metadata"]["resourceVersion"]});
+        let answer =
+            crate::table::table(resource.kind, &[object], metadata, jiff::Timestamp::now());
+        return Ok(value_response(200, &answer));
+    }
+    Ok(json_response(200, bytes))
+}
+
+fn watch_objects(state: &Arc<State>, call: &Call) -> Result<Response<Body>, Failure> {
+    let resource = call.target.resource;
+    // A watch of one object's URL (deprecated) is a watch of its name.
+    let (labels, fields) = selectors(&call.query, resource, call.target.name.as_deref())?;
+    let watch = crate::watch::Watch {
+        resource,
+        namespace: call
+            .namespace()
+            .filter(|_| resource.namespaced)
+            .map(str::to_string),
+        labels,
+        fields,
+        table: call.table,
+        timeout: call
+            .query
+            .get("timeoutSeconds")
+            .and_then(|t| t.parse::<u64>().ok())
+            .map(Duration::from_secs),
+        initial_events_bookmark: call.flag("sendInitialEvents") && call.flag("allowWatchBookmarks"),
+    };
+    crate::watch::start(
+        &state.store,
+        watch,
+        call.query.get("resourceVersion").map(String::as_str),
+    )
+    .map_err(Failure::Api)
+}
+
+fn list_objects(state: &Arc<State>, call: &Call) -> Result<Response<Body>, Failure> {
+    let resource = call.target.resource;
+    let (labels, fields) = selectors(&call.query, resource, None)?;
+    let limit = call
+        .query
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0);
+    let page = state.store.lock().expect("store").list(
+        resource,
+        call.namespace().filter(|_| resource.namespaced),
+        &labels,
+        &fields,
+        limit,
+        call.query.get("continue").map(String::as_str),
+    )?;
+    if call.table && crate::table::printable(resource.kind) {
+        let objects: Vec<Value> = page
+            .items
+            .iter()
+            .map(|b| serde_json::from_slice(b).unwrap_or(Value::Null))
+            .collect();
+        let answer = crate::table::table(
+            resource.kind,
+            &objects,
+            list_metadata(&page),
+            jiff::Timestamp::now(),
+        );
+        return Ok(value_response(200, &answer));
+    }
+    let encoded = call
+        .protobuf
+        .then(|| crate::protobuf::lists::list(resource.kind, &list_metadata(&page), &page.items))
+        .flatten();
+    match encoded {
+        Some(body) => Ok(protobuf_response(body)),
+        None => Ok(json_response(200, list_envelope(resource, page))),
+    }
+}
+
+async fn create_object(
+    state: &Arc<State>,
+    req: Request<Incoming>,
+    call: &Call,
+) -> Result<Response<Body>, Failure> {
+    let resource = call.target.resource;
+    let content_type = media_type(&req);
+    let bytes = read_bytes(req.into_body()).await?;
+    let mut body = decode_object(&content_type, &bytes)?;
+    let unknown = check_unknown_fields(resource, &mut body, call.field_validation)?;
+    let mut store = state.store.lock().expect("store");
+    store.writer = call.writer.clone();
+    let created = store.create(resource, call.namespace(), body, call.dry_run);
+    store.writer = None;
+    Ok(with_warnings(value_response(201, &created?), &unknown))
+}
+
+/// A PUT, or a PATCH of any of the four patch types (server-side apply apart).
+async fn update_or_patch_object(
+    state: &Arc<State>,
+    req: Request<Incoming>,
+    call: &Call,
+) -> Result<Response<Body>, Failure> {
+    let resource = call.target.resource;
+    let ns = call.namespace();
+    let name = call
+        .target
+        .name
+        .clone()
+        .ok_or_else(ApiError::method_not_allowed)?;
+    let content_type = media_type(&req);
+    let force = call.flag("force");
+    if call.verb == "patch" && content_type == "application/apply-patch+yaml" {
+        return server_side_apply(state, req, call, &name, force).await;
+    }
+    if force {
+        return Err(ApiError::invalid_kind(
+            "meta.k8s.io",
+            call.options_kind,
+            "",
+            vec![FieldError::forbidden(
+                "force",
+                "may not be specified for non-apply patch",
+            )],
+        )
+        .into());
+    }
+    let patch_type = if call.verb == "patch" {
+        Some(match content_type.as_str() {
+            "application/json-patch+json" => PatchType::Json,
+            "application/merge-patch+json" => PatchType::Merge,
+            "application/strategic-merge-patch+json" => PatchType::Strategic,
+            _ => return Err(ApiError::unsupported_media_type().into()),
+        })
+    } else {
+        None
+    };
+    let bytes = read_bytes(req.into_body()).await?;
+    let mut body = match patch_type {
+        Some(_) => Value::Null,
+        None => decode_object(&content_type, &bytes)?,
+    };
+    let mut unknown = match patch_type {
+        Some(_) => Vec::new(),
+        None => check_unknown_fields(resource, &mut body, call.field_validation)?,
+    };
+    let mut store = state.store.lock().expect("store");
+    if let Some(merge) = state.concurrent_write_for(resource.plural, &name) {
+        store.patch(resource, ns, &name, PatchType::Merge, &merge, false)?;
+    }
+    store.writer = call.writer.clone();
+    let result = match patch_type {
+        Some(t) => store
+            .patch_bytes(
+                resource,
+                ns,
+                &name,
+                t,
+                &bytes,
+                call.dry_run,
+                call.field_validation,
+            )
+            .map(|(object, dropped)| {
+                unknown = warnings_under(call.field_validation, dropped);
+                object
+            }),
+        None => store.update(resource, ns, &name, body, call.dry_run),
+    };
+    store.writer = None;
+    Ok(with_warnings(value_response(200, &result?), &unknown))
+}
+
+async fn server_side_apply(
+    state: &Arc<State>,
+    req: Request<Incoming>,
+    call: &Call,
+    name: &str,
+    force: bool,
+) -> Result<Response<Body>, Failure> {
+    let resource = call.target.resource;
+    let manager = call
+        .query
+        .get("fieldManager")
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| {
+            ApiError::invalid_kind(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                vec![FieldError::required(
+                    "fieldManager",
+                    "is required for apply patch",
+                )],
+            )
+        })?;
+    let bytes = read_bytes(req.into_body()).await?;
+    let config: Value = serde_yaml::from_slice(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    let manager = Manager {
+        name: manager.clone(),
+        apply: true,
+        api_version: resource.api_version(),
+    };
+    let (object, created) = state.store.lock().expect("store").apply(
+        resource,
+        call.namespace(),
+        name,
+        config,
+        &manager,
+        force,
+        call.dry_run,
+    )?;
+    Ok(value_response(if created { 201 } else { 200 }, &object))
+}
+
+/// A DELETE of one object or of a collection; its `DeleteOptions` come in the body
+/// (kubectl) or in the query.
+async fn delete_objects(
+    state: &Arc<State>,
+    req: Request<Incoming>,
+    call: Call,
+) -> Result<Response<Body>, Failure> {
+    let resource = call.target.resource;
+    let ns = call.namespace();
+    if call.verb == "deletecollection" && resource.plural == "namespaces" {
+        return Err(ApiError::method_not_allowed().into());
+    }
+    let bytes = read_bytes(req.into_body()).await?;
+    let options = serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null);
+    let grace_period = options["gracePeriodSeconds"].as_i64().or_else(|| {
+        call.query
+            .get("gracePeriodSeconds")
+            .and_then(|g| g.parse::<i64>().ok())
+    });
+    let values = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(options) if !bytes.is_empty() => options["dryRun"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|v| v.as_str().unwrap_or_default().to_string())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        _ => call.dry_run_values.clone(),
+    };
+    let dry_run = parse_dry_run(&values, call.options_kind)?;
+    // The job storage warns before it looks the job up, found or not.
+    let orphans_pods = resource.group == "batch"
+        && resource.kind == "Job"
+        && options["propagationPolicy"].is_null()
+        && !call.query.contains_key("propagationPolicy");
+    let warnings = if orphans_pods {
+        vec![JOB_DELETION_WARNING.to_string()]
+    } else {
+        Vec::new()
+    };
+    let mut store = state.store.lock().expect("store");
+    let status = match call.target.name.as_deref() {
+        Some(name) => store.delete(resource, ns, name, dry_run, grace_period),
+        None => {
+            let (labels, fields) = selectors(&call.query, resource, None)?;
+            store.delete_collection(
+                resource,
+                ns.filter(|_| resource.namespaced),
+                &labels,
+                &fields,
+                dry_run,
+                grace_period,
+            )
+        }
+    }
+    .map_err(|e| e.with_warnings(warnings.clone()))?;
+    Ok(with_warnings(value_response(200, &status), &warnings))
 }
 
 /// Test-control endpoints under `/placekit-test/` (no authentication; loopback only):

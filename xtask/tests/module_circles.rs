@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 
 use syn::visit::Visit;
 
+mod support;
+use support::is_test_only;
+
 /// A module's path from its crate root (`["mutation", "pipeline"]`); the root is `[]`.
 type ModulePath = Vec<String>;
 
@@ -24,18 +27,6 @@ struct CrateTree {
     modules: BTreeMap<ModulePath, PathBuf>,
     /// Each file's syntax tree and the module it is.
     files: Vec<(PathBuf, ModulePath, syn::File)>,
-}
-
-fn is_test_only(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|attr| {
-        attr.path().is_ident("cfg")
-            && attr.meta.require_list().is_ok_and(|list| {
-                list.tokens
-                    .to_string()
-                    .split_whitespace()
-                    .any(|t| t == "test")
-            })
-    })
 }
 
 fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {

@@ -52,9 +52,11 @@ fn input(e: impl std::fmt::Display) -> CommandError {
 /// The commands that read several contexts, for the others' refusal.
 const READERS: &str = "`kubectl gpu-taint status` and `history`";
 
-/// One arm per subcommand, each resolving its flags and calling its command: long because
-/// the plugin has that many commands, not because an arm does much. What is checked before
-/// any of them runs is read from the command's row ([`Command::row`]).
+/// Runs the command the user chose. What is checked before any command runs is read from
+/// the command's row ([`Command::row`]).
+///
+/// Long on purpose: one arm per subcommand, each resolving its flags and calling its
+/// command; long because the plugin has that many commands, not because an arm does much.
 async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
     cli.command.row().admit(
         "gpu-taint",

@@ -49,9 +49,11 @@ fn targets(names: Vec<String>, selection: &Selection) -> Result<Targets, Command
     )?)
 }
 
-/// One arm per subcommand, each resolving its flags and calling its command: long because
-/// the plugin has that many commands, not because an arm does much. What is checked before
-/// any of them runs is read from the command's row ([`Command::row`]).
+/// Runs the command the user chose. What is checked before any command runs is read from
+/// the command's row ([`Command::row`]).
+///
+/// Long on purpose: one arm per subcommand, each resolving its flags and calling its
+/// command; long because the plugin has that many commands, not because an arm does much.
 async fn run(cli: Cli, ui: &Ui) -> Result<u8, CommandError> {
     cli.command.row().admit(
         "nodelabel",

@@ -796,43 +796,11 @@ pub fn taint_losses(
         // A Karpenter NodePool whose nodes the workload can use launches one for its pods:
         // the last node taken strands nothing (checked against the running Karpenter) —
         // unless the pool is at its limits.
-        let pools: Vec<&String> = if remaining == 0 {
-            declared
-                .nodepool_labels
-                .iter()
-                .filter(|(name, labels)| {
-                    let taints = declared.nodepools.get(*name).map(Vec::as_slice);
-                    pod_fits_node_affinity(spec, NodeFacts { name, labels })
-                        && untolerated_taints(
-                            tolerations,
-                            taints.unwrap_or_default(),
-                            SCHEDULING_EFFECTS,
-                        )
-                        .is_empty()
-                })
-                .map(|(name, _)| name)
-                .collect()
+        let (pool, at_limits) = if remaining == 0 {
+            nodepool_rescue(spec, tolerations, declared)
         } else {
-            Vec::new()
+            (None, String::new())
         };
-        let requests = if pools.is_empty() {
-            BTreeMap::new()
-        } else {
-            pod_requests(spec)
-        };
-        let (open, full): (Vec<&String>, Vec<&String>) = pools
-            .into_iter()
-            .partition(|name| declared.nodepool_exhausted(name, &requests).is_none());
-        let pool = open.first();
-        let at_limits: String = full
-            .iter()
-            .filter_map(|name| {
-                let why = declared.nodepool_exhausted(name, &requests)?;
-                Some(format!(
-                    " (Karpenter's NodePool {name} would launch a node for them, but {why})"
-                ))
-            })
-            .collect();
         let only = || {
             format!(
                 "{who} does not tolerate {taint_text}, and {} {} the only node{} it can use now",
@@ -874,6 +842,44 @@ pub fn taint_losses(
         }
     }
     findings
+}
+
+/// The Karpenter NodePool that launches a node for the pods of a workload left with no
+/// node (its template's labels select it, its taints are tolerated, its limits leave room),
+/// and the pools that would but for their limits, said as a parenthesis per pool.
+fn nodepool_rescue<'a>(
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+    tolerations: &[k8s_openapi::api::core::v1::Toleration],
+    declared: &'a placekit_core::taint_owners::DeclaredTaints,
+) -> (Option<&'a String>, String) {
+    let pools: Vec<&String> = declared
+        .nodepool_labels
+        .iter()
+        .filter(|(name, labels)| {
+            let taints = declared.nodepools.get(*name).map(Vec::as_slice);
+            pod_fits_node_affinity(spec, NodeFacts { name, labels })
+                && untolerated_taints(tolerations, taints.unwrap_or_default(), SCHEDULING_EFFECTS)
+                    .is_empty()
+        })
+        .map(|(name, _)| name)
+        .collect();
+    if pools.is_empty() {
+        return (None, String::new());
+    }
+    let requests = pod_requests(spec);
+    let (open, full): (Vec<&String>, Vec<&String>) = pools
+        .into_iter()
+        .partition(|name| declared.nodepool_exhausted(name, &requests).is_none());
+    let at_limits = full
+        .iter()
+        .filter_map(|name| {
+            let why = declared.nodepool_exhausted(name, &requests)?;
+            Some(format!(
+                " (Karpenter's NodePool {name} would launch a node for them, but {why})"
+            ))
+        })
+        .collect();
+    (open.first().copied(), at_limits)
 }
 
 /// A pod template's effective requests, in thousandths, as the scheduler counts them.

@@ -390,6 +390,32 @@ async fn protobuf_floor(
     floors
 }
 
+/// `plugin args` measured on `cluster` (wall, peak memory, requests) and, on a real cluster,
+/// the floors of its `lists` next to it ([`protobuf_floor`]).
+async fn measure_with_floor(
+    cluster: Cluster,
+    plugin: PathBuf,
+    args: &'static [&'static str],
+    lists: &[(&str, Option<&str>, u32)],
+) -> (Measured, Option<Floors>) {
+    let direct = cluster.direct_kubeconfig.clone();
+    let command = move |kubeconfig: &Path| {
+        let mut c = Command::new(&plugin);
+        c.args(args).env("KUBECONFIG", kubeconfig);
+        c
+    };
+    let timed = command.clone();
+    let measured =
+        tokio::task::spawn_blocking(move || cluster.measure(|kubeconfig, _| timed(kubeconfig)))
+            .await
+            .expect("join");
+    let floors = match &direct {
+        Some(path) => Some(protobuf_floor(path, lists, 3, || command(path)).await),
+        None => None,
+    };
+    (measured, floors)
+}
+
 /// The floors of a command's lists in both encodings, and the command's fastest run.
 struct Floors {
     protobuf: (f64, usize, usize),
@@ -927,109 +953,7 @@ async fn main() -> ExitCode {
             nodes,
             plugin,
             kubeconfig,
-        } => {
-            let plugin = plugin.unwrap_or_else(|| sibling("kubectl-nodelabel"));
-            let cluster = Cluster::generate(
-                Generator {
-                    nodes,
-                    pods: 0,
-                    gpus_per_node: 8,
-                },
-                kubeconfig.as_deref(),
-            )
-            .await;
-            let state = tempfile::tempdir().expect("tempdir");
-            let cluster = std::sync::Arc::new(cluster);
-            // Each round sets another value, so the counted round writes as much as the
-            // timed one.
-            let ours = {
-                let cluster = cluster.clone();
-                let state = state.path().join("state");
-                tokio::task::spawn_blocking(move || {
-                    cluster.measure(|kubeconfig, round| {
-                        let mut c = Command::new(&plugin);
-                        c.args([
-                            "set",
-                            "-l",
-                            "kubernetes.io/os=linux",
-                            &format!("bench.example.com/run=placekit-{round}"),
-                            "--overwrite",
-                            "-y",
-                            "--no-progress",
-                        ])
-                        .env("KUBECONFIG", kubeconfig)
-                        .env("PLACEKIT_STATE_DIR", &state);
-                        c
-                    })
-                })
-                .await
-                .expect("join")
-            };
-            let theirs = match Command::new("kubectl")
-                .arg("version")
-                .arg("--client")
-                .output()
-            {
-                Ok(o) if o.status.success() => {
-                    let cluster = cluster.clone();
-                    let cache = state.path().join("cache");
-                    Some(
-                        tokio::task::spawn_blocking(move || {
-                            cluster.measure(|kubeconfig, round| {
-                                let mut c = Command::new("kubectl");
-                                c.args([
-                                    "label",
-                                    "nodes",
-                                    "-l",
-                                    "kubernetes.io/os=linux",
-                                    &format!("bench.example.com/run=kubectl-{round}"),
-                                    "--overwrite",
-                                ])
-                                .env("KUBECONFIG", kubeconfig)
-                                .env("KUBECACHEDIR", &cache);
-                                c
-                            })
-                        })
-                        .await
-                        .expect("join"),
-                    )
-                }
-                _ => {
-                    eprintln!("kubectl is not on PATH: no comparison");
-                    None
-                }
-            };
-
-            println!(
-                "labelling {nodes} nodes of {} (one label, --overwrite)",
-                cluster.name()
-            );
-            println!("{:<48} {:>8}  {:>8}  requests", "command", "wall s", "ok");
-            println!(
-                "{:<48} {:>8.3}  {:>8}  {} ({} in all)",
-                "kubectl nodelabel set -l ... --overwrite -y",
-                ours.seconds,
-                ours.ok,
-                ours.requests,
-                ours.total_requests
-            );
-            if let Some(t) = &theirs {
-                println!(
-                    "{:<48} {:>8.3}  {:>8}  {} ({} in all)",
-                    "kubectl label nodes -l ... --overwrite",
-                    t.seconds,
-                    t.ok,
-                    t.requests,
-                    t.total_requests
-                );
-                println!("speed-up: {:.1}x", t.seconds / ours.seconds);
-            }
-            if ours.ok && theirs.as_ref().is_none_or(|t| t.ok) {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
+        } => bench_nodelabel(nodes, plugin, kubeconfig).await,
         Bench::Precision {
             corpus,
             verdicts,
@@ -1046,312 +970,19 @@ async fn main() -> ExitCode {
             documents,
             large_mb,
             plugin,
-        } => {
-            let plugin = plugin.unwrap_or_else(|| sibling("kubectl-affinity_lint"));
-            let dir = tempfile::tempdir().expect("tempdir");
-            let path = dir.path().join("deployments.yaml");
-            let text = lint_corpus(documents);
-            std::fs::write(&path, &text).expect("corpus written");
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            println!(
-                "{documents} Deployment documents, {:.1} MB ({} split into OR-ed terms), {cores} cores",
-                text.len() as f64 / 1e6,
-                documents / 10
-            );
-            let started = Instant::now();
-            let mut parsed = 0usize;
-            for doc in serde_yaml::Deserializer::from_str(&text) {
-                let value: serde_json::Value =
-                    serde::Deserialize::deserialize(doc).expect("valid YAML");
-                parsed += usize::from(value.is_object());
-            }
-            let serde_secs = started.elapsed().as_secs_f64();
-            println!(
-                "plain serde_yaml deserialization (in process, 1 core): {serde_secs:.3} s ({parsed} documents)"
-            );
-            // The same documents as one file each.
-            let split = dir.path().join("split");
-            std::fs::create_dir(&split).expect("dir");
-            for (i, doc) in text.split("---\n").filter(|d| !d.is_empty()).enumerate() {
-                std::fs::write(split.join(format!("d{i:05}.yaml")), doc).expect("file written");
-            }
-            let run = |what: &str, input: &Path, jobs: usize, format: &str| {
-                let mut cmd = Command::new(&plugin);
-                cmd.args([
-                    "-R",
-                    "-f",
-                    input.to_str().expect("utf-8 path"),
-                    "-o",
-                    format,
-                ])
-                .args(["-j", &jobs.to_string()]);
-                let (output, secs, peak) = run_watched(cmd, std::process::Stdio::piped());
-                let findings = match format {
-                    "json" => serde_json::from_slice::<serde_json::Value>(&output.stdout)
-                        .expect("JSON report")["findings"]
-                        .as_array()
-                        .map(|f| f.iter().filter(|f| f["rule"] == "AL001").count())
-                        .unwrap_or(0),
-                    _ => String::from_utf8_lossy(&output.stdout)
-                        .matches("error[AL001]")
-                        .count(),
-                };
-                println!(
-                    "{what:<34} {format:<4} -j {}: {secs:.3} s, peak {}, {findings} AL001",
-                    if jobs == 0 {
-                        "all".to_string()
-                    } else {
-                        jobs.to_string()
-                    },
-                    peak.map_or("n/a".to_string(), |k| format!(
-                        "{:.0} MiB",
-                        k as f64 / 1024.0
-                    )),
-                );
-                (secs, findings)
-            };
-            let (one_core, _) = run("one file", &path, 1, "json");
-            let (all_cores, al001) = run("one file", &path, 0, "json");
-            let (_, text_al001) = run("one file", &path, 0, "text");
-            let (files_one_core, _) = run(&format!("{documents} files"), &split, 1, "json");
-            let (files_all_cores, files_al001) =
-                run(&format!("{documents} files"), &split, 0, "json");
-            println!(
-                "speed-up from {cores} cores: {:.2}x (one file), {:.2}x ({documents} files); lint/serde: {:.2}x (target < 1 s, <= 2x serde)",
-                one_core / all_cores,
-                files_one_core / files_all_cores,
-                all_cores / serde_secs,
-            );
-            // A large input: peak memory must not follow its size.
-            let per_doc = text.len() / documents.max(1);
-            let large_docs = (large_mb * 1_000_000) / per_doc.max(1);
-            let large = dir.path().join("large.yaml");
-            std::fs::write(&large, lint_corpus(large_docs)).expect("large corpus written");
-            println!(
-                "large input: {large_docs} documents, {:.1} MB (target: peak < 100 MB)",
-                std::fs::metadata(&large).map(|m| m.len()).unwrap_or(0) as f64 / 1e6
-            );
-            let (_, large_al001) = run("large file", &large, 0, "json");
-            run("large file", &large, 0, "text");
-            // The same size with a finding in every document: what the report holds must not
-            // follow the number of findings either, in any format.
-            std::fs::write(&large, lint_corpus_split_every(large_docs, 1))
-                .expect("dense corpus written");
-            println!(
-                "dense findings: {large_docs} documents, {:.1} MB, an AL001 in every one (target: peak < 100 MB in every format)",
-                std::fs::metadata(&large).map(|m| m.len()).unwrap_or(0) as f64 / 1e6
-            );
-            let mut dense_ok = true;
-            for format in ["text", "json", "sarif", "gitlab", "github"] {
-                let mut cmd = Command::new(&plugin);
-                cmd.args(["-f", large.to_str().expect("utf-8 path"), "-o", format]);
-                let (output, secs, peak) = run_watched(cmd, std::process::Stdio::piped());
-                let stdout = String::from_utf8_lossy(&output.stdout);
-                let findings = match format {
-                    "text" => stdout.matches("error[AL001]").count(),
-                    "github" => stdout.matches("::error ").count(),
-                    _ => {
-                        let report: serde_json::Value =
-                            serde_json::from_str(&stdout).expect("a JSON report");
-                        match format {
-                            "json" => report["findings"].as_array().map_or(0, Vec::len),
-                            "sarif" => report["runs"][0]["results"].as_array().map_or(0, Vec::len),
-                            _ => report.as_array().map_or(0, Vec::len),
-                        }
-                    }
-                };
-                dense_ok &= findings == large_docs;
-                println!(
-                    "dense file                         {format:<6} -j all: {secs:.3} s, peak {}, {findings} findings, {:.0} MB of report",
-                    peak.map_or("n/a".to_string(), |k| format!(
-                        "{:.0} MiB",
-                        k as f64 / 1024.0
-                    )),
-                    output.stdout.len() as f64 / 1e6,
-                );
-            }
-            let expected = documents / 10;
-            if al001 == expected
-                && text_al001 == expected
-                && files_al001 == expected
-                && large_al001 == large_docs.div_ceil(10)
-                && dense_ok
-            {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
+        } => bench_lint(documents, large_mb, plugin),
         Bench::Drift {
             nodes,
             pods,
             plugin,
             kubeconfig,
-        } => {
-            let plugin = plugin.unwrap_or_else(|| sibling("kubectl-affinity_lint"));
-            let generator = Generator {
-                nodes,
-                pods,
-                gpus_per_node: 8,
-            };
-            // Some drift to find: every 100th node has changed its gpu-family since its
-            // pods were scheduled (patched on the test server, created so on a real one).
-            let drifted_family = |i: usize| if i.is_multiple_of(2) { "h100" } else { "a100" };
-            let drifted = |i: usize| {
-                let mut node = generator.node(i);
-                if i.is_multiple_of(100) {
-                    node["metadata"]["labels"]["accelerator.example.com/gpu-family"] =
-                        serde_json::json!(drifted_family(i));
-                }
-                node
-            };
-            let cluster = Cluster::generate_with(
-                generator.clone(),
-                kubeconfig.as_deref(),
-                &drifted,
-                Vec::new(),
-            )
-            .await;
-            if !cluster.is_real() {
-                for i in (0..nodes).step_by(100) {
-                    cluster
-                        .counting
-                        .merge_patch(
-                            "nodes",
-                            None,
-                            &format!("gpu-node-{i:05}"),
-                            &serde_json::json!({"metadata": {"labels": {"accelerator.example.com/gpu-family": drifted_family(i)}}}),
-                        )
-                        .expect("node exists");
-                }
-            }
-            let direct = cluster.direct_kubeconfig.clone();
-            let command = {
-                let plugin = plugin.clone();
-                move |kubeconfig: &Path| {
-                    let mut c = Command::new(&plugin);
-                    c.args(["drift", "-A", "-o", "json"])
-                        .env("KUBECONFIG", kubeconfig);
-                    c
-                }
-            };
-            let timed = command.clone();
-            let m = tokio::task::spawn_blocking(move || {
-                cluster.measure(|kubeconfig, _| timed(kubeconfig))
-            })
-            .await
-            .expect("join");
-            let floor = match &direct {
-                Some(path) => Some(
-                    protobuf_floor(
-                        path,
-                        &[
-                            ("/api/v1/nodes", None, 5000),
-                            ("/api/v1/pods", Some("status.phase=Running"), 20_000),
-                        ],
-                        3,
-                        || command(path),
-                    )
-                    .await,
-                ),
-                None => None,
-            };
-            print_scale(
-                &format!("kubectl affinity-lint drift -A on {nodes} nodes and {pods} running pods"),
-                &m,
-            );
-            println!(
-                "the runbook's script: 1 list + 1 GET per pod = {} requests: {:.0}x more",
-                pods + 1,
-                (pods + 1) as f64 / m.total_requests.max(1) as f64
-            );
-            if let Some(floors) = floor {
-                print_floor(floors);
-            }
-            // Exit 1 means drift was found: the run did its job.
-            if matches!(m.code, Some(0 | 1)) {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
+        } => bench_drift(nodes, pods, plugin, kubeconfig).await,
         Bench::Checks {
             nodes,
             pods,
             nodelabel,
             gpu_taint,
-        } => {
-            let nodelabel = nodelabel.unwrap_or_else(|| sibling("kubectl-nodelabel"));
-            let gpu_taint = gpu_taint.unwrap_or_else(|| sibling("kubectl-gpu_taint"));
-            let generator = Generator {
-                nodes,
-                pods,
-                gpus_per_node: 8,
-            };
-            let plain = |i: usize| generator.node(i);
-            let cluster =
-                Cluster::generate_with(generator.clone(), None, &plain, platform_objects()).await;
-            let runs: [(&str, PathBuf, Vec<&str>); 3] = [
-                (
-                    "kubectl nodelabel remove gpu-node-00000 accelerator.example.com/gpu-family- --dry-run=client -y",
-                    nodelabel.clone(),
-                    vec![
-                        "remove",
-                        "gpu-node-00000",
-                        "accelerator.example.com/gpu-family-",
-                        "--dry-run=client",
-                        "-y",
-                    ],
-                ),
-                (
-                    "kubectl gpu-taint dedicate gpu-node-00000 --taint dedicated=llm:NoExecute --dry-run=client -y",
-                    gpu_taint,
-                    vec![
-                        "dedicate",
-                        "gpu-node-00000",
-                        "--taint",
-                        "dedicated=llm:NoExecute",
-                        "--dry-run=client",
-                        "-y",
-                    ],
-                ),
-                (
-                    "kubectl nodelabel set gpu-node-00000 nvidia.com/mig.config=all-1g.10gb --overwrite --dry-run=client -y",
-                    nodelabel,
-                    vec![
-                        "set",
-                        "gpu-node-00000",
-                        "nvidia.com/mig.config=all-1g.10gb",
-                        "--overwrite",
-                        "--dry-run=client",
-                        "-y",
-                    ],
-                ),
-            ];
-            let cluster = std::sync::Arc::new(cluster);
-            for (title, plugin, args) in runs {
-                let cluster = cluster.clone();
-                let args: Vec<String> = args.into_iter().map(str::to_string).collect();
-                let m = tokio::task::spawn_blocking(move || {
-                    cluster.measure(|kubeconfig, _| {
-                        let mut c = Command::new(&plugin);
-                        c.args(&args).env("KUBECONFIG", kubeconfig);
-                        c
-                    })
-                })
-                .await
-                .expect("join");
-                // Exit 1 (blocked by the checks) is the measured outcome, not a failure.
-                print_scale(
-                    &format!(
-                        "{title} on {nodes} nodes and {pods} pods (exit {:?})",
-                        m.code
-                    ),
-                    &m,
-                );
-            }
-            ExitCode::SUCCESS
-        }
+        } => bench_checks(nodes, pods, nodelabel, gpu_taint).await,
         Bench::Fleet {
             clusters,
             nodes,
@@ -1367,47 +998,7 @@ async fn main() -> ExitCode {
             files,
             into,
             rounds,
-        } => {
-            fn decode<T: serde::de::DeserializeOwned>(body: &[u8]) -> usize {
-                if body.starts_with(b"k8s\0") {
-                    placekit_client::protobuf::decode_page::<T>(body)
-                        .expect("a protobuf list page")
-                        .items
-                        .len()
-                } else {
-                    #[derive(serde::Deserialize)]
-                    struct List<T> {
-                        items: Vec<T>,
-                    }
-                    serde_json::from_slice::<List<T>>(body)
-                        .expect("a JSON list page")
-                        .items
-                        .len()
-                }
-            }
-            for file in files {
-                let body = std::fs::read(&file).expect("readable");
-                let mut best = f64::MAX;
-                let mut items = 0;
-                for _ in 0..rounds {
-                    let started = Instant::now();
-                    items = match into.as_str() {
-                        "node" => decode::<placekit_core::model::Node>(&body),
-                        "placement" => decode::<placekit_core::model::PodPlacement>(&body),
-                        _ => decode::<placekit_core::model::Pod>(&body),
-                    };
-                    best = best.min(started.elapsed().as_secs_f64());
-                }
-                println!(
-                    "{}: {:.1} MB, {items} items into {into}: {:.1} ms ({:.0} items/s)",
-                    file.display(),
-                    body.len() as f64 / 1e6,
-                    best * 1e3,
-                    items as f64 / best
-                );
-            }
-            ExitCode::SUCCESS
-        }
+        } => bench_decode(files, into, rounds),
         Bench::Exporter {
             nodes,
             pods,
@@ -1445,68 +1036,504 @@ async fn main() -> ExitCode {
             plugin,
             kubeconfig,
         } => {
-            let plugin = plugin.unwrap_or_else(|| sibling("kubectl-gpu_taint"));
-            let generator = Generator {
+            bench_gpu_status(
                 nodes,
                 pods,
-                gpus_per_node: 8,
-            };
-            let plain = |i: usize| generator.node(i);
-            let dra = dra_objects(&generator, dra_nodes.min(nodes), devices_per_node, claims);
-            let cluster =
-                Cluster::generate_with(generator.clone(), kubeconfig.as_deref(), &plain, dra).await;
-            let name = cluster.name();
-            let direct = cluster.direct_kubeconfig.clone();
-            let command = {
-                let plugin = plugin.clone();
-                move |kubeconfig: &Path| {
-                    let mut c = Command::new(&plugin);
-                    c.args(["status", "-o", "json"])
-                        .env("KUBECONFIG", kubeconfig);
-                    c
-                }
-            };
-            let timed = command.clone();
-            let m = tokio::task::spawn_blocking(move || {
-                cluster.measure(|kubeconfig, _| timed(kubeconfig))
-            })
+                dra_nodes,
+                devices_per_node,
+                claims,
+                plugin,
+                kubeconfig,
+            )
             .await
-            .expect("join");
-            let floor = match &direct {
-                Some(path) => Some(
-                    protobuf_floor(
-                        path,
-                        &[
-                            ("/api/v1/nodes", None, 5000),
-                            ("/apis/resource.k8s.io/v1/deviceclasses", None, 5000),
-                            ("/apis/resource.k8s.io/v1/resourceslices", None, 5000),
-                            (
-                                "/api/v1/pods",
-                                Some("status.phase!=Succeeded,status.phase!=Failed"),
-                                10_000,
-                            ),
-                        ],
-                        3,
-                        || command(path),
-                    )
-                    .await,
-                ),
-                None => None,
-            };
-            print_scale(
-                &format!(
-                    "kubectl gpu-taint status -o json on {nodes} nodes ({dra_nodes} with {devices_per_node} DRA devices each), {pods} pods and {claims} claims of {name}"
-                ),
-                &m,
-            );
-            if let Some(floors) = floor {
-                print_floor(floors);
-            }
-            if m.ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
         }
+    }
+}
+
+/// `kubectl nodelabel set -l ... --overwrite` against `kubectl label nodes` on a generated cluster.
+async fn bench_nodelabel(
+    nodes: usize,
+    plugin: Option<PathBuf>,
+    kubeconfig: Option<PathBuf>,
+) -> ExitCode {
+    let plugin = plugin.unwrap_or_else(|| sibling("kubectl-nodelabel"));
+    let cluster = Cluster::generate(
+        Generator {
+            nodes,
+            pods: 0,
+            gpus_per_node: 8,
+        },
+        kubeconfig.as_deref(),
+    )
+    .await;
+    let state = tempfile::tempdir().expect("tempdir");
+    let cluster = std::sync::Arc::new(cluster);
+    // Each round sets another value, so the counted round writes as much as the
+    // timed one.
+    let ours = {
+        let cluster = cluster.clone();
+        let state = state.path().join("state");
+        tokio::task::spawn_blocking(move || {
+            cluster.measure(|kubeconfig, round| {
+                let mut c = Command::new(&plugin);
+                c.args([
+                    "set",
+                    "-l",
+                    "kubernetes.io/os=linux",
+                    &format!("bench.example.com/run=placekit-{round}"),
+                    "--overwrite",
+                    "-y",
+                    "--no-progress",
+                ])
+                .env("KUBECONFIG", kubeconfig)
+                .env("PLACEKIT_STATE_DIR", &state);
+                c
+            })
+        })
+        .await
+        .expect("join")
+    };
+    let theirs = match Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+    {
+        Ok(o) if o.status.success() => {
+            let cluster = cluster.clone();
+            let cache = state.path().join("cache");
+            Some(
+                tokio::task::spawn_blocking(move || {
+                    cluster.measure(|kubeconfig, round| {
+                        let mut c = Command::new("kubectl");
+                        c.args([
+                            "label",
+                            "nodes",
+                            "-l",
+                            "kubernetes.io/os=linux",
+                            &format!("bench.example.com/run=kubectl-{round}"),
+                            "--overwrite",
+                        ])
+                        .env("KUBECONFIG", kubeconfig)
+                        .env("KUBECACHEDIR", &cache);
+                        c
+                    })
+                })
+                .await
+                .expect("join"),
+            )
+        }
+        _ => {
+            eprintln!("kubectl is not on PATH: no comparison");
+            None
+        }
+    };
+
+    println!(
+        "labelling {nodes} nodes of {} (one label, --overwrite)",
+        cluster.name()
+    );
+    println!("{:<48} {:>8}  {:>8}  requests", "command", "wall s", "ok");
+    println!(
+        "{:<48} {:>8.3}  {:>8}  {} ({} in all)",
+        "kubectl nodelabel set -l ... --overwrite -y",
+        ours.seconds,
+        ours.ok,
+        ours.requests,
+        ours.total_requests
+    );
+    if let Some(t) = &theirs {
+        println!(
+            "{:<48} {:>8.3}  {:>8}  {} ({} in all)",
+            "kubectl label nodes -l ... --overwrite", t.seconds, t.ok, t.requests, t.total_requests
+        );
+        println!("speed-up: {:.1}x", t.seconds / ours.seconds);
+    }
+    if ours.ok && theirs.as_ref().is_none_or(|t| t.ok) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `kubectl affinity-lint` on one file, on one file per document, on a large file and on a dense one, next to plain serde deserialization.
+fn bench_lint(documents: usize, large_mb: usize, plugin: Option<PathBuf>) -> ExitCode {
+    let plugin = plugin.unwrap_or_else(|| sibling("kubectl-affinity_lint"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("deployments.yaml");
+    let text = lint_corpus(documents);
+    std::fs::write(&path, &text).expect("corpus written");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "{documents} Deployment documents, {:.1} MB ({} split into OR-ed terms), {cores} cores",
+        text.len() as f64 / 1e6,
+        documents / 10
+    );
+    let started = Instant::now();
+    let mut parsed = 0usize;
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let value: serde_json::Value = serde::Deserialize::deserialize(doc).expect("valid YAML");
+        parsed += usize::from(value.is_object());
+    }
+    let serde_secs = started.elapsed().as_secs_f64();
+    println!(
+        "plain serde_yaml deserialization (in process, 1 core): {serde_secs:.3} s ({parsed} documents)"
+    );
+    // The same documents as one file each.
+    let split = dir.path().join("split");
+    std::fs::create_dir(&split).expect("dir");
+    for (i, doc) in text.split("---\n").filter(|d| !d.is_empty()).enumerate() {
+        std::fs::write(split.join(format!("d{i:05}.yaml")), doc).expect("file written");
+    }
+    let run = |what: &str, input: &Path, jobs: usize, format: &str| {
+        let mut cmd = Command::new(&plugin);
+        cmd.args([
+            "-R",
+            "-f",
+            input.to_str().expect("utf-8 path"),
+            "-o",
+            format,
+        ])
+        .args(["-j", &jobs.to_string()]);
+        let (output, secs, peak) = run_watched(cmd, std::process::Stdio::piped());
+        let findings = match format {
+            "json" => serde_json::from_slice::<serde_json::Value>(&output.stdout)
+                .expect("JSON report")["findings"]
+                .as_array()
+                .map(|f| f.iter().filter(|f| f["rule"] == "AL001").count())
+                .unwrap_or(0),
+            _ => String::from_utf8_lossy(&output.stdout)
+                .matches("error[AL001]")
+                .count(),
+        };
+        println!(
+            "{what:<34} {format:<4} -j {}: {secs:.3} s, peak {}, {findings} AL001",
+            if jobs == 0 {
+                "all".to_string()
+            } else {
+                jobs.to_string()
+            },
+            peak.map_or("n/a".to_string(), |k| format!(
+                "{:.0} MiB",
+                k as f64 / 1024.0
+            )),
+        );
+        (secs, findings)
+    };
+    let (one_core, _) = run("one file", &path, 1, "json");
+    let (all_cores, al001) = run("one file", &path, 0, "json");
+    let (_, text_al001) = run("one file", &path, 0, "text");
+    let (files_one_core, _) = run(&format!("{documents} files"), &split, 1, "json");
+    let (files_all_cores, files_al001) = run(&format!("{documents} files"), &split, 0, "json");
+    println!(
+        "speed-up from {cores} cores: {:.2}x (one file), {:.2}x ({documents} files); lint/serde: {:.2}x (target < 1 s, <= 2x serde)",
+        one_core / all_cores,
+        files_one_core / files_all_cores,
+        all_cores / serde_secs,
+    );
+    // A large input: peak memory must not follow its size.
+    let per_doc = text.len() / documents.max(1);
+    let large_docs = (large_mb * 1_000_000) / per_doc.max(1);
+    let large = dir.path().join("large.yaml");
+    std::fs::write(&large, lint_corpus(large_docs)).expect("large corpus written");
+    println!(
+        "large input: {large_docs} documents, {:.1} MB (target: peak < 100 MB)",
+        std::fs::metadata(&large).map(|m| m.len()).unwrap_or(0) as f64 / 1e6
+    );
+    let (_, large_al001) = run("large file", &large, 0, "json");
+    run("large file", &large, 0, "text");
+    // The same size with a finding in every document: what the report holds must not
+    // follow the number of findings either, in any format.
+    std::fs::write(&large, lint_corpus_split_every(large_docs, 1)).expect("dense corpus written");
+    println!(
+        "dense findings: {large_docs} documents, {:.1} MB, an AL001 in every one (target: peak < 100 MB in every format)",
+        std::fs::metadata(&large).map(|m| m.len()).unwrap_or(0) as f64 / 1e6
+    );
+    let mut dense_ok = true;
+    for format in ["text", "json", "sarif", "gitlab", "github"] {
+        let mut cmd = Command::new(&plugin);
+        cmd.args(["-f", large.to_str().expect("utf-8 path"), "-o", format]);
+        let (output, secs, peak) = run_watched(cmd, std::process::Stdio::piped());
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let findings = match format {
+            "text" => stdout.matches("error[AL001]").count(),
+            "github" => stdout.matches("::error ").count(),
+            _ => {
+                let report: serde_json::Value =
+                    serde_json::from_str(&stdout).expect("a JSON report");
+                match format {
+                    "json" => report["findings"].as_array().map_or(0, Vec::len),
+                    "sarif" => report["runs"][0]["results"].as_array().map_or(0, Vec::len),
+                    _ => report.as_array().map_or(0, Vec::len),
+                }
+            }
+        };
+        dense_ok &= findings == large_docs;
+        println!(
+            "dense file                         {format:<6} -j all: {secs:.3} s, peak {}, {findings} findings, {:.0} MB of report",
+            peak.map_or("n/a".to_string(), |k| format!(
+                "{:.0} MiB",
+                k as f64 / 1024.0
+            )),
+            output.stdout.len() as f64 / 1e6,
+        );
+    }
+    let expected = documents / 10;
+    if al001 == expected
+        && text_al001 == expected
+        && files_al001 == expected
+        && large_al001 == large_docs.div_ceil(10)
+        && dense_ok
+    {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `kubectl affinity-lint drift -A` on a generated cluster where every 100th node drifted.
+async fn bench_drift(
+    nodes: usize,
+    pods: usize,
+    plugin: Option<PathBuf>,
+    kubeconfig: Option<PathBuf>,
+) -> ExitCode {
+    let plugin = plugin.unwrap_or_else(|| sibling("kubectl-affinity_lint"));
+    let generator = Generator {
+        nodes,
+        pods,
+        gpus_per_node: 8,
+    };
+    // Some drift to find: every 100th node has changed its gpu-family since its
+    // pods were scheduled (patched on the test server, created so on a real one).
+    let drifted_family = |i: usize| if i.is_multiple_of(2) { "h100" } else { "a100" };
+    let drifted = |i: usize| {
+        let mut node = generator.node(i);
+        if i.is_multiple_of(100) {
+            node["metadata"]["labels"]["accelerator.example.com/gpu-family"] =
+                serde_json::json!(drifted_family(i));
+        }
+        node
+    };
+    let cluster = Cluster::generate_with(
+        generator.clone(),
+        kubeconfig.as_deref(),
+        &drifted,
+        Vec::new(),
+    )
+    .await;
+    if !cluster.is_real() {
+        for i in (0..nodes).step_by(100) {
+            cluster
+                .counting
+                .merge_patch(
+                    "nodes",
+                    None,
+                    &format!("gpu-node-{i:05}"),
+                    &serde_json::json!({"metadata": {"labels": {"accelerator.example.com/gpu-family": drifted_family(i)}}}),
+                )
+                .expect("node exists");
+        }
+    }
+    let (m, floor) = measure_with_floor(
+        cluster,
+        plugin,
+        &["drift", "-A", "-o", "json"],
+        &[
+            ("/api/v1/nodes", None, 5000),
+            ("/api/v1/pods", Some("status.phase=Running"), 20_000),
+        ],
+    )
+    .await;
+    print_scale(
+        &format!("kubectl affinity-lint drift -A on {nodes} nodes and {pods} running pods"),
+        &m,
+    );
+    println!(
+        "the runbook's script: 1 list + 1 GET per pod = {} requests: {:.0}x more",
+        pods + 1,
+        (pods + 1) as f64 / m.total_requests.max(1) as f64
+    );
+    if let Some(floors) = floor {
+        print_floor(floors);
+    }
+    // Exit 1 means drift was found: the run did its job.
+    if matches!(m.code, Some(0 | 1)) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The policy checks of three `--dry-run=client` changes on a cluster that serves a GPU platform's objects.
+async fn bench_checks(
+    nodes: usize,
+    pods: usize,
+    nodelabel: Option<PathBuf>,
+    gpu_taint: Option<PathBuf>,
+) -> ExitCode {
+    let nodelabel = nodelabel.unwrap_or_else(|| sibling("kubectl-nodelabel"));
+    let gpu_taint = gpu_taint.unwrap_or_else(|| sibling("kubectl-gpu_taint"));
+    let generator = Generator {
+        nodes,
+        pods,
+        gpus_per_node: 8,
+    };
+    let plain = |i: usize| generator.node(i);
+    let cluster = Cluster::generate_with(generator.clone(), None, &plain, platform_objects()).await;
+    let runs: [(&str, PathBuf, Vec<&str>); 3] = [
+        (
+            "kubectl nodelabel remove gpu-node-00000 accelerator.example.com/gpu-family- --dry-run=client -y",
+            nodelabel.clone(),
+            vec![
+                "remove",
+                "gpu-node-00000",
+                "accelerator.example.com/gpu-family-",
+                "--dry-run=client",
+                "-y",
+            ],
+        ),
+        (
+            "kubectl gpu-taint dedicate gpu-node-00000 --taint dedicated=llm:NoExecute --dry-run=client -y",
+            gpu_taint,
+            vec![
+                "dedicate",
+                "gpu-node-00000",
+                "--taint",
+                "dedicated=llm:NoExecute",
+                "--dry-run=client",
+                "-y",
+            ],
+        ),
+        (
+            "kubectl nodelabel set gpu-node-00000 nvidia.com/mig.config=all-1g.10gb --overwrite --dry-run=client -y",
+            nodelabel,
+            vec![
+                "set",
+                "gpu-node-00000",
+                "nvidia.com/mig.config=all-1g.10gb",
+                "--overwrite",
+                "--dry-run=client",
+                "-y",
+            ],
+        ),
+    ];
+    let cluster = std::sync::Arc::new(cluster);
+    for (title, plugin, args) in runs {
+        let cluster = cluster.clone();
+        let args: Vec<String> = args.into_iter().map(str::to_string).collect();
+        let m = tokio::task::spawn_blocking(move || {
+            cluster.measure(|kubeconfig, _| {
+                let mut c = Command::new(&plugin);
+                c.args(&args).env("KUBECONFIG", kubeconfig);
+                c
+            })
+        })
+        .await
+        .expect("join");
+        // Exit 1 (blocked by the checks) is the measured outcome, not a failure.
+        print_scale(
+            &format!(
+                "{title} on {nodes} nodes and {pods} pods (exit {:?})",
+                m.code
+            ),
+            &m,
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// Saved list pages decoded into the read model, the best of `rounds` each.
+fn bench_decode(files: Vec<PathBuf>, into: String, rounds: usize) -> ExitCode {
+    fn decode<T: serde::de::DeserializeOwned>(body: &[u8]) -> usize {
+        if body.starts_with(b"k8s\0") {
+            placekit_client::protobuf::decode_page::<T>(body)
+                .expect("a protobuf list page")
+                .items
+                .len()
+        } else {
+            #[derive(serde::Deserialize)]
+            struct List<T> {
+                items: Vec<T>,
+            }
+            serde_json::from_slice::<List<T>>(body)
+                .expect("a JSON list page")
+                .items
+                .len()
+        }
+    }
+    for file in files {
+        let body = std::fs::read(&file).expect("readable");
+        let mut best = f64::MAX;
+        let mut items = 0;
+        for _ in 0..rounds {
+            let started = Instant::now();
+            items = match into.as_str() {
+                "node" => decode::<placekit_core::model::Node>(&body),
+                "placement" => decode::<placekit_core::model::PodPlacement>(&body),
+                _ => decode::<placekit_core::model::Pod>(&body),
+            };
+            best = best.min(started.elapsed().as_secs_f64());
+        }
+        println!(
+            "{}: {:.1} MB, {items} items into {into}: {:.1} ms ({:.0} items/s)",
+            file.display(),
+            body.len() as f64 / 1e6,
+            best * 1e3,
+            items as f64 / best
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// `kubectl gpu-taint status -o json` on a generated cluster, DRA devices and claims included.
+async fn bench_gpu_status(
+    nodes: usize,
+    pods: usize,
+    dra_nodes: usize,
+    devices_per_node: usize,
+    claims: usize,
+    plugin: Option<PathBuf>,
+    kubeconfig: Option<PathBuf>,
+) -> ExitCode {
+    let plugin = plugin.unwrap_or_else(|| sibling("kubectl-gpu_taint"));
+    let generator = Generator {
+        nodes,
+        pods,
+        gpus_per_node: 8,
+    };
+    let plain = |i: usize| generator.node(i);
+    let dra = dra_objects(&generator, dra_nodes.min(nodes), devices_per_node, claims);
+    let cluster =
+        Cluster::generate_with(generator.clone(), kubeconfig.as_deref(), &plain, dra).await;
+    let name = cluster.name();
+    let (m, floor) = measure_with_floor(
+        cluster,
+        plugin,
+        &["status", "-o", "json"],
+        &[
+            ("/api/v1/nodes", None, 5000),
+            ("/apis/resource.k8s.io/v1/deviceclasses", None, 5000),
+            ("/apis/resource.k8s.io/v1/resourceslices", None, 5000),
+            (
+                "/api/v1/pods",
+                Some("status.phase!=Succeeded,status.phase!=Failed"),
+                10_000,
+            ),
+        ],
+    )
+    .await;
+    print_scale(
+        &format!(
+            "kubectl gpu-taint status -o json on {nodes} nodes ({dra_nodes} with {devices_per_node} DRA devices each), {pods} pods and {claims} claims of {name}"
+        ),
+        &m,
+    );
+    if let Some(floors) = floor {
+        print_floor(floors);
+    }
+    if m.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
