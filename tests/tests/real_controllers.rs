@@ -423,11 +423,11 @@ fn kwok_node(name: &str, pool: &str, gpus: u32) -> serde_json::Value {
 
 /// The pods of `app` in `default`: name, node (empty when unbound) and phase.
 fn pods_of(kubectl: &Kubectl, app: &str) -> Vec<(String, String, String)> {
+    // Every namespace: each scenario's app label is its own.
     let out = kubectl.must(&[
         "get",
         "pods",
-        "-n",
-        "default",
+        "-A",
         "-l",
         &format!("app={app}"),
         "-o",
@@ -494,13 +494,19 @@ fn evicted_pods_come_back_where_dedicate_said() {
     let kubectl = &cluster.kubectl;
     let dir = cluster.home.path();
     let app = "pk-ev-infer";
+    // A namespace of its own, deleted at the end: the namespace controller removes what it
+    // holds, as on a cluster.
+    let ns = "pk-ev";
     let nodes = ["pk-ev-a", "pk-ev-b", "pk-ev-c"];
     let objects = dir.join("objects.json");
     let mut items: Vec<serde_json::Value> =
         nodes.iter().map(|n| kwok_node(n, "pk-ev", 1)).collect();
+    items.push(
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+    );
     items.push(serde_json::json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": app, "namespace": "default"},
+        "metadata": {"name": app, "namespace": ns},
         "spec": {
             "replicas": 2,
             "selector": {"matchLabels": {"app": app}},
@@ -574,7 +580,7 @@ fn evicted_pods_come_back_where_dedicate_said() {
                 "pod",
                 &pending,
                 "-n",
-                "default",
+                ns,
                 "-o",
                 "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].message}",
             ])
@@ -586,9 +592,9 @@ fn evicted_pods_come_back_where_dedicate_said() {
     }
     let why = cluster.plugin(
         affinity_lint,
-        &["why-pending", &pending, "-n", "default", "-o", "json"],
+        &["why-pending", &pending, "-n", ns, "-o", "json"],
     );
-    kubectl.must(&["delete", "deployment", app, "-n", "default", "--wait=false"]);
+    kubectl.must(&["delete", "namespace", ns, "--wait=false"]);
     kubectl.must(&[
         "delete",
         "node",
@@ -598,6 +604,16 @@ fn evicted_pods_come_back_where_dedicate_said() {
         "--wait=false",
     ]);
 
+    // The namespace controller empties the namespace (the Deployment, its ReplicaSet and
+    // pods, through the garbage collector and kwok) and then removes it.
+    let namespace_gone = (0..120).any(|_| {
+        let (found, _, _) = kubectl.run(&["get", "namespace", ns]);
+        !found || {
+            std::thread::sleep(Duration::from_millis(500));
+            false
+        }
+    });
+
     eprintln!(
         "before {before:?}\nafter the first dedicate {after_move:?}\nafter the second {after_stuck:?}\nthe scheduler says: {scheduler_says}"
     );
@@ -606,7 +622,7 @@ fn evicted_pods_come_back_where_dedicate_said() {
     assert_eq!(code, 0, "{err}");
     assert!(
         err.contains(&format!(
-            "warning: Deployment default/{app}: the replacement of its evicted pod fits on node/{spare} after the change"
+            "warning: Deployment {ns}/{app}: the replacement of its evicted pod fits on node/{spare} after the change"
         )),
         "{err}"
     );
@@ -628,7 +644,7 @@ fn evicted_pods_come_back_where_dedicate_said() {
         .lines()
         .find_map(|l| {
             l.strip_prefix(&format!(
-                "warning: Deployment default/{app}: the replacement of its evicted pod will stay Pending: "
+                "warning: Deployment {ns}/{app}: the replacement of its evicted pod will stay Pending: "
             ))
         })
         .unwrap_or_else(|| panic!("dedicate did not say the replacement stays Pending:\n{err}"));
@@ -646,6 +662,10 @@ fn evicted_pods_come_back_where_dedicate_said() {
     assert_eq!(report["schedulerSays"]["message"], scheduler_says.as_str());
     assert!(report["disagreement"].is_null(), "{out}");
     assert_eq!(report["verdict"]["class"], "taint", "{out}");
+    assert!(
+        namespace_gone,
+        "namespace {ns} was not removed within 60 s of its deletion"
+    );
 }
 
 /// A StatefulSet's pod whose volume is local to its node: `gpu-taint dedicate` with a
