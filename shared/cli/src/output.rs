@@ -33,44 +33,9 @@ pub fn published_schemas() -> Vec<(String, Value)> {
         .collect();
     all.push((
         "affinity-lint/v1.json".into(),
-        schema_for::<placekit_lint::structured::JsonReport>("affinity-lint/v1.json"),
+        v1::schema_for::<placekit_lint::structured::JsonReport>("affinity-lint/v1.json"),
     ));
     all
-}
-
-/// `T`'s JSON Schema (draft 2020-12), published at `path`, every object closed.
-fn schema_for<T: schemars::JsonSchema>(path: &str) -> Value {
-    let settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
-    let mut schema = settings
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value();
-    schema["$id"] = Value::from(format!("https://placekit.dev/schemas/{path}"));
-    close_objects(&mut schema);
-    schema
-}
-
-/// Sets `additionalProperties: false` on every object schema that lists its properties and
-/// says nothing of others, so a report that grows a field its type does not declare fails
-/// validation. A map (`additionalProperties: {...}`) is left as it is; so is an object
-/// whose fields a `oneOf`/`anyOf`/`allOf` also chooses (a flattened enum), which closing
-/// would make refuse the branch's own fields.
-fn close_objects(schema: &mut Value) {
-    match schema {
-        Value::Object(map) => {
-            let closable = map.contains_key("properties")
-                && !map.contains_key("additionalProperties")
-                && !["allOf", "oneOf", "anyOf"]
-                    .iter()
-                    .any(|k| map.contains_key(*k));
-            if closable {
-                map.insert("additionalProperties".into(), Value::Bool(false));
-            }
-            map.values_mut().for_each(close_objects);
-        }
-        Value::Array(items) => items.iter_mut().for_each(close_objects),
-        _ => {}
-    }
 }
 
 #[cfg(test)]

@@ -61,11 +61,14 @@ impl Interrupt {
     }
 
     /// Catches SIGINT, SIGTERM and SIGHUP from the moment it returns (the handlers are
-    /// installed before it returns, not in the task) and counts them into `self`, telling
-    /// the user on stderr what each one does. The returned task ends when aborted. Must be
-    /// called inside a tokio runtime.
-    pub fn listen(self: &std::sync::Arc<Self>) -> tokio::task::JoinHandle<()> {
-        use std::io::Write;
+    /// installed before it returns, not in the task) and counts them into `self`, then calls
+    /// `told` with the signal's name and how many have arrived, for the application to tell
+    /// the user what it does (this crate prints nothing). The returned task ends when
+    /// aborted. Must be called inside a tokio runtime.
+    pub fn listen(
+        self: &std::sync::Arc<Self>,
+        told: impl Fn(&'static str, usize) + Send + 'static,
+    ) -> tokio::task::JoinHandle<()> {
         let interrupt = self.clone();
         // Without signal handlers the signals keep their default effect.
         let signals = Signals::new().ok();
@@ -73,18 +76,7 @@ impl Interrupt {
             let Some(mut signals) = signals else { return };
             while let Some(name) = signals.next().await {
                 interrupt.trigger(name);
-                // Never panic here: after a hangup the terminal answers writes with EIO.
-                let _ = if interrupt.count() == 1 {
-                    writeln!(
-                        std::io::stderr(),
-                        "{name}: finishing the writes in flight (one more attempt each), starting no new ones; send it again to stop waiting"
-                    )
-                } else {
-                    writeln!(
-                        std::io::stderr(),
-                        "{name} (a second signal): not waiting for the writes in flight; they are recorded as unknown for rollback to check"
-                    )
-                };
+                told(name, interrupt.count());
             }
         })
     }

@@ -503,7 +503,7 @@ pub async fn apply(
     // report would leave a temporary file, writes unrecorded and nothing said. (Not
     // earlier: before this point nothing is written and Ctrl-C simply ends the command.)
     let interrupt = Arc::new(Interrupt::default());
-    let listener = interrupt.listen();
+    let listener = interrupt.listen(say_signal);
     let mut journal = None;
     if let Some(cluster) = cluster.filter(|_| dry_run == DryRun::None) {
         let j = take_snapshot(conn, &mutation, &cluster, &changing)?;
@@ -741,6 +741,23 @@ async fn preflight_warnings(
         ))),
         None => Ok(()),
     }
+}
+
+/// What a signal caught during the writes does, said on stderr as it arrives. Never panics:
+/// after a hangup the terminal answers writes with EIO.
+fn say_signal(name: &'static str, count: usize) {
+    use std::io::Write;
+    let _ = if count == 1 {
+        writeln!(
+            std::io::stderr(),
+            "{name}: finishing the writes in flight (one more attempt each), starting no new ones; send it again to stop waiting"
+        )
+    } else {
+        writeln!(
+            std::io::stderr(),
+            "{name} (a second signal): not waiting for the writes in flight; they are recorded as unknown for rollback to check"
+        )
+    };
 }
 
 #[cfg(test)]

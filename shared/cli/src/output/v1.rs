@@ -62,7 +62,7 @@ pub fn envelope<T: Published>(report: &T) -> Envelope<'_, T> {
 /// required. Objects admit no field the types do not declare, so a report that grows a
 /// field without its type growing fails validation.
 pub fn schema_of<T: Published>() -> Value {
-    let mut schema = super::schema_for::<T>(&format!("v1/{}.json", T::KIND));
+    let mut schema = schema_for::<T>(&format!("v1/{}.json", T::KIND));
     let properties = schema["properties"]
         .as_object()
         .cloned()
@@ -512,4 +512,39 @@ pub struct RequestRow {
     /// `--by namespace`: how many pods (or claims, for DRA) it sums.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pods: Option<usize>,
+}
+
+/// `T`'s JSON Schema (draft 2020-12), published at `path`, every object closed.
+pub(super) fn schema_for<T: JsonSchema>(path: &str) -> Value {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
+    let mut schema = settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    schema["$id"] = Value::from(format!("https://placekit.dev/schemas/{path}"));
+    close_objects(&mut schema);
+    schema
+}
+
+/// Sets `additionalProperties: false` on every object schema that lists its properties and
+/// says nothing of others, so a report that grows a field its type does not declare fails
+/// validation. A map (`additionalProperties: {...}`) is left as it is; so is an object
+/// whose fields a `oneOf`/`anyOf`/`allOf` also chooses (a flattened enum), which closing
+/// would make refuse the branch's own fields.
+fn close_objects(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let closable = map.contains_key("properties")
+                && !map.contains_key("additionalProperties")
+                && !["allOf", "oneOf", "anyOf"]
+                    .iter()
+                    .any(|k| map.contains_key(*k));
+            if closable {
+                map.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            map.values_mut().for_each(close_objects);
+        }
+        Value::Array(items) => items.iter_mut().for_each(close_objects),
+        _ => {}
+    }
 }

@@ -1,7 +1,7 @@
 //! `kind: ChangeReport`, the wire types of what a mutating command did: one typed outcome
 //! per node, the policy findings and where they stood. `mutation` builds them from its plans
-//! and outcomes (`NodeReport::of`, `From<OutcomeKind>`) and renders them as text; their
-//! shape here is the published one.
+//! and outcomes (`NodeReport::of`; an outcome's wire form is `From<OutcomeKind>`, here) and
+//! renders them as text; their shape here is the published one.
 
 use std::path::PathBuf;
 
