@@ -196,3 +196,26 @@ fn the_client_decides_no_exit_code() {
         "the client decides exit codes: {found:#?}"
     );
 }
+
+/// The client's messages say what happened; what the person should do next, and whether
+/// anything was changed, is the application's (`placekit_cli::error::client_advice`).
+#[test]
+fn the_client_gives_no_advice() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/client/src");
+    let advice = [
+        "nothing was changed",
+        "(check ",
+        "(ask ",
+        "(see `",
+        "(is the ",
+    ];
+    let mut found = Vec::new();
+    for (path, text) in sources(&root) {
+        for line in code_lines(&text) {
+            if advice.iter().any(|a| line.contains(a)) {
+                found.push(format!("{}: {}", path.display(), line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "the client gives advice: {found:#?}");
+}

@@ -1,10 +1,11 @@
 //! Why a command stopped, each reason with its fixed exit code ([`CommandError`]), and how a
 //! plugin's `main` turns a command's result into that code and says why it stopped. A
 //! request's failure comes from placekit-client typed ([`ClientError`]) and is kept whole
-//! as the cause; its exit code is decided here.
+//! as the cause; its exit code, and what the person should do about it ([`client_advice`]),
+//! are decided here.
 
 use placekit_client::connect::ConnectError;
-use placekit_client::error::ClientError;
+use placekit_client::error::{ClientError, TransportCause};
 use placekit_client::targets::TargetsError;
 use placekit_core::exit;
 use placekit_core::snapshot::SnapshotError;
@@ -50,8 +51,8 @@ pub enum CommandError {
     #[error("{0}")]
     Cluster(String),
     /// A request to the API server failed (no answer, an error answer, no connection):
-    /// the client's error, kept whole.
-    #[error(transparent)]
+    /// the client's error, kept whole as the cause, and what to do about it.
+    #[error("{0}{advice}", advice = client_advice(.0))]
     Client(#[from] ClientError),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
@@ -121,7 +122,7 @@ impl CommandError {
 /// refused as malformed (400) are the user's input; everything else is the cluster's.
 fn client_exit_code(e: &ClientError) -> u8 {
     match e {
-        ClientError::Connect(c) if c.is_usage() => exit::USAGE,
+        ClientError::Connect(c) if connect_is_usage(c) => exit::USAGE,
         ClientError::NodesNotFound(_) => exit::USAGE,
         ClientError::Api(_) if e.status_code() == Some(400) => exit::USAGE,
         ClientError::Denied { .. }
@@ -130,6 +131,67 @@ fn client_exit_code(e: &ClientError) -> u8 {
         | ClientError::Connect(_)
         | ClientError::Paging { .. }
         | ClientError::UnreadableNode { .. } => exit::CLUSTER,
+    }
+}
+
+/// Bad flags, and a kubeconfig entry the flags name that is not there or cannot be used as
+/// written, are the user's to fix (exit 2); an unreadable kubeconfig or a client that cannot
+/// be built stays with the cluster errors (exit 3).
+fn connect_is_usage(e: &ConnectError) -> bool {
+    matches!(
+        e,
+        ConnectError::BadTimeout(_)
+            | ConnectError::MissingKubeconfig(_)
+            | ConnectError::NoConfiguration
+            | ConnectError::Flags(_)
+            | ConnectError::NotFound { .. }
+            | ConnectError::InsecureWithCa(_)
+    )
+}
+
+/// A request's failure as the person reads it: the client's message and [`client_advice`].
+pub fn client_message(e: &ClientError) -> String {
+    format!("{e}{}", client_advice(e))
+}
+
+/// What the person should do about a request's failure, and whether anything was changed,
+/// as the tail of its message (empty when the failure says enough).
+pub fn client_advice(e: &ClientError) -> &'static str {
+    match e {
+        ClientError::NodesNotFound(_) => {
+            "; nothing was changed (check the name with `kubectl get nodes`)"
+        }
+        ClientError::Denied { .. } => "; nothing was changed",
+        ClientError::Api(api) if api.anonymous() => {
+            " (the server saw no credentials: check the user of the kubeconfig context, and that the server is https://; nothing was changed)"
+        }
+        ClientError::Api(_) => match e.status_code() {
+            Some(403) => " (ask for the missing RBAC permission; nothing was changed)",
+            Some(401) => " (check the credentials of the kubeconfig context)",
+            _ => "",
+        },
+        ClientError::Unreachable(u) => match u.cause {
+            TransportCause::ConnectionRefused => {
+                " (is the API server running, and are the host and port right?)"
+            }
+            TransportCause::NoSuchHost => " (check the server address in the kubeconfig)",
+            TransportCause::Timeout => " (Client.Timeout exceeded; see --request-timeout)",
+            TransportCause::UnknownAuthority => " (check certificate-authority in the kubeconfig)",
+            TransportCause::TooLong => " (a very long selector?)",
+            TransportCause::NameMismatch
+            | TransportCause::Expired
+            | TransportCause::Reset
+            | TransportCause::Other(_) => "",
+        },
+        ClientError::Connect(ConnectError::NotFound { .. }) => {
+            " (see `kubectl config get-contexts`)"
+        }
+        ClientError::Connect(ConnectError::InsecureWithCa(_)) => {
+            " (remove insecure-skip-tls-verify or the certificate authority)"
+        }
+        ClientError::Connect(_)
+        | ClientError::Paging { .. }
+        | ClientError::UnreadableNode { .. } => "",
     }
 }
 
@@ -250,5 +312,66 @@ mod tests {
         let bad_request = CommandError::from_api(answer(400, "BadRequest"), "patching node/a");
         assert_eq!(bad_request.exit_code(), exit::USAGE);
         assert!(!bad_request.is_forbidden());
+    }
+
+    /// The client says what happened; the advice, and whether anything was changed, is
+    /// added here, so the person reads the same whole message as before the split.
+    #[test]
+    fn the_advice_is_the_applications() {
+        let answer = |code: u16, message: &str| {
+            kube::Error::Api(
+                kube::core::Status::failure(message, "Forbidden")
+                    .with_code(code)
+                    .boxed(),
+            )
+        };
+        let cases = [
+            (
+                CommandError::Client(ClientError::NodesNotFound(vec!["a".into()])),
+                "node \"a\" not found",
+                "node \"a\" not found; nothing was changed (check the name with `kubectl get nodes`)",
+            ),
+            (
+                CommandError::from_api(
+                    answer(403, "nodes is forbidden: User \"u\""),
+                    "listing nodes",
+                ),
+                "forbidden while listing nodes: nodes is forbidden: User \"u\"",
+                "forbidden while listing nodes: nodes is forbidden: User \"u\" (ask for the missing RBAC permission; nothing was changed)",
+            ),
+            (
+                CommandError::from_api(
+                    answer(403, "nodes is forbidden: User \"system:anonymous\""),
+                    "listing nodes",
+                ),
+                "forbidden while listing nodes: nodes is forbidden: User \"system:anonymous\"",
+                "forbidden while listing nodes: nodes is forbidden: User \"system:anonymous\" (the server saw no credentials: check the user of the kubeconfig context, and that the server is https://; nothing was changed)",
+            ),
+            (
+                CommandError::from_api(answer(401, "Unauthorized"), "listing nodes"),
+                "unauthorized while listing nodes: Unauthorized",
+                "unauthorized while listing nodes: Unauthorized (check the credentials of the kubeconfig context)",
+            ),
+            (
+                CommandError::Client(ClientError::Unreachable(Box::new(
+                    placekit_client::error::Unreachable {
+                        doing: "listing nodes".into(),
+                        server: Some("https://127.0.0.1:1".into()),
+                        cause: TransportCause::ConnectionRefused,
+                        source: None,
+                    },
+                ))),
+                "cannot reach the cluster at https://127.0.0.1:1 while listing nodes: connect: connection refused",
+                "cannot reach the cluster at https://127.0.0.1:1 while listing nodes: connect: connection refused (is the API server running, and are the host and port right?)",
+            ),
+        ];
+        for (error, fact, said) in cases {
+            let CommandError::Client(client) = &error else {
+                unreachable!("a client error")
+            };
+            assert_eq!(client.to_string(), fact);
+            assert_eq!(error.to_string(), said);
+            assert_eq!(client_message(client), said);
+        }
     }
 }

@@ -19,7 +19,7 @@ use crate::error::CommandError;
 use crate::output::v1::{ContextRead, Item, Origin};
 use crate::ui::Ui;
 use placekit_client::connect::{Connection, ConnectionArgs, parse_request_timeout};
-use placekit_client::error::{ClientError, Unreachable};
+use placekit_client::error::{ClientError, TransportCause, Unreachable};
 use placekit_core::cluster::ClusterIdentity;
 use placekit_core::exit;
 
@@ -371,10 +371,10 @@ impl Fleet {
                 Unreachable {
                     doing: "waiting for its first answer".into(),
                     server: Some(conn.server.clone()),
-                    cause: format!(
+                    cause: TransportCause::Other(format!(
                         "timeout: no answer within {} (--context-timeout)",
                         humantime(self.timeout)
-                    ),
+                    )),
                     source: None,
                 },
             )))),
@@ -455,10 +455,10 @@ impl Fleet {
                         Err(_) => Err(CommandError::Client(ClientError::Unreachable(Box::new(Unreachable {
                             doing: "reading it".into(),
                             server: Some(server.clone()),
-                            cause: format!(
+                            cause: TransportCause::Other(format!(
                                 "timeout: its answers did not end within {} (--context-timeout)",
                                 humantime(fleet.timeout)
-                            ),
+                            )),
                             source: None,
                         })))),
                     };
@@ -534,10 +534,10 @@ impl Fleet {
                 Unreachable {
                     doing: "getting credentials".into(),
                     server: Some(self.server_of(context)),
-                    cause: format!(
+                    cause: TransportCause::Other(format!(
                         "timeout: no credentials within {} (--context-timeout; is the exec credential plugin waiting for a login?)",
                         humantime(self.timeout)
-                    ),
+                    )),
                     source: None,
                 },
             )))),

@@ -92,7 +92,7 @@ pub async fn list_workloads(
             {
                 Ok(()) => listed_any = true,
                 Err(e) if e.is_forbidden() => {
-                    let m = e.to_string();
+                    let m = crate::error::client_message(&e);
                     first_forbidden.get_or_insert_with(|| m.clone());
                     warnings.push(format!("cannot list {}: {m}", $name))
                 }
@@ -172,7 +172,7 @@ pub async fn list_workloads(
     match listed {
         Ok(_) => listed_any = true,
         Err(e) if e.is_forbidden() => {
-            let m = e.to_string();
+            let m = crate::error::client_message(&e);
             first_forbidden.get_or_insert_with(|| m.clone());
             warnings.push(format!("cannot list pods: {m}"))
         }

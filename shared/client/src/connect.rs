@@ -34,11 +34,11 @@ pub enum ConnectError {
     #[error("{0}")]
     Flags(String),
     /// `--context`, `--cluster` or `--user` names nothing in the kubeconfig.
-    #[error("{what} {name:?} was not found in the kubeconfig (see `kubectl config get-contexts`)")]
+    #[error("{what} {name:?} was not found in the kubeconfig")]
     NotFound { what: &'static str, name: String },
     /// kubectl refuses it too: skipping verification makes the CA meaningless.
     #[error(
-        "cluster {0:?}: specifying a root certificates file with the insecure flag is not allowed (remove insecure-skip-tls-verify or the certificate authority)"
+        "cluster {0:?}: specifying a root certificates file with the insecure flag is not allowed"
     )]
     InsecureWithCa(String),
     #[error("cannot create a client for {server}: {message}")]
@@ -201,23 +201,6 @@ pub fn current_server() -> Option<String> {
         .try_with(Clone::clone)
         .ok()
         .or_else(|| SERVER.get().cloned())
-}
-
-impl ConnectError {
-    /// Bad flags, and a kubeconfig entry the flags name that is not there or cannot be
-    /// used as written, are the user's to fix (exit 2); an unreadable kubeconfig or a
-    /// client that cannot be built stays with the cluster errors (exit 3).
-    pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
-            ConnectError::BadTimeout(_)
-                | ConnectError::MissingKubeconfig(_)
-                | ConnectError::NoConfiguration
-                | ConnectError::Flags(_)
-                | ConnectError::NotFound { .. }
-                | ConnectError::InsecureWithCa(_)
-        )
-    }
 }
 
 /// What the person should know about a connection before its first request.
@@ -1255,7 +1238,7 @@ users:
             ..Default::default()
         };
         let err = args.open().await.unwrap_err();
-        assert!(err.is_usage(), "a flag to fix: exit 2");
+        assert!(matches!(err, ConnectError::MissingKubeconfig(_)), "{err:?}");
         assert_eq!(
             err.to_string(),
             "--kubeconfig /nonexistent/placekit/config: no such file"

@@ -1,7 +1,8 @@
 //! Why a request to the API server failed, each cause kept typed ([`ClientError`]): an
-//! answer of the API server whole, a transport error with kubectl's words for it, a
-//! connection that could not be made. Exit codes and what the person should do next belong
-//! to the application (`placekit_cli::error::CommandError`).
+//! answer of the API server whole, a transport error in kubectl's words ([`TransportCause`]),
+//! a connection that could not be made. The messages say what happened, never what to do:
+//! exit codes and what the person should do next belong to the application
+//! (`placekit_cli::error::CommandError`, which adds its advice to these messages).
 
 use crate::connect::ConnectError;
 
@@ -9,12 +10,12 @@ use crate::connect::ConnectError;
 /// `CommandError` carries it whole and gives it its exit code.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// Named nodes that do not exist; nothing was changed.
+    /// Named nodes that do not exist.
     #[error("{}", missing_nodes_message(.0))]
     NodesNotFound(Vec<String>),
-    /// A permission check (SelfSubjectAccessReview) said no; nothing was changed.
+    /// A permission check (SelfSubjectAccessReview) said no.
     #[error(
-        "you are not allowed to {verb} {resource}: missing RBAC permission verb={verb:?} resource={resource:?} group={group:?}; nothing was changed"
+        "you are not allowed to {verb} {resource}: missing RBAC permission verb={verb:?} resource={resource:?} group={group:?}"
     )]
     Denied {
         verb: String,
@@ -57,7 +58,7 @@ pub enum ClientError {
 pub struct Unreachable {
     pub doing: String,
     pub server: Option<String>,
-    pub cause: String,
+    pub cause: TransportCause,
     /// The transport error, when a request failed (not when a deadline passed).
     #[source]
     pub source: Option<kube::Error>,
@@ -75,7 +76,7 @@ pub struct ApiError {
 fn missing_nodes_message(names: &[String]) -> String {
     let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
     format!(
-        "node{} {} not found; nothing was changed (check the name with `kubectl get nodes`)",
+        "node{} {} not found",
         if names.len() == 1 { "" } else { "s" },
         quoted.join(", ")
     )
@@ -119,25 +120,15 @@ impl ClientError {
     }
 }
 
-/// What an error answer of the API server means for the person running the command.
+/// An error answer of the API server in words: what was refused, while doing what.
 fn api_message(doing: &str, error: &kube::Error) -> String {
     match error {
-        kube::Error::Api(status)
-            if status.code == 403 && status.message.contains("User \"system:anonymous\"") =>
-        {
-            format!(
-                "forbidden while {doing}: {} (the server saw no credentials: check the user of the kubeconfig context, and that the server is https://; nothing was changed)",
-                status.message
-            )
+        kube::Error::Api(status) if status.code == 403 => {
+            format!("forbidden while {doing}: {}", status.message)
         }
-        kube::Error::Api(status) if status.code == 403 => format!(
-            "forbidden while {doing}: {} (ask for the missing RBAC permission; nothing was changed)",
-            status.message
-        ),
-        kube::Error::Api(status) if status.code == 401 => format!(
-            "unauthorized while {doing}: {} (check the credentials of the kubeconfig context)",
-            status.message
-        ),
+        kube::Error::Api(status) if status.code == 401 => {
+            format!("unauthorized while {doing}: {}", status.message)
+        }
         kube::Error::Api(status) if status.code == 400 => {
             format!("while {doing}: {}", status.message)
         }
@@ -150,9 +141,44 @@ fn api_message(doing: &str, error: &kube::Error) -> String {
     }
 }
 
+impl ApiError {
+    /// The server refused a request it saw without credentials (`system:anonymous`).
+    pub fn anonymous(&self) -> bool {
+        matches!(&self.source, kube::Error::Api(status)
+            if status.code == 403 && status.message.contains("User \"system:anonymous\""))
+    }
+}
+
+/// Why a request got no answer, in the words kubectl users know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TransportCause {
+    #[error("connect: connection refused")]
+    ConnectionRefused,
+    #[error("lookup failed: no such host")]
+    NoSuchHost,
+    #[error(
+        "tls: failed to verify certificate: x509: certificate is not valid for the server's name"
+    )]
+    NameMismatch,
+    #[error("tls: failed to verify certificate: x509: certificate has expired or is not yet valid")]
+    Expired,
+    #[error("timeout awaiting the server's answer")]
+    Timeout,
+    /// A CA of the same name that did not sign it (BadSignature) is as unknown.
+    #[error("tls: failed to verify certificate: x509: certificate signed by unknown authority")]
+    UnknownAuthority,
+    #[error("connection reset by peer")]
+    Reset,
+    #[error("the request is too long for the server")]
+    TooLong,
+    /// Anything else: the innermost cause's own words (credentials redacted).
+    #[error("{0}")]
+    Other(String),
+}
+
 /// Why a request got no answer, from the innermost causes of the error chain, in kubectl's
 /// words where there are some; never the request or the configuration (no credentials).
-pub fn transport_cause(error: &(dyn std::error::Error + 'static)) -> String {
+pub fn transport_cause(error: &(dyn std::error::Error + 'static)) -> TransportCause {
     let mut chain = Vec::new();
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(e) = next {
@@ -163,7 +189,7 @@ pub fn transport_cause(error: &(dyn std::error::Error + 'static)) -> String {
     let known = [
         (
             &["connection refused"][..],
-            "connect: connection refused (is the API server running, and are the host and port right?)",
+            TransportCause::ConnectionRefused,
         ),
         (
             &[
@@ -172,7 +198,7 @@ pub fn transport_cause(error: &(dyn std::error::Error + 'static)) -> String {
                 "nodename nor servname",
                 "no such host",
             ][..],
-            "lookup failed: no such host (check the server address in the kubeconfig)",
+            TransportCause::NoSuchHost,
         ),
         (
             &[
@@ -180,17 +206,13 @@ pub fn transport_cause(error: &(dyn std::error::Error + 'static)) -> String {
                 "not valid for name",
                 "certificate is not valid for",
             ][..],
-            "tls: failed to verify certificate: x509: certificate is not valid for the server's name",
+            TransportCause::NameMismatch,
         ),
-        (
-            &["expired", "notvalidyet"][..],
-            "tls: failed to verify certificate: x509: certificate has expired or is not yet valid",
-        ),
+        (&["expired", "notvalidyet"][..], TransportCause::Expired),
         (
             &["timed out", "deadline has elapsed", "timeout"][..],
-            "timeout awaiting the server's answer (Client.Timeout exceeded; see --request-timeout)",
+            TransportCause::Timeout,
         ),
-        // A CA of the same name that did not sign it (BadSignature) is as unknown.
         (
             &[
                 "unknownissuer",
@@ -199,21 +221,18 @@ pub fn transport_cause(error: &(dyn std::error::Error + 'static)) -> String {
                 "badsignature",
                 "invalid peer certificate",
             ][..],
-            "tls: failed to verify certificate: x509: certificate signed by unknown authority (check certificate-authority in the kubeconfig)",
+            TransportCause::UnknownAuthority,
         ),
-        (&["connection reset"][..], "connection reset by peer"),
-        (
-            &["uri too long"][..],
-            "the request is too long for the server (a very long selector?)",
-        ),
+        (&["connection reset"][..], TransportCause::Reset),
+        (&["uri too long"][..], TransportCause::TooLong),
     ];
     for (needles, cause) in known {
         if needles.iter().any(|n| all.contains(n)) {
-            return cause.to_string();
+            return cause;
         }
     }
     // The innermost cause says most; the outer ones ("client error (Connect)") wrap it.
-    chain.last().cloned().unwrap_or_default()
+    TransportCause::Other(chain.last().cloned().unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -224,7 +243,7 @@ mod tests {
     fn missing_nodes_are_named() {
         assert_eq!(
             ClientError::NodesNotFound(vec!["a".into(), "b".into()]).to_string(),
-            "nodes \"a\", \"b\" not found; nothing was changed (check the name with `kubectl get nodes`)"
+            "nodes \"a\", \"b\" not found"
         );
     }
 
@@ -245,7 +264,7 @@ mod tests {
         assert!(forbidden.is_forbidden());
         assert_eq!(
             forbidden.to_string(),
-            "forbidden while listing nodes: nodes is forbidden: User \"u\" cannot list (ask for the missing RBAC permission; nothing was changed)"
+            "forbidden while listing nodes: nodes is forbidden: User \"u\" cannot list"
         );
         let cause = forbidden.source().expect("the kube error is the cause");
         match cause.downcast_ref::<kube::Error>() {

@@ -164,7 +164,11 @@ async fn disruption_budgets(
     .await
     {
         Ok(b) => b,
-        Err(e) if e.is_forbidden() => return Ok(checks::Budgets::Unreadable(e.to_string())),
+        Err(e) if e.is_forbidden() => {
+            return Ok(checks::Budgets::Unreadable(crate::error::client_message(
+                &e,
+            )));
+        }
         Err(e) => return Err(e.into()),
     };
     let budgets: Vec<PodDisruptionBudget> = budgets
