@@ -20,10 +20,10 @@ impl NodeReport {
             name: plan.node().to_string(),
             outcome,
             message,
-            label_changes: plan.label_changes.clone(),
-            taints_added: plan.taints_added(),
-            taints_removed: plan.taints_removed(),
-            annotation_changes: plan.annotation_changes.clone(),
+            label_changes: plan.label_changes.iter().map(Into::into).collect(),
+            taints_added: plan.taints_added().iter().map(Into::into).collect(),
+            taints_removed: plan.taints_removed().iter().map(Into::into).collect(),
+            annotation_changes: plan.annotation_changes.iter().map(Into::into).collect(),
             conflicts: Vec::new(),
         }
     }
@@ -48,7 +48,7 @@ impl ReportedFinding {
         ReportedFinding {
             standing,
             override_flag: override_flag.map(str::to_string),
-            finding,
+            finding: finding.into(),
         }
     }
 

@@ -304,7 +304,7 @@ pub async fn rollback(
     let mut report = pipeline::apply(conn, ui, plans, mutation).await?;
     for (node, conflicts) in conflicts_by_node {
         if let Some(n) = report.nodes.iter_mut().find(|n| n.name == node) {
-            n.conflicts = conflicts;
+            n.conflicts = conflicts.into_iter().map(Into::into).collect();
         }
     }
     report.nodes.extend(skipped);

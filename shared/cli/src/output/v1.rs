@@ -5,8 +5,11 @@
 //! additive (a field removed, renamed or retyped, a value of an enumeration dropped): a
 //! script written against `v1` keeps working, and a breaking change is a new module, `v2`.
 //!
-//! The rows inside a report (a node's accelerators, a drifted pod, a finding) are the model's
-//! own `Serialize` types, reached from here; they are part of `v1` too.
+//! `ChangeReport` (`change.rs`) is frozen whole: each of its types is a wire copy converted
+//! from the model with `From`. The rows inside the other reports (a node's accelerators, a
+//! drifted pod, a verdict) are still the model's own `Serialize` types, reached from here;
+//! they are part of `v1` too, and the schema test is what keeps a refactor of them from
+//! changing a published shape.
 
 use std::collections::BTreeMap;
 
