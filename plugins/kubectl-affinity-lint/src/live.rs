@@ -243,10 +243,11 @@ pub async fn drift(
             }])
         );
     } else if ui.output.is_structured() {
+        let drifted: Vec<v1::Drift> = found.drifted.iter().map(Into::into).collect();
         ui.print_report(&DriftReport {
             pods_checked: found.checked,
             list_requests: found.requests,
-            items: Item::all_local(&found.drifted),
+            items: Item::all_local(&drifted),
             pods_on_missing_nodes: Item::all_local(&found.orphans),
             contexts: None,
         });
@@ -319,11 +320,15 @@ pub async fn drift_fleet(
                 entry.drifted = Some(f.drifted.len());
             }
         }
+        let drifted: Vec<(_, Vec<v1::Drift>)> = ok()
+            .map(|(r, f)| (r, f.drifted.iter().map(Into::into).collect()))
+            .collect();
         ui.print_report(&DriftReport {
             pods_checked: ok().map(|(_, f)| f.checked).sum::<usize>(),
             list_requests: ok().map(|(_, f)| f.requests).sum::<usize>(),
-            items: ok()
-                .flat_map(|(r, f)| fleet::tagged(r, &f.drifted))
+            items: drifted
+                .iter()
+                .flat_map(|(r, d)| fleet::tagged(*r, d))
                 .collect(),
             pods_on_missing_nodes: ok()
                 .flat_map(|(r, f)| fleet::tagged(r, &f.orphans))
@@ -645,8 +650,8 @@ pub async fn why_pending(
                 scheduled: Some(true),
                 conditions: Some(&raw["status"]["conditions"]),
                 placeable: Some(judged.placeable),
-                verdict: judged.verdict.as_ref().map(Some),
-                standing: judged.standing.as_ref(),
+                verdict: judged.verdict.as_ref().map(|v| Some(v.into())),
+                standing: judged.standing.as_ref().map(Into::into),
                 ..PendingReport::default()
             });
         } else if let Some(v) = &judged.verdict {
@@ -732,7 +737,7 @@ pub async fn why_pending(
             Err(f) => NodeFit {
                 name: n,
                 fits: false,
-                failure: Some(f),
+                failure: Some(f.into()),
                 reason: Some(f.to_string()),
                 scheduler_reasons: Some(
                     all.as_ref()
@@ -757,7 +762,7 @@ pub async fn why_pending(
         tolerations: Some(&raw["spec"]["tolerations"]),
         topology_spread_constraints: Some(&raw["spec"]["topologySpreadConstraints"]),
         requests: Some(requests),
-        claims: Some(&judged.claim_states),
+        claims: Some(judged.claim_states.iter().map(Into::into).collect()),
         not_modelled: Some(&judged.unmodelled),
         mig_hint: Some(mig_hint),
         placeable: Some(judged.placeable),
@@ -775,14 +780,14 @@ pub async fn why_pending(
         nodes: (!other_scheduler).then_some(nodes_judged),
         fitting_nodes: (!other_scheduler).then_some(&fitting),
         predicted_message: Some(judged.predicted_message.as_deref()),
-        verdict: Some(judged.verdict.as_ref()),
+        verdict: Some(judged.verdict.as_ref().map(Into::into)),
         workload: None,
-        standing: judged.standing.as_ref(),
-        scheduler_says: judged.scheduler_says.as_ref(),
+        standing: judged.standing.as_ref().map(Into::into),
+        scheduler_says: judged.scheduler_says.as_ref().map(Into::into),
         disagreement: judged.disagreement.as_deref(),
-        nominated: judged.nomination.as_ref(),
-        preemption: judged.preemption.as_ref(),
-        gang: judged.gang.as_ref(),
+        nominated: judged.nomination.as_ref().map(Into::into),
+        preemption: judged.preemption.as_ref().map(Into::into),
+        gang: judged.gang.as_ref().map(Into::into),
     };
     // The text below reads the report as printed, so both say the same.
     let report = serde_json::to_value(v1::envelope(&typed)).expect("reports serialise");
@@ -845,7 +850,7 @@ async fn report_gated(
             scheduled: Some(false),
             scheduling_gates: Some(gates.clone()),
             placeable: Some(false),
-            verdict: Some(Some(verdict)),
+            verdict: Some(Some(verdict.into())),
             workload: workload
                 .as_ref()
                 .zip(admission.as_deref())
@@ -856,7 +861,7 @@ async fn report_gated(
                     conditions: &w["status"]["conditions"],
                     admission,
                 }),
-            standing: judged.standing.as_ref(),
+            standing: judged.standing.as_ref().map(Into::into),
             ..PendingReport::default()
         });
     } else {
@@ -1154,15 +1159,15 @@ pub async fn judge_pending(
             placeable: j.placeable,
             fitting_nodes: j.checked.iter().filter(|r| r.is_ok()).count(),
             predicted_message: j.predicted_message,
-            verdict: j.verdict,
+            verdict: j.verdict.as_ref().map(Into::into),
             kueue_admission: workloads
                 .get(&(pod.metadata.namespace.clone(), pod.metadata.name.clone()))
                 .map(scheduler::verdict::kueue_admission),
-            standing: j.standing,
+            standing: j.standing.as_ref().map(Into::into),
             disagreement: j.disagreement,
-            nominated: j.nomination,
-            preemption: j.preemption,
-            gang: j.gang,
+            nominated: j.nomination.as_ref().map(Into::into),
+            preemption: j.preemption.as_ref().map(Into::into),
+            gang: j.gang.as_ref().map(Into::into),
         })
         .collect();
     // Grouped by verdict, then by namespace and name.
@@ -1191,7 +1196,7 @@ fn print_summary(ui: &Ui, judged: &[PendingItem], node_count: usize) {
         .iter()
         .map(|p| {
             let fits = match &p.standing {
-                Some(Standing::OtherScheduler { .. }) => "-".to_string(),
+                Some(v1::pending::Standing::OtherScheduler { .. }) => "-".to_string(),
                 _ => format!("{}/{node_count}", p.fitting_nodes),
             };
             let gang_held = p.gang.as_ref().filter(|g| g.satisfiable == Some(false));
@@ -1235,7 +1240,7 @@ fn print_summary(ui: &Ui, judged: &[PendingItem], node_count: usize) {
         header.push("ACTION");
     }
     print!("{}", ui.table(&header, &rows));
-    let mut gangs: BTreeMap<&str, &pending::GangJudgement> = BTreeMap::new();
+    let mut gangs: BTreeMap<&str, &v1::pending::GangJudgement> = BTreeMap::new();
     for g in judged.iter().filter_map(|p| p.gang.as_ref()) {
         gangs.entry(g.group.as_str()).or_insert(g);
     }

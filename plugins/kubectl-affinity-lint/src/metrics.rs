@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use placekit_cli::output::openmetrics::{Family, ReadOutcome, read_families, render};
+use placekit_cli::output::v1::pending::Standing;
 use placekit_cli::output::v1::{PendingItem, PodOnMissingNode};
 use placekit_core::scheduler::drift::{Drift, DriftKind};
-use placekit_core::scheduler::pending::Standing;
 
 /// One cluster's `drift`, for the families: `None` when it could not be read.
 pub struct ClusterDrift<'a> {

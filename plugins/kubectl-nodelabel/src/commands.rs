@@ -21,7 +21,7 @@ use placekit_lint::dependents::{Dependent, KeyQuery, find_dependents};
 
 use placekit_cli::mutation::pipeline::{self, Mutation};
 use placekit_cli::mutation::report::print_report;
-use placekit_cli::output::v1::{Item, LabelDependents, NodeLabels};
+use placekit_cli::output::v1::{self, Item, LabelDependents, NodeLabels};
 use placekit_lint::checks::{Check, Finding};
 
 /// `kubectl nodelabel`'s name in snapshots and in printed commands.
@@ -589,10 +589,14 @@ fn print_fleet_dependents(
         }
     }
     if ui.output.is_structured() {
-        let items: Vec<Item<Dependent>> = reads
+        let wire: Vec<(_, Vec<v1::Dependent>)> = reads
             .iter()
             .filter_map(|r| r.outcome.as_ref().ok().map(|(found, _)| (r, found)))
-            .flat_map(|(r, found)| fleet::tagged(r, found))
+            .map(|(r, found)| (r, found.iter().map(Into::into).collect()))
+            .collect();
+        let items: Vec<Item<v1::Dependent>> = wire
+            .iter()
+            .flat_map(|(r, found)| fleet::tagged(*r, found))
             .collect();
         ui.print_report(&LabelDependents {
             items,
@@ -653,8 +657,9 @@ fn dependents_rows(found: &[Dependent]) -> Vec<Vec<String>> {
 
 fn print_dependents(ui: &Ui, found: &[Dependent], keys: usize) {
     if ui.output.is_structured() {
+        let wire: Vec<v1::Dependent> = found.iter().map(Into::into).collect();
         ui.print_report(&LabelDependents {
-            items: Item::all_local(found),
+            items: Item::all_local(&wire),
             contexts: None,
         });
         return;
@@ -731,8 +736,8 @@ pub async fn show_labels(
         .collect();
     if ui.output.is_structured() {
         ui.print_report(&NodeLabels {
-            items: &rows,
-            taints: &taints,
+            items: rows.iter().map(Into::into).collect(),
+            taints: taints.iter().map(Into::into).collect(),
         });
         return Ok(exit::SUCCESS);
     }

@@ -33,7 +33,7 @@ pub fn print_status(ui: &Ui, targets: &Targets, options: &StatusOptions, view: &
             resource: options.resource.as_deref().unwrap_or(gpu::DEFAULT_RESOURCE),
             nodes: Vec::new(),
             totals: InventoryTotals {
-                totals: gpu::GpuTotals::default(),
+                totals: Default::default(),
                 by_resource: &[],
             },
             group_by: None,
@@ -55,7 +55,7 @@ pub fn print_status(ui: &Ui, targets: &Targets, options: &StatusOptions, view: &
                     resource: primary,
                     nodes: Item::all_local(rows),
                     totals: InventoryTotals {
-                        totals: totals.clone(),
+                        totals: totals.into(),
                         by_resource,
                     },
                     group_by: options.group_by.as_deref(),
@@ -117,7 +117,7 @@ pub fn print_fleet_status(ui: &Ui, options: &StatusOptions, reads: &[ClusterRead
         for (entry, r) in contexts.iter_mut().zip(reads) {
             if let Ok(found) = &r.outcome {
                 if let StatusView::Nodes { totals, .. } = &found.view {
-                    entry.totals = Some(totals);
+                    entry.totals = Some(totals.into());
                 }
                 if !found.notes.is_empty() {
                     entry.warnings = Some(&found.notes);
@@ -161,7 +161,7 @@ pub fn print_fleet_status(ui: &Ui, options: &StatusOptions, reads: &[ClusterRead
                     resource: &primary,
                     nodes,
                     totals: InventoryTotals {
-                        totals: gpu::GpuTotals::sum(legacy),
+                        totals: (&gpu::GpuTotals::sum(legacy)).into(),
                         by_resource: &by_resource,
                     },
                     group_by: None,

@@ -536,7 +536,7 @@ pub fn print_history(ui: &Ui, history: &History) {
     if ui.output.is_structured() {
         ui.print_report(&SnapshotHistory {
             items: entries,
-            unreadable: &history.unreadable,
+            unreadable: history.unreadable.iter().map(Into::into).collect(),
         });
         return;
     }

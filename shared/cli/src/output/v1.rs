@@ -18,21 +18,16 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub mod change;
+pub mod pending;
 
 use change::Report as ChangeReport;
+use pending::{
+    ClaimState, FilterFailure, GangJudgement, Nomination, PreemptionWouldHelp, SchedulerSays,
+    Standing, Verdict,
+};
 
 use placekit_core::accelerators::{NodeInventory, ResourceTotal};
-use placekit_core::dra::ClaimState;
-use placekit_core::gpu::GpuTotals;
-use placekit_core::label_controllers::LabelProvenance;
-use placekit_core::scheduler::drift::Drift;
-use placekit_core::scheduler::filters::FilterFailure;
-use placekit_core::scheduler::pending::{
-    GangJudgement, Nomination, PreemptionWouldHelp, SchedulerSays, Standing,
-};
-use placekit_core::scheduler::verdict::Verdict;
-use placekit_core::snapshot::{JournalRecord, SnapshotHeader, Unreadable};
-use placekit_lint::dependents::Dependent;
+use placekit_core::snapshot::{JournalRecord, SnapshotHeader};
 
 /// The `apiVersion` of every report.
 pub const API_VERSION: &str = "placekit.dev/v1";
@@ -153,7 +148,7 @@ pub struct ContextRead<'a> {
     pub error: Option<&'a str>,
     /// `status`: the cluster's totals.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub totals: Option<&'a GpuTotals>,
+    pub totals: Option<GpuTotals>,
     /// What the read could not see (a kind it may not list).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warnings: Option<&'a [String]>,
@@ -169,7 +164,7 @@ pub struct ContextRead<'a> {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SnapshotHistory<'a> {
     pub items: &'a [HistoryEntry],
-    pub unreadable: &'a [Unreadable],
+    pub unreadable: Vec<Unreadable>,
 }
 
 impl Published for SnapshotHistory<'_> {
@@ -203,17 +198,64 @@ impl Published for LabelDependents<'_> {
     const KIND: &'static str = "LabelDependents";
 }
 
+/// One workload's dependency on one key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Dependent {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    /// The objects that use it (the ClusterQueues of a ResourceFlavor).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub used_by: Vec<String>,
+    pub key: String,
+    pub constraint: Constraint,
+    /// The constraint as written, e.g. `accelerator.example.com/gpu-family In [a100]`.
+    pub expression: String,
+}
+
+impl From<&placekit_lint::dependents::Dependent> for Dependent {
+    fn from(dependent: &placekit_lint::dependents::Dependent) -> Self {
+        use placekit_lint::dependents::Constraint as Model;
+        Dependent {
+            kind: dependent.kind.clone(),
+            namespace: dependent.namespace.clone(),
+            name: dependent.name.clone(),
+            used_by: dependent.used_by.clone(),
+            key: dependent.key.clone(),
+            constraint: match dependent.constraint {
+                Model::NodeSelector => Constraint::NodeSelector,
+                Model::Required => Constraint::Required,
+                Model::Preferred => Constraint::Preferred,
+            },
+            expression: dependent.expression.clone(),
+        }
+    }
+}
+
+/// How a workload depends on a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Constraint {
+    /// `spec.nodeSelector`: required.
+    NodeSelector,
+    /// `requiredDuringSchedulingIgnoredDuringExecution`.
+    Required,
+    /// `preferredDuringSchedulingIgnoredDuringExecution`.
+    Preferred,
+}
+
 /// `nodelabel show NODE`: every label with who wrote it and who owns it, and every taint
 /// with who wrote the taint list and who owns the taint.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct NodeLabels<'a> {
-    pub items: &'a [LabelProvenance],
+pub struct NodeLabels {
+    pub items: Vec<LabelProvenance>,
     /// The nodes' taints (absent when they have none).
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    pub taints: &'a [placekit_core::taint_owners::TaintProvenance],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<TaintProvenance>,
 }
 
-impl Published for NodeLabels<'_> {
+impl Published for NodeLabels {
     const KIND: &'static str = "NodeLabels";
 }
 
@@ -288,6 +330,60 @@ impl Published for DriftReport<'_> {
     const KIND: &'static str = "DriftReport";
 }
 
+/// A running pod whose node no longer satisfies its constraints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Drift {
+    pub namespace: String,
+    pub pod: String,
+    pub node: String,
+    /// The failing nodeSelector entry or expression, with expected vs actual.
+    pub reason: String,
+    /// `labels`: the node's labels no longer satisfy the pod (it keeps running); `taint`: a
+    /// NoExecute taint it does not tolerate (it is evicted).
+    pub kind: DriftKind,
+    /// The pod's controller (a ReplicaSet, StatefulSet, Job...), when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<DriftOwner>,
+}
+
+impl From<&placekit_core::scheduler::drift::Drift> for Drift {
+    fn from(drift: &placekit_core::scheduler::drift::Drift) -> Self {
+        use placekit_core::scheduler::drift::DriftKind as Model;
+        Drift {
+            namespace: drift.namespace.clone(),
+            pod: drift.pod.clone(),
+            node: drift.node.clone(),
+            reason: drift.reason.clone(),
+            kind: match drift.kind {
+                Model::Labels => DriftKind::Labels,
+                Model::Taint => DriftKind::Taint,
+            },
+            owner: drift.owner.as_ref().map(|o| DriftOwner {
+                kind: o.kind.clone(),
+                name: o.name.clone(),
+            }),
+        }
+    }
+}
+
+/// The controller a drifted pod belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct DriftOwner {
+    pub kind: String,
+    pub name: String,
+}
+
+/// Why a pod drifted, which decides what happens to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum DriftKind {
+    /// nodeSelector or required node affinity: IgnoredDuringExecution, it keeps running.
+    Labels,
+    /// An untolerated NoExecute taint: the taint manager evicts it.
+    Taint,
+}
+
 /// A running pod bound to a node that no longer exists.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct PodOnMissingNode {
@@ -336,7 +432,7 @@ pub struct PendingReport<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requests: Option<BTreeMap<String, String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub claims: Option<&'a [ClaimState]>,
+    pub claims: Option<Vec<ClaimState>>,
     /// What placekit cannot model for this pod (it then does not say the pod fits).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_modelled: Option<&'a [String]>,
@@ -354,30 +450,30 @@ pub struct PendingReport<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predicted_message: Option<Option<&'a str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<Option<&'a Verdict>>,
+    pub verdict: Option<Option<Verdict>>,
     /// A pod Kueue gates: its Workload and what it says of admission.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workload: Option<KueueWorkload<'a>>,
     /// Where the pod stands before any filter: bound (to a node that exists, is missing or
     /// not Ready), another scheduler's, gated, or judged node by node.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub standing: Option<&'a Standing>,
+    pub standing: Option<Standing>,
     /// The PodScheduled condition, when the scheduler said the pod was not scheduled.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub scheduler_says: Option<&'a SchedulerSays>,
+    pub scheduler_says: Option<SchedulerSays>,
     /// placekit's model finds room where the scheduler's last word refused: both are said
     /// and the pod is not called placeable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disagreement: Option<&'a str>,
     /// The node a preemption nominated, and the victims still terminating there.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub nominated: Option<&'a Nomination>,
+    pub nominated: Option<Nomination>,
     /// No node fits, but the scheduler's preemption would make room: where and whom.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub preemption: Option<&'a PreemptionWouldHelp>,
+    pub preemption: Option<PreemptionWouldHelp>,
     /// The gang the pod belongs to, judged as a group.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub gang: Option<&'a GangJudgement>,
+    pub gang: Option<GangJudgement>,
 }
 
 impl Published for PendingReport<'_> {
@@ -401,7 +497,7 @@ pub struct NodeFit<'a> {
     pub name: &'a str,
     pub fits: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub failure: Option<&'a FilterFailure>,
+    pub failure: Option<FilterFailure>,
     /// The failure in the scheduler's event wording, with placekit's detail.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -515,6 +611,112 @@ pub struct RequestRow {
     /// `--by namespace`: how many pods (or claims, for DRA) it sums.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pods: Option<usize>,
+}
+
+/// Totals of a status table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuTotals {
+    pub nodes: usize,
+    #[serde(serialize_with = "placekit_core::model::quantity::units")]
+    pub capacity: i128,
+    #[serde(serialize_with = "placekit_core::model::quantity::units")]
+    pub allocatable: i128,
+    #[serde(serialize_with = "placekit_core::model::quantity::units")]
+    pub requested: i128,
+    #[serde(serialize_with = "placekit_core::model::quantity::units")]
+    pub free: i128,
+}
+
+impl From<&placekit_core::gpu::GpuTotals> for GpuTotals {
+    fn from(totals: &placekit_core::gpu::GpuTotals) -> Self {
+        GpuTotals {
+            nodes: totals.nodes,
+            capacity: totals.capacity,
+            allocatable: totals.allocatable,
+            requested: totals.requested,
+            free: totals.free,
+        }
+    }
+}
+
+/// A snapshot file `history` could not read.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Unreadable {
+    pub path: std::path::PathBuf,
+    pub reason: String,
+}
+
+impl From<&placekit_core::snapshot::Unreadable> for Unreadable {
+    fn from(file: &placekit_core::snapshot::Unreadable) -> Self {
+        Unreadable {
+            path: file.path.clone(),
+            reason: file.reason.clone(),
+        }
+    }
+}
+
+/// One label of a node: who wrote it, who owns it, what acts on it (`nodelabel show`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelProvenance {
+    pub node: String,
+    pub key: String,
+    pub value: String,
+    /// The field managers that wrote it, from the node's managedFields (`kubelet`,
+    /// `nfd-master`, `karpenter`, `kubectl-label`, `placekit`...), as the API server recorded
+    /// them.
+    pub managers: Vec<String>,
+    /// The controller that owns it, when one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// What happens to a hand edit, or what a controller does when it changes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl From<&placekit_core::label_controllers::LabelProvenance> for LabelProvenance {
+    fn from(label: &placekit_core::label_controllers::LabelProvenance) -> Self {
+        LabelProvenance {
+            node: label.node.clone(),
+            key: label.key.clone(),
+            value: label.value.clone(),
+            managers: label.managers.clone(),
+            owner: label.owner.clone(),
+            note: label.note.clone(),
+        }
+    }
+}
+
+/// One taint of a node: who wrote the taint list, who owns the taint, what a hand edit does
+/// (`nodelabel show`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaintProvenance {
+    pub node: String,
+    /// `key=value:Effect`.
+    pub taint: String,
+    /// The field managers that wrote the node's taints. The list is atomic, so the API
+    /// server records only its last writers, not who added each taint.
+    pub managers: Vec<String>,
+    /// The controller that owns it, when one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// What happens to a hand edit, and where to make the change instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl From<&placekit_core::taint_owners::TaintProvenance> for TaintProvenance {
+    fn from(taint: &placekit_core::taint_owners::TaintProvenance) -> Self {
+        TaintProvenance {
+            node: taint.node.clone(),
+            taint: taint.taint.clone(),
+            managers: taint.managers.clone(),
+            owner: taint.owner.clone(),
+            note: taint.note.clone(),
+        }
+    }
 }
 
 /// `T`'s JSON Schema (draft 2020-12), published at `path`, every object closed.
