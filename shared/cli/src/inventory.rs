@@ -6,6 +6,6 @@
 mod read;
 
 pub use read::{
-    By, DraRead, Reading, Status, StatusOptions, StatusView, counted_resources, node_view,
+    By, DraRead, Group, Reading, Status, StatusOptions, StatusView, counted_resources, node_view,
     nodes_view, read_dra, read_status, resources_for,
 };

@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use placekit_cli::inventory::Group;
 use placekit_cli::inventory::StatusView;
 use placekit_cli::output::openmetrics::{Family, ReadOutcome, read_families, render};
-use placekit_cli::output::v1::NodeGroup;
 use placekit_core::accelerators::{Form, NodeInventory};
 
 /// One cluster's `status`, for the families: its context under `--contexts`, what was
@@ -144,7 +144,7 @@ fn form_name(form: Form) -> &'static str {
 fn pools(
     rows: &[NodeInventory],
     group_by: Option<&str>,
-    groups: &[NodeGroup],
+    groups: &[Group],
 ) -> Vec<Option<(String, String)>> {
     if let Some(key) = group_by {
         return groups

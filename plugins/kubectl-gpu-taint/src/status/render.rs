@@ -11,8 +11,8 @@ use placekit_core::exit;
 use placekit_core::gpu;
 use placekit_core::model::quantity::format_milli;
 
-use placekit_cli::inventory::{By, Status, StatusOptions, StatusView};
-use placekit_cli::output::v1::{NodeGroup, RequestRow};
+use placekit_cli::inventory::{By, Group, Status, StatusOptions, StatusView};
+use placekit_cli::output::v1::{self, RequestRow};
 
 /// Renders one cluster's `status`.
 pub fn print_status(ui: &Ui, targets: &Targets, options: &StatusOptions, view: &StatusView) {
@@ -34,7 +34,7 @@ pub fn print_status(ui: &Ui, targets: &Targets, options: &StatusOptions, view: &
             nodes: Vec::new(),
             totals: InventoryTotals {
                 totals: Default::default(),
-                by_resource: &[],
+                by_resource: Vec::new(),
             },
             group_by: None,
             groups: None,
@@ -51,15 +51,19 @@ pub fn print_status(ui: &Ui, targets: &Targets, options: &StatusOptions, view: &
             groups,
         } => {
             if ui.output.is_structured() {
+                let rows: Vec<v1::inventory::NodeInventory> = rows.iter().map(Into::into).collect();
                 ui.print_report(&GpuInventory {
                     resource: primary,
-                    nodes: Item::all_local(rows),
+                    nodes: Item::all_local(&rows),
                     totals: InventoryTotals {
                         totals: totals.into(),
-                        by_resource,
+                        by_resource: by_resource.iter().map(Into::into).collect(),
                     },
                     group_by: options.group_by.as_deref(),
-                    groups: options.group_by.as_ref().map(|_| groups.as_slice()),
+                    groups: options
+                        .group_by
+                        .as_ref()
+                        .map(|_| groups.iter().map(Into::into).collect()),
                     contexts: None,
                 });
                 return;
@@ -112,64 +116,7 @@ pub fn print_fleet_status(ui: &Ui, options: &StatusOptions, reads: &[ClusterRead
         return fleet::exit_code(reads, |_| exit::SUCCESS);
     }
     if ui.output.is_structured() {
-        // Every cluster read, with its totals and warnings.
-        let mut contexts = fleet::contexts(reads);
-        for (entry, r) in contexts.iter_mut().zip(reads) {
-            if let Ok(found) = &r.outcome {
-                if let StatusView::Nodes { totals, .. } = &found.view {
-                    entry.totals = Some(totals.into());
-                }
-                if !found.notes.is_empty() {
-                    entry.warnings = Some(&found.notes);
-                }
-            }
-        }
-        match options.by {
-            Some(by) => {
-                let items: Vec<Item<RequestRow>> = ok()
-                    .flat_map(|(r, view)| match view {
-                        StatusView::Breakdown(rows) => fleet::tagged(r, rows).collect(),
-                        _ => Vec::new(),
-                    })
-                    .collect();
-                ui.print_report(&GpuRequests {
-                    by: requests_by(by),
-                    namespace: options.namespace.as_deref(),
-                    items,
-                    contexts: Some(contexts),
-                });
-            }
-            None => {
-                let mut nodes = Vec::new();
-                let mut legacy = Vec::new();
-                let mut per_cluster = Vec::new();
-                for (r, view) in ok() {
-                    if let StatusView::Nodes {
-                        rows,
-                        totals,
-                        by_resource,
-                        ..
-                    } = view
-                    {
-                        nodes.extend(fleet::tagged(r, rows));
-                        legacy.push(totals);
-                        per_cluster.push(by_resource.as_slice());
-                    }
-                }
-                let by_resource = accelerators::merge_totals(per_cluster);
-                ui.print_report(&GpuInventory {
-                    resource: &primary,
-                    nodes,
-                    totals: InventoryTotals {
-                        totals: (&gpu::GpuTotals::sum(legacy)).into(),
-                        by_resource: &by_resource,
-                    },
-                    group_by: None,
-                    groups: None,
-                    contexts: Some(contexts),
-                });
-            }
-        }
+        print_fleet_report(ui, options, reads, &primary);
         fleet::warn_failures(ui, reads);
         return fleet::exit_code(reads, |_| exit::SUCCESS);
     }
@@ -228,6 +175,85 @@ pub fn print_fleet_status(ui: &Ui, options: &StatusOptions, reads: &[ClusterRead
     }
     fleet::warn_failures(ui, reads);
     fleet::exit_code(reads, |_| exit::SUCCESS)
+}
+
+/// `status -o json|yaml` over several clusters: every item tagged with its cluster, and each
+/// cluster read (its totals, warnings or error).
+fn print_fleet_report(
+    ui: &Ui,
+    options: &StatusOptions,
+    reads: &[ClusterRead<Status>],
+    primary: &str,
+) {
+    let ok = || {
+        reads
+            .iter()
+            .filter_map(|r| r.outcome.as_ref().ok().map(|s| (r, &s.view)))
+    };
+    // Every cluster read, with its totals and warnings.
+    let mut contexts = fleet::contexts(reads);
+    for (entry, r) in contexts.iter_mut().zip(reads) {
+        if let Ok(found) = &r.outcome {
+            if let StatusView::Nodes { totals, .. } = &found.view {
+                entry.totals = Some(totals.into());
+            }
+            if !found.notes.is_empty() {
+                entry.warnings = Some(&found.notes);
+            }
+        }
+    }
+    match options.by {
+        Some(by) => {
+            let items: Vec<Item<RequestRow>> = ok()
+                .flat_map(|(r, view)| match view {
+                    StatusView::Breakdown(rows) => fleet::tagged(r, rows).collect(),
+                    _ => Vec::new(),
+                })
+                .collect();
+            ui.print_report(&GpuRequests {
+                by: requests_by(by),
+                namespace: options.namespace.as_deref(),
+                items,
+                contexts: Some(contexts),
+            });
+        }
+        None => {
+            let mut wire = Vec::new();
+            let mut legacy = Vec::new();
+            let mut per_cluster = Vec::new();
+            for (r, view) in ok() {
+                if let StatusView::Nodes {
+                    rows,
+                    totals,
+                    by_resource,
+                    ..
+                } = view
+                {
+                    let rows: Vec<v1::inventory::NodeInventory> =
+                        rows.iter().map(Into::into).collect();
+                    wire.push((r, rows));
+                    legacy.push(totals);
+                    per_cluster.push(by_resource.as_slice());
+                }
+            }
+            let nodes = wire
+                .iter()
+                .flat_map(|(r, rows)| fleet::tagged(*r, rows))
+                .collect();
+            let by_resource = accelerators::merge_totals(per_cluster);
+            ui.print_report(&GpuInventory {
+                resource: primary,
+                nodes,
+                totals: InventoryTotals {
+                    totals: (&gpu::GpuTotals::sum(legacy)).into(),
+                    by_resource: by_resource.iter().map(Into::into).collect(),
+                },
+                group_by: None,
+                groups: None,
+                contexts: Some(contexts),
+            });
+        }
+    }
 }
 
 fn requests_by(by: By) -> RequestsBy {
@@ -334,7 +360,7 @@ fn grouped_rows(
     ui: &Ui,
     key: &str,
     rows: &[NodeInventory],
-    groups: &[NodeGroup],
+    groups: &[Group],
     by_resource: &[ResourceTotal],
     options: &StatusOptions,
 ) -> Vec<Vec<String>> {

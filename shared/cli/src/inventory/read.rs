@@ -256,8 +256,28 @@ pub enum StatusView {
         totals: gpu::GpuTotals,
         by_resource: Vec<ResourceTotal>,
         /// With `--group-by`: the groups, in the order of `rows` (each a run of them).
-        groups: Vec<NodeGroup>,
+        groups: Vec<Group>,
     },
+}
+
+/// One `--group-by` group as read: the nodes whose label has one value (or lacks it), and
+/// their totals per resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// The label's value; `None` for the nodes without the label.
+    pub value: Option<String>,
+    pub nodes: usize,
+    pub by_resource: Vec<ResourceTotal>,
+}
+
+impl From<&Group> for NodeGroup {
+    fn from(group: &Group) -> Self {
+        NodeGroup {
+            value: group.value.clone(),
+            nodes: group.nodes,
+            by_resource: group.by_resource.iter().map(Into::into).collect(),
+        }
+    }
 }
 
 /// How a cluster's reads are judged.
@@ -515,12 +535,12 @@ pub fn nodes_view(
             (None, None) => std::cmp::Ordering::Equal,
         });
     }
-    let mut groups: Vec<NodeGroup> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     if options.group_by.is_some() {
         for (value, _, _) in &kept {
             match groups.last_mut() {
                 Some(g) if &g.value == value => g.nodes += 1,
-                _ => groups.push(NodeGroup {
+                _ => groups.push(Group {
                     value: value.clone(),
                     nodes: 1,
                     by_resource: Vec::new(),

@@ -5,11 +5,11 @@
 //! additive (a field removed, renamed or retyped, a value of an enumeration dropped): a
 //! script written against `v1` keeps working, and a breaking change is a new module, `v2`.
 //!
-//! `ChangeReport` (`change.rs`) is frozen whole: each of its types is a wire copy converted
-//! from the model with `From`. The rows inside the other reports (a node's accelerators, a
-//! drifted pod, a verdict) are still the model's own `Serialize` types, reached from here;
-//! they are part of `v1` too, and the schema test is what keeps a refactor of them from
-//! changing a published shape.
+//! Every type of a report is a wire type of this module and its submodules (`change.rs`,
+//! `pending.rs`, `inventory.rs`), converted from the model with `From`, so a refactor of the
+//! model cannot change a published shape. One exception: `SnapshotPage` prints the snapshot
+//! file's header and records as stored (`placekit_core::snapshot`), a format versioned by the
+//! file's own `apiVersion`.
 
 use std::collections::BTreeMap;
 
@@ -18,15 +18,16 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub mod change;
+pub mod inventory;
 pub mod pending;
 
 use change::Report as ChangeReport;
+use inventory::{NodeInventory, ResourceTotal};
 use pending::{
     ClaimState, FilterFailure, GangJudgement, Nomination, PreemptionWouldHelp, SchedulerSays,
     Standing, Verdict,
 };
 
-use placekit_core::accelerators::{NodeInventory, ResourceTotal};
 use placekit_core::snapshot::{JournalRecord, SnapshotHeader};
 
 /// The `apiVersion` of every report.
@@ -266,12 +267,12 @@ pub struct GpuInventory<'a> {
     /// The resource the flat fields of a node and of the totals count.
     pub resource: &'a str,
     pub nodes: Vec<Item<'a, NodeInventory>>,
-    pub totals: InventoryTotals<'a>,
+    pub totals: InventoryTotals,
     /// `--group-by`: the label key, and its groups in the order of `nodes`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group_by: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub groups: Option<&'a [NodeGroup]>,
+    pub groups: Option<Vec<NodeGroup>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contexts: Option<Vec<ContextRead<'a>>>,
 }
@@ -284,10 +285,10 @@ impl Published for GpuInventory<'_> {
 /// accelerator resource.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct InventoryTotals<'a> {
+pub struct InventoryTotals {
     #[serde(flatten)]
     pub totals: GpuTotals,
-    pub by_resource: &'a [ResourceTotal],
+    pub by_resource: Vec<ResourceTotal>,
 }
 
 /// How `status --by` sums requests.
